@@ -1,0 +1,40 @@
+# The README's commands. Each one installs what is missing and builds first.
+BUILD ?= build
+CMAKE_FLAGS ?=
+ifneq ($(CI),)
+CMAKE_FLAGS += -DCODEINTERP_WERROR=ON
+endif
+PYTEST = /usr/bin/python3 -m pytest
+
+.PHONY: all deps build test unit integration demo clean format check-format
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$$(nproc)
+
+unit: build
+	ctest --test-dir $(BUILD) --output-on-failure
+
+integration: build
+	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/integration
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure
+	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/integration
+
+demo: build
+	@tests/demo.sh $(abspath $(BUILD))
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+check-format:
+	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: MIT */
+/* codeinterp: the command-line client. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/json.h"
+#include "client/libcodeinterp.h"
+#include "common/cleanup.h"
+#include "common/mp.h"
+#include "common/util.h"
+
+#define EXIT_USAGE 2
+#define EXIT_CONNECT 12
+#define MAX_INPUT_FILE (256u << 20)
+
+static const char *arg_socket = NULL;
+
+static void help(void) {
+        printf("Usage: codeinterp [--socket PATH] COMMAND [OPTIONS]\n"
+               "\n"
+               "Talk to codeinterpd, which runs Python calculations in fresh sandboxed workers.\n"
+               "\n"
+               "Commands:\n"
+               "  exec [OPTIONS] (-c CODE | FILE | -)   run code and print what it printed and its value\n"
+               "      --summary TEXT       the user-visible one-line summary (default \"codeinterp exec\")\n"
+               "      --json               print the result message as one JSON object, no progress\n"
+               "      --source ID=FILE     register FILE's text as read_source ID and mount it\n"
+               "      --attach ID=FILE[:MEDIA_TYPE]\n"
+               "                           register FILE as attachment ID (original bytes + text)\n"
+               "      --text ID=FILE       the canonical text for attachment ID (default: the file itself)\n"
+               "  hello                    print the supervisor's versions, policy and limits (JSON)\n"
+               "  status                   print the supervisor's queue counters (JSON)\n"
+               "\n"
+               "  --socket PATH            the supervisor's socket (default $CODEINTERP_SOCKET, else\n"
+               "                           " CI_DEFAULT_SOCKET ")\n"
+               "  -h, --help               show this help\n"
+               "\n"
+               "Exit status: 0 ok, 1 python_exception, 2 usage error, 3 timeout, 4 cancelled,\n"
+               "5 resource_limit, 6 invalid_input, 7 unavailable_source, 8 quota_exhausted,\n"
+               "9 worker_error, 10 overloaded, 11 not_found or permission_denied, 12 no connection\n"
+               "or a protocol failure.\n");
+}
+
+static int read_file(const char *path, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+
+        fd = strcmp(path, "-") == 0 ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                if (len == cap) {
+                        if (cap >= MAX_INPUT_FILE)
+                                return -EFBIG;
+                        cap = cap ? cap * 2 : 65536;
+                        char *n = realloc(buf, cap + 1);
+                        if (!n)
+                                return -ENOMEM;
+                        buf = n;
+                }
+                ssize_t n = read(fd, buf + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        if (!buf && !(buf = malloc(1)))
+                return -ENOMEM;
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+static const char *str_or(const msgpack_object *o, char *buf, size_t n, const char *dflt) {
+        if (!mp_is_str(o))
+                return dflt;
+        snprintf(buf, n, "%.*s", (int) o->via.str.size, o->via.str.ptr);
+        return buf;
+}
+
+static uint64_t uint_or0(const msgpack_object *o) {
+        return mp_is_uint(o) ? o->via.u64 : 0;
+}
+
+/* Print a fitted channel, marking the cut where it was made. */
+static void print_channel(FILE *f, const msgpack_object *ch, const char *name) {
+        const msgpack_object *text = ci_get(ch, "text");
+        uint64_t omitted = uint_or0(ci_get(ch, "omittedCharacters"));
+        uint64_t omitted_bytes = uint_or0(ci_get(ch, "omittedBytes"));
+        uint64_t at = uint_or0(ci_get(ch, "omittedAt"));
+        const char *p;
+        size_t n, split;
+
+        if (!mp_is_str(text))
+                return;
+        p = text->via.str.ptr;
+        n = text->via.str.size;
+        split = n;
+        if (omitted > 0) {
+                /* omittedAt counts characters: find the byte offset. */
+                uint64_t chars = 0;
+                for (split = 0; split < n && chars < at; split++)
+                        if (((uint8_t) p[split] & 0xC0) != 0x80 && ++chars == at) {
+                                split++;
+                                while (split < n && ((uint8_t) p[split] & 0xC0) == 0x80)
+                                        split++;
+                                break;
+                        }
+        }
+        fwrite(p, 1, split, f);
+        if (omitted > 0) {
+                if (split > 0 && p[split - 1] != '\n')
+                        fputc('\n', f);
+                fprintf(f, "[... %s: %" PRIu64 " characters (%" PRIu64 " bytes) omitted ...]\n", name, omitted,
+                        omitted_bytes);
+                fwrite(p + split, 1, n - split, f);
+        }
+        fflush(f);
+}
+
+typedef struct ProgressState {
+        bool live;
+        bool shown;
+} ProgressState;
+
+static void on_progress(const msgpack_object *m, void *userdata) {
+        ProgressState *st = userdata;
+        char phase[32];
+
+        if (!st->live)
+                return;
+        str_or(ci_get(m, "phase"), phase, sizeof phase, "?");
+        fprintf(stderr, "\r\033[K[codeinterp] %s  %" PRIu64 " ms  stdout %" PRIu64 " chars  stderr %" PRIu64 " chars",
+                phase, uint_or0(ci_get(m, "elapsedMs")), uint_or0(ci_get(m, "stdoutCharacters")),
+                uint_or0(ci_get(m, "stderrCharacters")));
+        if (mp_is_uint(ci_get(m, "queuePosition")))
+                fprintf(stderr, "  queue #%" PRIu64, uint_or0(ci_get(m, "queuePosition")));
+        fflush(stderr);
+        st->shown = true;
+}
+
+typedef struct Mount {
+        char *id;
+        char *file;
+        char *media_type;
+        char *text_file;
+        bool attachment;
+} Mount;
+
+static int parse_mount(char *arg, bool attachment, Mount *m) {
+        char *eq = strchr(arg, '=');
+        if (!eq || eq == arg || !eq[1])
+                return -EINVAL;
+        *eq = 0;
+        m->id = arg;
+        m->file = eq + 1;
+        m->attachment = attachment;
+        if (attachment) {
+                char *colon = strrchr(m->file, ':');
+                if (colon && strchr(colon, '/')) /* media types have a slash */
+                        *colon = 0, m->media_type = colon + 1;
+        }
+        return 0;
+}
+
+static int cmd_exec(int argc, char **argv) {
+        enum { ARG_SUMMARY = 0x100, ARG_JSON, ARG_SOURCE, ARG_ATTACH, ARG_TEXT };
+        static const struct option options[] = {
+                { "summary", required_argument, NULL, ARG_SUMMARY },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "source", required_argument, NULL, ARG_SOURCE },
+                { "attach", required_argument, NULL, ARG_ATTACH },
+                { "text", required_argument, NULL, ARG_TEXT },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        const char *summary = "codeinterp exec", *code_arg = NULL;
+        bool json = false;
+        Mount mounts[8] = {};
+        size_t n_mounts = 0;
+        struct {
+                char *id, *file;
+        } texts[8];
+        size_t n_texts = 0;
+        _cleanup_free_ char *code = NULL;
+        size_t code_len;
+        CiClient *c = NULL;
+        CiMessage res = {};
+        char inv[CI_INVOCATION_ID_MAX + 1];
+        ProgressState ps = {};
+        int opt, k, status;
+
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "+c:h", options, NULL)) >= 0)
+                switch (opt) {
+                case 'c':
+                        code_arg = optarg;
+                        break;
+                case ARG_SUMMARY:
+                        summary = optarg;
+                        break;
+                case ARG_JSON:
+                        json = true;
+                        break;
+                case ARG_SOURCE:
+                case ARG_ATTACH:
+                        if (n_mounts == ELEMENTSOF(mounts) || parse_mount(optarg, opt == ARG_ATTACH, &mounts[n_mounts]) < 0) {
+                                fprintf(stderr, "codeinterp: bad --%s \"%s\" (want ID=FILE)\n",
+                                        opt == ARG_ATTACH ? "attach" : "source", optarg);
+                                return EXIT_USAGE;
+                        }
+                        n_mounts++;
+                        break;
+                case ARG_TEXT: {
+                        char *eq = strchr(optarg, '=');
+                        if (!eq || n_texts == ELEMENTSOF(texts)) {
+                                fprintf(stderr, "codeinterp: bad --text \"%s\" (want ID=FILE)\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        *eq = 0;
+                        texts[n_texts].id = optarg;
+                        texts[n_texts++].file = eq + 1;
+                        break;
+                }
+                case 'h':
+                        help();
+                        return 0;
+                default:
+                        return EXIT_USAGE;
+                }
+        if (code_arg) {
+                if (optind != argc) {
+                        fprintf(stderr, "codeinterp: give either -c CODE or a FILE, not both\n");
+                        return EXIT_USAGE;
+                }
+                code = strdup(code_arg);
+                code_len = strlen(code_arg);
+        } else if (optind + 1 == argc) {
+                k = read_file(argv[optind], &code, &code_len);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: cannot read \"%s\": %s\n", argv[optind], strerror(-k));
+                        return EXIT_USAGE;
+                }
+        } else {
+                fprintf(stderr, "codeinterp: exec needs -c CODE, a FILE, or - for standard input\n");
+                return EXIT_USAGE;
+        }
+        for (size_t i = 0; i < n_texts; i++) {
+                bool found = false;
+                for (size_t j = 0; j < n_mounts; j++)
+                        if (mounts[j].attachment && !strcmp(mounts[j].id, texts[i].id)) {
+                                mounts[j].text_file = texts[i].file;
+                                found = true;
+                        }
+                if (!found) {
+                        fprintf(stderr, "codeinterp: --text %s names no --attach\n", texts[i].id);
+                        return EXIT_USAGE;
+                }
+        }
+
+        k = ci_connect(arg_socket, &c);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: cannot connect to the supervisor: %s\n", strerror(-k));
+                return EXIT_CONNECT;
+        }
+
+        const char *ids[8];
+        CiExecute x = { .summary = summary, .code = code, .code_len = code_len };
+        if (n_mounts > 0) {
+                CiMessage err = {};
+                k = ci_invocation_open(c, inv, &err);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: invocation.open failed\n");
+                        ci_message_done(&err);
+                        ci_close(c);
+                        return EXIT_CONNECT;
+                }
+                for (size_t i = 0; i < n_mounts; i++) {
+                        _cleanup_free_ char *data = NULL, *text = NULL;
+                        size_t data_len, text_len = 0;
+                        CiMessage rep;
+                        Mount *m = &mounts[i];
+
+                        k = read_file(m->file, &data, &data_len);
+                        if (k >= 0 && m->text_file)
+                                k = read_file(m->text_file, &text, &text_len);
+                        if (k < 0) {
+                                fprintf(stderr, "codeinterp: cannot read the file for %s: %s\n", m->id, strerror(-k));
+                                ci_close(c);
+                                return EXIT_USAGE;
+                        }
+                        const char *base = strrchr(m->file, '/');
+                        CiSource s = {
+                                .id = m->id,
+                                .attachment = m->attachment,
+                                .text = m->text_file ? text : data,
+                                .text_len = m->text_file ? text_len : data_len,
+                                .original = data,
+                                .original_len = data_len,
+                                .media_type = m->media_type,
+                                .file_name = base ? base + 1 : m->file,
+                        };
+                        k = ci_source_put(c, inv, &s, &rep);
+                        if (k < 0) {
+                                fprintf(stderr, "codeinterp: source.put failed: %s\n", strerror(-k));
+                                ci_close(c);
+                                return EXIT_CONNECT;
+                        }
+                        if (strcmp(ci_message_type(&rep) ?: "", "reply") != 0) {
+                                char code_buf[32], msg[512];
+                                str_or(ci_get(&rep.unpacked.data, "code"), code_buf, sizeof code_buf, "?");
+                                fprintf(stderr, "codeinterp: source %s rejected (%s): %s\n", m->id, code_buf,
+                                        str_or(ci_get(&rep.unpacked.data, "message"), msg, sizeof msg, ""));
+                                status = ci_outcome_exit_status(code_buf);
+                                ci_message_done(&rep);
+                                ci_close(c);
+                                return status;
+                        }
+                        ci_message_done(&rep);
+                        ids[i] = m->id;
+                }
+                x.invocation = inv;
+                x.source_ids = ids;
+                x.n_source_ids = n_mounts;
+        }
+
+        ps.live = !json && isatty(STDERR_FILENO);
+        k = ci_execute(c, &x, on_progress, &ps, &res);
+        if (ps.shown)
+                fputs("\r\033[K", stderr);
+        ci_close(c);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: lost the supervisor: %s\n", strerror(-k));
+                return EXIT_CONNECT;
+        }
+
+        const msgpack_object *m = &res.unpacked.data;
+        char outcome[32], buf[1024];
+        if (!strcmp(ci_message_type(&res) ?: "", "error")) {
+                str_or(ci_get(m, "code"), outcome, sizeof outcome, "?");
+                if (json) {
+                        ci_json_write(stdout, m);
+                        fputc('\n', stdout);
+                } else
+                        fprintf(stderr, "codeinterp: %s: %s\n", outcome,
+                                str_or(ci_get(m, "message"), buf, sizeof buf, ""));
+                status = ci_outcome_exit_status(outcome);
+                ci_message_done(&res);
+                return status;
+        }
+        str_or(ci_get(m, "outcome"), outcome, sizeof outcome, "?");
+        status = ci_outcome_exit_status(outcome);
+        if (json) {
+                ci_json_write(stdout, m);
+                fputc('\n', stdout);
+                ci_message_done(&res);
+                return status;
+        }
+
+        print_channel(stdout, ci_get(m, "stdout"), "stdout");
+        print_channel(stderr, ci_get(m, "stderr"), "stderr");
+        const msgpack_object *exc = ci_get(m, "exception");
+        if (exc && exc->type == MSGPACK_OBJECT_MAP)
+                print_channel(stderr, ci_get(exc, "traceback"), "traceback");
+        const msgpack_object *r = ci_get(m, "result");
+        if (r && r->type == MSGPACK_OBJECT_MAP) {
+                print_channel(stdout, r, "result");
+                fputc('\n', stdout);
+        }
+        if (strcmp(outcome, "ok") != 0 && strcmp(outcome, "python_exception") != 0) {
+                char limit[32];
+                fprintf(stderr, "codeinterp: %s", outcome);
+                if (mp_is_str(ci_get(m, "limit")))
+                        fprintf(stderr, " (%s)", str_or(ci_get(m, "limit"), limit, sizeof limit, ""));
+                if (mp_is_str(ci_get(m, "detail")))
+                        fprintf(stderr, ": %s", str_or(ci_get(m, "detail"), buf, sizeof buf, ""));
+                fputc('\n', stderr);
+        }
+        fflush(stdout);
+        ci_message_done(&res);
+        return status;
+}
+
+static int cmd_simple(const char *what) {
+        CiClient *c;
+        CiMessage m;
+        int k = ci_connect(arg_socket, &c);
+
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: cannot connect to the supervisor: %s\n", strerror(-k));
+                return EXIT_CONNECT;
+        }
+        k = !strcmp(what, "hello") ? ci_hello(c, &m) : ci_status(c, &m);
+        ci_close(c);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: %s failed: %s\n", what, strerror(-k));
+                return EXIT_CONNECT;
+        }
+        ci_json_write(stdout, &m.unpacked.data);
+        fputc('\n', stdout);
+        ci_message_done(&m);
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, 's' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        int opt;
+
+        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (opt) {
+                case 's':
+                        arg_socket = optarg;
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                default:
+                        return EXIT_USAGE;
+                }
+        if (optind >= argc) {
+                help();
+                return EXIT_USAGE;
+        }
+        const char *cmd = argv[optind];
+        if (!strcmp(cmd, "exec"))
+                return cmd_exec(argc - optind, argv + optind);
+        if (!strcmp(cmd, "hello") || !strcmp(cmd, "describe"))
+                return cmd_simple("hello");
+        if (!strcmp(cmd, "status"))
+                return cmd_simple("status");
+        fprintf(stderr, "codeinterp: unknown command \"%s\"; see --help\n", cmd);
+        return EXIT_USAGE;
+}

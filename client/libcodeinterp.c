@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+#include "client/libcodeinterp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/mp.h"
+#include "common/util.h"
+
+#define CI_MAX_MESSAGE (64u << 20)
+
+struct CiClient {
+        int fd;
+        uint64_t next_id;
+};
+
+int ci_connect(const char *path, CiClient **ret) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+        CiClient *c;
+
+        if (!path)
+                path = getenv("CODEINTERP_SOCKET");
+        if (!path || !*path)
+                path = CI_DEFAULT_SOCKET;
+        if (strlen(path) >= sizeof sa.sun_path)
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+                return -errno;
+        c = calloc(1, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        c->fd = TAKE_FD(fd);
+        c->next_id = 1;
+        *ret = c;
+        return 0;
+}
+
+void ci_close(CiClient *c) {
+        if (!c)
+                return;
+        close(c->fd);
+        free(c);
+}
+
+int ci_fd(const CiClient *c) {
+        return c->fd;
+}
+
+int ci_send(CiClient *c, const msgpack_sbuffer *sb) {
+        uint8_t hdr[4];
+        int k;
+
+        frame_put_len(hdr, (uint32_t) sb->size);
+        if ((k = write_full(c->fd, hdr, 4)) < 0)
+                return k;
+        return write_full(c->fd, sb->data, sb->size);
+}
+
+int ci_recv(CiClient *c, CiMessage *ret) {
+        uint8_t hdr[4];
+        CiMessage m = {};
+        size_t off = 0;
+        int k;
+
+        if ((k = read_full(c->fd, hdr, 4)) < 0)
+                return k;
+        m.len = frame_get_len(hdr);
+        if (m.len > CI_MAX_MESSAGE)
+                return -EMSGSIZE;
+        m.buf = malloc(m.len ? m.len : 1);
+        if (!m.buf)
+                return -ENOMEM;
+        if ((k = read_full(c->fd, m.buf, m.len)) < 0) {
+                free(m.buf);
+                return k;
+        }
+        msgpack_unpacked_init(&m.unpacked);
+        if (msgpack_unpack_next(&m.unpacked, m.buf, m.len, &off) != MSGPACK_UNPACK_SUCCESS ||
+            m.unpacked.data.type != MSGPACK_OBJECT_MAP) {
+                msgpack_unpacked_destroy(&m.unpacked);
+                free(m.buf);
+                return -EPROTO;
+        }
+        *ret = m;
+        return 0;
+}
+
+void ci_message_done(CiMessage *m) {
+        if (!m->buf)
+                return;
+        msgpack_unpacked_destroy(&m->unpacked);
+        free(m->buf);
+        m->buf = NULL;
+}
+
+const msgpack_object *ci_get(const msgpack_object *map, const char *key) {
+        return mp_map_get(map, key);
+}
+
+const char *ci_message_type(const CiMessage *m) {
+        static char buf[16];
+        const msgpack_object *t = mp_map_get(&m->unpacked.data, "type");
+        if (!mp_is_str(t) || t->via.str.size >= sizeof buf)
+                return NULL;
+        memcpy(buf, t->via.str.ptr, t->via.str.size);
+        buf[t->via.str.size] = 0;
+        return buf;
+}
+
+static bool message_id_is(const CiMessage *m, uint64_t id) {
+        const msgpack_object *o = mp_map_get(&m->unpacked.data, "id");
+        return mp_is_uint(o) && o->via.u64 == id;
+}
+
+/* Wait for the reply (or error) to request id, skipping unrelated messages. An error
+ * with a nil id (connection-level) also ends the wait. */
+static int wait_reply(CiClient *c, uint64_t id, CiMessage *ret) {
+        for (;;) {
+                CiMessage m;
+                int k = ci_recv(c, &m);
+                if (k < 0)
+                        return k;
+                const char *type = ci_message_type(&m);
+                const msgpack_object *mid = mp_map_get(&m.unpacked.data, "id");
+                if (type && (!strcmp(type, "reply") || !strcmp(type, "error")) &&
+                    (message_id_is(&m, id) || (mid && mid->type == MSGPACK_OBJECT_NIL))) {
+                        *ret = m;
+                        return 0;
+                }
+                ci_message_done(&m);
+        }
+}
+
+static void begin(msgpack_sbuffer *sb, msgpack_packer *pk, CiClient *c, const char *op, size_t extra,
+                  uint64_t *ret_id) {
+        msgpack_sbuffer_init(sb);
+        msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
+        msgpack_pack_map(pk, 2 + extra);
+        mp_pack_kv_str(pk, "op", op);
+        *ret_id = c->next_id++;
+        mp_pack_kv_uint(pk, "id", *ret_id);
+}
+
+static int simple(CiClient *c, const char *op, CiMessage *ret) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        uint64_t id;
+        int k;
+
+        begin(&sb, &pk, c, op, 0, &id);
+        k = ci_send(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+        return k < 0 ? k : wait_reply(c, id, ret);
+}
+
+int ci_hello(CiClient *c, CiMessage *ret) {
+        return simple(c, "hello", ret);
+}
+
+int ci_status(CiClient *c, CiMessage *ret) {
+        return simple(c, "status", ret);
+}
+
+int ci_invocation_open(CiClient *c, char ret_id[CI_INVOCATION_ID_MAX + 1], CiMessage *ret_error) {
+        CiMessage m;
+        const msgpack_object *inv;
+        int k = simple(c, "invocation.open", &m);
+
+        if (k < 0)
+                return k;
+        inv = mp_map_get(&m.unpacked.data, "invocation");
+        if (!mp_is_str(inv) || inv->via.str.size > CI_INVOCATION_ID_MAX) {
+                if (ret_error)
+                        *ret_error = m;
+                else
+                        ci_message_done(&m);
+                return -EPROTO;
+        }
+        memcpy(ret_id, inv->via.str.ptr, inv->via.str.size);
+        ret_id[inv->via.str.size] = 0;
+        ci_message_done(&m);
+        return 0;
+}
+
+int ci_invocation_close(CiClient *c, const char *invocation, CiMessage *ret) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        uint64_t id;
+        int k;
+
+        begin(&sb, &pk, c, "invocation.close", 1, &id);
+        mp_pack_kv_str(&pk, "invocation", invocation);
+        k = ci_send(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+        return k < 0 ? k : wait_reply(c, id, ret);
+}
+
+int ci_source_put(CiClient *c, const char *invocation, const CiSource *s, CiMessage *ret) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        uint64_t id;
+        int k;
+
+        begin(&sb, &pk, c, "source.put", s->attachment ? 7 : (s->origin ? 5 : 4), &id);
+        mp_pack_kv_str(&pk, "invocation", invocation);
+        mp_pack_kv_str(&pk, "sourceId", s->id);
+        mp_pack_kv_str(&pk, "kind", s->attachment ? "attachment" : "read_source");
+        mp_pack_cstr(&pk, "text");
+        mp_pack_strn(&pk, s->text, s->text_len);
+        if (s->attachment) {
+                mp_pack_cstr(&pk, "original");
+                msgpack_pack_bin(&pk, s->original_len);
+                msgpack_pack_bin_body(&pk, s->original, s->original_len);
+                mp_pack_kv_str(&pk, "mediaType", s->media_type ?: "application/octet-stream");
+                mp_pack_kv_str(&pk, "fileName", s->file_name ?: s->id);
+        } else if (s->origin)
+                mp_pack_kv_str(&pk, "origin", s->origin);
+        k = ci_send(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+        return k < 0 ? k : wait_reply(c, id, ret);
+}
+
+int ci_execute_send(CiClient *c, const CiExecute *x, uint64_t *ret_id) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        int k;
+
+        begin(&sb, &pk, c, "execute", x->invocation ? 4 : 3, ret_id);
+        mp_pack_kv_str(&pk, "summary", x->summary ?: "");
+        mp_pack_cstr(&pk, "code");
+        mp_pack_strn(&pk, x->code, x->code_len);
+        if (x->invocation)
+                mp_pack_kv_str(&pk, "invocation", x->invocation);
+        mp_pack_cstr(&pk, "sourceIds");
+        msgpack_pack_array(&pk, x->n_source_ids);
+        for (size_t i = 0; i < x->n_source_ids; i++)
+                mp_pack_cstr(&pk, x->source_ids[i]);
+        k = ci_send(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+        return k;
+}
+
+int ci_execute(CiClient *c, const CiExecute *x, CiProgressFn cb, void *userdata, CiMessage *ret) {
+        uint64_t id;
+        int k = ci_execute_send(c, x, &id);
+
+        if (k < 0)
+                return k;
+        for (;;) {
+                CiMessage m;
+                const char *type;
+
+                if ((k = ci_recv(c, &m)) < 0)
+                        return k;
+                type = ci_message_type(&m);
+                const msgpack_object *mid = mp_map_get(&m.unpacked.data, "id");
+                bool ours = message_id_is(&m, id) || (mid && mid->type == MSGPACK_OBJECT_NIL);
+                if (ours && type && !strcmp(type, "progress")) {
+                        if (cb)
+                                cb(&m.unpacked.data, userdata);
+                } else if (ours && type && (!strcmp(type, "result") || !strcmp(type, "error"))) {
+                        *ret = m;
+                        return 0;
+                }
+                ci_message_done(&m);
+        }
+}
+
+int ci_cancel(CiClient *c, uint64_t call_id, uint64_t *ret_id) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        int k;
+
+        begin(&sb, &pk, c, "cancel", 1, ret_id);
+        mp_pack_kv_uint(&pk, "callId", call_id);
+        k = ci_send(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+        return k;
+}
+
+int ci_outcome_exit_status(const char *o) {
+        static const struct {
+                const char *name;
+                int status;
+        } table[] = {
+                { "ok", 0 },
+                { "python_exception", 1 },
+                { "timeout", 3 },
+                { "cancelled", 4 },
+                { "resource_limit", 5 },
+                { "invalid_input", 6 },
+                { "unavailable_source", 7 },
+                { "quota_exhausted", 8 },
+                { "worker_error", 9 },
+                { "overloaded", 10 },
+                { "not_found", 11 },
+                { "permission_denied", 11 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (o && !strcmp(o, table[i].name))
+                        return table[i].status;
+        return 12;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* libcodeinterp: a small blocking client for codeinterpd's protocol (docs/protocol.md,
+ * API in docs/client.md). One CiClient is one connection; not thread-safe. */
+#pragma once
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CI_DEFAULT_SOCKET "/run/codeinterp/codeinterp.sock"
+#define CI_INVOCATION_ID_MAX 64
+
+typedef struct CiClient CiClient;
+
+/* A received message: the object tree and the bytes it points into. */
+typedef struct CiMessage {
+        msgpack_unpacked unpacked;
+        char *buf;
+        size_t len;
+} CiMessage;
+
+typedef struct CiSource {
+        const char *id;
+        bool attachment;
+        const void *text; /* canonical text (UTF-8) */
+        size_t text_len;
+        const void *original; /* attachments: the original bytes */
+        size_t original_len;
+        const char *media_type; /* attachments */
+        const char *file_name;  /* attachments */
+        const char *origin;     /* read_source: URI or title (metadata only) */
+} CiSource;
+
+typedef struct CiExecute {
+        const char *summary;
+        const char *code;
+        size_t code_len;
+        const char *invocation; /* NULL: a one-call anonymous invocation */
+        const char *const *source_ids;
+        size_t n_source_ids;
+} CiExecute;
+
+/* Called for every progress message of the call; may be NULL. */
+typedef void (*CiProgressFn)(const msgpack_object *progress, void *userdata);
+
+/* Connect to path (NULL: $CODEINTERP_SOCKET, else CI_DEFAULT_SOCKET). */
+int ci_connect(const char *path, CiClient **ret);
+void ci_close(CiClient *c);
+int ci_fd(const CiClient *c);
+/* Lowest level: send one map built in sb; receive one message (max_bytes bounds it). */
+int ci_send(CiClient *c, const msgpack_sbuffer *sb);
+int ci_recv(CiClient *c, CiMessage *ret);
+void ci_message_done(CiMessage *m);
+/* Request/reply helpers: fill ret with the reply (or -EPROTO; an "error" reply is
+ * returned as 0 with ret holding it: check ci_message_type()). */
+int ci_hello(CiClient *c, CiMessage *ret);
+int ci_status(CiClient *c, CiMessage *ret);
+int ci_invocation_open(CiClient *c, char ret_id[CI_INVOCATION_ID_MAX + 1], CiMessage *ret_error);
+int ci_invocation_close(CiClient *c, const char *invocation, CiMessage *ret);
+int ci_source_put(CiClient *c, const char *invocation, const CiSource *s, CiMessage *ret);
+/* Execute and wait for the result (or error) message; progress goes to cb. */
+int ci_execute(CiClient *c, const CiExecute *x, CiProgressFn cb, void *userdata, CiMessage *ret);
+/* Send execute without waiting; returns the request id used. */
+int ci_execute_send(CiClient *c, const CiExecute *x, uint64_t *ret_id);
+int ci_cancel(CiClient *c, uint64_t call_id, uint64_t *ret_id);
+
+/* "reply" | "error" | "result" | "progress" | NULL */
+const char *ci_message_type(const CiMessage *m);
+const msgpack_object *ci_get(const msgpack_object *map, const char *key);
+
+/* Exit status for an outcome name (documented in docs/client.md). */
+int ci_outcome_exit_status(const char *outcome);

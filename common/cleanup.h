@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* Scope-bound cleanup helpers, in the manner of systemd's macro.h.
+ * Every destructor accepts the "empty" value (NULL, -1, 0) and does nothing. */
+#pragma once
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+
+static inline void closep(int *fd) {
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+
+/* SIGKILL and reap a child (crun's cleanup_pid). */
+static inline void killpidp(pid_t *pid) {
+        if (*pid > 0) {
+                int saved = errno;
+                kill(*pid, SIGKILL);
+                while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                errno = saved;
+        }
+}
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_pid_ _cleanup_(killpidp)
+
+#define TAKE_PTR(p)                                                                                                    \
+        ({                                                                                                             \
+                __typeof__(p) _tp = (p);                                                                               \
+                (p) = NULL;                                                                                            \
+                _tp;                                                                                                   \
+        })
+#define TAKE_FD(fd)                                                                                                    \
+        ({                                                                                                             \
+                int _tf = (fd);                                                                                        \
+                (fd) = -1;                                                                                             \
+                _tf;                                                                                                   \
+        })
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                                        \
+        static inline void func##p(type *p) {                                                                          \
+                if (*p)                                                                                                \
+                        func(*p);                                                                                      \
+        }

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* Small typed accessors over msgpack-c objects, and packing shorthands. */
+#pragma once
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Look up key in a map object; NULL if obj is not a map or the key is absent. */
+const msgpack_object *mp_map_get(const msgpack_object *obj, const char *key);
+bool mp_is_str(const msgpack_object *o);
+bool mp_is_uint(const msgpack_object *o); /* non-negative integer */
+bool mp_str_eq(const msgpack_object *o, const char *s);
+/* Typed getters: -ENOENT when absent, -EINVAL when of the wrong type. */
+int mp_get_str(const msgpack_object *map, const char *key, const char **ret, uint32_t *ret_len);
+int mp_get_uint(const msgpack_object *map, const char *key, uint64_t *ret);
+int mp_get_bool(const msgpack_object *map, const char *key, bool *ret);
+int mp_get_bin(const msgpack_object *map, const char *key, const char **ret, uint32_t *ret_len);
+/* malloc'd NUL-terminated copy of a str object. */
+char *mp_strdup(const msgpack_object *o);
+
+/* Packing shorthands. */
+void mp_pack_cstr(msgpack_packer *pk, const char *s);
+void mp_pack_strn(msgpack_packer *pk, const char *s, size_t n);
+void mp_pack_kv_str(msgpack_packer *pk, const char *key, const char *val); /* val NULL -> nil */
+void mp_pack_kv_uint(msgpack_packer *pk, const char *key, uint64_t v);
+void mp_pack_kv_int(msgpack_packer *pk, const char *key, int64_t v);
+void mp_pack_kv_bool(msgpack_packer *pk, const char *key, bool v);
+void mp_pack_kv_nil(msgpack_packer *pk, const char *key);

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Write all of buf (retrying on EINTR and short writes). 0 or -errno. */
+int write_full(int fd, const void *buf, size_t len);
+/* Read exactly len bytes; -EPIPE on early EOF. */
+int read_full(int fd, void *buf, size_t len);
+/* Read a whole fd (regular file or memfd) from offset 0, up to max bytes (-EFBIG beyond). */
+int read_fd_all(int fd, size_t max, void **ret_buf, size_t *ret_len);
+/* A sealed, close-on-exec memfd holding data. */
+int memfd_from_buffer(const char *name, const void *data, size_t len, int *ret_fd);
+/* Frame helpers: 4-byte big-endian length prefix. */
+static inline void frame_put_len(uint8_t out[4], uint32_t n) {
+        out[0] = (uint8_t) (n >> 24);
+        out[1] = (uint8_t) (n >> 16);
+        out[2] = (uint8_t) (n >> 8);
+        out[3] = (uint8_t) n;
+}
+static inline uint32_t frame_get_len(const uint8_t in[4]) {
+        return (uint32_t) in[0] << 24 | (uint32_t) in[1] << 16 | (uint32_t) in[2] << 8 | (uint32_t) in[3];
+}
+/* Monotonic clock in microseconds. */
+uint64_t now_usec(void);
+/* Count Unicode code points in valid UTF-8; -EILSEQ if invalid. */
+int utf8_count(const char *s, size_t len, uint64_t *ret_chars);

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/* The reviewed configuration. Pure data: defaults equal the reviewed profile,
+ * policy_load_file() overlays a YAML file, and the digest of the effective
+ * values goes into every result's evidence. Documented key by key in docs/policy.md. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define POLICY_MAX_PEERS 32
+#define POLICY_NAME_MAX 64
+
+typedef enum PolicyDenyAction {
+        POLICY_DENY_ERRNO, /* denied syscalls fail with EPERM (or ENOSYS when unknown) */
+        POLICY_DENY_KILL,  /* denied syscalls kill the worker */
+} PolicyDenyAction;
+
+typedef enum PolicyWorkerStart {
+        POLICY_WORKER_START_EXEC,   /* exec a fresh worker binary, initialise CPython per call */
+        POLICY_WORKER_START_ZYGOTE, /* clone from a pre-initialised interpreter */
+} PolicyWorkerStart;
+
+typedef struct Policy {
+        char name[POLICY_NAME_MAX]; /* name: "code_interpreter" */
+
+        /* The call contract (the chapter's reviewed profile). */
+        uint32_t max_calls;             /* maxCalls: 10, per invocation */
+        uint32_t timeout_ms;            /* timeoutMs: 30000, from admission, includes queueing */
+        uint32_t max_code_characters;   /* maxCodeCharacters: 20000 Unicode characters */
+        uint32_t max_output_characters; /* maxOutputCharacters: 64000 per channel */
+        uint32_t max_result_bytes;      /* maxResultBytes: 262144, whole encoded result message */
+
+        /* Sandbox limits. */
+        uint64_t memory_bytes;    /* memoryBytes: RLIMIT_AS, 536870912 */
+        uint32_t cpu_seconds;     /* cpuSeconds: RLIMIT_CPU soft, 30 (hard = soft + 1) */
+        uint64_t file_bytes;      /* maxFileBytes: RLIMIT_FSIZE, 16777216 */
+        uint32_t open_files;      /* maxOpenFiles: RLIMIT_NOFILE, 64 */
+        uint32_t processes;       /* maxProcesses: RLIMIT_NPROC (threads), 16 */
+        uint64_t tmp_bytes;       /* tmpBytes: size of the /tmp tmpfs, 16777216 */
+        uid_t worker_uid;         /* workerUid: host uid the worker runs as, 65534 */
+        gid_t worker_gid;         /* workerGid: host gid, 65534 */
+        PolicyDenyAction seccomp_deny; /* seccompDenyAction: errno | kill; errno */
+
+        /* Supervisor bounds. */
+        uint32_t max_message_bytes;        /* maxMessageBytes: one client frame, 8388608 */
+        uint32_t max_worker_message_bytes; /* maxWorkerMessageBytes: one worker report, 1048576 */
+        uint32_t max_connections;          /* maxConnections: 64 */
+        uint64_t max_connection_output_bytes; /* maxConnectionOutputBytes: unsent replies per connection, 16777216 */
+
+        /* Peers. Empty allowed lists mean: the supervisor's own uid and root. */
+        uid_t allowed_uids[POLICY_MAX_PEERS]; /* allowedUids: [] */
+        size_t n_allowed_uids;
+        gid_t allowed_gids[POLICY_MAX_PEERS]; /* allowedGids: [] */
+        size_t n_allowed_gids;
+        bool has_socket_group; /* socketGroup: group name or gid; socket becomes 0660 */
+        gid_t socket_group;
+
+        /* Invocations and sources. */
+        uint32_t max_invocations_per_connection; /* maxInvocationsPerConnection: 16 */
+        uint32_t max_sources_per_invocation;     /* maxSourcesPerInvocation: 64 */
+        uint64_t max_source_bytes;               /* maxSourceBytes: 4194304, per source (text + original) */
+        uint64_t max_invocation_bytes;           /* maxInvocationBytes: 33554432, all sources of one invocation */
+        uint32_t invocation_ttl_ms;              /* invocationIdleTtlMs: 3600000 */
+
+        /* Scheduler. */
+        uint32_t max_active_workers;      /* maxActiveWorkers: 0 = number of online CPUs */
+        uint32_t max_queued_calls;        /* maxQueuedCalls: 256, process-wide */
+        uint32_t heartbeat_ms;            /* heartbeatMs: 1000, running progress interval */
+        uint64_t min_available_memory_bytes; /* minAvailableMemoryBytes: 0 = no memory gate */
+
+        /* Worker start. */
+        PolicyWorkerStart worker_start; /* workerStart: exec | zygote; exec */
+        uint32_t zygote_max_calls;      /* zygoteMaxCalls: 10000, then the zygote re-execs */
+        uint32_t zygote_max_seconds;    /* zygoteMaxSeconds: 3600 */
+
+        char sha256[65]; /* hex digest of the effective values, filled by policy_finalize() */
+} Policy;
+
+/* Fill *p with the reviewed profile's defaults (and compute the digest). */
+void policy_init_defaults(Policy *p);
+
+/* Overlay the YAML document in `data` on *p. On failure returns -EINVAL (or -ENOMEM)
+ * and writes a one-line message naming the offending key into err. *p is only
+ * modified on success. */
+int policy_load_string(Policy *p, const char *data, size_t len, char *err, size_t errlen);
+
+/* Read the file and call policy_load_string(). -errno if the file cannot be read. */
+int policy_load_file(Policy *p, const char *path, char *err, size_t errlen);
+
+/* Recompute p->sha256 from the effective values (canonical "key=value\n" lines in key order). */
+void policy_finalize(Policy *p);
+
+/* Number of workers that may be alive at once (resolves 0 to the online CPU count). */
+uint32_t policy_active_workers(const Policy *p);
+
+const char *policy_deny_action_to_string(PolicyDenyAction a);
+const char *policy_worker_start_to_string(PolicyWorkerStart s);

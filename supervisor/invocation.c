@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+#include "supervisor/invocation.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "common/sha256.h"
+#include "common/util.h"
+
+struct InvRegistry {
+        sd_event *event;
+        const Policy *policy;
+        InvCloseFn on_close;
+        void *userdata;
+        Invocation *head;
+};
+
+Source *source_ref(Source *s) {
+        if (s)
+                s->n_ref++;
+        return s;
+}
+
+Source *source_unref(Source *s) {
+        if (!s || --s->n_ref > 0)
+                return NULL;
+        free(s->text);
+        free(s->original);
+        free(s->media_type);
+        free(s->file_name);
+        free(s->origin);
+        free(s);
+        return NULL;
+}
+
+int inv_registry_new(sd_event *e, const Policy *p, InvCloseFn on_close, void *userdata, InvRegistry **ret) {
+        InvRegistry *reg = calloc(1, sizeof *reg);
+        if (!reg)
+                return -ENOMEM;
+        reg->event = e;
+        reg->policy = p;
+        reg->on_close = on_close;
+        reg->userdata = userdata;
+        *ret = reg;
+        return 0;
+}
+
+InvRegistry *inv_registry_free(InvRegistry *reg) {
+        if (!reg)
+                return NULL;
+        while (reg->head)
+                inv_close(reg->head);
+        free(reg);
+        return NULL;
+}
+
+static int on_ttl(sd_event_source *s, uint64_t usec, void *userdata) {
+        inv_close(userdata);
+        return 0;
+}
+
+void inv_touch(Invocation *inv) {
+        if (!inv->ttl)
+                return;
+        sd_event_source_set_time_relative(inv->ttl, (uint64_t) inv->reg->policy->invocation_ttl_ms * 1000);
+        sd_event_source_set_enabled(inv->ttl, SD_EVENT_ONESHOT);
+}
+
+uint32_t inv_count_connection(InvRegistry *reg, void *conn) {
+        uint32_t n = 0;
+        for (Invocation *i = reg->head; i; i = i->next)
+                if (i->conn == conn && !i->anonymous)
+                        n++;
+        return n;
+}
+
+int inv_open(InvRegistry *reg, void *conn, uid_t uid, bool anonymous, Invocation **ret) {
+        uint8_t rnd[PROTO_INVOCATION_ID_LEN / 2];
+        Invocation *inv;
+        int k;
+
+        if (!anonymous && inv_count_connection(reg, conn) >= reg->policy->max_invocations_per_connection)
+                return -EMFILE;
+        inv = calloc(1, sizeof *inv);
+        if (!inv)
+                return -ENOMEM;
+        /* 128 random bits: an ID cannot be guessed, and it is only honoured on its own
+         * connection anyway. */
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd) {
+                free(inv);
+                return -EIO;
+        }
+        for (size_t i = 0; i < sizeof rnd; i++)
+                snprintf(inv->id + 2 * i, 3, "%02x", rnd[i]);
+        inv->reg = reg;
+        inv->conn = conn;
+        inv->uid = uid;
+        inv->anonymous = anonymous;
+        if (!anonymous) {
+                k = sd_event_add_time_relative(reg->event, &inv->ttl, CLOCK_MONOTONIC,
+                                               (uint64_t) reg->policy->invocation_ttl_ms * 1000, 1000000, on_ttl, inv);
+                if (k < 0) {
+                        free(inv);
+                        return k;
+                }
+        }
+        inv->next = reg->head;
+        if (reg->head)
+                reg->head->prev = inv;
+        reg->head = inv;
+        *ret = inv;
+        return 0;
+}
+
+void inv_close(Invocation *inv) {
+        InvRegistry *reg = inv->reg;
+
+        if (reg->on_close)
+                reg->on_close(inv, reg->userdata);
+        if (inv->prev)
+                inv->prev->next = inv->next;
+        else
+                reg->head = inv->next;
+        if (inv->next)
+                inv->next->prev = inv->prev;
+        sd_event_source_disable_unref(inv->ttl);
+        for (size_t i = 0; i < inv->n_sources; i++)
+                source_unref(inv->sources[i]);
+        free(inv->sources);
+        free(inv);
+}
+
+Invocation *inv_find(InvRegistry *reg, void *conn, const char *id, size_t len) {
+        if (len != PROTO_INVOCATION_ID_LEN)
+                return NULL;
+        for (Invocation *i = reg->head; i; i = i->next)
+                if (i->conn == conn && !i->anonymous && memcmp(i->id, id, len) == 0)
+                        return i;
+        return NULL;
+}
+
+void inv_close_connection(InvRegistry *reg, void *conn) {
+        Invocation *i = reg->head;
+        while (i) {
+                Invocation *next = i->next;
+                if (i->conn == conn)
+                        inv_close(i);
+                i = next;
+        }
+}
+
+Source *inv_get_source(Invocation *inv, const char *id, size_t len) {
+        for (size_t i = 0; i < inv->n_sources; i++)
+                if (strlen(inv->sources[i]->id) == len && memcmp(inv->sources[i]->id, id, len) == 0)
+                        return inv->sources[i];
+        return NULL;
+}
+
+static char *dup_bytes(const ProtoBytes *b) {
+        return b->ptr ? strndup(b->ptr, b->len) : NULL;
+}
+
+int inv_put_source(Invocation *inv, const ProtoRequest *req, char *err, size_t errlen, Source **ret) {
+        const Policy *p = inv->reg->policy;
+        uint64_t size = (uint64_t) req->text.len + req->original.len;
+        Source *s, **ns;
+
+        if (inv_get_source(inv, req->source_id.ptr, req->source_id.len)) {
+                snprintf(err, errlen, "sourceId is already registered in this invocation");
+                return -EEXIST;
+        }
+        if (inv->n_sources >= p->max_sources_per_invocation) {
+                snprintf(err, errlen, "the invocation already has maxSourcesPerInvocation (%u) sources",
+                         p->max_sources_per_invocation);
+                return -ENOSPC;
+        }
+        if (inv->bytes + size > p->max_invocation_bytes) {
+                snprintf(err, errlen, "the source would take the invocation past maxInvocationBytes (%llu)",
+                         (unsigned long long) p->max_invocation_bytes);
+                return -ENOSPC;
+        }
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->n_ref = 1;
+        memcpy(s->id, req->source_id.ptr, req->source_id.len);
+        s->attachment = req->attachment;
+        s->text = malloc(req->text.len + 1);
+        s->original = req->attachment ? malloc(req->original.len + 1) : NULL;
+        if (!s->text || (req->attachment && !s->original))
+                goto oom;
+        memcpy(s->text, req->text.ptr, req->text.len);
+        s->text_len = req->text.len;
+        sha256_hex(s->text, s->text_len, s->text_sha256);
+        if (req->attachment) {
+                memcpy(s->original, req->original.ptr, req->original.len);
+                s->original_len = req->original.len;
+                sha256_hex(s->original, s->original_len, s->original_sha256);
+                if (!(s->media_type = dup_bytes(&req->media_type)) || !(s->file_name = dup_bytes(&req->file_name)))
+                        goto oom;
+        } else if (req->origin.ptr && !(s->origin = dup_bytes(&req->origin)))
+                goto oom;
+        ns = realloc(inv->sources, (inv->n_sources + 1) * sizeof *ns);
+        if (!ns)
+                goto oom;
+        inv->sources = ns;
+        inv->sources[inv->n_sources++] = s;
+        inv->bytes += size;
+        inv_touch(inv);
+        *ret = s;
+        return 0;
+oom:
+        source_unref(s);
+        return -ENOMEM;
+}

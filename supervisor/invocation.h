@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* Invocations (one agent run's context, owned by one connection) and their source
+ * registries. Sources are stored bytes, never host paths; they are reference-counted
+ * so a call that is queued or running keeps its copies even if the invocation closes. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "policy/policy.h"
+#include "supervisor/protocol.h"
+
+typedef struct Source {
+        unsigned n_ref;
+        char id[PROTO_SOURCE_ID_MAX + 1];
+        bool attachment;
+        uint8_t *text;
+        size_t text_len;
+        uint8_t *original;
+        size_t original_len;
+        char *media_type;
+        char *file_name;
+        char *origin;
+        char text_sha256[65];
+        char original_sha256[65];
+} Source;
+
+Source *source_ref(Source *s);
+Source *source_unref(Source *s);
+
+typedef struct Invocation Invocation;
+typedef struct InvRegistry InvRegistry;
+
+struct Invocation {
+        char id[PROTO_INVOCATION_ID_LEN + 1];
+        InvRegistry *reg;
+        void *conn;
+        uid_t uid;
+        bool anonymous; /* a one-call invocation made for an execute without "invocation" */
+        uint32_t calls_spent;
+        Source **sources;
+        size_t n_sources;
+        uint64_t bytes;
+        uint64_t served; /* scheduler fairness: last-served sequence */
+        sd_event_source *ttl;
+        Invocation *prev, *next;
+};
+
+/* on_close runs before an invocation goes away (close, connection close, idle TTL). */
+typedef void (*InvCloseFn)(Invocation *inv, void *userdata);
+int inv_registry_new(sd_event *e, const Policy *p, InvCloseFn on_close, void *userdata, InvRegistry **ret);
+InvRegistry *inv_registry_free(InvRegistry *reg);
+
+/* -EMFILE: the connection already has maxInvocationsPerConnection. */
+int inv_open(InvRegistry *reg, void *conn, uid_t uid, bool anonymous, Invocation **ret);
+void inv_close(Invocation *inv);
+/* Only the owning connection finds its invocations; unknown, expired and foreign look the same. */
+Invocation *inv_find(InvRegistry *reg, void *conn, const char *id, size_t len);
+void inv_close_connection(InvRegistry *reg, void *conn);
+uint32_t inv_count_connection(InvRegistry *reg, void *conn);
+/* Reset the idle TTL. */
+void inv_touch(Invocation *inv);
+
+/* Register a source. -EEXIST duplicate id, -ENOSPC a registry bound (message in err). */
+int inv_put_source(Invocation *inv, const ProtoRequest *req, char *err, size_t errlen, Source **ret);
+Source *inv_get_source(Invocation *inv, const char *id, size_t len);

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/* codeinterpd: flags, the listening socket (a path, or systemd socket activation),
+ * sd_notify, signals. Everything else lives in the library. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "policy/policy.h"
+#include "policy/seccomp.h"
+#include "supervisor/server.h"
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+
+#define SHUTDOWN_GRACE_USEC (5 * 1000000ULL)
+
+static const char *arg_socket = NULL;
+static const char *arg_policy = NULL;
+static const char *arg_worker = NULL;
+static bool arg_check = false;
+
+static Policy policy;
+static Server *server = NULL;
+static bool socket_created = false;
+static uint64_t shutdown_started = 0;
+
+bool server_idle(Server *s);
+
+static void help(void) {
+        printf("Usage: codeinterpd [OPTIONS]\n"
+               "\n"
+               "Run untrusted Python calculations in fresh, isolated workers, for clients on a Unix socket.\n"
+               "\n"
+               "  --socket PATH     listen on PATH (created 0600, or 0660 with the policy's socketGroup);\n"
+               "                    without it, take the socket from systemd socket activation\n"
+               "  --policy FILE     load the YAML policy FILE (default: the built-in reviewed profile)\n"
+               "  --worker PATH     the codeinterp-worker binary (default: next to codeinterpd)\n"
+               "  --check-config    load the policy, check what this host supports, print it, exit\n"
+               "  -v, --verbose     log debug messages\n"
+               "  -h, --help        show this help\n"
+               "      --version     show the version\n"
+               "\n"
+               "Must run as root: it creates user namespaces and maps the worker's uid into them.\n"
+               "SIGTERM or SIGINT: stop accepting, cancel every call (running workers are killed and\n"
+               "their callers get outcome \"cancelled\"), remove the socket it created, exit 0.\n"
+               "Protocol: docs/protocol.md. Policy keys: docs/policy.md.\n");
+}
+
+static int parse_argv(int argc, char **argv) {
+        enum { ARG_SOCKET = 0x100, ARG_POLICY, ARG_WORKER, ARG_CHECK, ARG_VERSION };
+        static const struct option options[] = {
+                { "socket", required_argument, NULL, ARG_SOCKET },
+                { "policy", required_argument, NULL, ARG_POLICY },
+                { "worker", required_argument, NULL, ARG_WORKER },
+                { "check-config", no_argument, NULL, ARG_CHECK },
+                { "verbose", no_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {},
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "hv", options, NULL)) >= 0)
+                switch (c) {
+                case ARG_SOCKET:
+                        arg_socket = optarg;
+                        break;
+                case ARG_POLICY:
+                        arg_policy = optarg;
+                        break;
+                case ARG_WORKER:
+                        arg_worker = optarg;
+                        break;
+                case ARG_CHECK:
+                        arg_check = true;
+                        break;
+                case 'v':
+                        log_set_max_level(LOG_DEBUG);
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("codeinterpd %s (Python %s)\n", CODEINTERP_VERSION, CODEINTERP_PY_VERSION);
+                        return 0;
+                default:
+                        return -EINVAL;
+                }
+        if (optind < argc) {
+                log_error("Unexpected argument \"%s\"; see --help", argv[optind]);
+                return -EINVAL;
+        }
+        return 1;
+}
+
+/* A sealed in-memory copy of the worker binary: exec'd by fd, so neither a path the
+ * worker uid cannot traverse nor a replaced file on disk can change what runs. */
+static int load_worker(int *ret_fd) {
+        char self[PATH_MAX], path[PATH_MAX + 32];
+        _cleanup_close_ int src = -1, mfd = -1;
+        ssize_t n;
+
+        if (arg_worker)
+                snprintf(path, sizeof path, "%s", arg_worker);
+        else {
+                n = readlink("/proc/self/exe", self, sizeof self - 1);
+                if (n < 0)
+                        return log_error_errno(errno, "Cannot find my own executable: %m");
+                self[n] = 0;
+                snprintf(path, sizeof path, "%s/codeinterp-worker", dirname(self));
+        }
+        src = open(path, O_RDONLY | O_CLOEXEC);
+        if (src < 0)
+                return log_error_errno(errno, "Cannot open the worker binary \"%s\": %m", path);
+        mfd = memfd_create("codeinterp-worker", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+        if (mfd < 0 && errno == EINVAL)
+                mfd = memfd_create("codeinterp-worker", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (mfd < 0)
+                return log_error_errno(errno, "memfd_create failed: %m");
+        for (;;) {
+                char buf[65536];
+                n = read(src, buf, sizeof buf);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return log_error_errno(errno, "Reading \"%s\" failed: %m", path);
+                if (n == 0)
+                        break;
+                if (write_full(mfd, buf, (size_t) n) < 0)
+                        return log_error_errno(errno, "Copying the worker failed: %m");
+        }
+        if (fchmod(mfd, 0555) < 0 ||
+            fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+                return log_error_errno(errno, "Sealing the worker copy failed: %m");
+        *ret_fd = TAKE_FD(mfd);
+        return 0;
+}
+
+static int make_socket(int *ret_fd) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+        mode_t old;
+        int n;
+
+        if (!arg_socket) {
+                n = sd_listen_fds(1);
+                if (n < 0)
+                        return log_error_errno(n, "Reading LISTEN_FDS failed: %m");
+                if (n != 1)
+                        return log_error_errno(EINVAL, "No --socket given and %d sockets passed by systemd (need 1)", n);
+                if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) <= 0)
+                        return log_error_errno(EINVAL, "The socket passed by systemd is not a listening AF_UNIX stream");
+                fd = SD_LISTEN_FDS_START;
+                if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+                        return log_error_errno(errno, "fcntl on the activated socket failed: %m");
+                *ret_fd = TAKE_FD(fd);
+                return 0;
+        }
+
+        if (strlen(arg_socket) >= sizeof sa.sun_path)
+                return log_error_errno(ENAMETOOLONG, "Socket path \"%s\" is too long", arg_socket);
+        strcpy(sa.sun_path, arg_socket);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return log_error_errno(errno, "socket failed: %m");
+
+        /* A stale socket file from a dead supervisor is replaced; a live one is not. */
+        {
+                _cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                struct stat st;
+                if (lstat(arg_socket, &st) == 0) {
+                        if (!S_ISSOCK(st.st_mode))
+                                return log_error_errno(EEXIST, "\"%s\" exists and is not a socket", arg_socket);
+                        if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof sa) == 0)
+                                return log_error_errno(EADDRINUSE, "Another supervisor is listening on \"%s\"",
+                                                       arg_socket);
+                        unlink(arg_socket);
+                }
+        }
+
+        old = umask(0177);
+        n = bind(fd, (struct sockaddr *) &sa, sizeof sa);
+        umask(old);
+        if (n < 0)
+                return log_error_errno(errno, "Binding \"%s\" failed: %m", arg_socket);
+        socket_created = true;
+        if (policy.has_socket_group) {
+                if (chown(arg_socket, (uid_t) -1, policy.socket_group) < 0 || chmod(arg_socket, 0660) < 0)
+                        return log_error_errno(errno, "Setting the socket's group failed: %m");
+        }
+        if (listen(fd, 128) < 0)
+                return log_error_errno(errno, "listen failed: %m");
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int on_shutdown_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+        if (server_idle(server) || now_usec() - shutdown_started > SHUTDOWN_GRACE_USEC) {
+                sd_event_exit(sd_event_source_get_event(s), 0);
+                return 0;
+        }
+        sd_event_source_set_time_relative(s, 10000);
+        sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        sd_event *e = sd_event_source_get_event(s);
+
+        if (shutdown_started)
+                return 0;
+        log_info("Received %s: stopping", strsignal((int) si->ssi_signo));
+        sd_notify(0, "STOPPING=1");
+        shutdown_started = now_usec();
+        server_shutdown(server);
+        return sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, 1000, 1000, on_shutdown_tick, NULL);
+}
+
+static int check_config(void) {
+        struct sock_fprog prog;
+        int k;
+
+        printf("policy: %s (sha256 %s)\n", policy.name, policy.sha256);
+        printf("worker start: %s, active workers: %u, queue: %u\n", policy_worker_start_to_string(policy.worker_start),
+               policy_active_workers(&policy), policy.max_queued_calls);
+        printf("running as root: %s\n", geteuid() == 0 ? "yes" : "no (required)");
+        k = policy_seccomp_compile(policy.seccomp_deny, &prog);
+        printf("seccomp filter: %s\n", k < 0 ? strerror(-k) : "compiles");
+        if (k >= 0)
+                policy_seccomp_fprog_free(&prog);
+        printf("embedded python: %s (stdlib %s)\n", CODEINTERP_PY_VERSION, CODEINTERP_PY_STDLIB);
+        return k < 0 || geteuid() != 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+        _cleanup_close_ int listen_fd = -1, worker_fd = -1;
+        sd_event *e = NULL;
+        sigset_t mask;
+        char err[512];
+        int k;
+
+        log_set_prefix("codeinterpd");
+        k = parse_argv(argc, argv);
+        if (k <= 0)
+                return k < 0 ? 2 : 0;
+
+        policy_init_defaults(&policy);
+        if (arg_policy) {
+                k = policy_load_file(&policy, arg_policy, err, sizeof err);
+                if (k < 0) {
+                        log_error("Policy \"%s\": %s", arg_policy, err[0] ? err : strerror(-k));
+                        return 2;
+                }
+        }
+        if (arg_check)
+                return check_config();
+        if (geteuid() != 0) {
+                log_error("codeinterpd must run as root: it creates user namespaces and maps the worker uid");
+                return 1;
+        }
+
+        signal(SIGPIPE, SIG_IGN);
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+
+        if (load_worker(&worker_fd) < 0 || make_socket(&listen_fd) < 0)
+                return 1;
+
+        k = sd_event_new(&e);
+        if (k < 0) {
+                log_error_errno(k, "sd_event_new failed: %m");
+                goto out;
+        }
+        if ((k = sd_event_add_signal(e, NULL, SIGTERM, on_signal, NULL)) < 0 ||
+            (k = sd_event_add_signal(e, NULL, SIGINT, on_signal, NULL)) < 0) {
+                log_error_errno(k, "Installing signal handlers failed: %m");
+                goto out;
+        }
+        k = server_new(e, &policy, listen_fd, worker_fd, &server);
+        if (k < 0) {
+                log_error_errno(k, "Starting the server failed: %m");
+                goto out;
+        }
+        listen_fd = -1;
+
+        log_info("Listening on %s (policy %s, sha256 %.12s…, %u active workers, %s start)",
+                 arg_socket ?: "the systemd-activated socket", policy.name, policy.sha256,
+                 policy_active_workers(&policy), policy_worker_start_to_string(policy.worker_start));
+        sd_notify(0, "READY=1");
+        k = sd_event_loop(e);
+        if (k < 0)
+                log_error_errno(k, "Event loop failed: %m");
+out:
+        server = server_free(server);
+        sd_event_unref(e);
+        if (socket_created)
+                unlink(arg_socket);
+        return k < 0 ? 1 : 0;
+}

@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: MIT */
+#include "supervisor/runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "worker/plan.h"
+
+#define READ_CHUNK 65536
+
+enum { CH_OUT, CH_ERR, CH_RESULT, CH_REPORT, _CH_MAX };
+
+struct Runner {
+        sd_event *event;
+        const Policy *policy;
+        pid_t pid;
+        int pidfd;
+        sd_event_source *pid_source;
+        int fds[_CH_MAX];
+        sd_event_source *sources[_CH_MAX];
+        FitStream *streams[CH_REPORT]; /* out, err, result */
+        uint8_t *report;               /* bounded report buffer */
+        size_t report_len;
+        bool report_overflow;
+        RunnerKill kill;
+        RunnerDoneFn done;
+        void *userdata;
+        uint64_t start_usec;
+};
+
+pid_t runner_pid(const Runner *r) {
+        return r->pid;
+}
+
+uint64_t runner_stdout_chars(const Runner *r) {
+        return r->streams[CH_OUT] ? fit_stream_chars(r->streams[CH_OUT]) : 0;
+}
+
+uint64_t runner_stderr_chars(const Runner *r) {
+        return r->streams[CH_ERR] ? fit_stream_chars(r->streams[CH_ERR]) : 0;
+}
+
+static void close_channel(Runner *r, int ch) {
+        r->sources[ch] = sd_event_source_disable_unref(r->sources[ch]);
+        if (r->fds[ch] >= 0) {
+                close(r->fds[ch]);
+                r->fds[ch] = -1;
+        }
+}
+
+/* Read what is there. Returns 1 at EOF, 0 when drained for now, -errno on error. */
+static int read_channel(Runner *r, int ch) {
+        uint8_t buf[READ_CHUNK];
+
+        for (int rounds = 0; rounds < 16; rounds++) {
+                ssize_t n = read(r->fds[ch], buf, sizeof buf);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return 0;
+                        return -errno;
+                }
+                if (n == 0)
+                        return 1;
+                if (ch == CH_REPORT) {
+                        size_t max = (size_t) r->policy->max_worker_message_bytes + 4;
+                        if (r->report_len + (size_t) n > max) {
+                                r->report_overflow = true;
+                                return 1; /* stop reading; the worker is killed */
+                        }
+                        memcpy(r->report + r->report_len, buf, (size_t) n);
+                        r->report_len += (size_t) n;
+                } else {
+                        int k = fit_stream_feed(r->streams[ch], buf, (size_t) n);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        return 0;
+}
+
+static int on_channel(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Runner *r = userdata;
+        int ch;
+
+        for (ch = 0; ch < _CH_MAX; ch++)
+                if (r->sources[ch] == s)
+                        break;
+        if (ch == _CH_MAX)
+                return 0;
+        int k = read_channel(r, ch);
+        if (k != 0)
+                close_channel(r, ch);
+        if (ch == CH_REPORT && r->report_overflow)
+                runner_kill(r, RUNNER_KILL_REPORT);
+        return 0;
+}
+
+static void classify(Runner *r, int status, const struct rusage *ru, RunnerResult *res) {
+        WorkerReport rep = {};
+        bool have_report = false;
+        int k;
+
+        res->cpu_usec = (uint64_t) ru->ru_utime.tv_sec * 1000000 + (uint64_t) ru->ru_utime.tv_usec +
+                        (uint64_t) ru->ru_stime.tv_sec * 1000000 + (uint64_t) ru->ru_stime.tv_usec;
+        res->max_rss_kb = (uint64_t) ru->ru_maxrss;
+        res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+
+        switch (r->kill) {
+        case RUNNER_KILL_TIMEOUT:
+                res->outcome = OUTCOME_TIMEOUT;
+                res->partial = true;
+                snprintf(res->detail, sizeof res->detail, "the deadline passed while the code was running");
+                return;
+        case RUNNER_KILL_CANCEL:
+                res->outcome = OUTCOME_CANCELLED;
+                res->partial = true;
+                snprintf(res->detail, sizeof res->detail, "cancelled while running");
+                return;
+        case RUNNER_KILL_SHUTDOWN:
+                res->outcome = OUTCOME_CANCELLED;
+                res->partial = true;
+                snprintf(res->detail, sizeof res->detail, "the supervisor is shutting down");
+                return;
+        case RUNNER_KILL_REPORT:
+                res->outcome = OUTCOME_WORKER_ERROR;
+                res->partial = true;
+                snprintf(res->detail, sizeof res->detail, "the worker's report exceeded maxWorkerMessageBytes");
+                return;
+        case RUNNER_KILL_NONE:
+                break;
+        }
+
+        /* Exactly one well-formed frame, or nothing. */
+        if (r->report_len > 0) {
+                uint32_t n = r->report_len >= 4 ? frame_get_len(r->report) : 0;
+                if (r->report_len < 4 || (size_t) n + 4 != r->report_len ||
+                    (k = report_parse(r->report + 4, n, r->policy->max_output_characters, &rep)) < 0) {
+                        res->outcome = OUTCOME_WORKER_ERROR;
+                        snprintf(res->detail, sizeof res->detail, "the worker sent a malformed report");
+                        return;
+                }
+                have_report = true;
+        }
+
+        if (have_report && rep.kind == REPORT_SETUP_ERROR) {
+                res->outcome = OUTCOME_WORKER_ERROR;
+                snprintf(res->stage, sizeof res->stage, "%s", rep.stage);
+                res->stage_errno = rep.error;
+                snprintf(res->detail, sizeof res->detail, "sandbox setup failed at %s: %s", rep.stage,
+                         strerror(rep.error));
+                report_done(&rep);
+                return;
+        }
+
+        if (WIFSIGNALED(status)) {
+                int sig = WTERMSIG(status);
+                if (have_report)
+                        report_done(&rep);
+                res->partial = true;
+                if (sig == SIGXCPU || (sig == SIGKILL && res->cpu_usec >= (uint64_t) r->policy->cpu_seconds * 1000000)) {
+                        res->outcome = OUTCOME_RESOURCE_LIMIT;
+                        res->limit = "cpu";
+                        snprintf(res->detail, sizeof res->detail, "CPU time limit (%u s) reached",
+                                 r->policy->cpu_seconds);
+                } else if (sig == SIGSYS) {
+                        res->outcome = OUTCOME_WORKER_ERROR;
+                        snprintf(res->detail, sizeof res->detail, "killed by the seccomp filter (a denied system call)");
+                } else {
+                        res->outcome = OUTCOME_WORKER_ERROR;
+                        snprintf(res->detail, sizeof res->detail, "the worker died from signal %d (%s)", sig,
+                                 sigabbrev_np(sig) ?: "?");
+                }
+                return;
+        }
+
+        if (!have_report || rep.kind != REPORT_DONE || WEXITSTATUS(status) != 0) {
+                if (have_report)
+                        report_done(&rep);
+                res->outcome = OUTCOME_WORKER_ERROR;
+                snprintf(res->detail, sizeof res->detail, "the worker exited with status %d without a result",
+                         WEXITSTATUS(status));
+                return;
+        }
+
+        res->has_result = rep.has_result;
+        if (rep.exception && rep.limit != PYRUN_LIMIT_NONE) {
+                res->outcome = OUTCOME_RESOURCE_LIMIT;
+                res->limit = pyrun_limit_to_string(rep.limit);
+        } else
+                res->outcome = rep.exception ? OUTCOME_PYTHON_EXCEPTION : OUTCOME_OK;
+        res->report = rep;
+}
+
+static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Runner *r = userdata;
+        RunnerResult res = {};
+        struct rusage ru = {};
+        int status = 0;
+        pid_t p;
+
+        do
+                p = wait4(r->pid, &status, WNOHANG | __WALL, &ru);
+        while (p < 0 && errno == EINTR);
+        if (p == 0)
+                return 0; /* spurious */
+        r->pid_source = sd_event_source_disable_unref(r->pid_source);
+        if (p < 0) {
+                log_warning_errno(errno, "wait4(%d) failed: %m", (int) r->pid);
+                status = W_EXITCODE(127, 0);
+        }
+        r->pid = 0;
+
+        /* The process and its whole pid namespace are gone: what is in the pipes is all
+         * there will ever be. Drain it. */
+        for (int ch = 0; ch < _CH_MAX; ch++) {
+                if (r->fds[ch] < 0)
+                        continue;
+                for (int i = 0; i < 64; i++)
+                        if (read_channel(r, ch) != 0)
+                                break;
+                close_channel(r, ch);
+        }
+
+        res.start_usec = r->start_usec;
+        res.end_usec = now_usec();
+        classify(r, status, &ru, &res);
+
+        FitText *outs[] = { &res.out, &res.err, &res.result };
+        for (int ch = 0; ch < CH_REPORT; ch++) {
+                int k = fit_stream_finish(r->streams[ch], outs[ch]);
+                fit_stream_free(r->streams[ch]);
+                r->streams[ch] = NULL;
+                if (k < 0)
+                        log_warning_errno(k, "fitting output failed: %m");
+        }
+        if (!res.has_result)
+                fit_text_done(&res.result);
+
+        r->done(r, &res, r->userdata);
+        return 0;
+}
+
+void runner_kill(Runner *r, RunnerKill why) {
+        if (!r || r->pid <= 0)
+                return;
+        if (r->kill == RUNNER_KILL_NONE)
+                r->kill = why;
+        if (syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+                log_warning_errno(errno, "pidfd_send_signal(%d) failed: %m", (int) r->pid);
+}
+
+Runner *runner_free(Runner *r) {
+        if (!r)
+                return NULL;
+        if (r->pid > 0) {
+                /* Never leave a worker behind. */
+                syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
+                while (waitpid(r->pid, NULL, __WALL) < 0 && errno == EINTR)
+                        ;
+        }
+        sd_event_source_disable_unref(r->pid_source);
+        if (r->pidfd >= 0)
+                close(r->pidfd);
+        for (int ch = 0; ch < _CH_MAX; ch++)
+                close_channel(r, ch);
+        for (int ch = 0; ch < CH_REPORT; ch++)
+                fit_stream_free(r->streams[ch]);
+        free(r->report);
+        free(r);
+        return NULL;
+}
+
+void runner_result_done(RunnerResult *res) {
+        fit_text_done(&res->out);
+        fit_text_done(&res->err);
+        fit_text_done(&res->result);
+        report_done(&res->report);
+}
+
+static int write_id_map(pid_t pid, const char *which, unsigned id) {
+        char path[64], line[64];
+        _cleanup_close_ int fd = -1;
+        int n;
+
+        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = snprintf(line, sizeof line, "%u %u 1\n", id, id);
+        if (write(fd, line, (size_t) n) != n)
+                return -errno;
+        return 0;
+}
+
+/* Place fds at exact numbers in the child: first move every source above the target
+ * range, then dup2 down (dup2 clears close-on-exec on the result). */
+static int install_fds(const int *src, int n) {
+        int tmp[8];
+
+        for (int i = 0; i < n; i++) {
+                tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16);
+                if (tmp[i] < 0)
+                        return -errno;
+        }
+        for (int i = 0; i < n; i++)
+                if (dup2(tmp[i], i) < 0)
+                        return -errno;
+        return 0;
+}
+
+static _Noreturn void child_main(const Policy *p, int sync_fd, int report_fd, const int *fds, int worker_exec_fd) {
+        SandboxPlan plan = { .uid = p->worker_uid, .gid = p->worker_gid };
+        SandboxStage stage = SANDBOX_STAGE_NONE;
+        sigset_t all;
+        char c;
+        int r;
+
+        sigemptyset(&all);
+        sigprocmask(SIG_SETMASK, &all, NULL);
+        for (int sig = 1; sig < _NSIG; sig++)
+                signal(sig, SIG_DFL);
+
+        /* Wait until the creator has written our uid/gid maps. */
+        if (read(sync_fd, &c, 1) != 1) {
+                report_send_setup_error(report_fd, SANDBOX_STAGE_SYNC, EPIPE);
+                _exit(127);
+        }
+        /* The worker binary's fd may sit where a pipe must go: move it up first. */
+        worker_exec_fd = fcntl(worker_exec_fd, F_DUPFD_CLOEXEC, 16);
+        if (worker_exec_fd < 0) {
+                report_send_setup_error(report_fd, SANDBOX_STAGE_FDS, errno);
+                _exit(127);
+        }
+        if ((r = install_fds(fds, 6)) < 0) {
+                report_send_setup_error(report_fd, SANDBOX_STAGE_FDS, r);
+                _exit(127);
+        }
+        if ((r = sandbox_become(&plan, true, &stage)) < 0) {
+                report_send_setup_error(REPORT_FD, stage, r);
+                _exit(127);
+        }
+        /* Credential changes clear the parent-death signal: set it afterwards. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        static char *const argv[] = { "codeinterp-worker", "--from-supervisor", NULL };
+        static char *const envp[] = { "LANG=C.UTF-8", NULL };
+        syscall(SYS_execveat, worker_exec_fd, "", argv, envp, AT_EMPTY_PATH);
+        report_send_setup_error(REPORT_FD, SANDBOX_STAGE_EXEC, errno);
+        _exit(127);
+}
+
+int runner_start(sd_event *e, const Policy *p, int worker_exec_fd, const RunnerRequest *req, RunnerDoneFn done,
+                 void *userdata, Runner **ret) {
+        _cleanup_close_ int plan_fd = -1, devnull = -1, sync_r = -1, sync_w = -1;
+        int pipes[_CH_MAX][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
+        msgpack_sbuffer sb;
+        Runner *r;
+        int pidfd = -1, k;
+        pid_t pid;
+
+        r = calloc(1, sizeof *r);
+        if (!r)
+                return -ENOMEM;
+        r->event = e;
+        r->policy = p;
+        r->pidfd = -1;
+        r->done = done;
+        r->userdata = userdata;
+        for (int ch = 0; ch < _CH_MAX; ch++)
+                r->fds[ch] = -1;
+        r->report = malloc((size_t) p->max_worker_message_bytes + 4);
+        if (!r->report) {
+                k = -ENOMEM;
+                goto fail;
+        }
+        for (int ch = 0; ch < CH_REPORT; ch++)
+                if ((k = fit_stream_new(p->max_output_characters, &r->streams[ch])) < 0)
+                        goto fail;
+
+        plan_encode(req->code, req->code_len, p, req->inputs, req->n_inputs, &sb);
+        k = memfd_from_buffer("codeinterp-plan", sb.data, sb.size, &plan_fd);
+        msgpack_sbuffer_destroy(&sb);
+        if (k < 0)
+                goto fail;
+        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull < 0) {
+                k = -errno;
+                goto fail;
+        }
+        for (int ch = 0; ch < _CH_MAX; ch++)
+                if (pipe2(pipes[ch], O_CLOEXEC) < 0) {
+                        k = -errno;
+                        goto fail;
+                }
+        {
+                int sp[2];
+                if (pipe2(sp, O_CLOEXEC) < 0) {
+                        k = -errno;
+                        goto fail;
+                }
+                sync_r = sp[0];
+                sync_w = sp[1];
+        }
+
+        struct clone_args args = {
+                .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+                         CLONE_NEWCGROUP | CLONE_PIDFD,
+                .pidfd = (uint64_t) (uintptr_t) &pidfd,
+                .exit_signal = SIGCHLD,
+        };
+        pid = (pid_t) syscall(SYS_clone3, &args, sizeof args);
+        if (pid < 0) {
+                k = -errno;
+                goto fail;
+        }
+        if (pid == 0) {
+                int fds[6] = { devnull, pipes[CH_OUT][1], pipes[CH_ERR][1], pipes[CH_REPORT][1], pipes[CH_RESULT][1],
+                               plan_fd };
+                child_main(p, sync_r, pipes[CH_REPORT][1], fds, worker_exec_fd);
+        }
+
+        r->pid = pid;
+        r->pidfd = pidfd;
+        r->start_usec = now_usec();
+        for (int ch = 0; ch < _CH_MAX; ch++) {
+                close(pipes[ch][1]);
+                pipes[ch][1] = -1;
+                r->fds[ch] = pipes[ch][0];
+                pipes[ch][0] = -1;
+                if (fcntl(r->fds[ch], F_SETFL, O_NONBLOCK) < 0) {
+                        k = -errno;
+                        goto fail;
+                }
+        }
+
+        if ((k = write_id_map(pid, "uid_map", p->worker_uid)) < 0 || (k = write_id_map(pid, "gid_map", p->worker_gid)) < 0) {
+                log_error_errno(k, "Failed to write the worker's id maps: %m");
+                goto fail;
+        }
+        if (write(sync_w, "x", 1) != 1) {
+                k = -errno;
+                goto fail;
+        }
+
+        for (int ch = 0; ch < _CH_MAX; ch++)
+                if ((k = sd_event_add_io(e, &r->sources[ch], r->fds[ch], EPOLLIN, on_channel, r)) < 0)
+                        goto fail;
+        if ((k = sd_event_add_io(e, &r->pid_source, r->pidfd, EPOLLIN, on_exit_event, r)) < 0)
+                goto fail;
+
+        *ret = r;
+        return 0;
+fail:
+        for (int ch = 0; ch < _CH_MAX; ch++)
+                for (int i = 0; i < 2; i++)
+                        if (pipes[ch][i] >= 0)
+                                close(pipes[ch][i]);
+        runner_free(r);
+        return k;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* One worker's life: start it in fresh namespaces, read its pipes into fitted buffers,
+ * kill it from outside on request, reap it, classify how it ended. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "policy/policy.h"
+#include "supervisor/fit.h"
+#include "supervisor/outcome.h"
+#include "worker/report.h"
+#include "worker/sandbox.h"
+
+typedef enum RunnerKill {
+        RUNNER_KILL_NONE,
+        RUNNER_KILL_TIMEOUT,
+        RUNNER_KILL_CANCEL,
+        RUNNER_KILL_SHUTDOWN,
+        RUNNER_KILL_REPORT, /* the worker broke the report protocol */
+} RunnerKill;
+
+typedef struct RunnerResult {
+        Outcome outcome;
+        const char *limit;  /* resource_limit: "memory" | "cpu" | "file_size" | "processes" */
+        char detail[160];   /* worker_error / cancelled: a short explanation, no user content */
+        char stage[32];     /* worker_error from setup: the failed step */
+        int stage_errno;
+        FitText out, err, result;
+        bool has_result;
+        WorkerReport report; /* when the worker sent "done" */
+        bool partial;        /* killed before it finished: output is what arrived until then */
+        int exit_code;       /* -1 if killed by a signal */
+        int signal;          /* 0 if exited */
+        uint64_t cpu_usec;
+        uint64_t max_rss_kb;
+        uint64_t start_usec, end_usec; /* CLOCK_MONOTONIC */
+} RunnerResult;
+
+typedef struct Runner Runner;
+typedef void (*RunnerDoneFn)(Runner *r, RunnerResult *res, void *userdata);
+
+typedef struct RunnerRequest {
+        const char *code;
+        size_t code_len;
+        const SandboxInput *inputs;
+        size_t n_inputs;
+} RunnerRequest;
+
+/* Start a worker (exec mode: worker_exec_fd is the sealed copy of codeinterp-worker).
+ * done is called exactly once, from the event loop, after the worker is reaped. */
+int runner_start(sd_event *e, const Policy *p, int worker_exec_fd, const RunnerRequest *req, RunnerDoneFn done,
+                 void *userdata, Runner **ret);
+/* SIGKILL the worker from outside; the first reason wins. */
+void runner_kill(Runner *r, RunnerKill why);
+Runner *runner_free(Runner *r);
+pid_t runner_pid(const Runner *r);
+uint64_t runner_stdout_chars(const Runner *r);
+uint64_t runner_stderr_chars(const Runner *r);
+void runner_result_done(RunnerResult *res);

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+#include "supervisor/scheduler.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#define UID_SLOTS 64
+#define MEMORY_RETRY_USEC 100000
+
+typedef struct UidServed {
+        uid_t uid;
+        uint64_t served;
+        bool used;
+} UidServed;
+
+struct Scheduler {
+        sd_event *event;
+        const Policy *policy;
+        int worker_exec_fd;
+        SchedCallbacks cb;
+        void *userdata;
+        Call *queue; /* arrival order */
+        Call *running;
+        uint32_t n_queued, n_running, capacity;
+        uint64_t seq, serve_seq;
+        uint64_t admitted_total, started_total, finished_total;
+        uint32_t max_running_seen;
+        UidServed uids[UID_SLOTS];
+        sd_event_source *retry; /* memory gate retry timer */
+        bool dispatching;
+};
+
+static void list_remove(Call **head, Call *c) {
+        if (c->q_prev)
+                c->q_prev->q_next = c->q_next;
+        else if (*head == c)
+                *head = c->q_next;
+        if (c->q_next)
+                c->q_next->q_prev = c->q_prev;
+        c->q_prev = c->q_next = NULL;
+}
+
+static void list_append(Call **head, Call *c) {
+        Call *t = *head;
+        c->q_next = NULL;
+        if (!t) {
+                c->q_prev = NULL;
+                *head = c;
+                return;
+        }
+        while (t->q_next)
+                t = t->q_next;
+        t->q_next = c;
+        c->q_prev = t;
+}
+
+static UidServed *uid_slot(Scheduler *s, uid_t uid) {
+        UidServed *free_slot = NULL, *oldest = &s->uids[0];
+        for (size_t i = 0; i < UID_SLOTS; i++) {
+                if (s->uids[i].used && s->uids[i].uid == uid)
+                        return &s->uids[i];
+                if (!s->uids[i].used && !free_slot)
+                        free_slot = &s->uids[i];
+                if (s->uids[i].served < oldest->served)
+                        oldest = &s->uids[i];
+        }
+        UidServed *u = free_slot ?: oldest;
+        *u = (UidServed){ .uid = uid, .used = true };
+        return u;
+}
+
+/* Fairness: among queued calls, serve the peer uid served longest ago, then within it
+ * the fairness group (invocation) served longest ago, then arrival order. A group that
+ * queues many calls therefore gets one turn per round, not one turn per call. */
+static Call *pick_next(Scheduler *s) {
+        Call *best = NULL;
+        uint64_t best_u = 0, best_g = 0;
+
+        for (Call *c = s->queue; c; c = c->q_next) {
+                uint64_t u = uid_slot(s, c->uid)->served;
+                uint64_t g = c->fair_served ? *c->fair_served : 0;
+                if (!best || u < best_u || (u == best_u && (g < best_g || (g == best_g && c->seq < best->seq)))) {
+                        best = c;
+                        best_u = u;
+                        best_g = g;
+                }
+        }
+        return best;
+}
+
+uint32_t sched_queue_position(const Scheduler *s, const Call *c) {
+        uint32_t pos = 1;
+        if (c->state != CALL_QUEUED)
+                return 0;
+        for (Call *o = s->queue; o; o = o->q_next)
+                if (o != c && o->seq < c->seq)
+                        pos++;
+        return pos;
+}
+
+/* The memory gate: MemAvailable from /proc/meminfo (the kernel's own estimate of what
+ * can be allocated without swapping). 0 disables the gate. */
+static bool memory_available(const Scheduler *s) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char line[256];
+        unsigned long long kb;
+
+        if (s->policy->min_available_memory_bytes == 0)
+                return true;
+        f = fopen("/proc/meminfo", "re");
+        if (!f)
+                return true;
+        while (fgets(line, sizeof line, f))
+                if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+                        return kb * 1024ULL >= s->policy->min_available_memory_bytes;
+        return true;
+}
+
+static void finish(Scheduler *s, Call *c, RunnerResult *res) {
+        if (c->state == CALL_FINISHED)
+                return;
+        if (c->state == CALL_QUEUED) {
+                list_remove(&s->queue, c);
+                s->n_queued--;
+        } else if (c->state == CALL_RUNNING) {
+                list_remove(&s->running, c);
+                s->n_running--;
+        }
+        c->state = CALL_FINISHED;
+        c->end_usec = now_usec();
+        c->deadline = sd_event_source_disable_unref(c->deadline);
+        c->heartbeat = sd_event_source_disable_unref(c->heartbeat);
+        s->finished_total++;
+        s->cb.finished(c, res, s->userdata);
+}
+
+static void dispatch(Scheduler *s);
+
+static int on_retry(sd_event_source *src, uint64_t usec, void *userdata) {
+        Scheduler *s = userdata;
+        s->retry = sd_event_source_disable_unref(s->retry);
+        dispatch(s);
+        return 0;
+}
+
+static void on_runner_done(Runner *r, RunnerResult *res, void *userdata) {
+        Call *c = userdata;
+        Scheduler *s = c->sched;
+
+        finish(s, c, res);
+        /* The runner is freed by call_free(); start whoever is next. */
+        dispatch(s);
+}
+
+static int on_heartbeat(sd_event_source *src, uint64_t usec, void *userdata) {
+        Call *c = userdata;
+        if (c->state != CALL_RUNNING)
+                return 0;
+        c->sched->cb.progress(c, "running", c->sched->userdata);
+        sd_event_source_set_time(src, usec + (uint64_t) c->sched->policy->heartbeat_ms * 1000);
+        sd_event_source_set_enabled(src, SD_EVENT_ON);
+        return 0;
+}
+
+static void start_call(Scheduler *s, Call *c) {
+        RunnerRequest req = {
+                .code = c->code,
+                .code_len = c->code_len,
+                .inputs = c->inputs,
+                .n_inputs = c->n_inputs,
+        };
+        UidServed *u = uid_slot(s, c->uid);
+        int k;
+
+        list_remove(&s->queue, c);
+        s->n_queued--;
+        u->served = ++s->serve_seq;
+        if (c->fair_served)
+                *c->fair_served = s->serve_seq;
+
+        c->state = CALL_RUNNING;
+        c->start_usec = now_usec();
+        list_append(&s->running, c);
+        s->n_running++;
+        if (s->n_running > s->max_running_seen)
+                s->max_running_seen = s->n_running;
+
+        k = runner_start(s->event, s->policy, s->worker_exec_fd, &req, on_runner_done, c, &c->runner);
+        if (k < 0) {
+                RunnerResult res = { .outcome = OUTCOME_WORKER_ERROR, .exit_code = -1 };
+                snprintf(res.detail, sizeof res.detail, "could not start a worker: %s", strerror(-k));
+                res.start_usec = res.end_usec = now_usec();
+                log_warning_errno(k, "Could not start a worker for call %llu: %m", (unsigned long long) c->call_id);
+                finish(s, c, &res);
+                return;
+        }
+        c->started = true;
+        s->started_total++;
+        s->cb.progress(c, "started", s->userdata);
+        if (s->policy->heartbeat_ms > 0 &&
+            sd_event_add_time_relative(s->event, &c->heartbeat, CLOCK_MONOTONIC,
+                                       (uint64_t) s->policy->heartbeat_ms * 1000, 1000, on_heartbeat, c) < 0)
+                c->heartbeat = NULL;
+}
+
+static void dispatch(Scheduler *s) {
+        if (s->dispatching)
+                return;
+        s->dispatching = true;
+        while (s->queue && s->n_running < s->capacity) {
+                if (!memory_available(s)) {
+                        if (!s->retry)
+                                sd_event_add_time_relative(s->event, &s->retry, CLOCK_MONOTONIC, MEMORY_RETRY_USEC,
+                                                           10000, on_retry, s);
+                        break;
+                }
+                start_call(s, pick_next(s));
+        }
+        s->dispatching = false;
+}
+
+static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
+        Call *c = userdata;
+        Scheduler *s = c->sched;
+
+        c->deadline = sd_event_source_disable_unref(c->deadline);
+        if (c->state == CALL_QUEUED) {
+                RunnerResult res = { .outcome = OUTCOME_TIMEOUT, .exit_code = -1 };
+                snprintf(res.detail, sizeof res.detail, "the deadline passed while the call was queued");
+                finish(s, c, &res);
+        } else if (c->state == CALL_RUNNING)
+                runner_kill(c->runner, RUNNER_KILL_TIMEOUT);
+        return 0;
+}
+
+int sched_new(sd_event *e, const Policy *p, int worker_exec_fd, const SchedCallbacks *cb, void *userdata,
+              Scheduler **ret) {
+        Scheduler *s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->event = e;
+        s->policy = p;
+        s->worker_exec_fd = worker_exec_fd;
+        s->cb = *cb;
+        s->userdata = userdata;
+        s->capacity = policy_active_workers(p);
+        *ret = s;
+        return 0;
+}
+
+Scheduler *sched_free(Scheduler *s) {
+        if (!s)
+                return NULL;
+        sd_event_source_disable_unref(s->retry);
+        free(s);
+        return NULL;
+}
+
+int sched_submit(Scheduler *s, Call *c) {
+        int k;
+
+        if (s->n_queued >= s->policy->max_queued_calls)
+                return -EBUSY;
+        c->sched = s;
+        c->admit_usec = now_usec();
+        c->seq = ++s->seq;
+        k = sd_event_add_time(s->event, &c->deadline, CLOCK_MONOTONIC,
+                              c->admit_usec + (uint64_t) s->policy->timeout_ms * 1000, 1, on_deadline, c);
+        if (k < 0)
+                return k;
+        c->state = CALL_QUEUED;
+        list_append(&s->queue, c);
+        s->n_queued++;
+        s->admitted_total++;
+        s->cb.progress(c, "queued", s->userdata);
+        dispatch(s);
+        return 0;
+}
+
+int sched_cancel(Scheduler *s, Call *c, RunnerKill why) {
+        if (c->state == CALL_QUEUED) {
+                RunnerResult res = { .outcome = OUTCOME_CANCELLED, .exit_code = -1 };
+                snprintf(res.detail, sizeof res.detail, "%s",
+                         why == RUNNER_KILL_SHUTDOWN ? "the supervisor is shutting down" : "cancelled while queued");
+                finish(s, c, &res);
+                return 0;
+        }
+        if (c->state == CALL_RUNNING) {
+                runner_kill(c->runner, why);
+                return 0;
+        }
+        return -ESRCH;
+}
+
+void sched_cancel_all(Scheduler *s) {
+        while (s->queue)
+                sched_cancel(s, s->queue, RUNNER_KILL_SHUTDOWN);
+        for (Call *c = s->running; c; c = c->q_next)
+                runner_kill(c->runner, RUNNER_KILL_SHUTDOWN);
+}
+
+void sched_get_stats(const Scheduler *s, SchedStats *ret) {
+        *ret = (SchedStats){
+                .queued = s->n_queued,
+                .running = s->n_running,
+                .capacity = s->capacity,
+                .admitted_total = s->admitted_total,
+                .started_total = s->started_total,
+                .finished_total = s->finished_total,
+                .max_running_seen = s->max_running_seen,
+        };
+}
+
+void call_free(Call *c) {
+        if (!c)
+                return;
+        sd_event_source_disable_unref(c->deadline);
+        sd_event_source_disable_unref(c->heartbeat);
+        runner_free(c->runner);
+        free(c->code);
+        free(c);
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* The process-wide queue: admission, capacity, fairness, the whole-call deadline and
+ * cancellation. A call is finished exactly once, by exactly one of: its worker ending,
+ * its deadline, a cancel, or shutdown. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "policy/policy.h"
+#include "supervisor/runner.h"
+
+typedef enum CallState {
+        CALL_NEW,
+        CALL_QUEUED,
+        CALL_RUNNING,
+        CALL_FINISHED,
+} CallState;
+
+typedef struct Call Call;
+typedef struct Scheduler Scheduler;
+
+struct Call {
+        uint64_t call_id;    /* supervisor-chosen, unique for the process lifetime */
+        uint64_t request_id; /* the client's id, echoed */
+        void *conn;          /* owning connection (server's) */
+        void *fair_key;      /* fairness group: the invocation (or the connection's anonymous group) */
+        uint64_t *fair_served; /* that group's last-served sequence, owned by the group */
+        uid_t uid;             /* the peer's uid: the outer fairness level */
+
+        char *code;
+        size_t code_len;
+        uint64_t code_chars;
+        SandboxInput inputs[SANDBOX_MAX_INPUTS];
+        size_t n_inputs;
+        void *input_refs[SANDBOX_MAX_INPUTS]; /* references keeping the source bytes alive (server's) */
+
+        CallState state;
+        uint64_t admit_usec, start_usec, end_usec;
+        uint64_t seq; /* arrival order */
+        bool started; /* a worker was started */
+        sd_event_source *deadline;
+        sd_event_source *heartbeat;
+        Runner *runner;
+        Scheduler *sched;
+        Call *q_prev, *q_next; /* scheduler's queue / running list */
+        Call *c_prev, *c_next; /* connection's list (server's) */
+};
+
+typedef struct SchedCallbacks {
+        /* Called exactly once per submitted call; res is owned by the callee for the duration. */
+        void (*finished)(Call *c, RunnerResult *res, void *userdata);
+        /* Metadata-only phase changes: "queued", "started", "running". */
+        void (*progress)(Call *c, const char *phase, void *userdata);
+} SchedCallbacks;
+
+typedef struct SchedStats {
+        uint32_t queued;
+        uint32_t running;
+        uint32_t capacity;
+        uint64_t admitted_total;
+        uint64_t started_total;
+        uint64_t finished_total;
+        uint32_t max_running_seen;
+} SchedStats;
+
+int sched_new(sd_event *e, const Policy *p, int worker_exec_fd, const SchedCallbacks *cb, void *userdata,
+              Scheduler **ret);
+Scheduler *sched_free(Scheduler *s);
+/* Admit: starts the deadline and queues the call. -EBUSY when the queue is full (the call
+ * is not admitted and the caller answers "overloaded"). */
+int sched_submit(Scheduler *s, Call *c);
+/* Cancel: a queued call finishes as cancelled at once and never starts; a running call's
+ * worker is SIGKILLed and it finishes when reaped. Returns -ESRCH if already finished. */
+int sched_cancel(Scheduler *s, Call *c, RunnerKill why);
+/* Cancel everything (shutdown). */
+void sched_cancel_all(Scheduler *s);
+void sched_get_stats(const Scheduler *s, SchedStats *ret);
+/* Position (1-based) of a queued call in the current serving order estimate; 0 if not queued. */
+uint32_t sched_queue_position(const Scheduler *s, const Call *c);
+void call_free(Call *c);

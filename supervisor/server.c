@@ -1,0 +1,775 @@
+/* SPDX-License-Identifier: MIT */
+#include "supervisor/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/mp.h"
+#include "common/sha256.h"
+#include "common/util.h"
+#include "supervisor/evidence.h"
+#include "supervisor/invocation.h"
+#include "supervisor/protocol.h"
+#include "supervisor/scheduler.h"
+
+#define FRAMES_PER_TURN 16
+#define READ_CHUNK 65536
+
+typedef struct Connection Connection;
+
+struct Server {
+        sd_event *event;
+        const Policy *policy;
+        int listen_fd;
+        sd_event_source *listen_source;
+        Scheduler *sched;
+        InvRegistry *invocations;
+        Connection *conns;
+        uint32_t n_conns;
+        uint64_t next_call_id;
+        bool shutting_down;
+};
+
+struct Connection {
+        Server *server;
+        int fd;
+        sd_event_source *source;
+        struct ucred peer;
+        /* input: header then body, never more than maxMessageBytes buffered */
+        uint8_t hdr[4];
+        size_t hdr_len;
+        uint8_t *body;
+        size_t body_len, body_want;
+        bool in_body;
+        /* output */
+        uint8_t *out;
+        size_t out_len, out_off, out_cap;
+        bool closing; /* flush what is queued, then close */
+        uint64_t anon_served;
+        Call *calls;
+        Connection *prev, *next;
+};
+
+static void conn_free(Connection *c);
+
+/* ---- output ---- */
+
+static int conn_update_events(Connection *c) {
+        uint32_t ev = c->closing ? 0 : EPOLLIN;
+        if (c->out_len > c->out_off)
+                ev |= EPOLLOUT;
+        return sd_event_source_set_io_events(c->source, ev);
+}
+
+static int conn_flush(Connection *c) {
+        while (c->out_off < c->out_len) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                break;
+                        return -errno;
+                }
+                c->out_off += (size_t) n;
+        }
+        if (c->out_off == c->out_len)
+                c->out_off = c->out_len = 0;
+        return 0;
+}
+
+/* Queue one framed message. A peer that stops reading is cut off once its unsent
+ * replies pass maxConnectionOutputBytes; that is its problem, not the supervisor's. */
+static int conn_send(Connection *c, const msgpack_sbuffer *sb) {
+        const Policy *p = c->server->policy;
+        size_t need;
+        int k;
+
+        if (c->fd < 0)
+                return -ENOTCONN;
+        if (c->out_off > 0 && c->out_off == c->out_len)
+                c->out_off = c->out_len = 0;
+        need = c->out_len - c->out_off + 4 + sb->size;
+        if (need > p->max_connection_output_bytes) {
+                log_notice("Connection from uid %u does not read its replies; closing it", (unsigned) c->peer.uid);
+                return -ENOBUFS;
+        }
+        if (c->out_off > 0) {
+                memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+                c->out_len -= c->out_off;
+                c->out_off = 0;
+        }
+        if (c->out_len + 4 + sb->size > c->out_cap) {
+                size_t ncap = MAX(c->out_cap * 2, c->out_len + 4 + sb->size);
+                uint8_t *n = realloc(c->out, ncap);
+                if (!n)
+                        return -ENOMEM;
+                c->out = n;
+                c->out_cap = ncap;
+        }
+        frame_put_len(c->out + c->out_len, (uint32_t) sb->size);
+        memcpy(c->out + c->out_len + 4, sb->data, sb->size);
+        c->out_len += 4 + sb->size;
+        k = conn_flush(c);
+        if (k < 0)
+                return k;
+        return conn_update_events(c);
+}
+
+/* A send failure means the peer is gone or hopeless: close on the next turn, safely. */
+static void conn_send_or_drop(Connection *c, const msgpack_sbuffer *sb) {
+        if (conn_send(c, sb) < 0) {
+                c->closing = true;
+                c->out_len = c->out_off = 0;
+                conn_update_events(c);
+                sd_event_source_set_io_events(c->source, EPOLLOUT); /* fires at once: frees the conn */
+        }
+}
+
+static void send_error(Connection *c, bool has_id, uint64_t id, Outcome code, const char *msg) {
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        proto_pack_error(&sb, has_id, id, code, msg);
+        conn_send_or_drop(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+}
+
+/* ---- calls ---- */
+
+static void conn_call_remove(Connection *c, Call *call) {
+        if (call->c_prev)
+                call->c_prev->c_next = call->c_next;
+        else if (c->calls == call)
+                c->calls = call->c_next;
+        if (call->c_next)
+                call->c_next->c_prev = call->c_prev;
+        call->c_prev = call->c_next = NULL;
+}
+
+static void release_inputs(Call *call) {
+        for (size_t i = 0; i < call->n_inputs; i++)
+                call->input_refs[i] = source_unref(call->input_refs[i]);
+}
+
+static void progress_pack(msgpack_sbuffer *sb, Call *call, const char *phase, const char *outcome, Scheduler *sched) {
+        msgpack_packer pk;
+        uint64_t now = now_usec();
+        uint64_t out_chars = call->runner ? runner_stdout_chars(call->runner) : 0;
+        uint64_t err_chars = call->runner ? runner_stderr_chars(call->runner) : 0;
+
+        msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, 9);
+        mp_pack_kv_uint(&pk, "id", call->request_id);
+        mp_pack_kv_str(&pk, "type", "progress");
+        mp_pack_kv_uint(&pk, "callId", call->call_id);
+        mp_pack_kv_str(&pk, "phase", phase);
+        mp_pack_kv_uint(&pk, "elapsedMs", (now - call->admit_usec) / 1000);
+        mp_pack_cstr(&pk, "queuePosition");
+        if (call->state == CALL_QUEUED && sched)
+                msgpack_pack_uint32(&pk, sched_queue_position(sched, call));
+        else
+                msgpack_pack_nil(&pk);
+        mp_pack_kv_uint(&pk, "stdoutCharacters", out_chars);
+        mp_pack_kv_uint(&pk, "stderrCharacters", err_chars);
+        mp_pack_kv_str(&pk, "outcome", outcome);
+}
+
+static void on_progress(Call *call, const char *phase, void *userdata) {
+        Server *s = userdata;
+        Connection *c = call->conn;
+        msgpack_sbuffer sb;
+
+        if (!c || c->closing)
+                return;
+        msgpack_sbuffer_init(&sb);
+        progress_pack(&sb, call, phase, NULL, s->sched);
+        conn_send_or_drop(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+}
+
+static void on_finished(Call *call, RunnerResult *res, void *userdata) {
+        Server *s = userdata;
+        Connection *c = call->conn;
+        EvidenceSource srcs[SANDBOX_MAX_INPUTS];
+        char code_sha[65];
+        msgpack_sbuffer sb;
+        int k;
+
+        if (c && !c->closing) {
+                msgpack_sbuffer_init(&sb);
+                progress_pack(&sb, call, "finished", outcome_to_string(res->outcome), NULL);
+                conn_send_or_drop(c, &sb);
+                msgpack_sbuffer_destroy(&sb);
+        }
+
+        if (c && !c->closing) {
+                for (size_t i = 0; i < call->n_inputs; i++) {
+                        const Source *src = call->input_refs[i];
+                        srcs[i] = (EvidenceSource){
+                                .id = src->id,
+                                .attachment = src->attachment,
+                                .text_bytes = src->text_len,
+                                .text_sha256 = src->text_sha256,
+                                .original_bytes = src->original_len,
+                                .original_sha256 = src->attachment ? src->original_sha256 : NULL,
+                                .media_type = src->media_type,
+                        };
+                }
+                sha256_hex(call->code, call->code_len, code_sha);
+                ResultContext ctx = {
+                        .policy = s->policy,
+                        .call = call,
+                        .code_sha256 = code_sha,
+                        .sources = srcs,
+                        .n_sources = call->n_inputs,
+                        .worker_start = policy_worker_start_to_string(s->policy->worker_start),
+                };
+                msgpack_sbuffer_init(&sb);
+                k = result_pack(&sb, &ctx, res);
+                if (k < 0) {
+                        log_error_errno(k, "Could not fit the result of call %llu: %m",
+                                        (unsigned long long) call->call_id);
+                        msgpack_sbuffer_clear(&sb);
+                        proto_pack_error(&sb, true, call->request_id, OUTCOME_WORKER_ERROR,
+                                         "the result could not be fitted into maxResultBytes");
+                }
+                conn_send_or_drop(c, &sb);
+                msgpack_sbuffer_destroy(&sb);
+        }
+        log_info("call %llu finished: %s (%s)", (unsigned long long) call->call_id, outcome_to_string(res->outcome),
+                 call->started ? "worker started" : "no worker");
+        runner_result_done(res);
+
+        if (c)
+                conn_call_remove(c, call);
+        release_inputs(call);
+        call_free(call);
+}
+
+/* Cancel this connection's calls (all of them, or those of one invocation): queued
+ * ones finish at once, running ones are SIGKILLed and finish when reaped. They no longer
+ * refer to the connection's or invocation's fairness counter, which may go away. */
+static void cancel_calls(Connection *c, void *fair_key) {
+        Call *call = c->calls;
+
+        while (call) {
+                Call *next = call->c_next;
+                if (!fair_key || call->fair_key == fair_key) {
+                        call->fair_served = NULL;
+                        call->fair_key = NULL;
+                        if (c->closing) {
+                                conn_call_remove(c, call);
+                                call->conn = NULL;
+                        }
+                        if (call->state == CALL_QUEUED)
+                                sched_cancel(c->server->sched, call, RUNNER_KILL_CANCEL);
+                        else if (call->state == CALL_RUNNING)
+                                runner_kill(call->runner, RUNNER_KILL_CANCEL);
+                }
+                call = next;
+        }
+}
+
+static void on_invocation_closed(Invocation *inv, void *userdata) {
+        Connection *c = inv->conn;
+        if (c)
+                cancel_calls(c, inv);
+}
+
+/* ---- request handlers ---- */
+
+static void handle_hello(Connection *c, const ProtoRequest *req) {
+        const Policy *p = c->server->policy;
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        proto_pack_reply_head(&pk, req->id, req->op, 6);
+        mp_pack_kv_uint(&pk, "protocol", PROTO_VERSION);
+        mp_pack_kv_str(&pk, "version", CODEINTERP_VERSION);
+        mp_pack_kv_str(&pk, "python", CODEINTERP_PY_VERSION);
+        mp_pack_cstr(&pk, "policy");
+        msgpack_pack_map(&pk, 3);
+        mp_pack_kv_str(&pk, "name", p->name);
+        mp_pack_kv_str(&pk, "sha256", p->sha256);
+        mp_pack_kv_str(&pk, "workerStart", policy_worker_start_to_string(p->worker_start));
+        mp_pack_cstr(&pk, "limits");
+        msgpack_pack_map(&pk, 10);
+        mp_pack_kv_uint(&pk, "maxCalls", p->max_calls);
+        mp_pack_kv_uint(&pk, "timeoutMs", p->timeout_ms);
+        mp_pack_kv_uint(&pk, "maxCodeCharacters", p->max_code_characters);
+        mp_pack_kv_uint(&pk, "maxOutputCharacters", p->max_output_characters);
+        mp_pack_kv_uint(&pk, "maxResultBytes", p->max_result_bytes);
+        mp_pack_kv_uint(&pk, "maxMessageBytes", p->max_message_bytes);
+        mp_pack_kv_uint(&pk, "maxSourceIds", PROTO_MAX_SOURCE_IDS);
+        mp_pack_kv_uint(&pk, "maxSourceBytes", p->max_source_bytes);
+        mp_pack_kv_uint(&pk, "memoryBytes", p->memory_bytes);
+        mp_pack_kv_uint(&pk, "cpuSeconds", p->cpu_seconds);
+        mp_pack_cstr(&pk, "outcomes");
+        msgpack_pack_array(&pk, _OUTCOME_MAX);
+        for (int i = 0; i < _OUTCOME_MAX; i++)
+                mp_pack_cstr(&pk, outcome_to_string((Outcome) i));
+        conn_send_or_drop(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+}
+
+static void handle_status(Connection *c, const ProtoRequest *req) {
+        SchedStats st;
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+
+        sched_get_stats(c->server->sched, &st);
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        proto_pack_reply_head(&pk, req->id, req->op, 8);
+        mp_pack_kv_uint(&pk, "queued", st.queued);
+        mp_pack_kv_uint(&pk, "running", st.running);
+        mp_pack_kv_uint(&pk, "capacity", st.capacity);
+        mp_pack_kv_uint(&pk, "admittedTotal", st.admitted_total);
+        mp_pack_kv_uint(&pk, "startedTotal", st.started_total);
+        mp_pack_kv_uint(&pk, "finishedTotal", st.finished_total);
+        mp_pack_kv_uint(&pk, "maxRunningSeen", st.max_running_seen);
+        mp_pack_kv_uint(&pk, "connections", c->server->n_conns);
+        conn_send_or_drop(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+}
+
+static void handle_invocation_open(Connection *c, const ProtoRequest *req) {
+        Invocation *inv;
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        int k;
+
+        k = inv_open(c->server->invocations, c, c->peer.uid, false, &inv);
+        if (k == -EMFILE) {
+                char msg[128];
+                snprintf(msg, sizeof msg, "this connection already has maxInvocationsPerConnection (%u) invocations",
+                         c->server->policy->max_invocations_per_connection);
+                return send_error(c, true, req->id, OUTCOME_INVALID_INPUT, msg);
+        }
+        if (k < 0)
+                return send_error(c, true, req->id, OUTCOME_WORKER_ERROR, "could not create an invocation");
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        proto_pack_reply_head(&pk, req->id, req->op, 3);
+        mp_pack_kv_str(&pk, "invocation", inv->id);
+        mp_pack_kv_uint(&pk, "maxCalls", c->server->policy->max_calls);
+        mp_pack_kv_uint(&pk, "idleTtlMs", c->server->policy->invocation_ttl_ms);
+        conn_send_or_drop(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+}
+
+static void handle_invocation_close(Connection *c, const ProtoRequest *req) {
+        Invocation *inv = inv_find(c->server->invocations, c, req->invocation.ptr, req->invocation.len);
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+
+        if (!inv)
+                return send_error(c, true, req->id, OUTCOME_NOT_FOUND, "no such invocation on this connection");
+        inv_close(inv);
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        proto_pack_reply_head(&pk, req->id, req->op, 0);
+        conn_send_or_drop(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+}
+
+static void handle_source_put(Connection *c, const ProtoRequest *req) {
+        Invocation *inv = inv_find(c->server->invocations, c, req->invocation.ptr, req->invocation.len);
+        Source *src;
+        char err[192];
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        int k;
+
+        if (!inv)
+                return send_error(c, true, req->id, OUTCOME_NOT_FOUND, "no such invocation on this connection");
+        k = inv_put_source(inv, req, err, sizeof err, &src);
+        if (k == -EEXIST || k == -ENOSPC)
+                return send_error(c, true, req->id, OUTCOME_INVALID_INPUT, err);
+        if (k < 0)
+                return send_error(c, true, req->id, OUTCOME_WORKER_ERROR, "could not store the source");
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        proto_pack_reply_head(&pk, req->id, req->op, src->attachment ? 6 : 4);
+        mp_pack_kv_str(&pk, "sourceId", src->id);
+        mp_pack_kv_str(&pk, "kind", src->attachment ? "attachment" : "read_source");
+        mp_pack_kv_uint(&pk, "bytes", src->text_len);
+        mp_pack_kv_str(&pk, "sha256", src->text_sha256);
+        if (src->attachment) {
+                mp_pack_kv_uint(&pk, "originalBytes", src->original_len);
+                mp_pack_kv_str(&pk, "originalSha256", src->original_sha256);
+        }
+        conn_send_or_drop(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+}
+
+static void handle_cancel(Connection *c, const ProtoRequest *req) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        Call *call;
+
+        for (call = c->calls; call; call = call->c_next)
+                if (call->call_id == req->call_id)
+                        break;
+        if (!call || call->state == CALL_FINISHED)
+                return send_error(c, true, req->id, OUTCOME_NOT_FOUND,
+                                  "no such call in progress on this connection (unknown or already finished)");
+        /* Reply first: the cancelled call's own result follows. */
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        proto_pack_reply_head(&pk, req->id, req->op, 2);
+        mp_pack_kv_uint(&pk, "callId", call->call_id);
+        mp_pack_kv_str(&pk, "state", call->state == CALL_QUEUED ? "queued" : "running");
+        conn_send_or_drop(c, &sb);
+        msgpack_sbuffer_destroy(&sb);
+        sched_cancel(c->server->sched, call, RUNNER_KILL_CANCEL);
+}
+
+static void handle_execute(Connection *c, const ProtoRequest *req) {
+        Server *s = c->server;
+        const Policy *p = s->policy;
+        Invocation *inv = NULL;
+        Source *srcs[PROTO_MAX_SOURCE_IDS] = {};
+        Call *call;
+        int k;
+
+        if (s->shutting_down)
+                return send_error(c, true, req->id, OUTCOME_CANCELLED, "the supervisor is shutting down");
+
+        /* Everything that can reject does so before admission: nothing is spent, no worker. */
+        if (req->invocation.len > 0) {
+                inv = inv_find(s->invocations, c, req->invocation.ptr, req->invocation.len);
+                if (!inv)
+                        return send_error(c, true, req->id, OUTCOME_NOT_FOUND,
+                                          "no such invocation on this connection (unknown, closed or expired)");
+                for (size_t i = 0; i < req->n_source_ids; i++) {
+                        srcs[i] = inv_get_source(inv, req->source_ids[i].ptr, req->source_ids[i].len);
+                        if (!srcs[i]) {
+                                char msg[96];
+                                snprintf(msg, sizeof msg, "sourceIds[%zu] is not available to this call", i);
+                                return send_error(c, true, req->id, OUTCOME_UNAVAILABLE_SOURCE, msg);
+                        }
+                }
+                if (inv->calls_spent >= p->max_calls) {
+                        char msg[96];
+                        snprintf(msg, sizeof msg, "the invocation has spent its %u calls", p->max_calls);
+                        return send_error(c, true, req->id, OUTCOME_QUOTA_EXHAUSTED, msg);
+                }
+        } else if (req->n_source_ids > 0)
+                /* An anonymous invocation has no sources: every ID is unavailable. */
+                return send_error(c, true, req->id, OUTCOME_UNAVAILABLE_SOURCE,
+                                  "sourceIds[0] is not available to this call");
+
+        call = calloc(1, sizeof *call);
+        if (!call || !(call->code = malloc(req->code.len + 1))) {
+                free(call);
+                return send_error(c, true, req->id, OUTCOME_WORKER_ERROR, "out of memory");
+        }
+        memcpy(call->code, req->code.ptr, req->code.len);
+        call->code[req->code.len] = 0;
+        call->code_len = req->code.len;
+        call->code_chars = req->code_chars;
+        call->call_id = ++s->next_call_id;
+        call->request_id = req->id;
+        call->conn = c;
+        call->uid = c->peer.uid;
+        if (inv) {
+                call->fair_key = inv;
+                call->fair_served = &inv->served;
+        } else {
+                call->fair_key = c;
+                call->fair_served = &c->anon_served;
+        }
+        for (size_t i = 0; i < req->n_source_ids; i++) {
+                Source *src = srcs[i];
+                SandboxInput *in = &call->inputs[i];
+                call->input_refs[i] = source_ref(src);
+                snprintf(in->id, sizeof in->id, "%s", src->id);
+                in->kind = src->attachment ? SANDBOX_INPUT_ATTACHMENT : SANDBOX_INPUT_READ_SOURCE;
+                in->text = src->text;
+                in->text_len = src->text_len;
+                in->original = src->original;
+                in->original_len = src->original_len;
+                snprintf(in->media_type, sizeof in->media_type, "%s", src->media_type ?: "");
+        }
+        call->n_inputs = req->n_source_ids;
+
+        call->c_next = c->calls;
+        if (c->calls)
+                c->calls->c_prev = call;
+        c->calls = call;
+
+        k = sched_submit(s->sched, call);
+        if (k < 0) {
+                conn_call_remove(c, call);
+                release_inputs(call);
+                call_free(call);
+                if (k == -EBUSY)
+                        return send_error(c, true, req->id, OUTCOME_OVERLOADED,
+                                          "the queue is full (maxQueuedCalls); nothing was spent");
+                return send_error(c, true, req->id, OUTCOME_WORKER_ERROR, "could not admit the call");
+        }
+        /* Admitted: the quota is spent, whatever happens to the call now. */
+        if (inv) {
+                inv->calls_spent++;
+                inv_touch(inv);
+        }
+        log_info("call %llu admitted (uid %u, %llu code characters, %zu sources)", (unsigned long long) call->call_id,
+                 (unsigned) c->peer.uid, (unsigned long long) call->code_chars, call->n_inputs);
+}
+
+static void handle_frame(Connection *c, const uint8_t *buf, size_t len) {
+        ProtoRequest req;
+        ProtoError err;
+
+        if (proto_decode_request(buf, len, c->server->policy, &req, &err) < 0)
+                return send_error(c, err.has_id, err.id, err.code, err.message);
+        switch (req.op) {
+        case PROTO_OP_HELLO:
+                handle_hello(c, &req);
+                break;
+        case PROTO_OP_EXECUTE:
+                handle_execute(c, &req);
+                break;
+        case PROTO_OP_CANCEL:
+                handle_cancel(c, &req);
+                break;
+        case PROTO_OP_STATUS:
+                handle_status(c, &req);
+                break;
+        case PROTO_OP_INVOCATION_OPEN:
+                handle_invocation_open(c, &req);
+                break;
+        case PROTO_OP_INVOCATION_CLOSE:
+                handle_invocation_close(c, &req);
+                break;
+        case PROTO_OP_SOURCE_PUT:
+                handle_source_put(c, &req);
+                break;
+        default:
+                send_error(c, true, req.id, OUTCOME_INVALID_INPUT, "unknown op");
+        }
+        proto_request_done(&req);
+}
+
+/* ---- input ---- */
+
+/* Returns <0 when the connection must be closed. */
+static int conn_read(Connection *c) {
+        const Policy *p = c->server->policy;
+        int frames = 0;
+
+        while (!c->closing && frames < FRAMES_PER_TURN) {
+                ssize_t n;
+
+                if (!c->in_body) {
+                        n = recv(c->fd, c->hdr + c->hdr_len, 4 - c->hdr_len, MSG_DONTWAIT);
+                        if (n < 0)
+                                return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+                        if (n == 0)
+                                return -ECONNRESET;
+                        c->hdr_len += (size_t) n;
+                        if (c->hdr_len < 4)
+                                continue;
+                        c->body_want = frame_get_len(c->hdr);
+                        c->hdr_len = 0;
+                        if (c->body_want > p->max_message_bytes) {
+                                char msg[128];
+                                /* Framing cannot be trusted any more: answer and close. */
+                                snprintf(msg, sizeof msg, "frame of %zu bytes exceeds maxMessageBytes (%u)",
+                                         c->body_want, p->max_message_bytes);
+                                send_error(c, false, 0, OUTCOME_INVALID_INPUT, msg);
+                                c->closing = true;
+                                conn_update_events(c);
+                                return 0;
+                        }
+                        c->body = malloc(c->body_want ? c->body_want : 1);
+                        if (!c->body)
+                                return -ENOMEM;
+                        c->body_len = 0;
+                        c->in_body = true;
+                }
+                if (c->body_len < c->body_want) {
+                        n = recv(c->fd, c->body + c->body_len, c->body_want - c->body_len, MSG_DONTWAIT);
+                        if (n < 0)
+                                return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+                        if (n == 0)
+                                return -ECONNRESET;
+                        c->body_len += (size_t) n;
+                        if (c->body_len < c->body_want)
+                                continue;
+                }
+                _cleanup_free_ uint8_t *body = TAKE_PTR(c->body);
+                c->in_body = false;
+                frames++;
+                handle_frame(c, body, c->body_len);
+        }
+        return 0;
+}
+
+static int on_conn_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Connection *c = userdata;
+        int k = 0;
+
+        if (revents & EPOLLOUT)
+                k = conn_flush(c);
+        if (k >= 0 && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing)
+                k = conn_read(c);
+        if (k >= 0 && c->closing && c->out_off >= c->out_len)
+                k = -ECONNRESET;
+        if (k >= 0 && (revents & (EPOLLHUP | EPOLLERR)) && !(revents & EPOLLIN))
+                k = -ECONNRESET;
+        if (k < 0) {
+                conn_free(c);
+                return 0;
+        }
+        conn_update_events(c);
+        return 0;
+}
+
+static void conn_free(Connection *c) {
+        Server *s = c->server;
+
+        /* Everything this connection started ends with it, in this event-loop turn:
+         * queued calls finish as cancelled, running workers are SIGKILLed and reaped. */
+        c->closing = true;
+        cancel_calls(c, NULL);
+        inv_close_connection(s->invocations, c);
+        if (c->prev)
+                c->prev->next = c->next;
+        else if (s->conns == c)
+                s->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->n_conns--;
+        sd_event_source_disable_unref(c->source);
+        if (c->fd >= 0)
+                close(c->fd);
+        free(c->body);
+        free(c->out);
+        free(c);
+}
+
+static bool peer_allowed(const Policy *p, const struct ucred *cred) {
+        if (p->n_allowed_uids == 0 && p->n_allowed_gids == 0)
+                return cred->uid == 0 || cred->uid == geteuid();
+        for (size_t i = 0; i < p->n_allowed_uids; i++)
+                if (p->allowed_uids[i] == cred->uid)
+                        return true;
+        for (size_t i = 0; i < p->n_allowed_gids; i++)
+                if (p->allowed_gids[i] == cred->gid)
+                        return true;
+        return false;
+}
+
+static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        Server *s = userdata;
+
+        for (int i = 0; i < 16; i++) {
+                _cleanup_close_ int cfd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                socklen_t len = sizeof(struct ucred);
+                Connection *c;
+
+                if (cfd < 0) {
+                        if (errno != EAGAIN && errno != EINTR)
+                                log_warning_errno(errno, "accept failed: %m");
+                        return 0;
+                }
+                c = calloc(1, sizeof *c);
+                if (!c)
+                        return 0;
+                c->server = s;
+                c->fd = -1;
+                if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len) < 0) {
+                        free(c);
+                        continue;
+                }
+                if (sd_event_add_io(s->event, &c->source, cfd, EPOLLIN, on_conn_io, c) < 0) {
+                        free(c);
+                        continue;
+                }
+                c->fd = TAKE_FD(cfd);
+                c->next = s->conns;
+                if (s->conns)
+                        s->conns->prev = c;
+                s->conns = c;
+                s->n_conns++;
+
+                if (!peer_allowed(s->policy, &c->peer)) {
+                        log_notice("Refused a connection from uid %u gid %u (not in allowedUids/allowedGids)",
+                                   (unsigned) c->peer.uid, (unsigned) c->peer.gid);
+                        send_error(c, false, 0, OUTCOME_PERMISSION_DENIED, "this peer is not allowed");
+                        c->closing = true;
+                        conn_update_events(c);
+                } else if (s->n_conns > s->policy->max_connections) {
+                        send_error(c, false, 0, OUTCOME_OVERLOADED, "too many connections (maxConnections)");
+                        c->closing = true;
+                        conn_update_events(c);
+                }
+        }
+        return 0;
+}
+
+int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, Server **ret) {
+        static const SchedCallbacks cb = { .finished = on_finished, .progress = on_progress };
+        Server *s;
+        int k;
+
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->event = e;
+        s->policy = p;
+        s->listen_fd = listen_fd;
+        if ((k = sched_new(e, p, worker_exec_fd, &cb, s, &s->sched)) < 0 ||
+            (k = inv_registry_new(e, p, on_invocation_closed, s, &s->invocations)) < 0 ||
+            (k = sd_event_add_io(e, &s->listen_source, listen_fd, EPOLLIN, on_accept, s)) < 0) {
+                server_free(s);
+                return k;
+        }
+        *ret = s;
+        return 0;
+}
+
+void server_shutdown(Server *s) {
+        s->shutting_down = true;
+        s->listen_source = sd_event_source_disable_unref(s->listen_source);
+        sched_cancel_all(s->sched);
+}
+
+bool server_idle(Server *s);
+bool server_idle(Server *s) {
+        SchedStats st;
+        sched_get_stats(s->sched, &st);
+        if (st.running || st.queued)
+                return false;
+        for (Connection *c = s->conns; c; c = c->next)
+                if (c->out_len > c->out_off)
+                        return false;
+        return true;
+}
+
+Server *server_free(Server *s) {
+        if (!s)
+                return NULL;
+        while (s->conns)
+                conn_free(s->conns);
+        /* Calls whose connection is gone but whose workers still run are reaped by the scheduler. */
+        s->invocations = inv_registry_free(s->invocations);
+        sd_event_source_disable_unref(s->listen_source);
+        s->sched = sched_free(s->sched);
+        if (s->listen_fd >= 0)
+                close(s->listen_fd);
+        free(s);
+        return NULL;
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* The event loop's clients: the listening socket, connections with bounded buffers,
+ * peer credentials, request dispatch. */
+#pragma once
+
+#include <systemd/sd-event.h>
+
+#include "policy/policy.h"
+
+typedef struct Server Server;
+
+/* listen_fd: a bound, listening AF_UNIX SOCK_STREAM socket (the server takes it).
+ * worker_exec_fd: sealed copy of codeinterp-worker. */
+int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, Server **ret);
+/* Stop accepting, cancel every call (running workers are killed, their callers get a
+ * typed outcome). Returns once nothing is running; the loop then exits. */
+void server_shutdown(Server *s);
+Server *server_free(Server *s);

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* Embedded CPython: isolated configuration, the interactive-shell execution rule,
+ * typed exception capture. Knows nothing about sockets, sandboxes or msgpack. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct PyrunInput {
+        const char *id;            /* source ID */
+        const char *text_path;     /* "/inputs/<id>.txt" */
+        const char *original_path; /* attachments only, else NULL */
+        const char *media_type;    /* attachments only, else NULL */
+} PyrunInput;
+
+typedef enum PyrunLimit {
+        PYRUN_LIMIT_NONE,
+        PYRUN_LIMIT_MEMORY,    /* MemoryError */
+        PYRUN_LIMIT_FILE_SIZE, /* OSError with errno EFBIG */
+        PYRUN_LIMIT_PROCESSES, /* thread creation failed (RLIMIT_NPROC) */
+} PyrunLimit;
+
+typedef struct PyrunReport {
+        bool exception;   /* an uncaught exception (incl. SystemExit, KeyboardInterrupt) ended the code */
+        bool has_result;  /* the last statement was a shown expression; its repr went to result_fd */
+        PyrunLimit limit; /* for exceptions caused by a resource limit */
+        char *exc_type;      /* e.g. "ZeroDivisionError", "json.decoder.JSONDecodeError" (UTF-8, malloc'd) */
+        char *exc_message;   /* str(exc) (UTF-8, malloc'd, may be large) */
+        char *exc_traceback; /* formatted traceback, user frames only ("<code>"), malloc'd */
+} PyrunReport;
+
+/* Initialise CPython once per process with the isolated configuration. */
+int pyrun_init(void);
+/* Import the modules calculations use (zygote). */
+int pyrun_preload(void);
+/* Give this process fresh randomness (random module state) after fork. */
+int pyrun_reseed(void);
+/* Run code (UTF-8). The final expression's repr (UTF-8) is written to result_fd,
+ * which is then closed. Returns 0 when the code ran (with or without exception,
+ * see ret), -errno when the runner itself failed. */
+int pyrun_execute(const char *code, size_t code_len, const PyrunInput *inputs, size_t n_inputs, int result_fd,
+                  PyrunReport *ret);
+void pyrun_report_done(PyrunReport *r);

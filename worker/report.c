@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+#include "worker/report.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mp.h"
+#include "common/util.h"
+
+#define EXC_TYPE_MAX_CHARS 256
+
+static const char *const limit_names[] = {
+        [PYRUN_LIMIT_NONE] = NULL,
+        [PYRUN_LIMIT_MEMORY] = "memory",
+        [PYRUN_LIMIT_FILE_SIZE] = "file_size",
+        [PYRUN_LIMIT_PROCESSES] = "processes",
+};
+
+const char *pyrun_limit_to_string(PyrunLimit l) {
+        if (l < 0 || l > PYRUN_LIMIT_PROCESSES)
+                return NULL;
+        return limit_names[l];
+}
+
+static int send_frame(int fd, const msgpack_sbuffer *sb) {
+        uint8_t hdr[4];
+        int r;
+
+        frame_put_len(hdr, (uint32_t) sb->size);
+        r = write_full(fd, hdr, sizeof hdr);
+        if (r < 0)
+                return r;
+        return write_full(fd, sb->data, sb->size);
+}
+
+int report_send_setup_error(int fd, SandboxStage stage, int error) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        int r;
+
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, 3);
+        mp_pack_kv_str(&pk, "t", "setup");
+        mp_pack_kv_str(&pk, "stage", sandbox_stage_to_string(stage));
+        mp_pack_kv_int(&pk, "errno", abs(error));
+        r = send_frame(fd, &sb);
+        msgpack_sbuffer_destroy(&sb);
+        return r;
+}
+
+static void pack_fitted(msgpack_packer *pk, const char *key, const FitText *t) {
+        mp_pack_cstr(pk, key);
+        msgpack_pack_map(pk, 5);
+        mp_pack_cstr(pk, "text");
+        mp_pack_strn(pk, t->text ? t->text : "", t->text_bytes);
+        mp_pack_kv_uint(pk, "totalCharacters", t->total_chars);
+        mp_pack_kv_uint(pk, "totalBytes", t->total_bytes);
+        mp_pack_kv_uint(pk, "omittedCharacters", t->omitted_chars);
+        mp_pack_kv_uint(pk, "omittedBytes", t->omitted_bytes);
+}
+
+int report_send_done(int fd, const PyrunReport *rep, uint64_t exc_ceiling) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        FitText type = {}, msg = {}, tb = {};
+        const char *limit = pyrun_limit_to_string(rep->limit);
+        int r = 0;
+
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, 4);
+        mp_pack_kv_str(&pk, "t", "done");
+        mp_pack_kv_bool(&pk, "hasResult", rep->has_result);
+        mp_pack_kv_str(&pk, "limit", limit);
+        mp_pack_cstr(&pk, "exception");
+        if (rep->exception) {
+                const char *t = rep->exc_type ? rep->exc_type : "BaseException";
+                const char *m = rep->exc_message ? rep->exc_message : "";
+                const char *b = rep->exc_traceback ? rep->exc_traceback : "";
+
+                if ((r = fit_text_from_buffer(t, strlen(t), EXC_TYPE_MAX_CHARS, &type)) < 0 ||
+                    (r = fit_text_from_buffer(m, strlen(m), exc_ceiling, &msg)) < 0 ||
+                    (r = fit_text_from_buffer(b, strlen(b), exc_ceiling, &tb)) < 0)
+                        goto out;
+                msgpack_pack_map(&pk, 3);
+                mp_pack_cstr(&pk, "type");
+                mp_pack_strn(&pk, type.text, type.text_bytes);
+                pack_fitted(&pk, "message", &msg);
+                pack_fitted(&pk, "traceback", &tb);
+        } else
+                msgpack_pack_nil(&pk);
+        r = send_frame(fd, &sb);
+out:
+        fit_text_done(&type);
+        fit_text_done(&msg);
+        fit_text_done(&tb);
+        msgpack_sbuffer_destroy(&sb);
+        return r;
+}
+
+static int parse_fitted(const msgpack_object *map, const char *key, uint64_t ceiling, FitText *ret) {
+        const msgpack_object *o = mp_map_get(map, key);
+        const char *text;
+        uint32_t len;
+        uint64_t chars, total_chars, total_bytes, omitted_chars, omitted_bytes;
+        FitText t = {};
+
+        if (!o || o->type != MSGPACK_OBJECT_MAP)
+                return -EBADMSG;
+        if (mp_get_str(o, "text", &text, &len) < 0 || mp_get_uint(o, "totalCharacters", &total_chars) < 0 ||
+            mp_get_uint(o, "totalBytes", &total_bytes) < 0 || mp_get_uint(o, "omittedCharacters", &omitted_chars) < 0 ||
+            mp_get_uint(o, "omittedBytes", &omitted_bytes) < 0)
+                return -EBADMSG;
+        /* The text must be valid UTF-8 within the ceiling, and the counts must add up. */
+        if (utf8_count(text, len, &chars) < 0 || chars > ceiling || chars + omitted_chars != total_chars ||
+            (uint64_t) len + omitted_bytes != total_bytes)
+                return -EBADMSG;
+        t.text = malloc((size_t) len + 1);
+        if (!t.text)
+                return -ENOMEM;
+        memcpy(t.text, text, len);
+        t.text[len] = 0;
+        t.text_bytes = len;
+        t.text_chars = chars;
+        t.total_chars = total_chars;
+        t.total_bytes = total_bytes;
+        t.omitted_chars = omitted_chars;
+        t.omitted_bytes = omitted_bytes;
+        /* The worker keeps head and tail like every channel; where exactly the cut is
+         * cannot be checked, so it is placed by the same rule. */
+        t.omitted_at = omitted_chars ? ceiling - ceiling / 4 : chars;
+        if (t.omitted_at > chars)
+                t.omitted_at = chars;
+        *ret = t;
+        return 0;
+}
+
+int report_parse(const void *buf, size_t len, uint64_t exc_ceiling, WorkerReport *ret) {
+        msgpack_unpacked u;
+        const msgpack_object *root, *t, *exc, *lim;
+        WorkerReport rep = {};
+        size_t off = 0;
+        int r = -EBADMSG;
+
+        msgpack_unpacked_init(&u);
+        if (msgpack_unpack_next(&u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
+                goto out;
+        root = &u.data;
+        t = mp_map_get(root, "t");
+        if (mp_str_eq(t, "setup")) {
+                const char *stage;
+                uint32_t slen;
+                uint64_t e;
+
+                if (mp_get_str(root, "stage", &stage, &slen) < 0 || slen == 0 || slen >= sizeof rep.stage ||
+                    mp_get_uint(root, "errno", &e) < 0 || e > 4095)
+                        goto out;
+                for (uint32_t i = 0; i < slen; i++)
+                        if (!((stage[i] >= 'a' && stage[i] <= 'z') || stage[i] == '_'))
+                                goto out;
+                rep.kind = REPORT_SETUP_ERROR;
+                memcpy(rep.stage, stage, slen);
+                rep.error = (int) e;
+        } else if (mp_str_eq(t, "done")) {
+                rep.kind = REPORT_DONE;
+                if (mp_get_bool(root, "hasResult", &rep.has_result) < 0)
+                        goto out;
+                lim = mp_map_get(root, "limit");
+                if (!lim)
+                        goto out;
+                if (lim->type == MSGPACK_OBJECT_NIL)
+                        rep.limit = PYRUN_LIMIT_NONE;
+                else if (mp_str_eq(lim, "memory"))
+                        rep.limit = PYRUN_LIMIT_MEMORY;
+                else if (mp_str_eq(lim, "file_size"))
+                        rep.limit = PYRUN_LIMIT_FILE_SIZE;
+                else if (mp_str_eq(lim, "processes"))
+                        rep.limit = PYRUN_LIMIT_PROCESSES;
+                else
+                        goto out;
+                exc = mp_map_get(root, "exception");
+                if (!exc)
+                        goto out;
+                if (exc->type == MSGPACK_OBJECT_MAP) {
+                        const char *ty;
+                        uint32_t tylen;
+                        uint64_t chars;
+
+                        rep.exception = true;
+                        if (mp_get_str(exc, "type", &ty, &tylen) < 0 || utf8_count(ty, tylen, &chars) < 0 ||
+                            chars > EXC_TYPE_MAX_CHARS)
+                                goto out;
+                        rep.exc_type = strndup(ty, tylen);
+                        if (!rep.exc_type) {
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                        if ((r = parse_fitted(exc, "message", exc_ceiling, &rep.exc_message)) < 0 ||
+                            (r = parse_fitted(exc, "traceback", exc_ceiling, &rep.exc_traceback)) < 0)
+                                goto out;
+                } else if (exc->type != MSGPACK_OBJECT_NIL)
+                        goto out;
+                else if (rep.limit != PYRUN_LIMIT_NONE)
+                        goto out;
+        } else
+                goto out;
+
+        *ret = rep;
+        rep = (WorkerReport){};
+        r = 0;
+out:
+        report_done(&rep);
+        msgpack_unpacked_destroy(&u);
+        return r;
+}
+
+void report_done(WorkerReport *r) {
+        free(r->exc_type);
+        r->exc_type = NULL;
+        fit_text_done(&r->exc_message);
+        fit_text_done(&r->exc_traceback);
+}

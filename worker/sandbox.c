@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+#include "worker/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/securebits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/util.h"
+#include "policy/seccomp.h"
+
+/* Where the new root is assembled, inside the worker's private mount namespace
+ * (a tmpfs mounted over it there; the host's directory is never touched). */
+#define NEWROOT "/tmp"
+
+/* What CPython needs, read-only, at the same paths as on the host: the standard
+ * library, its extension modules, and the shared libraries they load. */
+const char *const sandbox_runtime_paths[] = {
+        CODEINTERP_PY_STDLIB,
+        CODEINTERP_PY_LIBDIR,
+        NULL,
+};
+
+static const char *const stage_names[_SANDBOX_STAGE_MAX] = {
+        [SANDBOX_STAGE_NONE] = "none",
+        [SANDBOX_STAGE_SYNC] = "sync",
+        [SANDBOX_STAGE_IDENTITY] = "identity",
+        [SANDBOX_STAGE_CAPS_KEEP] = "caps_keep",
+        [SANDBOX_STAGE_EXEC] = "exec",
+        [SANDBOX_STAGE_PLAN] = "plan",
+        [SANDBOX_STAGE_MOUNT_PRIVATE] = "mount_private",
+        [SANDBOX_STAGE_MOUNT_ROOT] = "mount_root",
+        [SANDBOX_STAGE_MOUNT_BIND] = "mount_bind",
+        [SANDBOX_STAGE_MOUNT_DEV] = "mount_dev",
+        [SANDBOX_STAGE_MOUNT_TMP] = "mount_tmp",
+        [SANDBOX_STAGE_MOUNT_INPUTS] = "mount_inputs",
+        [SANDBOX_STAGE_WRITE_INPUTS] = "write_inputs",
+        [SANDBOX_STAGE_PIVOT_ROOT] = "pivot_root",
+        [SANDBOX_STAGE_REMOUNT_RO] = "remount_ro",
+        [SANDBOX_STAGE_HOSTNAME] = "hostname",
+        [SANDBOX_STAGE_FDS] = "fds",
+        [SANDBOX_STAGE_CAPS_DROP] = "caps_drop",
+        [SANDBOX_STAGE_NO_NEW_PRIVS] = "no_new_privs",
+        [SANDBOX_STAGE_RLIMITS] = "rlimits",
+        [SANDBOX_STAGE_SECCOMP] = "seccomp",
+        [SANDBOX_STAGE_PYTHON_INIT] = "python_init",
+        [SANDBOX_STAGE_PYTHON_RUN] = "python_run",
+};
+
+const char *sandbox_stage_to_string(SandboxStage s) {
+        if (s < 0 || s >= _SANDBOX_STAGE_MAX || !stage_names[s])
+                return "unknown";
+        return stage_names[s];
+}
+
+/* The capabilities setup needs inside the worker's user namespace. */
+static const cap_value_t setup_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP };
+
+#define FAIL(stage, err)                                                                                               \
+        do {                                                                                                           \
+                *ret_stage = (stage);                                                                                  \
+                return -abs(err);                                                                                      \
+        } while (0)
+
+int sandbox_become(const SandboxPlan *plan, bool for_exec, SandboxStage *ret_stage) {
+        _cleanup_(cap_free) cap_t caps = NULL;
+
+        /* The creator ran as root: drop its supplementary groups before anything else. */
+        if (setgroups(0, NULL) < 0)
+                FAIL(SANDBOX_STAGE_IDENTITY, errno);
+        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+                FAIL(SANDBOX_STAGE_IDENTITY, errno);
+        if (setresgid(plan->gid, plan->gid, plan->gid) < 0)
+                FAIL(SANDBOX_STAGE_IDENTITY, errno);
+        if (setresuid(plan->uid, plan->uid, plan->uid) < 0)
+                FAIL(SANDBOX_STAGE_IDENTITY, errno);
+
+        /* Keep only what setup needs (namespace-scoped: these are capabilities in the
+         * worker's own user namespace, worthless on the host). */
+        caps = cap_init();
+        if (!caps)
+                FAIL(SANDBOX_STAGE_CAPS_KEEP, ENOMEM);
+        if (cap_set_flag(caps, CAP_PERMITTED, ELEMENTSOF(setup_caps), setup_caps, CAP_SET) < 0 ||
+            cap_set_flag(caps, CAP_EFFECTIVE, ELEMENTSOF(setup_caps), setup_caps, CAP_SET) < 0 ||
+            (for_exec && cap_set_flag(caps, CAP_INHERITABLE, ELEMENTSOF(setup_caps), setup_caps, CAP_SET) < 0))
+                FAIL(SANDBOX_STAGE_CAPS_KEEP, errno);
+        if (cap_set_proc(caps) < 0)
+                FAIL(SANDBOX_STAGE_CAPS_KEEP, errno);
+        if (for_exec)
+                for (size_t i = 0; i < ELEMENTSOF(setup_caps); i++)
+                        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, setup_caps[i], 0, 0) < 0)
+                                FAIL(SANDBOX_STAGE_CAPS_KEEP, errno);
+        return 0;
+}
+
+/* A bind mount inherits locked flags (nosuid, nodev, noexec...) from its source;
+ * a read-only remount must repeat them or the kernel refuses it in a user namespace. */
+static unsigned long locked_flags(const char *path) {
+        struct statvfs st;
+        unsigned long f = 0;
+
+        if (statvfs(path, &st) < 0)
+                return 0;
+        if (st.f_flag & ST_NOSUID)
+                f |= MS_NOSUID;
+        if (st.f_flag & ST_NODEV)
+                f |= MS_NODEV;
+        if (st.f_flag & ST_NOEXEC)
+                f |= MS_NOEXEC;
+        if (st.f_flag & ST_NOATIME)
+                f |= MS_NOATIME;
+        if (st.f_flag & ST_NODIRATIME)
+                f |= MS_NODIRATIME;
+        if (st.f_flag & ST_RELATIME)
+                f |= MS_RELATIME;
+        return f;
+}
+
+static int bind_ro(const char *src, const char *dst, unsigned long extra) {
+        if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+                return -errno;
+        if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | extra | locked_flags(dst), NULL) <
+            0)
+                return -errno;
+        return 0;
+}
+
+/* mkdir -p for a path below NEWROOT (path is absolute in sandbox terms). */
+static int mkdir_below_root(const char *path, mode_t mode) {
+        char buf[PATH_MAX];
+        int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
+
+        if (n < 0 || (size_t) n >= sizeof buf)
+                return -ENAMETOOLONG;
+        for (char *p = buf + strlen(NEWROOT) + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = 0;
+                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static int create_file_below_root(const char *path) {
+        char buf[PATH_MAX];
+        int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
+        _cleanup_close_ int fd = -1;
+
+        if (n < 0 || (size_t) n >= sizeof buf)
+                return -ENAMETOOLONG;
+        fd = open(buf, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+        return fd < 0 ? -errno : 0;
+}
+
+static int write_input_file(int dirfd, const char *name, const void *data, size_t len) {
+        _cleanup_close_ int fd = openat(dirfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+        if (fd < 0)
+                return -errno;
+        return write_full(fd, data, len);
+}
+
+static int setup_inputs(const SandboxPlan *plan, SandboxStage *ret_stage) {
+        char opts[64];
+        uint64_t size = 4096;
+        _cleanup_close_ int dirfd = -1;
+        int r;
+
+        for (size_t i = 0; i < plan->n_inputs; i++)
+                size += plan->inputs[i].text_len + plan->inputs[i].original_len + 8192;
+        if ((r = mkdir_below_root("/inputs", 0755)) < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_INPUTS, r);
+        snprintf(opts, sizeof opts, "size=%llu,mode=0755,nr_inodes=64", (unsigned long long) size);
+        if (mount("tmpfs", NEWROOT "/inputs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_INPUTS, errno);
+        dirfd = open(NEWROOT "/inputs", O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (dirfd < 0)
+                FAIL(SANDBOX_STAGE_WRITE_INPUTS, errno);
+        for (size_t i = 0; i < plan->n_inputs; i++) {
+                const SandboxInput *in = &plan->inputs[i];
+                char name[SANDBOX_ID_MAX + 16];
+
+                /* IDs were validated by the supervisor ([A-Za-z0-9_.-], no leading dot);
+                 * check again: a slash here would be a supervisor bug, not a feature. */
+                if (!in->id[0] || in->id[0] == '.' || strchr(in->id, '/'))
+                        FAIL(SANDBOX_STAGE_WRITE_INPUTS, EINVAL);
+                snprintf(name, sizeof name, "%s.txt", in->id);
+                if ((r = write_input_file(dirfd, name, in->text, in->text_len)) < 0)
+                        FAIL(SANDBOX_STAGE_WRITE_INPUTS, r);
+                if (in->kind == SANDBOX_INPUT_ATTACHMENT) {
+                        snprintf(name, sizeof name, "%s.original", in->id);
+                        if ((r = write_input_file(dirfd, name, in->original, in->original_len)) < 0)
+                                FAIL(SANDBOX_STAGE_WRITE_INPUTS, r);
+                }
+        }
+        if (mount(NULL, NEWROOT "/inputs", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_INPUTS, errno);
+        return 0;
+}
+
+static int setup_root(const SandboxPlan *plan, SandboxStage *ret_stage) {
+        static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", NULL };
+        char opts[64];
+        int r;
+
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_PRIVATE, errno);
+        if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755,nr_inodes=256") < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_ROOT, errno);
+
+        for (size_t i = 0; sandbox_runtime_paths[i]; i++) {
+                char dst[PATH_MAX];
+                const char *p = sandbox_runtime_paths[i];
+
+                if ((r = mkdir_below_root(p, 0755)) < 0)
+                        FAIL(SANDBOX_STAGE_MOUNT_BIND, r);
+                snprintf(dst, sizeof dst, "%s%s", NEWROOT, p);
+                if ((r = bind_ro(p, dst, MS_NODEV)) < 0)
+                        FAIL(SANDBOX_STAGE_MOUNT_BIND, r);
+        }
+        /* Merged-/usr layout: /lib -> usr/lib so absolute library paths resolve. */
+        if (symlink("usr/lib", NEWROOT "/lib") < 0 && errno != EEXIST)
+                FAIL(SANDBOX_STAGE_MOUNT_BIND, errno);
+
+        if ((r = mkdir_below_root("/dev", 0755)) < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_DEV, r);
+        if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755,nr_inodes=32") < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_DEV, errno);
+        for (size_t i = 0; devices[i]; i++) {
+                char dst[PATH_MAX];
+                if ((r = create_file_below_root(devices[i])) < 0)
+                        FAIL(SANDBOX_STAGE_MOUNT_DEV, r);
+                snprintf(dst, sizeof dst, "%s%s", NEWROOT, devices[i]);
+                if ((r = bind_ro(devices[i], dst, MS_NOEXEC)) < 0)
+                        FAIL(SANDBOX_STAGE_MOUNT_DEV, r);
+        }
+        /* Writes to /dev/null are part of normal programs: make that one read-write. */
+        if (mount(NULL, NEWROOT "/dev/null", NULL,
+                  MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC | locked_flags(NEWROOT "/dev/null"), NULL) < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_DEV, errno);
+        if (mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+                  "size=64k,mode=0755,nr_inodes=32") < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_DEV, errno);
+
+        if ((r = mkdir_below_root("/tmp", 01777)) < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_TMP, r);
+        snprintf(opts, sizeof opts, "size=%llu,mode=1777,nr_inodes=4096", (unsigned long long) plan->tmp_bytes);
+        if (mount("tmpfs", NEWROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_TMP, errno);
+
+        r = setup_inputs(plan, ret_stage);
+        if (r < 0)
+                return r;
+
+        /* Swap roots: the old root is stacked under the new one and detached. */
+        if (chdir(NEWROOT) < 0)
+                FAIL(SANDBOX_STAGE_PIVOT_ROOT, errno);
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                FAIL(SANDBOX_STAGE_PIVOT_ROOT, errno);
+        if (umount2(".", MNT_DETACH) < 0)
+                FAIL(SANDBOX_STAGE_PIVOT_ROOT, errno);
+        if (chdir("/") < 0)
+                FAIL(SANDBOX_STAGE_PIVOT_ROOT, errno);
+        if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=1m,mode=0755,nr_inodes=256") <
+            0)
+                FAIL(SANDBOX_STAGE_REMOUNT_RO, errno);
+        return 0;
+}
+
+static int drop_caps(void) {
+        _cleanup_(cap_free) cap_t caps = NULL;
+
+        /* Lock the securebits first (needs CAP_SETPCAP): no way back to root semantics. */
+        if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                             SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+                                             SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+                  0, 0, 0) < 0)
+                return -errno;
+        for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++)
+                if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+                        return -errno;
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+                return -errno;
+        caps = cap_init(); /* all clear */
+        if (!caps)
+                return -ENOMEM;
+        if (cap_set_proc(caps) < 0)
+                return -errno;
+        return 0;
+}
+
+static int set_limit(int resource, rlim_t soft, rlim_t hard) {
+        struct rlimit rl = { .rlim_cur = soft, .rlim_max = hard };
+        return setrlimit(resource, &rl) < 0 ? -errno : 0;
+}
+
+static int set_rlimits(const SandboxPlan *plan) {
+        int r;
+
+        if ((r = set_limit(RLIMIT_AS, plan->memory_bytes, plan->memory_bytes)) < 0 ||
+            (r = set_limit(RLIMIT_CPU, plan->cpu_seconds, (rlim_t) plan->cpu_seconds + 1)) < 0 ||
+            (r = set_limit(RLIMIT_FSIZE, plan->file_bytes, plan->file_bytes)) < 0 ||
+            (r = set_limit(RLIMIT_NOFILE, plan->open_files, plan->open_files)) < 0 ||
+            (r = set_limit(RLIMIT_NPROC, plan->processes, plan->processes)) < 0 ||
+            (r = set_limit(RLIMIT_CORE, 0, 0)) < 0 || (r = set_limit(RLIMIT_MEMLOCK, 0, 0)) < 0 ||
+            (r = set_limit(RLIMIT_MSGQUEUE, 0, 0)) < 0)
+                return r;
+        return 0;
+}
+
+int sandbox_enter(const SandboxPlan *plan, SandboxStage *ret_stage) {
+        int r;
+
+        r = setup_root(plan, ret_stage);
+        if (r < 0)
+                return r;
+        if (sethostname("codeinterp", 10) < 0)
+                FAIL(SANDBOX_STAGE_HOSTNAME, errno);
+        if (syscall(SYS_close_range, (unsigned) plan->max_keep_fd + 1, ~0U, 0) < 0)
+                FAIL(SANDBOX_STAGE_FDS, errno);
+        if ((r = drop_caps()) < 0)
+                FAIL(SANDBOX_STAGE_CAPS_DROP, r);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                FAIL(SANDBOX_STAGE_NO_NEW_PRIVS, errno);
+        if ((r = set_rlimits(plan)) < 0)
+                FAIL(SANDBOX_STAGE_RLIMITS, r);
+        if (!plan->seccomp)
+                FAIL(SANDBOX_STAGE_SECCOMP, EINVAL);
+        if ((r = policy_seccomp_load(plan->seccomp)) < 0)
+                FAIL(SANDBOX_STAGE_SECCOMP, r);
+        return 0;
+}
