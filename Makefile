@@ -1,4 +1,5 @@
 # The README's commands. Each one installs what is missing and builds first.
+MAKEFLAGS += --no-print-directory
 BUILD ?= build
 CMAKE_FLAGS ?=
 ifneq ($(CI),)

@@ -31,7 +31,7 @@ static void pack_evidence(msgpack_packer *pk, const ResultContext *ctx) {
         const Policy *p = ctx->policy;
 
         mp_pack_cstr(pk, "evidence");
-        msgpack_pack_map(pk, 5);
+        msgpack_pack_map(pk, 6);
         mp_pack_kv_str(pk, "codeSha256", ctx->code_sha256);
         mp_pack_kv_uint(pk, "codeCharacters", ctx->call->code_chars);
         mp_pack_cstr(pk, "inputs");

@@ -1,0 +1,211 @@
+"""Integration harness: a real codeinterpd on a temporary socket, spoken to over the
+real protocol (4-byte big-endian length + one msgpack map)."""
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+import msgpack
+import pytest
+
+BUILD = os.environ.get("CODEINTERP_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+DAEMON = os.path.join(BUILD, "bin", "codeinterpd")
+CLIENT = os.path.join(BUILD, "bin", "codeinterp")
+MUST_SANDBOX = os.environ.get("CODEINTERP_MUST_SANDBOX") == "1"
+
+
+def sandbox_available():
+    """Root and user namespaces: what the supervisor needs. In CI a missing capability
+    is a failure, not a skip (CODEINTERP_MUST_SANDBOX=1)."""
+    if os.geteuid() != 0:
+        return False, "codeinterpd needs root"
+    try:
+        out = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--pid", "--net",
+                              "--fork", "true"], capture_output=True, timeout=10)
+        if out.returncode != 0:
+            return False, "cannot create namespaces: " + out.stderr.decode(errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, "cannot create namespaces: %s" % e
+    return True, ""
+
+
+def require_sandbox():
+    ok, why = sandbox_available()
+    if not ok:
+        if MUST_SANDBOX:
+            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but the kernel cannot sandbox: " + why)
+        pytest.skip(why)
+
+
+class Conn:
+    """One client connection."""
+
+    def __init__(self, path, timeout=60):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.next_id = 1
+        self.backlog = []
+
+    def close(self):
+        self.sock.close()
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def send(self, obj):
+        body = msgpack.packb(obj, use_bin_type=True)
+        self.sock.sendall(struct.pack(">I", len(body)) + body)
+
+    def _recv_exact(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise EOFError("connection closed by the supervisor")
+            buf += chunk
+        return buf
+
+    def recv(self):
+        if self.backlog:
+            return self.backlog.pop(0)
+        (n,) = struct.unpack(">I", self._recv_exact(4))
+        return msgpack.unpackb(self._recv_exact(n), raw=False)
+
+    def recv_raw_frame(self):
+        (n,) = struct.unpack(">I", self._recv_exact(4))
+        return self._recv_exact(n)
+
+    def request(self, op, **fields):
+        rid = self.next_id
+        self.next_id += 1
+        msg = {"op": op, "id": rid}
+        msg.update(fields)
+        self.send(msg)
+        return rid
+
+    def wait(self, rid, types=("reply", "error", "result"), progress=None):
+        """Next message for rid whose type is in types; progress messages are collected."""
+        kept = []
+        try:
+            while True:
+                m = self.recv()
+                if m.get("id") == rid and m.get("type") == "progress" and progress is not None:
+                    progress.append(m)
+                    continue
+                if (m.get("id") == rid or m.get("id") is None) and m.get("type") in types:
+                    return m
+                kept.append(m)
+        finally:
+            self.backlog = kept + self.backlog
+
+    def call(self, op, **fields):
+        return self.wait(self.request(op, **fields))
+
+    def execute(self, code, source_ids=(), invocation=None, summary="test", progress=None):
+        fields = {"summary": summary, "code": code, "sourceIds": list(source_ids)}
+        if invocation is not None:
+            fields["invocation"] = invocation
+        rid = self.request("execute", **fields)
+        return self.wait(rid, types=("error", "result"), progress=progress)
+
+
+class Supervisor:
+    def __init__(self, policy=None, extra_args=()):
+        self.dir = tempfile.mkdtemp(prefix="codeinterp-test-")
+        self.socket = os.path.join(self.dir, "ci.sock")
+        self.log_path = os.path.join(self.dir, "codeinterpd.log")
+        args = [DAEMON, "--socket", self.socket]
+        if policy:
+            self.policy_path = os.path.join(self.dir, "policy.yaml")
+            with open(self.policy_path, "w") as f:
+                f.write(policy)
+            args += ["--policy", self.policy_path]
+        args += list(extra_args)
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(self.socket):
+            if self.proc.poll() is not None:
+                raise RuntimeError("codeinterpd exited: " + self.read_log())
+            if time.monotonic() > deadline:
+                raise RuntimeError("codeinterpd did not start: " + self.read_log())
+            time.sleep(0.01)
+        self.conns = []
+
+    def connect(self, timeout=60):
+        c = Conn(self.socket, timeout)
+        self.conns.append(c)
+        return c
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def client(self, *args, input=None, timeout=60):
+        return subprocess.run([CLIENT, "--socket", self.socket] + list(args), input=input,
+                              capture_output=True, timeout=timeout)
+
+    def stop(self):
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        rc = self.proc.returncode
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return rc
+
+
+def worker_pids():
+    """Processes running the worker binary (exec mode) anywhere on the host."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if cmd.startswith(b"codeinterp-worker"):
+            pids.append(int(d))
+    return pids
+
+
+@pytest.fixture
+def make_supervisor():
+    require_sandbox()
+    started = []
+
+    def make(policy=None, extra_args=()):
+        s = Supervisor(policy, extra_args)
+        started.append(s)
+        return s
+
+    yield make
+    for s in started:
+        rc = s.stop()
+        assert rc == 0, "codeinterpd exited with %r" % rc
+
+
+@pytest.fixture
+def supervisor(make_supervisor):
+    return make_supervisor()
+
+
+@pytest.fixture
+def conn(supervisor):
+    return supervisor.connect()
