@@ -365,7 +365,7 @@ static _Noreturn void child_main(const Policy *p, int sync_fd, int report_fd, co
         _exit(127);
 }
 
-int runner_start(sd_event *e, const Policy *p, int worker_exec_fd, const RunnerRequest *req, RunnerDoneFn done,
+int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
                  void *userdata, Runner **ret) {
         _cleanup_close_ int plan_fd = -1, devnull = -1, sync_r = -1, sync_w = -1;
         int pipes[_CH_MAX][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
@@ -409,13 +409,21 @@ int runner_start(sd_event *e, const Policy *p, int worker_exec_fd, const RunnerR
                         goto fail;
                 }
         {
-                int sp[2];
-                if (pipe2(sp, O_CLOEXEC) < 0) {
+                int sync_pipe[2];
+                if (pipe2(sync_pipe, O_CLOEXEC) < 0) {
                         k = -errno;
                         goto fail;
                 }
-                sync_r = sp[0];
-                sync_w = sp[1];
+                sync_r = sync_pipe[0];
+                sync_w = sync_pipe[1];
+        }
+
+        if (sp->zygote) {
+                int fds[5] = { pipes[CH_OUT][1], pipes[CH_ERR][1], pipes[CH_REPORT][1], pipes[CH_RESULT][1], plan_fd };
+                k = zygote_client_spawn(sp->zygote, fds, &pid, &pidfd);
+                if (k < 0)
+                        goto fail;
+                goto started;
         }
 
         struct clone_args args = {
@@ -432,8 +440,9 @@ int runner_start(sd_event *e, const Policy *p, int worker_exec_fd, const RunnerR
         if (pid == 0) {
                 int fds[6] = { devnull, pipes[CH_OUT][1], pipes[CH_ERR][1], pipes[CH_REPORT][1], pipes[CH_RESULT][1],
                                plan_fd };
-                child_main(p, sync_r, pipes[CH_REPORT][1], fds, worker_exec_fd);
+                child_main(p, sync_r, pipes[CH_REPORT][1], fds, sp->worker_exec_fd);
         }
+started:
 
         r->pid = pid;
         r->pidfd = pidfd;
@@ -449,13 +458,17 @@ int runner_start(sd_event *e, const Policy *p, int worker_exec_fd, const RunnerR
                 }
         }
 
-        if ((k = write_id_map(pid, "uid_map", p->worker_uid)) < 0 || (k = write_id_map(pid, "gid_map", p->worker_gid)) < 0) {
-                log_error_errno(k, "Failed to write the worker's id maps: %m");
-                goto fail;
-        }
-        if (write(sync_w, "x", 1) != 1) {
-                k = -errno;
-                goto fail;
+        if (!sp->zygote) {
+                /* Exec mode: the supervisor is the worker's creator and maps its ids. */
+                if ((k = write_id_map(pid, "uid_map", p->worker_uid)) < 0 ||
+                    (k = write_id_map(pid, "gid_map", p->worker_gid)) < 0) {
+                        log_error_errno(k, "Failed to write the worker's id maps: %m");
+                        goto fail;
+                }
+                if (write(sync_w, "x", 1) != 1) {
+                        k = -errno;
+                        goto fail;
+                }
         }
 
         for (int ch = 0; ch < _CH_MAX; ch++)

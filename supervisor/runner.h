@@ -12,6 +12,7 @@
 #include "supervisor/outcome.h"
 #include "worker/report.h"
 #include "worker/sandbox.h"
+#include "supervisor/zygote_client.h"
 
 typedef enum RunnerKill {
         RUNNER_KILL_NONE,
@@ -48,9 +49,16 @@ typedef struct RunnerRequest {
         size_t n_inputs;
 } RunnerRequest;
 
-/* Start a worker (exec mode: worker_exec_fd is the sealed copy of codeinterp-worker).
- * done is called exactly once, from the event loop, after the worker is reaped. */
-int runner_start(sd_event *e, const Policy *p, int worker_exec_fd, const RunnerRequest *req, RunnerDoneFn done,
+/* How workers are made: cloned here and exec'd (worker_exec_fd, the sealed copy of
+ * codeinterp-worker), or cloned by the zygote (zygote != NULL). */
+typedef struct RunnerSpawner {
+        int worker_exec_fd;
+        ZygoteClient *zygote;
+} RunnerSpawner;
+
+/* Start a worker. done is called exactly once, from the event loop, after the worker
+ * is reaped. */
+int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
                  void *userdata, Runner **ret);
 /* SIGKILL the worker from outside; the first reason wins. */
 void runner_kill(Runner *r, RunnerKill why);

@@ -22,7 +22,7 @@ typedef struct UidServed {
 struct Scheduler {
         sd_event *event;
         const Policy *policy;
-        int worker_exec_fd;
+        RunnerSpawner spawner;
         SchedCallbacks cb;
         void *userdata;
         Call *queue; /* arrival order */
@@ -191,7 +191,7 @@ static void start_call(Scheduler *s, Call *c) {
         if (s->n_running > s->max_running_seen)
                 s->max_running_seen = s->n_running;
 
-        k = runner_start(s->event, s->policy, s->worker_exec_fd, &req, on_runner_done, c, &c->runner);
+        k = runner_start(s->event, s->policy, &s->spawner, &req, on_runner_done, c, &c->runner);
         if (k < 0) {
                 RunnerResult res = { .outcome = OUTCOME_WORKER_ERROR, .exit_code = -1 };
                 snprintf(res.detail, sizeof res.detail, "could not start a worker: %s", strerror(-k));
@@ -239,14 +239,14 @@ static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int sched_new(sd_event *e, const Policy *p, int worker_exec_fd, const SchedCallbacks *cb, void *userdata,
+int sched_new(sd_event *e, const Policy *p, const RunnerSpawner *sp, const SchedCallbacks *cb, void *userdata,
               Scheduler **ret) {
         Scheduler *s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
         s->event = e;
         s->policy = p;
-        s->worker_exec_fd = worker_exec_fd;
+        s->spawner = *sp;
         s->cb = *cb;
         s->userdata = userdata;
         s->capacity = policy_active_workers(p);

@@ -66,7 +66,7 @@ typedef struct SchedStats {
         uint32_t max_running_seen;
 } SchedStats;
 
-int sched_new(sd_event *e, const Policy *p, int worker_exec_fd, const SchedCallbacks *cb, void *userdata,
+int sched_new(sd_event *e, const Policy *p, const RunnerSpawner *sp, const SchedCallbacks *cb, void *userdata,
               Scheduler **ret);
 Scheduler *sched_free(Scheduler *s);
 /* Admit: starts the deadline and queues the call. -EBUSY when the queue is full (the call

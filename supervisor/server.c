@@ -34,6 +34,7 @@ struct Server {
         InvRegistry *invocations;
         Connection *conns;
         uint32_t n_conns;
+        ZygoteClient *zygote;
         uint64_t next_call_id;
         bool shutting_down;
 };
@@ -731,7 +732,13 @@ int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, 
         s->event = e;
         s->policy = p;
         s->listen_fd = listen_fd;
-        if ((k = sched_new(e, p, worker_exec_fd, &cb, s, &s->sched)) < 0 ||
+        if (p->worker_start == POLICY_WORKER_START_ZYGOTE && (k = zygote_client_new(e, p, worker_exec_fd, &s->zygote)) < 0) {
+                log_error_errno(k, "Starting the zygote failed: %m");
+                server_free(s);
+                return k;
+        }
+        RunnerSpawner sp = { .worker_exec_fd = worker_exec_fd, .zygote = s->zygote };
+        if ((k = sched_new(e, p, &sp, &cb, s, &s->sched)) < 0 ||
             (k = inv_registry_new(e, p, on_invocation_closed, s, &s->invocations)) < 0 ||
             (k = sd_event_add_io(e, &s->listen_source, listen_fd, EPOLLIN, on_accept, s)) < 0) {
                 server_free(s);
@@ -768,6 +775,7 @@ Server *server_free(Server *s) {
         s->invocations = inv_registry_free(s->invocations);
         sd_event_source_disable_unref(s->listen_source);
         s->sched = sched_free(s->sched);
+        s->zygote = zygote_client_free(s->zygote);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
         free(s);

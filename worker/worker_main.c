@@ -5,8 +5,8 @@
  *   3 report pipe (worker -> supervisor frames, see report.h)
  *   4 result pipe (the final expression's repr)
  *   5 plan (sealed memfd, see plan.h)
- * It enters the sandbox, initialises CPython, runs the code once and exits. It is
- * not meant to be run by hand. */
+ * It enters the sandbox, initialises CPython, runs the code once and exits.
+ * With --zygote it is the zygote instead (worker/zygote.h). Not meant to be run by hand. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +18,7 @@
 #include "worker/pyrun.h"
 #include "worker/report.h"
 #include "worker/sandbox.h"
+#include "worker/zygote.h"
 
 #define PLAN_MAX_BYTES (1u << 30)
 
@@ -37,6 +38,8 @@ int main(int argc, char **argv) {
         size_t len;
         int r;
 
+        if (argc == 2 && strcmp(argv[1], "--zygote") == 0)
+                return zygote_main();
         if (argc != 2 || strcmp(argv[1], "--from-supervisor") != 0) {
                 static const char msg[] = "codeinterp-worker is started by codeinterpd; it is not run by hand.\n";
                 (void) !write(STDERR_FILENO, msg, sizeof msg - 1);

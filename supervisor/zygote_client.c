@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+#include "supervisor/zygote_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "worker/zygote.h"
+
+#define ZYGOTE_START_TIMEOUT_SEC 30
+#define ZYGOTE_SPAWN_TIMEOUT_SEC 5
+
+struct ZygoteClient {
+        sd_event *event;
+        const Policy *policy;
+        int worker_exec_fd;
+        pid_t pid;
+        int pidfd;
+        int ctl;
+        sd_event_source *exit_source;
+        uint64_t started_usec;
+        uint32_t calls;
+        unsigned generation;
+        uint64_t token;
+};
+
+pid_t zygote_client_pid(const ZygoteClient *z) {
+        return z->pid;
+}
+
+unsigned zygote_client_generation(const ZygoteClient *z) {
+        return z->generation;
+}
+
+static void zygote_stop(ZygoteClient *z) {
+        z->exit_source = sd_event_source_disable_unref(z->exit_source);
+        if (z->ctl >= 0) {
+                close(z->ctl); /* the zygote exits on EOF */
+                z->ctl = -1;
+        }
+        if (z->pid > 0) {
+                syscall(SYS_pidfd_send_signal, z->pidfd, SIGKILL, NULL, 0);
+                while (waitpid(z->pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                z->pid = 0;
+        }
+        if (z->pidfd >= 0) {
+                close(z->pidfd);
+                z->pidfd = -1;
+        }
+}
+
+static int on_zygote_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        ZygoteClient *z = userdata;
+        int status = 0;
+
+        if (waitpid(z->pid, &status, WNOHANG) <= 0)
+                return 0;
+        log_warning("The zygote (pid %d) %s %d; starting a new one", (int) z->pid,
+                    WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
+                    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        z->pid = 0;
+        zygote_stop(z);
+        return 0; /* restarted on the next spawn */
+}
+
+static int recv_reply(int ctl, ZygoteSpawned *rep, int *ret_fd) {
+        struct iovec iov = { .iov_base = rep, .iov_len = sizeof *rep };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } u;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+        ssize_t n;
+
+        *ret_fd = -1;
+        do
+                n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if (n == 0)
+                return -ECONNRESET;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                        for (size_t i = 0; i < k; i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+                                if (*ret_fd < 0)
+                                        *ret_fd = fd;
+                                else
+                                        close(fd);
+                        }
+                }
+        if ((size_t) n != sizeof *rep || rep->magic != ZYGOTE_MAGIC) {
+                if (*ret_fd >= 0)
+                        close(*ret_fd);
+                *ret_fd = -1;
+                return -EBADMSG;
+        }
+        return 0;
+}
+
+static int set_timeout(int fd, int sec) {
+        struct timeval tv = { .tv_sec = sec };
+        return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ? -errno : 0;
+}
+
+static int zygote_start(ZygoteClient *z) {
+        int sp[2], pidfd = -1, k, rfd;
+        ZygoteSpawned ready;
+        pid_t pid;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+                return -errno;
+        struct clone_args args = { .flags = CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &pidfd, .exit_signal = SIGCHLD };
+        pid = (pid_t) syscall(SYS_clone3, &args, sizeof args);
+        if (pid < 0) {
+                k = -errno;
+                close(sp[0]);
+                close(sp[1]);
+                return k;
+        }
+        if (pid == 0) {
+                static char *const argv[] = { "codeinterp-zygote", "--zygote", NULL };
+                static char *const envp[] = { "LANG=C.UTF-8", NULL };
+                sigset_t none;
+                int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+                int exe = fcntl(z->worker_exec_fd, F_DUPFD_CLOEXEC, 16);
+                int ctl = fcntl(sp[1], F_DUPFD_CLOEXEC, 16);
+
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                for (int sig = 1; sig < _NSIG; sig++)
+                        signal(sig, SIG_DFL);
+                if (devnull < 0 || exe < 0 || ctl < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
+                    dup2(ctl, ZYGOTE_CTL_FD) < 0)
+                        _exit(127);
+                syscall(SYS_execveat, exe, "", argv, envp, AT_EMPTY_PATH);
+                _exit(127);
+        }
+        close(sp[1]);
+        z->pid = pid;
+        z->pidfd = pidfd;
+        z->ctl = sp[0];
+        z->calls = 0;
+        z->started_usec = now_usec();
+        z->generation++;
+
+        /* Wait for "ready": CPython initialised and the standard modules imported. */
+        if ((k = set_timeout(z->ctl, ZYGOTE_START_TIMEOUT_SEC)) < 0 || (k = recv_reply(z->ctl, &ready, &rfd)) < 0) {
+                log_error_errno(k, "The zygote did not become ready: %m");
+                zygote_stop(z);
+                return k;
+        }
+        if (rfd >= 0)
+                close(rfd);
+        if ((k = set_timeout(z->ctl, ZYGOTE_SPAWN_TIMEOUT_SEC)) < 0 ||
+            (k = sd_event_add_io(z->event, &z->exit_source, z->pidfd, EPOLLIN, on_zygote_exit, z)) < 0) {
+                zygote_stop(z);
+                return k;
+        }
+        log_info("Zygote %u ready (pid %d)", z->generation, (int) z->pid);
+        return 0;
+}
+
+int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteClient **ret) {
+        ZygoteClient *z = calloc(1, sizeof *z);
+        int k;
+
+        if (!z)
+                return -ENOMEM;
+        z->event = e;
+        z->policy = p;
+        z->worker_exec_fd = worker_exec_fd;
+        z->pidfd = z->ctl = -1;
+        k = zygote_start(z);
+        if (k < 0) {
+                free(z);
+                return k;
+        }
+        *ret = z;
+        return 0;
+}
+
+ZygoteClient *zygote_client_free(ZygoteClient *z) {
+        if (!z)
+                return NULL;
+        zygote_stop(z);
+        free(z);
+        return NULL;
+}
+
+static int spawn_once(ZygoteClient *z, const int fds[5], pid_t *ret_pid, int *ret_pidfd) {
+        ZygoteSpawn req = {
+                .magic = ZYGOTE_MAGIC,
+                .uid = z->policy->worker_uid,
+                .gid = z->policy->worker_gid,
+                .token = ++z->token,
+        };
+        struct iovec iov = { .iov_base = &req, .iov_len = sizeof req };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_SPAWN_FDS)];
+        } u = {};
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        ZygoteSpawned rep;
+        int k, pidfd;
+
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * ZYGOTE_SPAWN_FDS);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * ZYGOTE_SPAWN_FDS);
+        if (sendmsg(z->ctl, &mh, MSG_NOSIGNAL) < 0)
+                return -errno;
+        for (;;) {
+                k = recv_reply(z->ctl, &rep, &pidfd);
+                if (k < 0)
+                        return k == -EAGAIN ? -ETIMEDOUT : k;
+                if (rep.token == req.token)
+                        break;
+                if (pidfd >= 0) /* a late answer to an abandoned request */
+                        close(pidfd);
+        }
+        if (rep.error != 0) {
+                if (pidfd >= 0)
+                        close(pidfd);
+                return -rep.error;
+        }
+        if (pidfd < 0 || rep.pid <= 0)
+                return -EBADMSG;
+        *ret_pid = rep.pid;
+        *ret_pidfd = pidfd;
+        return 0;
+}
+
+int zygote_client_spawn(ZygoteClient *z, const int fds[5], pid_t *ret_pid, int *ret_pidfd) {
+        const Policy *p = z->policy;
+        int k;
+
+        /* Replace an old zygote before it serves another call. */
+        if (z->pid > 0 && (z->calls >= p->zygote_max_calls ||
+                           now_usec() - z->started_usec >= (uint64_t) p->zygote_max_seconds * 1000000)) {
+                log_info("Replacing zygote %u after %u calls", z->generation, z->calls);
+                zygote_stop(z);
+        }
+        for (int attempt = 0; attempt < 2; attempt++) {
+                if (z->pid <= 0 && (k = zygote_start(z)) < 0)
+                        continue;
+                k = spawn_once(z, fds, ret_pid, ret_pidfd);
+                if (k >= 0) {
+                        z->calls++;
+                        return 0;
+                }
+                /* A zygote that cannot answer is replaced; the call is retried once. */
+                log_warning_errno(k, "Zygote %u failed to start a worker: %m", z->generation);
+                if (k == -EPIPE || k == -ECONNRESET || k == -ETIMEDOUT || k == -EBADMSG)
+                        zygote_stop(z);
+                else
+                        return k;
+        }
+        return k;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* The supervisor's side of the zygote: start it (an exec of the worker binary with
+ * --zygote), ask it for workers, notice when it dies and bring it back, and replace it
+ * after zygoteMaxCalls calls or zygoteMaxSeconds seconds so address-space layouts and
+ * hash seeds do not stay the same forever. */
+#pragma once
+
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "policy/policy.h"
+
+typedef struct ZygoteClient ZygoteClient;
+
+int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteClient **ret);
+ZygoteClient *zygote_client_free(ZygoteClient *z);
+/* fds: stdout, stderr, report, result write ends and the plan memfd. On success the
+ * worker is a child of the calling process; ret_pidfd refers to it. */
+int zygote_client_spawn(ZygoteClient *z, const int fds[5], pid_t *ret_pid, int *ret_pidfd);
+pid_t zygote_client_pid(const ZygoteClient *z);
+unsigned zygote_client_generation(const ZygoteClient *z);
