@@ -37,8 +37,9 @@ int pyrun_preload(void);
 /* Give this process fresh randomness (random module state) after fork. */
 int pyrun_reseed(void);
 /* Run code (UTF-8). The final expression's repr (UTF-8) is written to result_fd,
- * which is then closed. Returns 0 when the code ran (with or without exception,
- * see ret), -errno when the runner itself failed. */
+ * which is then closed (always, also on failure; -1 discards the value). Returns 0
+ * when the code ran (with or without exception, see ret), -errno when the runner
+ * itself failed (then ret is untouched). */
 int pyrun_execute(const char *code, size_t code_len, const PyrunInput *inputs, size_t n_inputs, int result_fd,
                   PyrunReport *ret);
 void pyrun_report_done(PyrunReport *r);
