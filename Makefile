@@ -7,7 +7,7 @@ CMAKE_FLAGS += -DCODEINTERP_WERROR=ON
 endif
 PYTEST = /usr/bin/python3 -m pytest
 
-.PHONY: all deps build test unit integration demo clean format check-format
+.PHONY: all deps build test unit integration demo clean format check-format bench
 
 all: build
 
@@ -39,3 +39,7 @@ check-format:
 
 clean:
 	rm -rf $(BUILD)
+
+# Benchmarks and soaks are not part of `make test` (see docs/performance.md).
+bench: build
+	CODEINTERP_BUILD=$(abspath $(BUILD)) /usr/bin/python3 tests/bench/bench.py

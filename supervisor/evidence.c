@@ -104,8 +104,9 @@ static void pack_all(msgpack_sbuffer *sb, const ResultContext *ctx, const Runner
                 msgpack_pack_nil(&pk);
 
         mp_pack_cstr(&pk, "timing");
-        msgpack_pack_map(&pk, 4);
+        msgpack_pack_map(&pk, 5);
         mp_pack_kv_uint(&pk, "elapsedMs", usec_to_ms(c->admit_usec, c->end_usec));
+        mp_pack_kv_uint(&pk, "elapsedUs", c->end_usec > c->admit_usec ? c->end_usec - c->admit_usec : 0);
         mp_pack_kv_uint(&pk, "queueMs", usec_to_ms(c->admit_usec, c->started ? c->start_usec : c->end_usec));
         mp_pack_kv_uint(&pk, "runMs", c->started ? usec_to_ms(c->start_usec, c->end_usec) : 0);
         mp_pack_kv_bool(&pk, "workerStarted", c->started);

@@ -331,7 +331,7 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
         sched_get_stats(c->server->sched, &st);
         msgpack_sbuffer_init(&sb);
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        proto_pack_reply_head(&pk, req->id, req->op, 8);
+        proto_pack_reply_head(&pk, req->id, req->op, 12);
         mp_pack_kv_uint(&pk, "queued", st.queued);
         mp_pack_kv_uint(&pk, "running", st.running);
         mp_pack_kv_uint(&pk, "capacity", st.capacity);
@@ -340,6 +340,14 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
         mp_pack_kv_uint(&pk, "finishedTotal", st.finished_total);
         mp_pack_kv_uint(&pk, "maxRunningSeen", st.max_running_seen);
         mp_pack_kv_uint(&pk, "connections", c->server->n_conns);
+        mp_pack_kv_uint(&pk, "pid", (uint64_t) getpid());
+        mp_pack_kv_str(&pk, "workerStart", policy_worker_start_to_string(c->server->policy->worker_start));
+        mp_pack_cstr(&pk, "zygotePid");
+        if (c->server->zygote && zygote_client_pid(c->server->zygote) > 0)
+                msgpack_pack_uint64(&pk, (uint64_t) zygote_client_pid(c->server->zygote));
+        else
+                msgpack_pack_nil(&pk);
+        mp_pack_kv_uint(&pk, "zygoteGeneration", c->server->zygote ? zygote_client_generation(c->server->zygote) : 0);
         conn_send_or_drop(c, &sb);
         msgpack_sbuffer_destroy(&sb);
 }

@@ -1,0 +1,217 @@
+#!/usr/bin/python3
+"""codeinterp benchmark: drives real supervisors over the real socket and prints, in one
+run, latency per worker start mode against bare `python3 -I -S -c`, throughput at
+capacity 2, supervisor/zygote RSS across a soak, a worker's PSS, and how late the
+deadline kill lands. Ratios are what matter: absolute figures move with the machine.
+
+Run as root:  make bench   (or: /usr/bin/python3 tests/bench/bench.py [--soak 10000])
+"""
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+import conftest  # noqa: E402  (the integration harness: Supervisor, Conn)
+
+TRIVIAL = "sum([9.0, 7.5]) / 2"
+
+
+def pct(values, p):
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    k = (len(v) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def summary(values):
+    return "p50 %7.2f ms  p90 %7.2f ms  p99 %7.2f ms" % (pct(values, 50), pct(values, 90), pct(values, 99))
+
+
+def latency(sup, n):
+    c = sup.connect()
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        r = c.execute(TRIVIAL)
+        out.append((time.perf_counter() - t) * 1000)
+        assert r["outcome"] == "ok" and r["result"]["text"] == "8.25", r
+    c.close()
+    return out
+
+
+def bare_python(n):
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        pid = os.posix_spawn("/usr/bin/python3", ["python3", "-I", "-S", "-c", TRIVIAL], {})
+        os.waitpid(pid, 0)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def throughput(sup, clients, seconds):
+    counts = [0] * clients
+    stop = time.monotonic() + seconds
+    errors = []
+
+    def run(i):
+        c = sup.connect()
+        try:
+            while time.monotonic() < stop:
+                r = c.execute(TRIVIAL)
+                if r.get("outcome") != "ok":
+                    errors.append(r.get("outcome") or r.get("code"))
+                counts[i] += 1
+        finally:
+            c.close()
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.monotonic() - t0), errors
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def status(sup):
+    c = sup.connect()
+    s = c.call("status")
+    c.close()
+    return s
+
+
+def soak(sup, calls, clients=4):
+    per = calls // clients
+    done = [0]
+    lock = threading.Lock()
+
+    def run():
+        c = sup.connect()
+        for _ in range(per):
+            r = c.execute(TRIVIAL)
+            assert r["outcome"] == "ok", r
+            with lock:
+                done[0] += 1
+        c.close()
+
+    threads = [threading.Thread(target=run) for _ in range(clients)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return done[0], time.monotonic() - t0
+
+
+def worker_pss_kb(sup):
+    st = status(sup)
+    sup_pid, zyg = st["pid"], st.get("zygotePid")
+    c = sup.connect()
+    rid = c.request("execute", summary="pss", code="import time; time.sleep(1.5)", sourceIds=[])
+    pss = None
+    deadline = time.monotonic() + 1.2
+    while pss is None and time.monotonic() < deadline:
+        for d in os.listdir("/proc"):
+            if not d.isdigit() or int(d) in (sup_pid, zyg):
+                continue
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                if ppid != sup_pid:
+                    continue
+                with open("/proc/%s/smaps_rollup" % d) as f:
+                    for line in f:
+                        if line.startswith("Pss:"):
+                            pss = int(line.split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+        time.sleep(0.05)
+    c.wait(rid)
+    c.close()
+    return pss
+
+
+def kill_lateness(sup, timeout_ms, n):
+    c = sup.connect()
+    late = []
+    for _ in range(n):
+        r = c.execute("while True: pass")
+        assert r["outcome"] == "timeout", r
+        late.append(r["timing"]["elapsedUs"] / 1000.0 - timeout_ms)
+    c.close()
+    return late
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calls", type=int, default=200, help="sequential calls per latency sample")
+    ap.add_argument("--soak", type=int, default=10000, help="calls in the RSS soak")
+    ap.add_argument("--seconds", type=float, default=5.0, help="seconds per throughput point")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench: run as root (codeinterpd creates user namespaces)")
+
+    print("codeinterp benchmark  (%d CPUs, %s)" % (os.cpu_count(), time.strftime("%Y-%m-%d %H:%M")))
+    base = "maxActiveWorkers: 2\nmaxQueuedCalls: 1024\nheartbeatMs: 600000\n"
+    sup_exec = conftest.Supervisor(base + "workerStart: exec\n")
+    sup_zyg = conftest.Supervisor(base + "workerStart: zygote\n")
+    sup_kill = conftest.Supervisor(base + "workerStart: zygote\ntimeoutMs: 100\n")
+    try:
+        latency(sup_exec, 5)
+        latency(sup_zyg, 20)
+        bare = bare_python(args.calls)
+        lat_zyg = latency(sup_zyg, args.calls)
+        lat_exec = latency(sup_exec, max(20, args.calls // 4))
+        bare2 = bare_python(args.calls)
+        bare += bare2
+        print("\n== latency of a trivial call (%r), end to end over the socket" % TRIVIAL)
+        print("bare python3 -I -S -c : " + summary(bare))
+        print("zygote mode           : " + summary(lat_zyg))
+        print("exec mode             : " + summary(lat_exec))
+        b50, b99 = pct(bare, 50), pct(bare, 99)
+        print("zygote / bare         : p50 %.2fx (target <= 0.35)   p99 %.2fx (target <= 0.6, vs bare p99)" %
+              (pct(lat_zyg, 50) / b50, pct(lat_zyg, 99) / b99))
+        print("exec / bare           : p50 %.2fx" % (pct(lat_exec, 50) / b50))
+
+        print("\n== throughput at capacity 2 (zygote mode)")
+        for clients in (1, 2, 4):
+            rate, errors = throughput(sup_zyg, clients, args.seconds)
+            print("%d client(s): %7.1f calls/s%s" % (clients, rate, "  errors: %s" % errors[:5] if errors else ""))
+
+        print("\n== memory")
+        pss = worker_pss_kb(sup_zyg)
+        print("worker PSS (zygote mode, while sleeping): %s kB" % pss)
+        st = status(sup_zyg)
+        s0, z0 = rss_kb(st["pid"]), rss_kb(st["zygotePid"])
+        done, secs = soak(sup_zyg, args.soak)
+        st = status(sup_zyg)
+        s1, z1 = rss_kb(st["pid"]), rss_kb(st["zygotePid"])
+        print("soak: %d calls in %.1f s (%.1f calls/s, 4 clients)" % (done, secs, done / secs))
+        print("supervisor RSS: %d kB -> %d kB   zygote RSS: %d kB -> %d kB (zygote generation %d)" %
+              (s0, s1, z0, z1, st["zygoteGeneration"]))
+
+        print("\n== deadline kill lateness (busy loop, timeoutMs 100, measured by the supervisor)")
+        late = kill_lateness(sup_kill, 100, 50)
+        print("late by: " + summary(late) + "   (target p99 <= 10 ms)")
+    finally:
+        for s in (sup_exec, sup_zyg, sup_kill):
+            s.stop()
+
+
+if __name__ == "__main__":
+    main()
