@@ -82,6 +82,7 @@ typedef enum KeyId {
         K_WORKER_START,
         K_ZYGOTE_MAX_CALLS,
         K_ZYGOTE_MAX_SECONDS,
+        K_ZYGOTE_POOL_SIZE,
         _K_MAX,
 } KeyId;
 
@@ -132,6 +133,7 @@ static const KeyDef keys[_K_MAX] = {
         DEF(K_WORKER_START, "workerStart", KEY_START, worker_start, 0, 0),
         DEF(K_ZYGOTE_MAX_CALLS, "zygoteMaxCalls", KEY_U32, zygote_max_calls, 1, 10000000),
         DEF(K_ZYGOTE_MAX_SECONDS, "zygoteMaxSeconds", KEY_U32, zygote_max_seconds, 1, 604800),
+        DEF(K_ZYGOTE_POOL_SIZE, "zygotePoolSize", KEY_U32, zygote_pool_size, 0, 64),
 };
 
 static uint32_t *field_u32(Policy *p, const KeyDef *d) {
@@ -216,6 +218,7 @@ void policy_init_defaults(Policy *p) {
                 .worker_start = POLICY_WORKER_START_EXEC,
                 .zygote_max_calls = 10000,
                 .zygote_max_seconds = 3600,
+                .zygote_pool_size = 2,
         };
         policy_finalize(p);
 }

@@ -74,6 +74,7 @@ typedef struct Policy {
         PolicyWorkerStart worker_start; /* workerStart: exec | zygote; exec */
         uint32_t zygote_max_calls;      /* zygoteMaxCalls: 10000, then the zygote re-execs */
         uint32_t zygote_max_seconds;    /* zygoteMaxSeconds: 3600 */
+        uint32_t zygote_pool_size;      /* zygotePoolSize: 2 workers kept pre-started, 0 = none */
 
         char sha256[65]; /* hex digest of the effective values, filled by policy_finalize() */
 } Policy;

@@ -43,7 +43,6 @@ static Server *server = NULL;
 static bool socket_created = false;
 static uint64_t shutdown_started = 0;
 
-bool server_idle(Server *s);
 
 static void help(void) {
         printf("Usage: codeinterpd [OPTIONS]\n"
@@ -235,6 +234,12 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, 1000, 1000, on_shutdown_tick, NULL);
 }
 
+static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        if (server)
+                server_reap_strays(server);
+        return 0;
+}
+
 static int check_config(void) {
         struct sock_fprog prog;
         int k;
@@ -282,6 +287,7 @@ int main(int argc, char **argv) {
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGCHLD);
         sigprocmask(SIG_BLOCK, &mask, NULL);
 
         if (load_worker(&worker_fd) < 0 || make_socket(&listen_fd) < 0)
@@ -293,7 +299,8 @@ int main(int argc, char **argv) {
                 goto out;
         }
         if ((k = sd_event_add_signal(e, NULL, SIGTERM, on_signal, NULL)) < 0 ||
-            (k = sd_event_add_signal(e, NULL, SIGINT, on_signal, NULL)) < 0) {
+            (k = sd_event_add_signal(e, NULL, SIGINT, on_signal, NULL)) < 0 ||
+            (k = sd_event_add_signal(e, NULL, SIGCHLD, on_sigchld, NULL)) < 0) {
                 log_error_errno(k, "Installing signal handlers failed: %m");
                 goto out;
         }

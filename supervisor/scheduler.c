@@ -305,6 +305,13 @@ void sched_cancel_all(Scheduler *s) {
                 runner_kill(c->runner, RUNNER_KILL_SHUTDOWN);
 }
 
+bool sched_owns_pid(const Scheduler *s, pid_t pid) {
+        for (Call *c = s->running; c; c = c->q_next)
+                if (c->runner && runner_pid(c->runner) == pid)
+                        return true;
+        return false;
+}
+
 void sched_get_stats(const Scheduler *s, SchedStats *ret) {
         *ret = (SchedStats){
                 .queued = s->n_queued,

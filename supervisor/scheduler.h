@@ -78,6 +78,8 @@ int sched_cancel(Scheduler *s, Call *c, RunnerKill why);
 /* Cancel everything (shutdown). */
 void sched_cancel_all(Scheduler *s);
 void sched_get_stats(const Scheduler *s, SchedStats *ret);
+/* Whether pid is a running call's worker. */
+bool sched_owns_pid(const Scheduler *s, pid_t pid);
 /* Position (1-based) of a queued call in the current serving order estimate; 0 if not queued. */
 uint32_t sched_queue_position(const Scheduler *s, const Call *c);
 void call_free(Call *c);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -762,7 +763,31 @@ void server_shutdown(Server *s) {
         sched_cancel_all(s->sched);
 }
 
-bool server_idle(Server *s);
+void server_reap_strays(Server *s) {
+        char path[64], buf[4096];
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        n = read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return;
+        buf[n] = 0;
+        for (char *p = buf, *end; *p; p = end) {
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid <= 0 || sched_owns_pid(s->sched, (pid_t) pid) ||
+                    (s->zygote && zygote_client_pid(s->zygote) == (pid_t) pid))
+                        continue;
+                if (waitpid((pid_t) pid, NULL, WNOHANG) > 0)
+                        log_debug("Reaped stray child %ld", pid);
+        }
+}
+
 bool server_idle(Server *s) {
         SchedStats st;
         sched_get_stats(s->sched, &st);

@@ -3,6 +3,7 @@
  * peer credentials, request dispatch. */
 #pragma once
 
+#include <stdbool.h>
 #include <systemd/sd-event.h>
 
 #include "policy/policy.h"
@@ -16,3 +17,7 @@ int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, 
  * typed outcome). Returns once nothing is running; the loop then exits. */
 void server_shutdown(Server *s);
 Server *server_free(Server *s);
+/* Nothing queued, running or unsent. */
+bool server_idle(Server *s);
+/* Reap children nobody owns: pre-started workers of a zygote that went away. */
+void server_reap_strays(Server *s);

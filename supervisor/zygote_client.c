@@ -134,13 +134,17 @@ static int zygote_start(ZygoteClient *z) {
                 return k;
         }
         if (pid == 0) {
-                static char *const argv[] = { "codeinterp-zygote", "--zygote", NULL };
+                char uid[16], gid[16], pool_size[16];
+                char *const argv[] = { "codeinterp-zygote", "--zygote", uid, gid, pool_size, NULL };
                 static char *const envp[] = { "LANG=C.UTF-8", NULL };
                 sigset_t none;
                 int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
                 int exe = fcntl(z->worker_exec_fd, F_DUPFD_CLOEXEC, 16);
                 int ctl = fcntl(sp[1], F_DUPFD_CLOEXEC, 16);
 
+                snprintf(uid, sizeof uid, "%u", (unsigned) z->policy->worker_uid);
+                snprintf(gid, sizeof gid, "%u", (unsigned) z->policy->worker_gid);
+                snprintf(pool_size, sizeof pool_size, "%u", z->policy->zygote_pool_size);
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
                 for (int sig = 1; sig < _NSIG; sig++)

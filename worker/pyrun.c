@@ -542,6 +542,35 @@ int pyrun_preload(void) {
         return 0;
 }
 
+int pyrun_warmup(void) {
+        _cleanup_pyobj_ PyObject *saved = NULL;
+        PyObject *main_module, *main_dict;
+        PyrunReport rep = {};
+        int r;
+
+        main_module = PyImport_AddModule("__main__"); /* borrowed */
+        main_dict = main_module ? PyModule_GetDict(main_module) : NULL;
+        saved = main_dict ? PyDict_Copy(main_dict) : NULL;
+        if (!saved) {
+                PyErr_Clear();
+                return -ENOMEM;
+        }
+        /* Our own constant, never user code: a final expression, and a statement that raises
+         * and is caught, so both report paths are built once here. */
+        static const char *const snippets[] = { "1 + 1", "try:\n    1 / 0\nexcept ZeroDivisionError:\n    pass\n" };
+        for (size_t i = 0; i < sizeof snippets / sizeof snippets[0]; i++) {
+                r = pyrun_execute(snippets[i], strlen(snippets[i]), NULL, 0, -1, &rep);
+                pyrun_report_done(&rep);
+                if (r < 0)
+                        return r;
+        }
+        if (PyDict_Clear(main_dict), PyDict_Update(main_dict, saved) < 0) {
+                PyErr_Clear();
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 int pyrun_reseed(void) {
         _cleanup_pyobj_ PyObject *random = NULL, *inst = NULL, *ret = NULL;
 

@@ -34,6 +34,10 @@ typedef struct PyrunReport {
 int pyrun_init(void);
 /* Import the modules calculations use (zygote). */
 int pyrun_preload(void);
+/* Zygote: run the runner once on built-in constants so lazily built interpreter state
+ * (AST types, compiler and type caches) is made once and shared copy-on-write. Leaves
+ * __main__ as it was. Never runs user code. */
+int pyrun_warmup(void);
 /* Give this process fresh randomness (random module state) after fork. */
 int pyrun_reseed(void);
 /* Run code (UTF-8). The final expression's repr (UTF-8) is written to result_fd,

@@ -184,12 +184,10 @@ static int setup_inputs(const SandboxPlan *plan, SandboxStage *ret_stage) {
 
         for (size_t i = 0; i < plan->n_inputs; i++)
                 size += plan->inputs[i].text_len + plan->inputs[i].original_len + 8192;
-        if ((r = mkdir_below_root("/inputs", 0755)) < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_INPUTS, r);
         snprintf(opts, sizeof opts, "size=%llu,mode=0755,nr_inodes=64", (unsigned long long) size);
-        if (mount("tmpfs", NEWROOT "/inputs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+        if (mount("tmpfs", "/inputs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
                 FAIL(SANDBOX_STAGE_MOUNT_INPUTS, errno);
-        dirfd = open(NEWROOT "/inputs", O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        dirfd = open("/inputs", O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (dirfd < 0)
                 FAIL(SANDBOX_STAGE_WRITE_INPUTS, errno);
         for (size_t i = 0; i < plan->n_inputs; i++) {
@@ -209,14 +207,13 @@ static int setup_inputs(const SandboxPlan *plan, SandboxStage *ret_stage) {
                                 FAIL(SANDBOX_STAGE_WRITE_INPUTS, r);
                 }
         }
-        if (mount(NULL, NEWROOT "/inputs", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+        if (mount(NULL, "/inputs", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
                 FAIL(SANDBOX_STAGE_MOUNT_INPUTS, errno);
         return 0;
 }
 
-static int setup_root(const SandboxPlan *plan, SandboxStage *ret_stage) {
+static int setup_root(SandboxStage *ret_stage) {
         static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", NULL };
-        char opts[64];
         int r;
 
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -258,15 +255,11 @@ static int setup_root(const SandboxPlan *plan, SandboxStage *ret_stage) {
                   "size=64k,mode=0755,nr_inodes=32") < 0)
                 FAIL(SANDBOX_STAGE_MOUNT_DEV, errno);
 
-        if ((r = mkdir_below_root("/tmp", 01777)) < 0)
+        /* Mount points for the per-call filesystems, mounted by sandbox_finish(). */
+        if ((r = mkdir_below_root("/tmp", 0755)) < 0)
                 FAIL(SANDBOX_STAGE_MOUNT_TMP, r);
-        snprintf(opts, sizeof opts, "size=%llu,mode=1777,nr_inodes=4096", (unsigned long long) plan->tmp_bytes);
-        if (mount("tmpfs", NEWROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_TMP, errno);
-
-        r = setup_inputs(plan, ret_stage);
-        if (r < 0)
-                return r;
+        if ((r = mkdir_below_root("/inputs", 0755)) < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_INPUTS, r);
 
         /* Swap roots: the old root is stacked under the new one and detached. */
         if (chdir(NEWROOT) < 0)
@@ -324,14 +317,27 @@ static int set_rlimits(const SandboxPlan *plan) {
         return 0;
 }
 
-int sandbox_enter(const SandboxPlan *plan, SandboxStage *ret_stage) {
+int sandbox_prepare(SandboxStage *ret_stage) {
         int r;
 
-        r = setup_root(plan, ret_stage);
+        r = setup_root(ret_stage);
         if (r < 0)
                 return r;
         if (sethostname("codeinterp", 10) < 0)
                 FAIL(SANDBOX_STAGE_HOSTNAME, errno);
+        return 0;
+}
+
+int sandbox_finish(const SandboxPlan *plan, SandboxStage *ret_stage) {
+        char opts[64];
+        int r;
+
+        snprintf(opts, sizeof opts, "size=%llu,mode=1777,nr_inodes=4096", (unsigned long long) plan->tmp_bytes);
+        if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+                FAIL(SANDBOX_STAGE_MOUNT_TMP, errno);
+        r = setup_inputs(plan, ret_stage);
+        if (r < 0)
+                return r;
         if (syscall(SYS_close_range, (unsigned) plan->max_keep_fd + 1, ~0U, 0) < 0)
                 FAIL(SANDBOX_STAGE_FDS, errno);
         if ((r = drop_caps()) < 0)
@@ -345,4 +351,11 @@ int sandbox_enter(const SandboxPlan *plan, SandboxStage *ret_stage) {
         if ((r = policy_seccomp_load(plan->seccomp)) < 0)
                 FAIL(SANDBOX_STAGE_SECCOMP, r);
         return 0;
+}
+
+int sandbox_enter(const SandboxPlan *plan, SandboxStage *ret_stage) {
+        int r = sandbox_prepare(ret_stage);
+        if (r < 0)
+                return r;
+        return sandbox_finish(plan, ret_stage);
 }

@@ -6,8 +6,9 @@
  *   sandbox_become()  in the new child: drop supplementary groups, switch to the
  *                     worker uid/gid, keep the namespace capabilities needed to build
  *                     the root (and, before an exec, carry them as ambient caps).
- *   sandbox_enter()   build the minimal root (pivot_root), drop every capability and
- *                     the bounding set, no_new_privs, rlimits, close stray fds, seccomp.
+ *   sandbox_enter()   build the minimal root (pivot_root), mount the call's /tmp and
+ *                     /inputs, drop every capability and the bounding set,
+ *                     no_new_privs, rlimits, close stray fds, seccomp.
  *
  * Both take a prepared plan and are the same in both start modes; a failing step is
  * reported as (stage, errno) so the supervisor never runs code in a half-built sandbox. */
@@ -86,3 +87,9 @@ extern const char *const sandbox_runtime_paths[];
 
 int sandbox_become(const SandboxPlan *plan, bool for_exec, SandboxStage *ret_stage);
 int sandbox_enter(const SandboxPlan *plan, SandboxStage *ret_stage);
+/* sandbox_enter() in two halves: what is the same for every call (the private mount
+ * namespace's minimal root, pivot_root, hostname), which a pre-started worker does
+ * before its call arrives, and what belongs to the call (/tmp, /inputs, fds, caps,
+ * no_new_privs, rlimits, seccomp). */
+int sandbox_prepare(SandboxStage *ret_stage);
+int sandbox_finish(const SandboxPlan *plan, SandboxStage *ret_stage);

@@ -38,8 +38,8 @@ int main(int argc, char **argv) {
         size_t len;
         int r;
 
-        if (argc == 2 && strcmp(argv[1], "--zygote") == 0)
-                return zygote_main();
+        if (argc >= 2 && strcmp(argv[1], "--zygote") == 0)
+                return zygote_main(argc, argv);
         if (argc != 2 || strcmp(argv[1], "--from-supervisor") != 0) {
                 static const char msg[] = "codeinterp-worker is started by codeinterpd; it is not run by hand.\n";
                 (void) !write(STDERR_FILENO, msg, sizeof msg - 1);

@@ -63,18 +63,56 @@ static int write_id_map(pid_t pid, const char *which, unsigned id) {
         return 0;
 }
 
+/* A pre-started worker: everything that is the same for every call is done before its
+ * call arrives; a failure is remembered and reported on the call's report pipe. */
+typedef struct PoolChild {
+        pid_t pid;
+        int pidfd;
+        int chan; /* zygote end of the worker's own socket: the call's fds arrive on it */
+} PoolChild;
+
+static PoolChild pool[65];
+static size_t pool_len = 0;
+static size_t pool_target = 0;
+static uid_t worker_uid;
+static gid_t worker_gid;
+
 static _Noreturn void fail(SandboxStage stage, int r) {
         report_send_setup_error(REPORT_FD, stage, r);
         _exit(127);
 }
 
-/* In the new worker: a copy of the zygote, in fresh namespaces. */
-static _Noreturn void child_main(const ZygoteSpawn *req, int sync_fd, const int *fds) {
+/* Receive the call's five fds on chan. -ECONNRESET when the zygote went away. */
+static int recv_call_fds(int chan, int fds[ZYGOTE_SPAWN_FDS]) {
+        char byte;
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_SPAWN_FDS)];
+        } u;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+        struct cmsghdr *cm;
+        ssize_t n;
+
+        do
+                n = recvmsg(chan, &mh, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0)
+                return -ECONNRESET;
+        cm = CMSG_FIRSTHDR(&mh);
+        if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int) * ZYGOTE_SPAWN_FDS))
+                return -EBADMSG;
+        memcpy(fds, CMSG_DATA(cm), sizeof(int) * ZYGOTE_SPAWN_FDS);
+        return 0;
+}
+
+/* In the new worker: a copy of the zygote, in fresh namespaces, waiting for its call. */
+static _Noreturn void child_main(int sync_fd, int chan) {
         PyrunInput inputs[SANDBOX_MAX_INPUTS];
         char paths[SANDBOX_MAX_INPUTS][2][SANDBOX_ID_MAX + 32];
-        int src[6] = { devnull, fds[0], fds[1], fds[2], fds[3], fds[4] };
-        int tmp[6];
-        SandboxStage stage = SANDBOX_STAGE_NONE;
+        SandboxPlan identity = { .uid = worker_uid, .gid = worker_gid };
+        SandboxStage stage = SANDBOX_STAGE_NONE, failed_stage = SANDBOX_STAGE_NONE;
+        int failed = 0, fds[ZYGOTE_SPAWN_FDS], src[6], tmp[6];
         PyrunReport rep = {};
         WorkerPlan plan;
         sigset_t none;
@@ -87,15 +125,35 @@ static _Noreturn void child_main(const ZygoteSpawn *req, int sync_fd, const int 
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
 
-        /* Descriptors first, so every failure below can be reported on fd 3. */
+        /* The common part, before the call exists. Any failure is kept for the report. */
+        if (read(sync_fd, &c, 1) != 1)
+                _exit(127); /* the zygote could not map our ids and gave up on us */
+        close(sync_fd);
+        if ((r = sandbox_become(&identity, false, &stage)) < 0 || (r = sandbox_prepare(&stage)) < 0) {
+                failed = r;
+                failed_stage = stage;
+        } else if ((r = pyrun_reseed()) < 0 || (r = pyrun_warmup()) < 0) {
+                /* Fresh entropy for this worker alone; the runner's code paths made
+                 * private now rather than while the call waits. */
+                failed = r;
+                failed_stage = SANDBOX_STAGE_PYTHON_INIT;
+        }
+        /* The supervisor is our parent (CLONE_PARENT): die with it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+
+        if (recv_call_fds(chan, fds) < 0)
+                _exit(0); /* never assigned: the zygote went away */
+        close(chan);
+        src[0] = devnull;
+        memcpy(src + 1, fds, sizeof fds);
         for (int i = 0; i < 6; i++)
                 if ((tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0)
                         _exit(127);
         for (int i = 0; i < 6; i++)
                 if (dup2(tmp[i], i) < 0)
                         _exit(127);
-        if (read(sync_fd, &c, 1) != 1)
-                fail(SANDBOX_STAGE_SYNC, EPIPE);
+        if (failed < 0)
+                fail(failed_stage, failed);
 
         r = read_fd_all(REPORT_PLAN_FD, PLAN_MAX_BYTES, &buf, &len);
         if (r < 0)
@@ -103,23 +161,13 @@ static _Noreturn void child_main(const ZygoteSpawn *req, int sync_fd, const int 
         r = plan_decode(buf, len, &plan);
         if (r < 0)
                 fail(SANDBOX_STAGE_PLAN, r);
-        if (plan.sandbox.uid != req->uid || plan.sandbox.gid != req->gid)
+        if (plan.sandbox.uid != worker_uid || plan.sandbox.gid != worker_gid)
                 fail(SANDBOX_STAGE_PLAN, EINVAL);
         plan.sandbox.seccomp = &filters[plan.deny == POLICY_DENY_KILL];
         plan.sandbox.max_keep_fd = REPORT_RESULT_FD;
-
-        r = sandbox_become(&plan.sandbox, false, &stage);
+        r = sandbox_finish(&plan.sandbox, &stage);
         if (r < 0)
                 fail(stage, r);
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0); /* the supervisor, our parent (CLONE_PARENT) */
-        r = sandbox_enter(&plan.sandbox, &stage);
-        if (r < 0)
-                fail(stage, r);
-
-        /* Fresh per call what forking alone would copy. */
-        r = pyrun_reseed();
-        if (r < 0)
-                fail(SANDBOX_STAGE_PYTHON_INIT, r);
 
         for (size_t i = 0; i < plan.sandbox.n_inputs; i++) {
                 const SandboxInput *in = &plan.sandbox.inputs[i];
@@ -159,48 +207,27 @@ static int send_reply(int ctl, const ZygoteSpawned *rep, int pidfd) {
         return sendmsg(ctl, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-/* One request. Returns <0 only when the control channel is gone. */
-static int serve_one(int ctl) {
-        ZygoteSpawn req;
-        ZygoteSpawned rep = { .magic = ZYGOTE_MAGIC };
-        struct iovec iov = { .iov_base = &req, .iov_len = sizeof req };
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_SPAWN_FDS)];
-        } u;
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-        int fds[ZYGOTE_SPAWN_FDS], n_fds = 0, pidfd = -1, sync[2] = { -1, -1 };
-        ssize_t n;
+static void pool_child_close(PoolChild *pc) {
+        if (pc->chan >= 0)
+                close(pc->chan);
+        if (pc->pidfd >= 0)
+                close(pc->pidfd);
+        *pc = (PoolChild){ .pidfd = -1, .chan = -1 };
+}
+
+/* Clone one worker into fresh namespaces, map its ids and let it prepare. */
+static int pool_child_new(int ctl, PoolChild *ret) {
+        int chan[2] = { -1, -1 }, sync[2] = { -1, -1 }, pidfd = -1, k;
         pid_t pid;
 
-        n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
-        if (n < 0)
-                return errno == EINTR ? 0 : -errno;
-        if (n == 0)
-                return -ECONNRESET;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                        int k = (int) ((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-                        for (int i = 0; i < k; i++) {
-                                int fd;
-                                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-                                if (n_fds < ZYGOTE_SPAWN_FDS)
-                                        fds[n_fds++] = fd;
-                                else
-                                        close(fd);
-                        }
-                }
-        rep.token = req.token;
-        if ((size_t) n != sizeof req || req.magic != ZYGOTE_MAGIC || n_fds != ZYGOTE_SPAWN_FDS ||
-            (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || req.uid == 0 || req.gid == 0) {
-                rep.error = EBADMSG;
-                goto out;
-        }
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) < 0)
+                return -errno;
         if (pipe2(sync, O_CLOEXEC) < 0) {
-                rep.error = errno;
-                goto out;
+                k = -errno;
+                close(chan[0]);
+                close(chan[1]);
+                return k;
         }
-
         struct clone_args args = {
                 .flags = CLONE_PARENT | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
                          CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD,
@@ -212,39 +239,127 @@ static int serve_one(int ctl) {
         pid = (pid_t) syscall(SYS_clone3, &args, sizeof args);
         if (pid == 0) {
                 close(sync[1]);
+                close(chan[0]);
                 close(ctl);
-                child_main(&req, sync[0], fds);
+                for (size_t i = 0; i < pool_len; i++)
+                        pool_child_close(&pool[i]);
+                child_main(sync[0], chan[1]);
         }
+        k = pid < 0 ? -errno : 0;
         PyOS_AfterFork_Parent();
-        if (pid < 0) {
-                rep.error = errno;
+        close(sync[0]);
+        close(chan[1]);
+        if (k == 0 && ((k = write_id_map(pid, "uid_map", worker_uid)) < 0 ||
+                       (k = write_id_map(pid, "gid_map", worker_gid)) < 0 || (write(sync[1], "x", 1) != 1 && (k = -EIO))))
+                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* reaped by the supervisor */
+        close(sync[1]);
+        if (k < 0) {
+                close(chan[0]);
+                if (pidfd >= 0)
+                        close(pidfd);
+                return k;
+        }
+        *ret = (PoolChild){ .pid = pid, .pidfd = pidfd, .chan = chan[0] };
+        return 0;
+}
+
+static void pool_fill(int ctl) {
+        while (pool_len < pool_target) {
+                if (pool_child_new(ctl, &pool[pool_len]) < 0)
+                        return;
+                pool_len++;
+        }
+}
+
+/* One request. Returns <0 only when the control channel is gone. */
+static int serve_one(int ctl) {
+        ZygoteSpawn req;
+        ZygoteSpawned rep = { .magic = ZYGOTE_MAGIC };
+        struct iovec iov = { .iov_base = &req, .iov_len = sizeof req };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_SPAWN_FDS)];
+        } u;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+        int fds[ZYGOTE_SPAWN_FDS], n_fds = 0, k;
+        PoolChild pc = { .pidfd = -1, .chan = -1 };
+        ssize_t n;
+
+        n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
+        if (n < 0)
+                return errno == EINTR ? 0 : -errno;
+        if (n == 0)
+                return -ECONNRESET;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                        int cnt = (int) ((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                        for (int i = 0; i < cnt; i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+                                if (n_fds < ZYGOTE_SPAWN_FDS)
+                                        fds[n_fds++] = fd;
+                                else
+                                        close(fd);
+                        }
+                }
+        rep.token = req.token;
+        if ((size_t) n != sizeof req || req.magic != ZYGOTE_MAGIC || n_fds != ZYGOTE_SPAWN_FDS ||
+            (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || req.uid != worker_uid || req.gid != worker_gid) {
+                rep.error = EBADMSG;
                 goto out;
         }
-        rep.pid = pid;
-        int k;
-        if ((k = write_id_map(pid, "uid_map", req.uid)) < 0 || (k = write_id_map(pid, "gid_map", req.gid)) < 0 ||
-            write(sync[1], "x", 1) != 1) {
-                /* The child exits when it reads EOF on sync; tell the supervisor. */
-                rep.error = k < 0 ? -k : EIO;
-                rep.pid = 0;
-                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+
+        /* A pre-started worker if there is one (oldest first), else a new one now. A
+         * worker that died while waiting fails the send and is dropped. */
+        for (;;) {
+                if (pool_len > 0) {
+                        pc = pool[0];
+                        memmove(pool, pool + 1, (pool_len - 1) * sizeof *pool);
+                        pool_len--;
+                } else if ((k = pool_child_new(ctl, &pc)) < 0) {
+                        rep.error = -k;
+                        goto out;
+                }
+                char byte = 'c';
+                struct iovec civ = { .iov_base = &byte, .iov_len = 1 };
+                union {
+                        struct cmsghdr h;
+                        char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_SPAWN_FDS)];
+                } cu = {};
+                struct msghdr cmh = { .msg_iov = &civ, .msg_iovlen = 1, .msg_control = cu.buf, .msg_controllen = sizeof cu.buf };
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&cmh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int) * ZYGOTE_SPAWN_FDS);
+                memcpy(CMSG_DATA(cm), fds, sizeof(int) * ZYGOTE_SPAWN_FDS);
+                if (sendmsg(pc.chan, &cmh, MSG_NOSIGNAL) == 1)
+                        break;
+                pool_child_close(&pc);
         }
+        rep.pid = pc.pid;
 out:
-        if (sync[0] >= 0)
-                close(sync[0]);
-        if (sync[1] >= 0)
-                close(sync[1]);
         for (int i = 0; i < n_fds; i++)
                 close(fds[i]);
-        k = send_reply(ctl, &rep, rep.error ? -1 : pidfd);
-        if (pidfd >= 0)
-                close(pidfd);
+        k = send_reply(ctl, &rep, rep.error ? -1 : pc.pidfd);
+        pool_child_close(&pc);
+        /* Refill after answering: the next worker is prepared while this one runs. */
+        pool_fill(ctl);
         return k < 0 ? k : 0;
 }
 
-int zygote_main(void) {
+int zygote_main(int argc, char **argv) {
         ZygoteSpawned ready = { .magic = ZYGOTE_MAGIC };
+        unsigned long uid, gid, size;
         int r;
+
+        if (argc != 5 || sscanf(argv[2], "%lu", &uid) != 1 || sscanf(argv[3], "%lu", &gid) != 1 ||
+            sscanf(argv[4], "%lu", &size) != 1 || uid == 0 || gid == 0 || size >= ELEMENTSOF(pool)) {
+                fprintf(stderr, "codeinterp-zygote: bad arguments\n");
+                return 2;
+        }
+        worker_uid = (uid_t) uid;
+        worker_gid = (gid_t) gid;
+        pool_target = size;
 
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         if (chdir("/") < 0)
@@ -260,6 +375,8 @@ int zygote_main(void) {
         r = pyrun_init();
         if (r >= 0)
                 r = pyrun_preload();
+        if (r >= 0)
+                r = pyrun_warmup();
         if (r < 0) {
                 fprintf(stderr, "codeinterp-zygote: initialising Python failed: %s\n", strerror(-r));
                 return 1;
@@ -274,6 +391,7 @@ int zygote_main(void) {
         }
         if (send_reply(ZYGOTE_CTL_FD, &ready, -1) < 0)
                 return 1;
+        pool_fill(ZYGOTE_CTL_FD);
         for (;;) {
                 r = serve_one(ZYGOTE_CTL_FD);
                 if (r < 0)

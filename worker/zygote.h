@@ -8,7 +8,9 @@
  *
  * The worker is cloned with CLONE_PARENT: it is the supervisor's child, reaped and
  * killed by the supervisor exactly like an exec-mode worker; the zygote only writes
- * its uid/gid maps and lets it go. */
+ * its uid/gid maps and lets it go. The zygote keeps POOL_SIZE workers pre-started
+ * (namespaces, minimal root, after-fork work done), each waiting on its own socket
+ * for one call's fds; a worker is used for exactly one call. */
 #pragma once
 
 #include <stdint.h>
@@ -34,5 +36,6 @@ typedef struct ZygoteSpawned {
         uint64_t token;
 } ZygoteSpawned;
 
-/* Runs the zygote loop on fd ZYGOTE_CTL_FD; returns the process exit status. */
-int zygote_main(void);
+/* argv: codeinterp-zygote --zygote UID GID POOL_SIZE. Runs the zygote loop on fd
+ * ZYGOTE_CTL_FD; returns the process exit status. */
+int zygote_main(int argc, char **argv);

@@ -71,6 +71,7 @@ static const TestKey test_keys[] = {
         { "workerStart", false, 0, 0, NULL, "zygote" },
         { "zygoteMaxCalls", true, 1, 10000000, "", "1" },
         { "zygoteMaxSeconds", true, 1, 604800, "", "60" },
+        { "zygotePoolSize", true, 0, 64, "", "4" },
 };
 
 /* Every key, non-default, mutually consistent; flow and block styles, comments, quoting. */
@@ -112,7 +113,8 @@ static const char full_doc[] =
         "minAvailableMemoryBytes: 1073741824\n"
         "workerStart: 'zygote'\n"
         "zygoteMaxCalls: 500\n"
-        "zygoteMaxSeconds: 600\n";
+        "zygoteMaxSeconds: 600\n"
+        "zygotePoolSize: 5\n";
 
 /* Byte copies, so that "unchanged" can be checked with memcmp, padding included. */
 static void policy_copy(Policy *dst, const Policy *src) {
@@ -252,6 +254,7 @@ static void test_full_override(void **state) {
         assert_int_equal(p.worker_start, POLICY_WORKER_START_ZYGOTE);
         assert_int_equal(p.zygote_max_calls, 500);
         assert_int_equal(p.zygote_max_seconds, 600);
+        assert_int_equal(p.zygote_pool_size, 5);
 
         assert_true(is_hex64(p.sha256));
         assert_string_not_equal(p.sha256, d.sha256);
@@ -601,7 +604,8 @@ static void test_digest_known_answer(void **state) {
                 "minAvailableMemoryBytes=0\n"
                 "workerStart=exec\n"
                 "zygoteMaxCalls=10000\n"
-                "zygoteMaxSeconds=3600\n";
+                "zygoteMaxSeconds=3600\n"
+                "zygotePoolSize=2\n";
         char want[65];
         Policy p;
         char err[256];
