@@ -85,7 +85,8 @@ int ci_recv(CiClient *c, CiMessage *ret) {
                 return k;
         }
         msgpack_unpacked_init(&m.unpacked);
-        if (msgpack_unpack_next(&m.unpacked, m.buf, m.len, &off) != MSGPACK_UNPACK_SUCCESS ||
+        if (mp_validate(m.buf, m.len, 16, NULL) < 0 ||
+            msgpack_unpack_next(&m.unpacked, m.buf, m.len, &off) != MSGPACK_UNPACK_SUCCESS ||
             m.unpacked.data.type != MSGPACK_OBJECT_MAP) {
                 msgpack_unpacked_destroy(&m.unpacked);
                 free(m.buf);

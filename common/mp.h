@@ -6,6 +6,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Walk one msgpack object in buf[0..len) without allocating: checks that it is
+ * well-formed, nests at most max_depth deep, and that every array/map count could
+ * actually be backed by the remaining bytes (each element takes at least one).
+ * Run before msgpack_unpack_next(), which allocates for declared counts up front:
+ * a 5-byte frame must not be able to ask for gigabytes. On success *ret_end is the
+ * offset just past the object. -EBADMSG otherwise. */
+int mp_validate(const void *buf, size_t len, unsigned max_depth, size_t *ret_end);
+
 /* Look up key in a map object; NULL if obj is not a map or the key is absent. */
 const msgpack_object *mp_map_get(const msgpack_object *obj, const char *key);
 bool mp_is_str(const msgpack_object *o);

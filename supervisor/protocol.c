@@ -231,8 +231,9 @@ int proto_decode_request(const void *buf, size_t len, const Policy *p, ProtoRequ
 
         *err = (ProtoError){};
         msgpack_unpacked_init(&r.unpacked);
-        if (msgpack_unpack_next(&r.unpacked, buf, len, &off) != MSGPACK_UNPACK_SUCCESS) {
-                k = fail(err, OUTCOME_INVALID_INPUT, "frame is not one msgpack object");
+        if (mp_validate(buf, len, PROTO_MAX_DEPTH, NULL) < 0 ||
+            msgpack_unpack_next(&r.unpacked, buf, len, &off) != MSGPACK_UNPACK_SUCCESS) {
+                k = fail(err, OUTCOME_INVALID_INPUT, "frame is not one well-formed msgpack object (nested at most %d deep)", PROTO_MAX_DEPTH);
                 goto out;
         }
         if (off != len) {

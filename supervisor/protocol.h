@@ -18,6 +18,7 @@
 #define PROTO_INVOCATION_ID_LEN 32 /* hex characters */
 #define PROTO_MEDIA_TYPE_MAX 127
 #define PROTO_META_MAX_CHARS 2048
+#define PROTO_MAX_DEPTH 8 /* requests nest at most: map > array > ... */
 
 typedef enum ProtoOp {
         PROTO_OP_HELLO,

@@ -145,7 +145,8 @@ int report_parse(const void *buf, size_t len, uint64_t exc_ceiling, WorkerReport
         int r = -EBADMSG;
 
         msgpack_unpacked_init(&u);
-        if (msgpack_unpack_next(&u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
+        if (mp_validate(buf, len, 4, NULL) < 0 || msgpack_unpack_next(&u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS ||
+            off != len)
                 goto out;
         root = &u.data;
         t = mp_map_get(root, "t");

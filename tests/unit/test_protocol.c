@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/* Request decoding and validation (supervisor/protocol.c) and the msgpack
+ * pre-validator (common/mp.c), on hand-built frames. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/mp.h"
+#include "supervisor/protocol.h"
+
+static Policy policy;
+
+static int setup(void **state) {
+        policy_init_defaults(&policy);
+        return 0;
+}
+
+/* Build a map from alternating key / value-spec arguments:
+ *   "s:text" string, "u:123" uint, "b:" bytes "x", "a:N" array of N valid source ids,
+ *   "A" array given by the next argument (NULL-terminated char ** list of strings). */
+static void pack_request(msgpack_sbuffer *sb, int n, ...) {
+        msgpack_packer pk;
+        va_list ap;
+
+        msgpack_sbuffer_init(sb);
+        msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, (size_t) n);
+        va_start(ap, n);
+        for (int i = 0; i < n; i++) {
+                const char *key = va_arg(ap, const char *);
+                const char *spec = va_arg(ap, const char *);
+                mp_pack_cstr(&pk, key);
+                if (spec[0] == 's')
+                        mp_pack_cstr(&pk, spec + 2);
+                else if (spec[0] == 'u')
+                        msgpack_pack_uint64(&pk, strtoull(spec + 2, NULL, 10));
+                else if (spec[0] == 'b') {
+                        msgpack_pack_bin(&pk, 1);
+                        msgpack_pack_bin_body(&pk, "x", 1);
+                } else if (spec[0] == 'A') {
+                        const char *const *list = va_arg(ap, const char *const *);
+                        size_t len = 0;
+                        while (list[len])
+                                len++;
+                        msgpack_pack_array(&pk, len);
+                        for (size_t j = 0; j < len; j++)
+                                mp_pack_cstr(&pk, list[j]);
+                } else if (spec[0] == 'n')
+                        msgpack_pack_nil(&pk);
+        }
+        va_end(ap);
+}
+
+static int decode(const msgpack_sbuffer *sb, ProtoRequest *req, ProtoError *err) {
+        return proto_decode_request(sb->data, sb->size, &policy, req, err);
+}
+
+static const char *const no_ids[] = { NULL };
+
+static void expect_invalid(msgpack_sbuffer *sb, const char *needle) {
+        ProtoRequest req;
+        ProtoError err;
+        assert_int_equal(decode(sb, &req, &err), -EINVAL);
+        assert_int_equal(err.code, OUTCOME_INVALID_INPUT);
+        if (needle && !strstr(err.message, needle))
+                fail_msg("message \"%s\" lacks \"%s\"", err.message, needle);
+        msgpack_sbuffer_destroy(sb);
+}
+
+static void test_execute_ok(void **state) {
+        static const char *const ids[] = { "northstar", "a.b-c_1", NULL };
+        msgpack_sbuffer sb;
+        ProtoRequest req;
+        ProtoError err;
+
+        pack_request(&sb, 6, "op", "s:execute", "id", "u:7", "summary", "s:mean", "code", "s:sum([9.0, 7.5]) / 2",
+                     "sourceIds", "A", ids, "invocation", "s:0123456789abcdef0123456789abcdef");
+        assert_int_equal(decode(&sb, &req, &err), 0);
+        assert_int_equal(req.op, PROTO_OP_EXECUTE);
+        assert_int_equal(req.id, 7);
+        assert_int_equal(req.code_chars, 19);
+        assert_int_equal(req.n_source_ids, 2);
+        assert_memory_equal(req.source_ids[1].ptr, "a.b-c_1", 7);
+        assert_int_equal(req.invocation.len, 32);
+        proto_request_done(&req);
+        msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_execute_rejections(void **state) {
+        static const char *const five[] = { "a", "b", "c", "d", "e", NULL };
+        static const char *const dup[] = { "a", "b", "a", NULL };
+        static const char *const bad[][2] = { { "../x", NULL }, { "a/b", NULL }, { ".hidden", NULL }, { "", NULL },
+                                               { "-x", NULL },   { "é", NULL },   { "a b", NULL } };
+        msgpack_sbuffer sb;
+
+        pack_request(&sb, 4, "op", "s:execute", "id", "u:1", "summary", "s:x", "sourceIds", "A", no_ids);
+        expect_invalid(&sb, "code");
+        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:", "sourceIds", "A", no_ids);
+        expect_invalid(&sb, "empty");
+        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s: \n\t ", "sourceIds", "A",
+                     no_ids);
+        expect_invalid(&sb, "empty");
+        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "b:", "sourceIds", "A", no_ids);
+        expect_invalid(&sb, "string");
+        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "u:5", "sourceIds", "A", no_ids);
+        expect_invalid(&sb, "string");
+        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", five);
+        expect_invalid(&sb, "at most 4");
+        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", dup);
+        expect_invalid(&sb, "repeats");
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A",
+                             bad[i]);
+                expect_invalid(&sb, "not a valid source ID");
+        }
+        pack_request(&sb, 4, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1");
+        expect_invalid(&sb, "sourceIds");
+        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "s:a");
+        expect_invalid(&sb, "array");
+        /* The fields the caller may never set. */
+        static const char *const forbidden[] = { "packages", "cwd", "env", "network", "timeoutMs", "paths" };
+        for (size_t i = 0; i < ELEMENTSOF(forbidden); i++) {
+                pack_request(&sb, 6, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A",
+                             no_ids, forbidden[i], "s:x");
+                expect_invalid(&sb, forbidden[i]);
+        }
+}
+
+static void test_code_characters(void **state) {
+        Policy saved = policy;
+        msgpack_sbuffer sb;
+        ProtoRequest req;
+        ProtoError err;
+
+        policy.max_code_characters = 10;
+        /* 10 two-byte characters: 20 bytes, 10 characters: accepted. */
+        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:éééééééééé", "sourceIds",
+                     "A", no_ids);
+        assert_int_equal(decode(&sb, &req, &err), 0);
+        assert_int_equal(req.code_chars, 10);
+        proto_request_done(&req);
+        msgpack_sbuffer_destroy(&sb);
+        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:ééééééééééé", "sourceIds",
+                     "A", no_ids);
+        expect_invalid(&sb, "maxCodeCharacters");
+        /* Invalid UTF-8 in a string is not text. */
+        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:a\xff", "sourceIds", "A",
+                     no_ids);
+        expect_invalid(&sb, "UTF-8");
+        policy = saved;
+}
+
+static void test_envelope(void **state) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        ProtoRequest req;
+        ProtoError err;
+
+        pack_request(&sb, 1, "op", "s:hello");
+        expect_invalid(&sb, "id");
+        pack_request(&sb, 2, "op", "s:frobnicate", "id", "u:9");
+        assert_int_equal(decode(&sb, &req, &err), -EINVAL);
+        assert_true(err.has_id);
+        assert_int_equal(err.id, 9);
+        assert_non_null(strstr(err.message, "unknown op"));
+        msgpack_sbuffer_destroy(&sb);
+        pack_request(&sb, 3, "op", "s:hello", "id", "u:1", "op", "s:hello");
+        expect_invalid(&sb, "duplicate");
+        pack_request(&sb, 2, "op", "s:hello", "id", "u:1");
+        assert_int_equal(decode(&sb, &req, &err), 0);
+        proto_request_done(&req);
+        /* Trailing bytes after the map. */
+        msgpack_sbuffer_write(&sb, "\x01", 1);
+        expect_invalid(&sb, "trailing");
+        /* Not a map. */
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_array(&pk, 0);
+        expect_invalid(&sb, "map");
+        /* Empty frame, garbage. */
+        msgpack_sbuffer_init(&sb);
+        expect_invalid(&sb, "msgpack");
+        msgpack_sbuffer_init(&sb);
+        msgpack_sbuffer_write(&sb, "\xc1\xc1", 2);
+        expect_invalid(&sb, "msgpack");
+}
+
+static void test_source_put(void **state) {
+        msgpack_sbuffer sb;
+        ProtoRequest req;
+        ProtoError err;
+
+        pack_request(&sb, 6, "op", "s:source.put", "id", "u:1", "invocation", "s:00", "sourceId", "s:runtimes", "kind",
+                     "s:read_source", "text", "s:A,9\nB,7.5\n");
+        assert_int_equal(decode(&sb, &req, &err), 0);
+        assert_false(req.attachment);
+        proto_request_done(&req);
+        msgpack_sbuffer_destroy(&sb);
+        pack_request(&sb, 9, "op", "s:source.put", "id", "u:1", "invocation", "s:00", "sourceId", "s:wb", "kind",
+                     "s:attachment", "text", "s:A,9", "original", "b:", "mediaType", "s:text/csv", "fileName",
+                     "s:wb.csv");
+        assert_int_equal(decode(&sb, &req, &err), 0);
+        assert_true(req.attachment);
+        assert_int_equal(req.original.len, 1);
+        proto_request_done(&req);
+        msgpack_sbuffer_destroy(&sb);
+        pack_request(&sb, 6, "op", "s:source.put", "id", "u:1", "invocation", "s:00", "sourceId", "s:../x", "kind",
+                     "s:read_source", "text", "s:x");
+        expect_invalid(&sb, "sourceId");
+        pack_request(&sb, 7, "op", "s:source.put", "id", "u:1", "invocation", "s:00", "sourceId", "s:x", "kind",
+                     "s:read_source", "text", "s:x", "original", "b:");
+        expect_invalid(&sb, "attachments only");
+        pack_request(&sb, 6, "op", "s:source.put", "id", "u:1", "invocation", "s:00", "sourceId", "s:x", "kind",
+                     "s:file", "text", "s:x");
+        expect_invalid(&sb, "kind");
+        pack_request(&sb, 6, "op", "s:source.put", "id", "u:1", "invocation", "s:00", "sourceId", "s:x", "kind",
+                     "s:read_source", "path", "s:/etc/passwd");
+        expect_invalid(&sb, "path");
+}
+
+static void test_mp_validate(void **state) {
+        static const struct {
+                const char *bytes;
+                size_t len;
+                int ok;
+        } cases[] = {
+                { "\x80", 1, 1 },                     /* {} */
+                { "\x81\xa1k\x01", 4, 1 },            /* {"k": 1} */
+                { "\x81\xa1k", 3, 0 },                /* value missing */
+                { "\xdd\x7f\xff\xff\xff", 5, 0 },     /* array32 of 2^31 elements in 5 bytes */
+                { "\xdf\x00\x00\x00\x10", 5, 0 },     /* map32 of 16 pairs, nothing behind */
+                { "\xdb\xff\xff\xff\xff", 5, 0 },     /* str32 longer than the frame */
+                { "\xc1", 1, 0 },                     /* never-used byte */
+                { "\x91\x91\x91\x91\x91\x91\x91\x91\x91\x01", 10, 0 }, /* 9 deep > 8 */
+                { "\x91\x91\x91\x91\x91\x91\x91\x91\x01", 9, 1 },      /* 8 deep */
+                { "\xd4\x01\x02", 3, 1 },             /* fixext1 */
+                { "\xc7\x02\x01\xaa\xbb", 5, 1 },     /* ext8 */
+                { "\xc7\x05\x01\xaa", 4, 0 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                size_t end = 0;
+                int r = mp_validate(cases[i].bytes, cases[i].len, 8, &end);
+                if ((r == 0) != cases[i].ok)
+                        fail_msg("case %zu: got %d", i, r);
+                if (r == 0)
+                        assert_int_equal(end, cases[i].len);
+        }
+}
+
+/* Random mutations of valid frames never crash and never leak (ASan in CI). */
+static void test_mutations(void **state) {
+        static const char *const ids[] = { "a", "b", NULL };
+        msgpack_sbuffer sb;
+        unsigned seed = 12345;
+
+        pack_request(&sb, 6, "op", "s:execute", "id", "u:7", "summary", "s:mean", "code", "s:sum([9.0, 7.5]) / 2",
+                     "sourceIds", "A", ids, "invocation", "s:0123456789abcdef0123456789abcdef");
+        for (int i = 0; i < 20000; i++) {
+                uint8_t buf[256];
+                size_t len = sb.size < sizeof buf ? sb.size : sizeof buf;
+                ProtoRequest req;
+                ProtoError err;
+
+                memcpy(buf, sb.data, len);
+                for (int m = 0; m < 1 + (int) (rand_r(&seed) % 4); m++)
+                        buf[rand_r(&seed) % len] = (uint8_t) rand_r(&seed);
+                if (rand_r(&seed) % 5 == 0)
+                        len = rand_r(&seed) % (len + 1);
+                if (proto_decode_request(buf, len, &policy, &req, &err) == 0)
+                        proto_request_done(&req);
+                else
+                        assert_true(err.message[0] != 0);
+        }
+        msgpack_sbuffer_destroy(&sb);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_execute_ok),   cmocka_unit_test(test_execute_rejections),
+                cmocka_unit_test(test_code_characters), cmocka_unit_test(test_envelope),
+                cmocka_unit_test(test_source_put),   cmocka_unit_test(test_mp_validate),
+                cmocka_unit_test(test_mutations),
+        };
+        return cmocka_run_group_tests(tests, setup, NULL);
+}
