@@ -52,7 +52,8 @@ struct Call {
 typedef struct SchedCallbacks {
         /* Called exactly once per submitted call; res is owned by the callee for the duration. */
         void (*finished)(Call *c, RunnerResult *res, void *userdata);
-        /* Metadata-only phase changes: "queued", "started", "running". */
+        /* Metadata-only phase changes: "requested", "queued", "started", "running"
+         * (the server adds "finished"). */
         void (*progress)(Call *c, const char *phase, void *userdata);
 } SchedCallbacks;
 
@@ -83,3 +84,5 @@ bool sched_owns_pid(const Scheduler *s, pid_t pid);
 /* Position (1-based) of a queued call in the current serving order estimate; 0 if not queued. */
 uint32_t sched_queue_position(const Scheduler *s, const Call *c);
 void call_free(Call *c);
+/* Room left in the supervisor's memory cgroup (v1 or v2); UINT64_MAX if unlimited. */
+uint64_t sched_cgroup_memory_available(void);
