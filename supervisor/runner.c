@@ -221,6 +221,7 @@ static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *use
         if (p == 0)
                 return 0; /* spurious */
         r->pid_source = sd_event_source_disable_unref(r->pid_source);
+        res.pid = r->pid;
         if (p < 0) {
                 log_warning_errno(errno, "wait4(%d) failed: %m", (int) r->pid);
                 status = W_EXITCODE(127, 0);

@@ -32,6 +32,7 @@ typedef struct RunnerResult {
         bool has_result;
         WorkerReport report; /* when the worker sent "done" */
         bool partial;        /* killed before it finished: output is what arrived until then */
+        pid_t pid;           /* the worker's pid on the host */
         int exit_code;       /* -1 if killed by a signal */
         int signal;          /* 0 if exited */
         uint64_t cpu_usec;

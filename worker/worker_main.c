@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -46,6 +47,7 @@ int main(int argc, char **argv) {
                 return 2;
         }
 
+        prctl(PR_SET_NAME, "ci-worker", 0, 0, 0);
         r = read_fd_all(REPORT_PLAN_FD, PLAN_MAX_BYTES, &buf, &len);
         if (r < 0)
                 fail(SANDBOX_STAGE_PLAN, r);

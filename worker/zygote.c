@@ -124,6 +124,7 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         PyOS_AfterFork_Child();
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        prctl(PR_SET_NAME, "ci-pool", 0, 0, 0);
 
         /* The common part, before the call exists. Any failure is kept for the report. */
         if (read(sync_fd, &c, 1) != 1)
@@ -144,6 +145,7 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         if (recv_call_fds(chan, fds) < 0)
                 _exit(0); /* never assigned: the zygote went away */
         close(chan);
+        prctl(PR_SET_NAME, "ci-worker", 0, 0, 0);
         src[0] = devnull;
         memcpy(src + 1, fds, sizeof fds);
         for (int i = 0; i < 6; i++)
@@ -362,6 +364,7 @@ int zygote_main(int argc, char **argv) {
         pool_target = size;
 
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        prctl(PR_SET_NAME, "ci-zygote", 0, 0, 0);
         if (chdir("/") < 0)
                 return 1;
         devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
