@@ -459,6 +459,11 @@ static void handle_execute(Connection *c, const ProtoRequest *req) {
         /* Everything that can reject does so before admission: nothing is spent, no worker. */
         if (req->invocation.len > 0) {
                 inv = inv_find(s->invocations, c, req->invocation.ptr, req->invocation.len);
+                /* Unknown, closed, expired and other connections' invocations look the same.
+                 * Named sources in one are unavailable, like any source ID that is not ours. */
+                if (!inv && req->n_source_ids > 0)
+                        return send_error(c, true, req->id, OUTCOME_UNAVAILABLE_SOURCE,
+                                          "sourceIds[0] is not available to this call");
                 if (!inv)
                         return send_error(c, true, req->id, OUTCOME_NOT_FOUND,
                                           "no such invocation on this connection (unknown, closed or expired)");
