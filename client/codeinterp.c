@@ -72,7 +72,7 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
                         return -errno;
                 if (n == 0)
                         break;
-                len += (size_t) n;
+                len += (size_t)n;
         }
         if (!buf && !(buf = malloc(1)))
                 return -ENOMEM;
@@ -85,7 +85,7 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
 static const char *str_or(const msgpack_object *o, char *buf, size_t n, const char *dflt) {
         if (!mp_is_str(o))
                 return dflt;
-        snprintf(buf, n, "%.*s", (int) o->via.str.size, o->via.str.ptr);
+        snprintf(buf, n, "%.*s", (int)o->via.str.size, o->via.str.ptr);
         return buf;
 }
 
@@ -111,9 +111,9 @@ static void print_channel(FILE *f, const msgpack_object *ch, const char *name) {
                 /* omittedAt counts characters: find the byte offset. */
                 uint64_t chars = 0;
                 for (split = 0; split < n && chars < at; split++)
-                        if (((uint8_t) p[split] & 0xC0) != 0x80 && ++chars == at) {
+                        if (((uint8_t)p[split] & 0xC0) != 0x80 && ++chars == at) {
                                 split++;
-                                while (split < n && ((uint8_t) p[split] & 0xC0) == 0x80)
+                                while (split < n && ((uint8_t)p[split] & 0xC0) == 0x80)
                                         split++;
                                 break;
                         }
@@ -215,7 +215,8 @@ static int cmd_exec(int argc, char **argv) {
                         break;
                 case ARG_SOURCE:
                 case ARG_ATTACH:
-                        if (n_mounts == ELEMENTSOF(mounts) || parse_mount(optarg, opt == ARG_ATTACH, &mounts[n_mounts]) < 0) {
+                        if (n_mounts == ELEMENTSOF(mounts) ||
+                            parse_mount(optarg, opt == ARG_ATTACH, &mounts[n_mounts]) < 0) {
                                 fprintf(stderr, "codeinterp: bad --%s \"%s\" (want ID=FILE)\n",
                                         opt == ARG_ATTACH ? "attach" : "source", optarg);
                                 return EXIT_USAGE;

@@ -39,46 +39,77 @@ int mp_validate(const void *buf, size_t len, unsigned max_depth, size_t *ret_end
                 else if ((c & 0xf0) == 0x90)
                         count = c & 0x0f, container = true; /* fixarray */
                 else if ((c & 0xf0) == 0x80)
-                        count = (uint64_t) (c & 0x0f) * 2, container = true; /* fixmap */
+                        count = (uint64_t)(c & 0x0f) * 2, container = true; /* fixmap */
                 else
                         switch (c) {
-                        case 0xcc: case 0xd0: skip = 1; break;
-                        case 0xcd: case 0xd1: skip = 2; break;
-                        case 0xca: case 0xce: case 0xd2: skip = 4; break;
-                        case 0xcb: case 0xcf: case 0xd3: skip = 8; break;
-                        case 0xd4: skip = 2; break; /* fixext 1 */
-                        case 0xd5: skip = 3; break;
-                        case 0xd6: skip = 5; break;
-                        case 0xd7: skip = 9; break;
-                        case 0xd8: skip = 17; break;
-                        case 0xc4: case 0xd9: /* bin8, str8 */
+                        case 0xcc:
+                        case 0xd0:
+                                skip = 1;
+                                break;
+                        case 0xcd:
+                        case 0xd1:
+                                skip = 2;
+                                break;
+                        case 0xca:
+                        case 0xce:
+                        case 0xd2:
+                                skip = 4;
+                                break;
+                        case 0xcb:
+                        case 0xcf:
+                        case 0xd3:
+                                skip = 8;
+                                break;
+                        case 0xd4:
+                                skip = 2;
+                                break; /* fixext 1 */
+                        case 0xd5:
+                                skip = 3;
+                                break;
+                        case 0xd6:
+                                skip = 5;
+                                break;
+                        case 0xd7:
+                                skip = 9;
+                                break;
+                        case 0xd8:
+                                skip = 17;
+                                break;
+                        case 0xc4:
+                        case 0xd9: /* bin8, str8 */
                                 if (be(p + off, 1, len - off, &n) < 0)
                                         return -EBADMSG;
                                 off += 1, skip = n;
                                 break;
-                        case 0xc5: case 0xda:
+                        case 0xc5:
+                        case 0xda:
                                 if (be(p + off, 2, len - off, &n) < 0)
                                         return -EBADMSG;
                                 off += 2, skip = n;
                                 break;
-                        case 0xc6: case 0xdb:
+                        case 0xc6:
+                        case 0xdb:
                                 if (be(p + off, 4, len - off, &n) < 0)
                                         return -EBADMSG;
                                 off += 4, skip = n;
                                 break;
-                        case 0xc7: case 0xc8: case 0xc9: { /* ext 8/16/32: size, type, data */
+                        case 0xc7:
+                        case 0xc8:
+                        case 0xc9: { /* ext 8/16/32: size, type, data */
                                 size_t w = c == 0xc7 ? 1 : c == 0xc8 ? 2 : 4;
                                 if (be(p + off, w, len - off, &n) < 0)
                                         return -EBADMSG;
                                 off += w, skip = n + 1;
                                 break;
                         }
-                        case 0xdc: case 0xde:
+                        case 0xdc:
+                        case 0xde:
                                 if (be(p + off, 2, len - off, &n) < 0)
                                         return -EBADMSG;
                                 off += 2, count = c == 0xde ? n * 2 : n, container = true;
                                 break;
-                        case 0xdd: case 0xdf:
+                        case 0xdd:
+                        case 0xdf:
                                 if (be(p + off, 4, len - off, &n) < 0)
                                         return -EBADMSG;
                                 off += 4, count = c == 0xdf ? n * 2 : n, container = true;

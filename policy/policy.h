@@ -33,20 +33,20 @@ typedef struct Policy {
         uint32_t max_result_bytes;      /* maxResultBytes: 262144, whole encoded result message */
 
         /* Sandbox limits. */
-        uint64_t memory_bytes;    /* memoryBytes: RLIMIT_AS, 536870912 */
-        uint32_t cpu_seconds;     /* cpuSeconds: RLIMIT_CPU soft, 30 (hard = soft + 1) */
-        uint64_t file_bytes;      /* maxFileBytes: RLIMIT_FSIZE, 16777216 */
-        uint32_t open_files;      /* maxOpenFiles: RLIMIT_NOFILE, 64 */
-        uint32_t processes;       /* maxProcesses: RLIMIT_NPROC (threads), 16 */
-        uint64_t tmp_bytes;       /* tmpBytes: size of the /tmp tmpfs, 16777216 */
-        uid_t worker_uid;         /* workerUid: host uid the worker runs as, 65534 */
-        gid_t worker_gid;         /* workerGid: host gid, 65534 */
+        uint64_t memory_bytes;         /* memoryBytes: RLIMIT_AS, 536870912 */
+        uint32_t cpu_seconds;          /* cpuSeconds: RLIMIT_CPU soft, 30 (hard = soft + 1) */
+        uint64_t file_bytes;           /* maxFileBytes: RLIMIT_FSIZE, 16777216 */
+        uint32_t open_files;           /* maxOpenFiles: RLIMIT_NOFILE, 64 */
+        uint32_t processes;            /* maxProcesses: RLIMIT_NPROC (threads), 16 */
+        uint64_t tmp_bytes;            /* tmpBytes: size of the /tmp tmpfs, 16777216 */
+        uid_t worker_uid;              /* workerUid: host uid the worker runs as, 65534 */
+        gid_t worker_gid;              /* workerGid: host gid, 65534 */
         PolicyDenyAction seccomp_deny; /* seccompDenyAction: errno | kill; errno */
 
         /* Supervisor bounds. */
-        uint32_t max_message_bytes;        /* maxMessageBytes: one client frame, 8388608 */
-        uint32_t max_worker_message_bytes; /* maxWorkerMessageBytes: one worker report, 1048576 */
-        uint32_t max_connections;          /* maxConnections: 64 */
+        uint32_t max_message_bytes;           /* maxMessageBytes: one client frame, 8388608 */
+        uint32_t max_worker_message_bytes;    /* maxWorkerMessageBytes: one worker report, 1048576 */
+        uint32_t max_connections;             /* maxConnections: 64 */
         uint64_t max_connection_output_bytes; /* maxConnectionOutputBytes: unsent replies per connection, 16777216 */
 
         /* Peers. Empty allowed lists mean: the supervisor's own uid and root. */
@@ -65,9 +65,9 @@ typedef struct Policy {
         uint32_t invocation_ttl_ms;              /* invocationIdleTtlMs: 3600000 */
 
         /* Scheduler. */
-        uint32_t max_active_workers;      /* maxActiveWorkers: 0 = number of online CPUs */
-        uint32_t max_queued_calls;        /* maxQueuedCalls: 256, process-wide */
-        uint32_t heartbeat_ms;            /* heartbeatMs: 1000, running progress interval */
+        uint32_t max_active_workers;         /* maxActiveWorkers: 0 = number of online CPUs */
+        uint32_t max_queued_calls;           /* maxQueuedCalls: 256, process-wide */
+        uint32_t heartbeat_ms;               /* heartbeatMs: 1000, running progress interval */
         uint64_t min_available_memory_bytes; /* minAvailableMemoryBytes: 0 = no memory gate */
 
         /* Worker start. */

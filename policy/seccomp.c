@@ -412,12 +412,12 @@ static const SeccompFixedErrno seccomp_unsupported[] = {
  * seccomp, no_new_privs, PR_SET_MM, PR_SET_PDEATHSIG - nothing in the stdlib sets a
  * parent-death signal - ...) is denied. */
 static const uint64_t seccomp_prctl_options[] = {
-        PR_GET_DUMPABLE,      /* 3 */
-        PR_SET_NAME,          /* 15 */
-        PR_GET_NAME,          /* 16 */
-        PR_GET_SECCOMP,       /* 21 */
-        PR_CAPBSET_READ,      /* 23 */
-        PR_GET_NO_NEW_PRIVS,  /* 39 */
+        PR_GET_DUMPABLE,     /* 3 */
+        PR_SET_NAME,         /* 15 */
+        PR_GET_NAME,         /* 16 */
+        PR_GET_SECCOMP,      /* 21 */
+        PR_CAPBSET_READ,     /* 23 */
+        PR_GET_NO_NEW_PRIVS, /* 39 */
 };
 
 /* ioctl(fd, request, ...): isatty() (TCGETS), os.get_terminal_size() (TIOCGWINSZ),
@@ -492,7 +492,7 @@ static int seccomp_rule(scmp_filter_ctx ctx, uint32_t def, uint32_t action, int 
 /* Designated initialisers: libseccomp's SCMP_CMP() leaves datum_b implicit, which clang's
  * -Wmissing-field-initializers reports. For MASKED_EQ, a is the mask and b the value. */
 static struct scmp_arg_cmp seccomp_cmp(unsigned arg, enum scmp_compare op, uint64_t a, uint64_t b) {
-        return (struct scmp_arg_cmp) { .arg = arg, .op = op, .datum_a = a, .datum_b = b };
+        return (struct scmp_arg_cmp){ .arg = arg, .op = op, .datum_a = a, .datum_b = b };
 }
 
 static int seccomp_rule1(scmp_filter_ctx ctx, uint32_t def, uint32_t action, int nr, struct scmp_arg_cmp cmp) {
@@ -501,8 +501,8 @@ static int seccomp_rule1(scmp_filter_ctx ctx, uint32_t def, uint32_t action, int
 
 /* Give `action` to every value of argument `arg` in [lo, hi] (1 <= lo <= hi < UINT64_MAX),
  * as aligned power-of-two blocks, each one MASKED_EQ rule. */
-static int seccomp_add_range(scmp_filter_ctx ctx, uint32_t def, uint32_t action, int nr, unsigned arg,
-                             uint64_t lo, uint64_t hi) {
+static int seccomp_add_range(scmp_filter_ctx ctx, uint32_t def, uint32_t action, int nr, unsigned arg, uint64_t lo,
+                             uint64_t hi) {
         while (lo <= hi) {
                 uint64_t size = lo & -lo; /* largest block aligned at lo */
                 while (size > hi - lo + 1)
@@ -657,8 +657,8 @@ int policy_seccomp_build(PolicyDenyAction deny, scmp_filter_ctx *ret) {
                         goto fail;
         }
         for (size_t i = 0; i < ELEMENTSOF(seccomp_unsupported); i++) {
-                r = seccomp_rule(ctx, def, SCMP_ACT_ERRNO(seccomp_unsupported[i].error), seccomp_unsupported[i].nr,
-                                 0, NULL);
+                r = seccomp_rule(ctx, def, SCMP_ACT_ERRNO(seccomp_unsupported[i].error), seccomp_unsupported[i].nr, 0,
+                                 NULL);
                 if (r < 0)
                         goto fail;
         }
@@ -703,15 +703,15 @@ int policy_seccomp_compile(PolicyDenyAction deny, struct sock_fprog *ret) {
                 return -errno;
         if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0)
                 return -EBADMSG;
-        size_t n = (size_t) st.st_size / sizeof(struct sock_filter);
+        size_t n = (size_t)st.st_size / sizeof(struct sock_filter);
         if (n > BPF_MAXINSNS)
                 return -E2BIG;
 
-        insns = malloc((size_t) st.st_size);
+        insns = malloc((size_t)st.st_size);
         if (!insns)
                 return -ENOMEM;
-        for (size_t done = 0; done < (size_t) st.st_size;) {
-                ssize_t k = pread(fd, (char *) insns + done, (size_t) st.st_size - done, (off_t) done);
+        for (size_t done = 0; done < (size_t)st.st_size;) {
+                ssize_t k = pread(fd, (char *)insns + done, (size_t)st.st_size - done, (off_t)done);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -719,11 +719,11 @@ int policy_seccomp_compile(PolicyDenyAction deny, struct sock_fprog *ret) {
                 }
                 if (k == 0)
                         return -EIO;
-                done += (size_t) k;
+                done += (size_t)k;
         }
 
-        *ret = (struct sock_fprog) {
-                .len = (unsigned short) n,
+        *ret = (struct sock_fprog){
+                .len = (unsigned short)n,
                 .filter = TAKE_PTR(insns),
         };
         return 0;

@@ -27,7 +27,7 @@ typedef struct FitText {
         uint64_t total_bytes;
         uint64_t omitted_chars;
         uint64_t omitted_bytes;
-        uint64_t replaced;  /* U+FFFD substitutions made for invalid input */
+        uint64_t replaced;   /* U+FFFD substitutions made for invalid input */
         uint64_t omitted_at; /* code point offset in text where omitted_chars were removed */
 } FitText;
 

@@ -43,7 +43,6 @@ static Server *server = NULL;
 static bool socket_created = false;
 static uint64_t shutdown_started = 0;
 
-
 static void help(void) {
         printf("Usage: codeinterpd [OPTIONS]\n"
                "\n"
@@ -144,7 +143,7 @@ static int load_worker(int *ret_fd) {
                         return log_error_errno(errno, "Reading \"%s\" failed: %m", path);
                 if (n == 0)
                         break;
-                if (write_full(mfd, buf, (size_t) n) < 0)
+                if (write_full(mfd, buf, (size_t)n) < 0)
                         return log_error_errno(errno, "Copying the worker failed: %m");
         }
         if (fchmod(mfd, 0555) < 0 ||
@@ -165,9 +164,11 @@ static int make_socket(int *ret_fd) {
                 if (n < 0)
                         return log_error_errno(n, "Reading LISTEN_FDS failed: %m");
                 if (n != 1)
-                        return log_error_errno(EINVAL, "No --socket given and %d sockets passed by systemd (need 1)", n);
+                        return log_error_errno(EINVAL, "No --socket given and %d sockets passed by systemd (need 1)",
+                                               n);
                 if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) <= 0)
-                        return log_error_errno(EINVAL, "The socket passed by systemd is not a listening AF_UNIX stream");
+                        return log_error_errno(EINVAL,
+                                               "The socket passed by systemd is not a listening AF_UNIX stream");
                 fd = SD_LISTEN_FDS_START;
                 if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
                         return log_error_errno(errno, "fcntl on the activated socket failed: %m");
@@ -189,7 +190,7 @@ static int make_socket(int *ret_fd) {
                 if (lstat(arg_socket, &st) == 0) {
                         if (!S_ISSOCK(st.st_mode))
                                 return log_error_errno(EEXIST, "\"%s\" exists and is not a socket", arg_socket);
-                        if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof sa) == 0)
+                        if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0)
                                 return log_error_errno(EADDRINUSE, "Another supervisor is listening on \"%s\"",
                                                        arg_socket);
                         unlink(arg_socket);
@@ -197,13 +198,13 @@ static int make_socket(int *ret_fd) {
         }
 
         old = umask(0177);
-        n = bind(fd, (struct sockaddr *) &sa, sizeof sa);
+        n = bind(fd, (struct sockaddr *)&sa, sizeof sa);
         umask(old);
         if (n < 0)
                 return log_error_errno(errno, "Binding \"%s\" failed: %m", arg_socket);
         socket_created = true;
         if (policy.has_socket_group) {
-                if (chown(arg_socket, (uid_t) -1, policy.socket_group) < 0 || chmod(arg_socket, 0660) < 0)
+                if (chown(arg_socket, (uid_t)-1, policy.socket_group) < 0 || chmod(arg_socket, 0660) < 0)
                         return log_error_errno(errno, "Setting the socket's group failed: %m");
         }
         if (listen(fd, 128) < 0)
@@ -227,7 +228,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
         if (shutdown_started)
                 return 0;
-        log_info("Received %s: stopping", strsignal((int) si->ssi_signo));
+        log_info("Received %s: stopping", strsignal((int)si->ssi_signo));
         sd_notify(0, "STOPPING=1");
         shutdown_started = now_usec();
         server_shutdown(server);

@@ -78,15 +78,15 @@ static int read_channel(Runner *r, int ch) {
                 if (n == 0)
                         return 1;
                 if (ch == CH_REPORT) {
-                        size_t max = (size_t) r->policy->max_worker_message_bytes + 4;
-                        if (r->report_len + (size_t) n > max) {
+                        size_t max = (size_t)r->policy->max_worker_message_bytes + 4;
+                        if (r->report_len + (size_t)n > max) {
                                 r->report_overflow = true;
                                 return 1; /* stop reading; the worker is killed */
                         }
-                        memcpy(r->report + r->report_len, buf, (size_t) n);
-                        r->report_len += (size_t) n;
+                        memcpy(r->report + r->report_len, buf, (size_t)n);
+                        r->report_len += (size_t)n;
                 } else {
-                        int k = fit_stream_feed(r->streams[ch], buf, (size_t) n);
+                        int k = fit_stream_feed(r->streams[ch], buf, (size_t)n);
                         if (k < 0)
                                 return k;
                 }
@@ -116,9 +116,9 @@ static void classify(Runner *r, int status, const struct rusage *ru, RunnerResul
         bool have_report = false;
         int k;
 
-        res->cpu_usec = (uint64_t) ru->ru_utime.tv_sec * 1000000 + (uint64_t) ru->ru_utime.tv_usec +
-                        (uint64_t) ru->ru_stime.tv_sec * 1000000 + (uint64_t) ru->ru_stime.tv_usec;
-        res->max_rss_kb = (uint64_t) ru->ru_maxrss;
+        res->cpu_usec = (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec +
+                        (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec;
+        res->max_rss_kb = (uint64_t)ru->ru_maxrss;
         res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 
@@ -150,7 +150,7 @@ static void classify(Runner *r, int status, const struct rusage *ru, RunnerResul
         /* Exactly one well-formed frame, or nothing. */
         if (r->report_len > 0) {
                 uint32_t n = r->report_len >= 4 ? frame_get_len(r->report) : 0;
-                if (r->report_len < 4 || (size_t) n + 4 != r->report_len ||
+                if (r->report_len < 4 || (size_t)n + 4 != r->report_len ||
                     (k = report_parse(r->report + 4, n, r->policy->max_output_characters, &rep)) < 0) {
                         res->outcome = OUTCOME_WORKER_ERROR;
                         snprintf(res->detail, sizeof res->detail, "the worker sent a malformed report");
@@ -174,14 +174,15 @@ static void classify(Runner *r, int status, const struct rusage *ru, RunnerResul
                 if (have_report)
                         report_done(&rep);
                 res->partial = true;
-                if (sig == SIGXCPU || (sig == SIGKILL && res->cpu_usec >= (uint64_t) r->policy->cpu_seconds * 1000000)) {
+                if (sig == SIGXCPU || (sig == SIGKILL && res->cpu_usec >= (uint64_t)r->policy->cpu_seconds * 1000000)) {
                         res->outcome = OUTCOME_RESOURCE_LIMIT;
                         res->limit = "cpu";
                         snprintf(res->detail, sizeof res->detail, "CPU time limit (%u s) reached",
                                  r->policy->cpu_seconds);
                 } else if (sig == SIGSYS) {
                         res->outcome = OUTCOME_WORKER_ERROR;
-                        snprintf(res->detail, sizeof res->detail, "killed by the seccomp filter (a denied system call)");
+                        snprintf(res->detail, sizeof res->detail,
+                                 "killed by the seccomp filter (a denied system call)");
                 } else {
                         res->outcome = OUTCOME_WORKER_ERROR;
                         snprintf(res->detail, sizeof res->detail, "the worker died from signal %d (%s)", sig,
@@ -223,7 +224,7 @@ static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *use
         r->pid_source = sd_event_source_disable_unref(r->pid_source);
         res.pid = r->pid;
         if (p < 0) {
-                log_warning_errno(errno, "wait4(%d) failed: %m", (int) r->pid);
+                log_warning_errno(errno, "wait4(%d) failed: %m", (int)r->pid);
                 status = W_EXITCODE(127, 0);
         }
         r->pid = 0;
@@ -264,7 +265,7 @@ void runner_kill(Runner *r, RunnerKill why) {
         if (r->kill == RUNNER_KILL_NONE)
                 r->kill = why;
         if (syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
-                log_warning_errno(errno, "pidfd_send_signal(%d) failed: %m", (int) r->pid);
+                log_warning_errno(errno, "pidfd_send_signal(%d) failed: %m", (int)r->pid);
 }
 
 Runner *runner_free(Runner *r) {
@@ -300,12 +301,12 @@ static int write_id_map(pid_t pid, const char *which, unsigned id) {
         _cleanup_close_ int fd = -1;
         int n;
 
-        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
+        snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, which);
         fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         n = snprintf(line, sizeof line, "%u %u 1\n", id, id);
-        if (write(fd, line, (size_t) n) != n)
+        if (write(fd, line, (size_t)n) != n)
                 return -errno;
         return 0;
 }
@@ -385,7 +386,7 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
         r->userdata = userdata;
         for (int ch = 0; ch < _CH_MAX; ch++)
                 r->fds[ch] = -1;
-        r->report = malloc((size_t) p->max_worker_message_bytes + 4);
+        r->report = malloc((size_t)p->max_worker_message_bytes + 4);
         if (!r->report) {
                 k = -ENOMEM;
                 goto fail;
@@ -430,10 +431,10 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
         struct clone_args args = {
                 .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                          CLONE_NEWCGROUP | CLONE_PIDFD,
-                .pidfd = (uint64_t) (uintptr_t) &pidfd,
+                .pidfd = (uint64_t)(uintptr_t)&pidfd,
                 .exit_signal = SIGCHLD,
         };
-        pid = (pid_t) syscall(SYS_clone3, &args, sizeof args);
+        pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
         if (pid < 0) {
                 k = -errno;
                 goto fail;

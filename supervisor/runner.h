@@ -24,9 +24,9 @@ typedef enum RunnerKill {
 
 typedef struct RunnerResult {
         Outcome outcome;
-        const char *limit;  /* resource_limit: "memory" | "cpu" | "file_size" | "processes" */
-        char detail[160];   /* worker_error / cancelled: a short explanation, no user content */
-        char stage[32];     /* worker_error from setup: the failed step */
+        const char *limit; /* resource_limit: "memory" | "cpu" | "file_size" | "processes" */
+        char detail[160];  /* worker_error / cancelled: a short explanation, no user content */
+        char stage[32];    /* worker_error from setup: the failed step */
         int stage_errno;
         FitText out, err, result;
         bool has_result;

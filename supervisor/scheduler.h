@@ -23,10 +23,10 @@ typedef struct Call Call;
 typedef struct Scheduler Scheduler;
 
 struct Call {
-        uint64_t call_id;    /* supervisor-chosen, unique for the process lifetime */
-        uint64_t request_id; /* the client's id, echoed */
-        void *conn;          /* owning connection (server's) */
-        void *fair_key;      /* fairness group: the invocation (or the connection's anonymous group) */
+        uint64_t call_id;      /* supervisor-chosen, unique for the process lifetime */
+        uint64_t request_id;   /* the client's id, echoed */
+        void *conn;            /* owning connection (server's) */
+        void *fair_key;        /* fairness group: the invocation (or the connection's anonymous group) */
         uint64_t *fair_served; /* that group's last-served sequence, owned by the group */
         uid_t uid;             /* the peer's uid: the outer fairness level */
 

@@ -22,9 +22,9 @@ typedef enum PyrunLimit {
 } PyrunLimit;
 
 typedef struct PyrunReport {
-        bool exception;   /* an uncaught exception (incl. SystemExit, KeyboardInterrupt) ended the code */
-        bool has_result;  /* the last statement was a shown expression; its repr went to result_fd */
-        PyrunLimit limit; /* for exceptions caused by a resource limit */
+        bool exception;      /* an uncaught exception (incl. SystemExit, KeyboardInterrupt) ended the code */
+        bool has_result;     /* the last statement was a shown expression; its repr went to result_fd */
+        PyrunLimit limit;    /* for exceptions caused by a resource limit */
         char *exc_type;      /* e.g. "ZeroDivisionError", "json.decoder.JSONDecodeError" (UTF-8, malloc'd) */
         char *exc_message;   /* str(exc) (UTF-8, malloc'd, may be large) */
         char *exc_traceback; /* formatted traceback, user frames only ("<code>"), malloc'd */

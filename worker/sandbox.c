@@ -132,8 +132,7 @@ static unsigned long locked_flags(const char *path) {
 static int bind_ro(const char *src, const char *dst, unsigned long extra) {
         if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
                 return -errno;
-        if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | extra | locked_flags(dst), NULL) <
-            0)
+        if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | extra | locked_flags(dst), NULL) < 0)
                 return -errno;
         return 0;
 }
@@ -143,7 +142,7 @@ static int mkdir_below_root(const char *path, mode_t mode) {
         char buf[PATH_MAX];
         int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
 
-        if (n < 0 || (size_t) n >= sizeof buf)
+        if (n < 0 || (size_t)n >= sizeof buf)
                 return -ENAMETOOLONG;
         for (char *p = buf + strlen(NEWROOT) + 1; *p; p++) {
                 if (*p != '/')
@@ -163,7 +162,7 @@ static int create_file_below_root(const char *path) {
         int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
         _cleanup_close_ int fd = -1;
 
-        if (n < 0 || (size_t) n >= sizeof buf)
+        if (n < 0 || (size_t)n >= sizeof buf)
                 return -ENAMETOOLONG;
         fd = open(buf, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
         return fd < 0 ? -errno : 0;
@@ -184,7 +183,7 @@ static int setup_inputs(const SandboxPlan *plan, SandboxStage *ret_stage) {
 
         for (size_t i = 0; i < plan->n_inputs; i++)
                 size += plan->inputs[i].text_len + plan->inputs[i].original_len + 8192;
-        snprintf(opts, sizeof opts, "size=%llu,mode=0755,nr_inodes=64", (unsigned long long) size);
+        snprintf(opts, sizeof opts, "size=%llu,mode=0755,nr_inodes=64", (unsigned long long)size);
         if (mount("tmpfs", "/inputs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
                 FAIL(SANDBOX_STAGE_MOUNT_INPUTS, errno);
         dirfd = open("/inputs", O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -280,9 +279,9 @@ static int drop_caps(void) {
         _cleanup_(cap_free) cap_t caps = NULL;
 
         /* Lock the securebits first (needs CAP_SETPCAP): no way back to root semantics. */
-        if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-                                             SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-                                             SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+        if (prctl(PR_SET_SECUREBITS,
+                  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+                          SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
                   0, 0, 0) < 0)
                 return -errno;
         for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++)
@@ -307,7 +306,7 @@ static int set_rlimits(const SandboxPlan *plan) {
         int r;
 
         if ((r = set_limit(RLIMIT_AS, plan->memory_bytes, plan->memory_bytes)) < 0 ||
-            (r = set_limit(RLIMIT_CPU, plan->cpu_seconds, (rlim_t) plan->cpu_seconds + 1)) < 0 ||
+            (r = set_limit(RLIMIT_CPU, plan->cpu_seconds, (rlim_t)plan->cpu_seconds + 1)) < 0 ||
             (r = set_limit(RLIMIT_FSIZE, plan->file_bytes, plan->file_bytes)) < 0 ||
             (r = set_limit(RLIMIT_NOFILE, plan->open_files, plan->open_files)) < 0 ||
             (r = set_limit(RLIMIT_NPROC, plan->processes, plan->processes)) < 0 ||
@@ -332,13 +331,13 @@ int sandbox_finish(const SandboxPlan *plan, SandboxStage *ret_stage) {
         char opts[64];
         int r;
 
-        snprintf(opts, sizeof opts, "size=%llu,mode=1777,nr_inodes=4096", (unsigned long long) plan->tmp_bytes);
+        snprintf(opts, sizeof opts, "size=%llu,mode=1777,nr_inodes=4096", (unsigned long long)plan->tmp_bytes);
         if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
                 FAIL(SANDBOX_STAGE_MOUNT_TMP, errno);
         r = setup_inputs(plan, ret_stage);
         if (r < 0)
                 return r;
-        if (syscall(SYS_close_range, (unsigned) plan->max_keep_fd + 1, ~0U, 0) < 0)
+        if (syscall(SYS_close_range, (unsigned)plan->max_keep_fd + 1, ~0U, 0) < 0)
                 FAIL(SANDBOX_STAGE_FDS, errno);
         if ((r = drop_caps()) < 0)
                 FAIL(SANDBOX_STAGE_CAPS_DROP, r);

@@ -25,14 +25,14 @@
 
 typedef enum SandboxStage {
         SANDBOX_STAGE_NONE,
-        SANDBOX_STAGE_SYNC,         /* waiting for the creator to write the id maps */
-        SANDBOX_STAGE_IDENTITY,     /* setgroups / setresgid / setresuid */
-        SANDBOX_STAGE_CAPS_KEEP,    /* keeping namespace capabilities for setup */
-        SANDBOX_STAGE_EXEC,         /* exec of the worker binary (exec mode) */
-        SANDBOX_STAGE_PLAN,         /* reading or decoding the plan */
+        SANDBOX_STAGE_SYNC,      /* waiting for the creator to write the id maps */
+        SANDBOX_STAGE_IDENTITY,  /* setgroups / setresgid / setresuid */
+        SANDBOX_STAGE_CAPS_KEEP, /* keeping namespace capabilities for setup */
+        SANDBOX_STAGE_EXEC,      /* exec of the worker binary (exec mode) */
+        SANDBOX_STAGE_PLAN,      /* reading or decoding the plan */
         SANDBOX_STAGE_MOUNT_PRIVATE,
-        SANDBOX_STAGE_MOUNT_ROOT,   /* tmpfs for the new root */
-        SANDBOX_STAGE_MOUNT_BIND,   /* read-only binds of the runtime */
+        SANDBOX_STAGE_MOUNT_ROOT, /* tmpfs for the new root */
+        SANDBOX_STAGE_MOUNT_BIND, /* read-only binds of the runtime */
         SANDBOX_STAGE_MOUNT_DEV,
         SANDBOX_STAGE_MOUNT_TMP,
         SANDBOX_STAGE_MOUNT_INPUTS,
@@ -70,12 +70,12 @@ typedef struct SandboxInput {
 typedef struct SandboxPlan {
         uid_t uid; /* same number inside and on the host */
         gid_t gid;
-        uint64_t memory_bytes; /* RLIMIT_AS */
-        uint32_t cpu_seconds;  /* RLIMIT_CPU soft; hard = soft + 1 */
-        uint64_t file_bytes;   /* RLIMIT_FSIZE */
-        uint32_t open_files;   /* RLIMIT_NOFILE */
-        uint32_t processes;    /* RLIMIT_NPROC */
-        uint64_t tmp_bytes;    /* /tmp tmpfs size */
+        uint64_t memory_bytes;            /* RLIMIT_AS */
+        uint32_t cpu_seconds;             /* RLIMIT_CPU soft; hard = soft + 1 */
+        uint64_t file_bytes;              /* RLIMIT_FSIZE */
+        uint32_t open_files;              /* RLIMIT_NOFILE */
+        uint32_t processes;               /* RLIMIT_NPROC */
+        uint64_t tmp_bytes;               /* /tmp tmpfs size */
         const struct sock_fprog *seccomp; /* loaded last; NULL only in unit tests of earlier steps */
         SandboxInput inputs[SANDBOX_MAX_INPUTS];
         size_t n_inputs;

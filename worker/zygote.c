@@ -53,12 +53,12 @@ static int write_id_map(pid_t pid, const char *which, unsigned id) {
         _cleanup_close_ int fd = -1;
         int n;
 
-        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
+        snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, which);
         fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         n = snprintf(line, sizeof line, "%u %u 1\n", id, id);
-        if (write(fd, line, (size_t) n) != n)
+        if (write(fd, line, (size_t)n) != n)
                 return -errno;
         return 0;
 }
@@ -190,7 +190,7 @@ static _Noreturn void child_main(int sync_fd, int chan) {
 }
 
 static int send_reply(int ctl, const ZygoteSpawned *rep, int pidfd) {
-        struct iovec iov = { .iov_base = (void *) rep, .iov_len = sizeof *rep };
+        struct iovec iov = { .iov_base = (void *)rep, .iov_len = sizeof *rep };
         union {
                 struct cmsghdr h;
                 char buf[CMSG_SPACE(sizeof(int))];
@@ -233,12 +233,12 @@ static int pool_child_new(int ctl, PoolChild *ret) {
         struct clone_args args = {
                 .flags = CLONE_PARENT | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
                          CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD,
-                .pidfd = (uint64_t) (uintptr_t) &pidfd,
+                .pidfd = (uint64_t)(uintptr_t)&pidfd,
                 /* With CLONE_PARENT the kernel uses the zygote's own exit signal (SIGCHLD). */
                 .exit_signal = 0,
         };
         PyOS_BeforeFork();
-        pid = (pid_t) syscall(SYS_clone3, &args, sizeof args);
+        pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
         if (pid == 0) {
                 close(sync[1]);
                 close(chan[0]);
@@ -251,8 +251,9 @@ static int pool_child_new(int ctl, PoolChild *ret) {
         PyOS_AfterFork_Parent();
         close(sync[0]);
         close(chan[1]);
-        if (k == 0 && ((k = write_id_map(pid, "uid_map", worker_uid)) < 0 ||
-                       (k = write_id_map(pid, "gid_map", worker_gid)) < 0 || (write(sync[1], "x", 1) != 1 && (k = -EIO))))
+        if (k == 0 &&
+            ((k = write_id_map(pid, "uid_map", worker_uid)) < 0 || (k = write_id_map(pid, "gid_map", worker_gid)) < 0 ||
+             (write(sync[1], "x", 1) != 1 && (k = -EIO))))
                 syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* reaped by the supervisor */
         close(sync[1]);
         if (k < 0) {
@@ -294,7 +295,7 @@ static int serve_one(int ctl) {
                 return -ECONNRESET;
         for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
                 if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                        int cnt = (int) ((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                        int cnt = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
                         for (int i = 0; i < cnt; i++) {
                                 int fd;
                                 memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
@@ -305,7 +306,7 @@ static int serve_one(int ctl) {
                         }
                 }
         rep.token = req.token;
-        if ((size_t) n != sizeof req || req.magic != ZYGOTE_MAGIC || n_fds != ZYGOTE_SPAWN_FDS ||
+        if ((size_t)n != sizeof req || req.magic != ZYGOTE_MAGIC || n_fds != ZYGOTE_SPAWN_FDS ||
             (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || req.uid != worker_uid || req.gid != worker_gid) {
                 rep.error = EBADMSG;
                 goto out;
@@ -328,7 +329,9 @@ static int serve_one(int ctl) {
                         struct cmsghdr h;
                         char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_SPAWN_FDS)];
                 } cu = {};
-                struct msghdr cmh = { .msg_iov = &civ, .msg_iovlen = 1, .msg_control = cu.buf, .msg_controllen = sizeof cu.buf };
+                struct msghdr cmh = {
+                        .msg_iov = &civ, .msg_iovlen = 1, .msg_control = cu.buf, .msg_controllen = sizeof cu.buf
+                };
                 struct cmsghdr *cm = CMSG_FIRSTHDR(&cmh);
                 cm->cmsg_level = SOL_SOCKET;
                 cm->cmsg_type = SCM_RIGHTS;
@@ -359,8 +362,8 @@ int zygote_main(int argc, char **argv) {
                 fprintf(stderr, "codeinterp-zygote: bad arguments\n");
                 return 2;
         }
-        worker_uid = (uid_t) uid;
-        worker_gid = (gid_t) gid;
+        worker_uid = (uid_t)uid;
+        worker_gid = (gid_t)gid;
         pool_target = size;
 
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);

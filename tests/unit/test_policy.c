@@ -75,46 +75,45 @@ static const TestKey test_keys[] = {
 };
 
 /* Every key, non-default, mutually consistent; flow and block styles, comments, quoting. */
-static const char full_doc[] =
-        "# every key overridden\n"
-        "name: \"test-profile.v2\"\n"
-        "maxCalls: 5\n"
-        "timeoutMs: 12345\n"
-        "maxCodeCharacters: 1000\n"
-        "maxOutputCharacters: 500\n"
-        "maxResultBytes: 65536\n"
-        "memoryBytes: 268435456   # 256 MiB\n"
-        "cpuSeconds: 7\n"
-        "maxFileBytes: 1048576\n"
-        "maxOpenFiles: 128\n"
-        "maxProcesses: 8\n"
-        "tmpBytes: 8388608\n"
-        "workerUid: 1234\n"
-        "workerGid: 4321\n"
-        "seccompDenyAction: kill\n"
-        "maxMessageBytes: 2097152\n"
-        "maxWorkerMessageBytes: 524288\n"
-        "maxConnections: 8\n"
-        "maxConnectionOutputBytes: 4194304\n"
-        "allowedUids: [1000, 1001]\n"
-        "allowedGids:\n"
-        "  - 100\n"
-        "  - 200\n"
-        "  - 300\n"
-        "socketGroup: 4242\n"
-        "maxInvocationsPerConnection: 4\n"
-        "maxSourcesPerInvocation: 8\n"
-        "maxSourceBytes: 1048576\n"
-        "maxInvocationBytes: 2097152\n"
-        "invocationIdleTtlMs: 60000\n"
-        "maxActiveWorkers: 3\n"
-        "maxQueuedCalls: 32\n"
-        "heartbeatMs: 250\n"
-        "minAvailableMemoryBytes: 1073741824\n"
-        "workerStart: 'zygote'\n"
-        "zygoteMaxCalls: 500\n"
-        "zygoteMaxSeconds: 600\n"
-        "zygotePoolSize: 5\n";
+static const char full_doc[] = "# every key overridden\n"
+                               "name: \"test-profile.v2\"\n"
+                               "maxCalls: 5\n"
+                               "timeoutMs: 12345\n"
+                               "maxCodeCharacters: 1000\n"
+                               "maxOutputCharacters: 500\n"
+                               "maxResultBytes: 65536\n"
+                               "memoryBytes: 268435456   # 256 MiB\n"
+                               "cpuSeconds: 7\n"
+                               "maxFileBytes: 1048576\n"
+                               "maxOpenFiles: 128\n"
+                               "maxProcesses: 8\n"
+                               "tmpBytes: 8388608\n"
+                               "workerUid: 1234\n"
+                               "workerGid: 4321\n"
+                               "seccompDenyAction: kill\n"
+                               "maxMessageBytes: 2097152\n"
+                               "maxWorkerMessageBytes: 524288\n"
+                               "maxConnections: 8\n"
+                               "maxConnectionOutputBytes: 4194304\n"
+                               "allowedUids: [1000, 1001]\n"
+                               "allowedGids:\n"
+                               "  - 100\n"
+                               "  - 200\n"
+                               "  - 300\n"
+                               "socketGroup: 4242\n"
+                               "maxInvocationsPerConnection: 4\n"
+                               "maxSourcesPerInvocation: 8\n"
+                               "maxSourceBytes: 1048576\n"
+                               "maxInvocationBytes: 2097152\n"
+                               "invocationIdleTtlMs: 60000\n"
+                               "maxActiveWorkers: 3\n"
+                               "maxQueuedCalls: 32\n"
+                               "heartbeatMs: 250\n"
+                               "minAvailableMemoryBytes: 1073741824\n"
+                               "workerStart: 'zygote'\n"
+                               "zygoteMaxCalls: 500\n"
+                               "zygoteMaxSeconds: 600\n"
+                               "zygotePoolSize: 5\n";
 
 /* Byte copies, so that "unchanged" can be checked with memcmp, padding included. */
 static void policy_copy(Policy *dst, const Policy *src) {
@@ -288,8 +287,7 @@ static void test_styles(void **state) {
         char err[256];
 
         policy_init_defaults(&p);
-        assert_int_equal(load(&p, "{\"maxCalls\": 7, name: 'a.b_c-9', seccompDenyAction: \"kill\"}", err,
-                              sizeof(err)),
+        assert_int_equal(load(&p, "{\"maxCalls\": 7, name: 'a.b_c-9', seccompDenyAction: \"kill\"}", err, sizeof(err)),
                          0);
         assert_int_equal(p.max_calls, 7);
         assert_string_equal(p.name, "a.b_c-9");
@@ -297,9 +295,9 @@ static void test_styles(void **state) {
 
         /* Maximum name length: 63. */
         policy_init_defaults(&p);
-        assert_int_equal(load(&p, "name: 123456789012345678901234567890123456789012345678901234567890123\n", err,
-                              sizeof(err)),
-                         0);
+        assert_int_equal(
+                load(&p, "name: 123456789012345678901234567890123456789012345678901234567890123\n", err, sizeof(err)),
+                0);
         assert_int_equal(strlen(p.name), 63);
 
         /* 32 peers is the maximum. */
@@ -476,8 +474,8 @@ static const ErrorCase error_cases[] = {
         { "maxCodeCharacters: 5000000\n", 0, "line 1: maxCodeCharacters:", "maxMessageBytes" },
         { "maxMessageBytes: 1048576\n", 0, "line 1: maxMessageBytes:", "maxSourceBytes" },
         { "maxMessageBytes: 65536\n", 0, "line 1: maxMessageBytes:", "maxCodeCharacters" },
-        { "maxSourceBytes: 67108864\nmaxMessageBytes: 1073741824\n", 0, "line 1: maxSourceBytes:",
-          "maxInvocationBytes" },
+        { "maxSourceBytes: 67108864\nmaxMessageBytes: 1073741824\n", 0,
+          "line 1: maxSourceBytes:", "maxInvocationBytes" },
         { "maxInvocationBytes: 1024\n", 0, "line 1: maxInvocationBytes:", "maxSourceBytes" },
         { "maxConnectionOutputBytes: 65536\n", 0, "line 1: maxConnectionOutputBytes:", "maxResultBytes" },
         { "maxResultBytes: 33554432\n", 0, "line 1: maxResultBytes:", "maxConnectionOutputBytes" },
@@ -570,42 +568,41 @@ static void test_too_large(void **state) {
 
 /* The canonical form, spelled out: a change here changes every policy digest. */
 static void test_digest_known_answer(void **state) {
-        static const char canonical[] =
-                "name=code_interpreter\n"
-                "maxCalls=10\n"
-                "timeoutMs=30000\n"
-                "maxCodeCharacters=20000\n"
-                "maxOutputCharacters=64000\n"
-                "maxResultBytes=262144\n"
-                "memoryBytes=536870912\n"
-                "cpuSeconds=30\n"
-                "maxFileBytes=16777216\n"
-                "maxOpenFiles=64\n"
-                "maxProcesses=16\n"
-                "tmpBytes=16777216\n"
-                "workerUid=65534\n"
-                "workerGid=65534\n"
-                "seccompDenyAction=errno\n"
-                "maxMessageBytes=8388608\n"
-                "maxWorkerMessageBytes=1048576\n"
-                "maxConnections=64\n"
-                "maxConnectionOutputBytes=16777216\n"
-                "allowedUids=\n"
-                "allowedGids=\n"
-                "socketGroup=\n"
-                "maxInvocationsPerConnection=16\n"
-                "maxSourcesPerInvocation=64\n"
-                "maxSourceBytes=4194304\n"
-                "maxInvocationBytes=33554432\n"
-                "invocationIdleTtlMs=3600000\n"
-                "maxActiveWorkers=0\n"
-                "maxQueuedCalls=256\n"
-                "heartbeatMs=1000\n"
-                "minAvailableMemoryBytes=0\n"
-                "workerStart=exec\n"
-                "zygoteMaxCalls=10000\n"
-                "zygoteMaxSeconds=3600\n"
-                "zygotePoolSize=2\n";
+        static const char canonical[] = "name=code_interpreter\n"
+                                        "maxCalls=10\n"
+                                        "timeoutMs=30000\n"
+                                        "maxCodeCharacters=20000\n"
+                                        "maxOutputCharacters=64000\n"
+                                        "maxResultBytes=262144\n"
+                                        "memoryBytes=536870912\n"
+                                        "cpuSeconds=30\n"
+                                        "maxFileBytes=16777216\n"
+                                        "maxOpenFiles=64\n"
+                                        "maxProcesses=16\n"
+                                        "tmpBytes=16777216\n"
+                                        "workerUid=65534\n"
+                                        "workerGid=65534\n"
+                                        "seccompDenyAction=errno\n"
+                                        "maxMessageBytes=8388608\n"
+                                        "maxWorkerMessageBytes=1048576\n"
+                                        "maxConnections=64\n"
+                                        "maxConnectionOutputBytes=16777216\n"
+                                        "allowedUids=\n"
+                                        "allowedGids=\n"
+                                        "socketGroup=\n"
+                                        "maxInvocationsPerConnection=16\n"
+                                        "maxSourcesPerInvocation=64\n"
+                                        "maxSourceBytes=4194304\n"
+                                        "maxInvocationBytes=33554432\n"
+                                        "invocationIdleTtlMs=3600000\n"
+                                        "maxActiveWorkers=0\n"
+                                        "maxQueuedCalls=256\n"
+                                        "heartbeatMs=1000\n"
+                                        "minAvailableMemoryBytes=0\n"
+                                        "workerStart=exec\n"
+                                        "zygoteMaxCalls=10000\n"
+                                        "zygoteMaxSeconds=3600\n"
+                                        "zygotePoolSize=2\n";
         char want[65];
         Policy p;
         char err[256];
@@ -622,13 +619,13 @@ static void test_digest_known_answer(void **state) {
                 const char *line = canonical;
 
                 while ((s = strchr(line, '\n'))) {
-                        size_t l = (size_t) (s - line) + 1;
+                        size_t l = (size_t)(s - line) + 1;
                         if (strncmp(line, "allowedUids=", 12) == 0)
-                                n += (size_t) sprintf(c2 + n, "allowedUids=5,1001\n");
+                                n += (size_t)sprintf(c2 + n, "allowedUids=5,1001\n");
                         else if (strncmp(line, "allowedGids=", 12) == 0)
-                                n += (size_t) sprintf(c2 + n, "allowedGids=7\n");
+                                n += (size_t)sprintf(c2 + n, "allowedGids=7\n");
                         else if (strncmp(line, "socketGroup=", 12) == 0)
-                                n += (size_t) sprintf(c2 + n, "socketGroup=42\n");
+                                n += (size_t)sprintf(c2 + n, "socketGroup=42\n");
                         else {
                                 memcpy(c2 + n, line, l);
                                 n += l;
@@ -717,9 +714,9 @@ static void test_packaging_file(void **state) {
         n = ftell(f);
         assert_true(n > 0);
         rewind(f);
-        text = calloc(1, (size_t) n + 1);
+        text = calloc(1, (size_t)n + 1);
         assert_non_null(text);
-        assert_int_equal(fread(text, 1, (size_t) n, f), (size_t) n);
+        assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
         fclose(f);
         for (size_t i = 0; i < ELEMENTSOF(test_keys); i++) {
                 char needle[64];
@@ -737,9 +734,9 @@ static void test_packaging_file(void **state) {
                 assert_int_equal(fseek(f, 0, SEEK_END), 0);
                 n = ftell(f);
                 rewind(f);
-                doc = calloc(1, (size_t) n + 1);
+                doc = calloc(1, (size_t)n + 1);
                 assert_non_null(doc);
-                assert_int_equal(fread(doc, 1, (size_t) n, f), (size_t) n);
+                assert_int_equal(fread(doc, 1, (size_t)n, f), (size_t)n);
                 fclose(f);
                 for (size_t i = 0; i < ELEMENTSOF(test_keys); i++) {
                         char needle[64];
@@ -794,10 +791,10 @@ static void test_active_workers(void **state) {
 static void test_to_string(void **state) {
         assert_string_equal(policy_deny_action_to_string(POLICY_DENY_ERRNO), "errno");
         assert_string_equal(policy_deny_action_to_string(POLICY_DENY_KILL), "kill");
-        assert_null(policy_deny_action_to_string((PolicyDenyAction) 42));
+        assert_null(policy_deny_action_to_string((PolicyDenyAction)42));
         assert_string_equal(policy_worker_start_to_string(POLICY_WORKER_START_EXEC), "exec");
         assert_string_equal(policy_worker_start_to_string(POLICY_WORKER_START_ZYGOTE), "zygote");
-        assert_null(policy_worker_start_to_string((PolicyWorkerStart) 42));
+        assert_null(policy_worker_start_to_string((PolicyWorkerStart)42));
 }
 
 /* Random byte and line mutations of a valid document: never crash, always 0 or -EINVAL,
@@ -822,22 +819,22 @@ static void test_mutations(void **state) {
                 policy_copy(&p, &d);
                 memcpy(buf, full_doc, n);
                 for (int o = 0; o < ops; o++) {
-                        size_t pos = n > 0 ? (size_t) rand() % n : 0;
+                        size_t pos = n > 0 ? (size_t)rand() % n : 0;
                         switch (rand() % 6) {
                         case 0: /* replace a byte */
                                 if (n > 0)
-                                        buf[pos] = alphabet[rand() % (int) (sizeof(alphabet) - 1)];
+                                        buf[pos] = alphabet[rand() % (int)(sizeof(alphabet) - 1)];
                                 break;
                         case 1: /* insert a byte */
                                 if (n + 1 < sizeof(buf)) {
                                         memmove(buf + pos + 1, buf + pos, n - pos);
-                                        buf[pos] = alphabet[rand() % (int) (sizeof(alphabet) - 1)];
+                                        buf[pos] = alphabet[rand() % (int)(sizeof(alphabet) - 1)];
                                         n++;
                                 }
                                 break;
                         case 2: /* delete a run */
                                 if (n > 0) {
-                                        size_t k = (size_t) (1 + rand() % 8);
+                                        size_t k = (size_t)(1 + rand() % 8);
                                         k = MIN(k, n - pos);
                                         memmove(buf + pos, buf + pos + k, n - pos - k);
                                         n -= k;
@@ -845,7 +842,7 @@ static void test_mutations(void **state) {
                                 break;
                         case 3: /* duplicate a run */
                                 if (n > 0) {
-                                        size_t k = (size_t) (1 + rand() % 40);
+                                        size_t k = (size_t)(1 + rand() % 40);
                                         k = MIN(k, n - pos);
                                         if (n + k < sizeof(buf)) {
                                                 memmove(buf + pos + k, buf + pos, n - pos);
@@ -858,7 +855,7 @@ static void test_mutations(void **state) {
                                 break;
                         default: /* random byte anywhere in 0..255 */
                                 if (n > 0)
-                                        buf[pos] = (char) (rand() & 0xff);
+                                        buf[pos] = (char)(rand() & 0xff);
                                 break;
                         }
                 }

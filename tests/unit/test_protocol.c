@@ -31,7 +31,7 @@ static void pack_request(msgpack_sbuffer *sb, int n, ...) {
 
         msgpack_sbuffer_init(sb);
         msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-        msgpack_pack_map(&pk, (size_t) n);
+        msgpack_pack_map(&pk, (size_t)n);
         va_start(ap, n);
         for (int i = 0; i < n; i++) {
                 const char *key = va_arg(ap, const char *);
@@ -97,7 +97,7 @@ static void test_execute_rejections(void **state) {
         static const char *const five[] = { "a", "b", "c", "d", "e", NULL };
         static const char *const dup[] = { "a", "b", "a", NULL };
         static const char *const bad[][2] = { { "../x", NULL }, { "a/b", NULL }, { ".hidden", NULL }, { "", NULL },
-                                               { "-x", NULL },   { "é", NULL },   { "a b", NULL } };
+                                              { "-x", NULL },   { "é", NULL },   { "a b", NULL } };
         msgpack_sbuffer sb;
 
         pack_request(&sb, 4, "op", "s:execute", "id", "u:1", "summary", "s:x", "sourceIds", "A", no_ids);
@@ -141,8 +141,8 @@ static void test_code_characters(void **state) {
 
         policy.max_code_characters = 10;
         /* 10 two-byte characters: 20 bytes, 10 characters: accepted. */
-        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:éééééééééé", "sourceIds",
-                     "A", no_ids);
+        pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:éééééééééé", "sourceIds", "A",
+                     no_ids);
         assert_int_equal(decode(&sb, &req, &err), 0);
         assert_int_equal(req.code_chars, 10);
         proto_request_done(&req);
@@ -231,17 +231,17 @@ static void test_mp_validate(void **state) {
                 size_t len;
                 int ok;
         } cases[] = {
-                { "\x80", 1, 1 },                     /* {} */
-                { "\x81\xa1k\x01", 4, 1 },            /* {"k": 1} */
-                { "\x81\xa1k", 3, 0 },                /* value missing */
-                { "\xdd\x7f\xff\xff\xff", 5, 0 },     /* array32 of 2^31 elements in 5 bytes */
-                { "\xdf\x00\x00\x00\x10", 5, 0 },     /* map32 of 16 pairs, nothing behind */
-                { "\xdb\xff\xff\xff\xff", 5, 0 },     /* str32 longer than the frame */
-                { "\xc1", 1, 0 },                     /* never-used byte */
+                { "\x80", 1, 1 },                                      /* {} */
+                { "\x81\xa1k\x01", 4, 1 },                             /* {"k": 1} */
+                { "\x81\xa1k", 3, 0 },                                 /* value missing */
+                { "\xdd\x7f\xff\xff\xff", 5, 0 },                      /* array32 of 2^31 elements in 5 bytes */
+                { "\xdf\x00\x00\x00\x10", 5, 0 },                      /* map32 of 16 pairs, nothing behind */
+                { "\xdb\xff\xff\xff\xff", 5, 0 },                      /* str32 longer than the frame */
+                { "\xc1", 1, 0 },                                      /* never-used byte */
                 { "\x91\x91\x91\x91\x91\x91\x91\x91\x91\x01", 10, 0 }, /* 9 deep > 8 */
                 { "\x91\x91\x91\x91\x91\x91\x91\x91\x01", 9, 1 },      /* 8 deep */
-                { "\xd4\x01\x02", 3, 1 },             /* fixext1 */
-                { "\xc7\x02\x01\xaa\xbb", 5, 1 },     /* ext8 */
+                { "\xd4\x01\x02", 3, 1 },                              /* fixext1 */
+                { "\xc7\x02\x01\xaa\xbb", 5, 1 },                      /* ext8 */
                 { "\xc7\x05\x01\xaa", 4, 0 },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -269,8 +269,8 @@ static void test_mutations(void **state) {
                 ProtoError err;
 
                 memcpy(buf, sb.data, len);
-                for (int m = 0; m < 1 + (int) (rand_r(&seed) % 4); m++)
-                        buf[rand_r(&seed) % len] = (uint8_t) rand_r(&seed);
+                for (int m = 0; m < 1 + (int)(rand_r(&seed) % 4); m++)
+                        buf[rand_r(&seed) % len] = (uint8_t)rand_r(&seed);
                 if (rand_r(&seed) % 5 == 0)
                         len = rand_r(&seed) % (len + 1);
                 if (proto_decode_request(buf, len, &policy, &req, &err) == 0)
@@ -283,9 +283,9 @@ static void test_mutations(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_execute_ok),   cmocka_unit_test(test_execute_rejections),
+                cmocka_unit_test(test_execute_ok),      cmocka_unit_test(test_execute_rejections),
                 cmocka_unit_test(test_code_characters), cmocka_unit_test(test_envelope),
-                cmocka_unit_test(test_source_put),   cmocka_unit_test(test_mp_validate),
+                cmocka_unit_test(test_source_put),      cmocka_unit_test(test_mp_validate),
                 cmocka_unit_test(test_mutations),
         };
         return cmocka_run_group_tests(tests, setup, NULL);

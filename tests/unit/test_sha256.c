@@ -123,7 +123,7 @@ static void test_sha256_incremental(void **state) {
         char hex[65];
 
         for (size_t i = 0; i < sizeof(data); i++)
-                data[i] = (uint8_t) (i & 0xff);
+                data[i] = (uint8_t)(i & 0xff);
 
         sha256_hex(data, sizeof(data), hex);
         assert_string_equal(hex, expect);
@@ -166,14 +166,10 @@ static void test_sha256_reuse_after_init(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_sha256_empty),
-                cmocka_unit_test(test_sha256_abc),
-                cmocka_unit_test(test_sha256_448),
-                cmocka_unit_test(test_sha256_896),
-                cmocka_unit_test(test_sha256_million_a),
-                cmocka_unit_test(test_sha256_padding_edges),
-                cmocka_unit_test(test_sha256_incremental),
-                cmocka_unit_test(test_sha256_reuse_after_init),
+                cmocka_unit_test(test_sha256_empty),       cmocka_unit_test(test_sha256_abc),
+                cmocka_unit_test(test_sha256_448),         cmocka_unit_test(test_sha256_896),
+                cmocka_unit_test(test_sha256_million_a),   cmocka_unit_test(test_sha256_padding_edges),
+                cmocka_unit_test(test_sha256_incremental), cmocka_unit_test(test_sha256_reuse_after_init),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
