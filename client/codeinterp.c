@@ -18,6 +18,7 @@
 #define EXIT_USAGE 2
 #define EXIT_CONNECT 12
 #define MAX_INPUT_FILE (256u << 20)
+#define MAX_SOURCES 4 /* what execute accepts */
 
 static const char *arg_socket = NULL;
 
@@ -72,7 +73,7 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
                         return -errno;
                 if (n == 0)
                         break;
-                len += (size_t)n;
+                len += (size_t) n;
         }
         if (!buf && !(buf = malloc(1)))
                 return -ENOMEM;
@@ -85,7 +86,7 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
 static const char *str_or(const msgpack_object *o, char *buf, size_t n, const char *dflt) {
         if (!mp_is_str(o))
                 return dflt;
-        snprintf(buf, n, "%.*s", (int)o->via.str.size, o->via.str.ptr);
+        snprintf(buf, n, "%.*s", (int) o->via.str.size, o->via.str.ptr);
         return buf;
 }
 
@@ -111,9 +112,9 @@ static void print_channel(FILE *f, const msgpack_object *ch, const char *name) {
                 /* omittedAt counts characters: find the byte offset. */
                 uint64_t chars = 0;
                 for (split = 0; split < n && chars < at; split++)
-                        if (((uint8_t)p[split] & 0xC0) != 0x80 && ++chars == at) {
+                        if (((uint8_t) p[split] & 0xC0) != 0x80 && ++chars == at) {
                                 split++;
-                                while (split < n && ((uint8_t)p[split] & 0xC0) == 0x80)
+                                while (split < n && ((uint8_t) p[split] & 0xC0) == 0x80)
                                         split++;
                                 break;
                         }
@@ -187,7 +188,7 @@ static int cmd_exec(int argc, char **argv) {
         };
         const char *summary = "codeinterp exec", *code_arg = NULL;
         bool json = false;
-        Mount mounts[8] = {};
+        Mount mounts[MAX_SOURCES] = {};
         size_t n_mounts = 0;
         struct {
                 char *id, *file;
@@ -215,8 +216,11 @@ static int cmd_exec(int argc, char **argv) {
                         break;
                 case ARG_SOURCE:
                 case ARG_ATTACH:
-                        if (n_mounts == ELEMENTSOF(mounts) ||
-                            parse_mount(optarg, opt == ARG_ATTACH, &mounts[n_mounts]) < 0) {
+                        if (n_mounts == ELEMENTSOF(mounts)) {
+                                fprintf(stderr, "codeinterp: at most %d --source/--attach per call\n", MAX_SOURCES);
+                                return EXIT_USAGE;
+                        }
+                        if (parse_mount(optarg, opt == ARG_ATTACH, &mounts[n_mounts]) < 0) {
                                 fprintf(stderr, "codeinterp: bad --%s \"%s\" (want ID=FILE)\n",
                                         opt == ARG_ATTACH ? "attach" : "source", optarg);
                                 return EXIT_USAGE;
@@ -276,16 +280,24 @@ static int cmd_exec(int argc, char **argv) {
                 return EXIT_CONNECT;
         }
 
-        const char *ids[8];
+        const char *ids[MAX_SOURCES];
         CiExecute x = { .summary = summary, .code = code, .code_len = code_len };
         if (n_mounts > 0) {
                 CiMessage err = {};
                 k = ci_invocation_open(c, inv, &err);
                 if (k < 0) {
-                        fprintf(stderr, "codeinterp: invocation.open failed\n");
+                        char code_buf[32], msg[512];
+                        status = EXIT_CONNECT;
+                        if (err.buf) {
+                                str_or(ci_get(&err.unpacked.data, "code"), code_buf, sizeof code_buf, "?");
+                                fprintf(stderr, "codeinterp: invocation.open failed (%s): %s\n", code_buf,
+                                        str_or(ci_get(&err.unpacked.data, "message"), msg, sizeof msg, ""));
+                                status = ci_outcome_exit_status(code_buf);
+                        } else
+                                fprintf(stderr, "codeinterp: invocation.open failed: %s\n", strerror(-k));
                         ci_message_done(&err);
                         ci_close(c);
-                        return EXIT_CONNECT;
+                        return status;
                 }
                 for (size_t i = 0; i < n_mounts; i++) {
                         _cleanup_free_ char *data = NULL, *text = NULL;
@@ -410,8 +422,14 @@ static int cmd_simple(const char *what) {
         }
         ci_json_write(stdout, &m.unpacked.data);
         fputc('\n', stdout);
+        /* An error reply is printed like a reply, and its code decides the status. */
+        if (!strcmp(ci_message_type(&m) ?: "", "error")) {
+                char code_buf[32];
+                k = ci_outcome_exit_status(str_or(ci_get(&m.unpacked.data, "code"), code_buf, sizeof code_buf, "?"));
+        } else
+                k = 0;
         ci_message_done(&m);
-        return 0;
+        return k;
 }
 
 int main(int argc, char **argv) {

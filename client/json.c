@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 static void write_string(FILE *f, const char *s, size_t n) {
-        const uint8_t *p = (const uint8_t *)s, *end = p + n;
+        const uint8_t *p = (const uint8_t *) s, *end = p + n;
 
         fputc('"', f);
         while (p < end) {
@@ -36,7 +36,7 @@ static void write_string(FILE *f, const char *s, size_t n) {
                 } else {
                         /* Pass valid sequences through, replace anything else. */
                         size_t need = c >= 0xF0 && c <= 0xF4 ? 3 : c >= 0xE0 ? 2 : c >= 0xC2 && c <= 0xDF ? 1 : 0;
-                        bool ok = need > 0 && c <= 0xF4 && (size_t)(end - p) > need;
+                        bool ok = need > 0 && c <= 0xF4 && (size_t) (end - p) > need;
                         for (size_t i = 1; ok && i <= need; i++)
                                 ok = (p[i] & 0xC0) == 0x80;
                         if (ok) {
@@ -56,7 +56,7 @@ static void write_base64(FILE *f, const uint8_t *p, size_t n) {
         fputc('"', f);
         for (size_t i = 0; i < n; i += 3) {
                 uint32_t v =
-                        (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+                        (uint32_t) p[i] << 16 | (i + 1 < n ? (uint32_t) p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
                 fputc(tbl[v >> 18 & 63], f);
                 fputc(tbl[v >> 12 & 63], f);
                 fputc(i + 1 < n ? tbl[v >> 6 & 63] : '=', f);
@@ -90,7 +90,7 @@ void ci_json_write(FILE *f, const msgpack_object *o) {
                 write_string(f, o->via.str.ptr, o->via.str.size);
                 break;
         case MSGPACK_OBJECT_BIN:
-                write_base64(f, (const uint8_t *)o->via.bin.ptr, o->via.bin.size);
+                write_base64(f, (const uint8_t *) o->via.bin.ptr, o->via.bin.size);
                 break;
         case MSGPACK_OBJECT_ARRAY:
                 fputc('[', f);

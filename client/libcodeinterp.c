@@ -34,7 +34,7 @@ int ci_connect(const char *path, CiClient **ret) {
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
                 return -errno;
         c = calloc(1, sizeof *c);
         if (!c)
@@ -60,7 +60,7 @@ int ci_send(CiClient *c, const msgpack_sbuffer *sb) {
         uint8_t hdr[4];
         int k;
 
-        frame_put_len(hdr, (uint32_t)sb->size);
+        frame_put_len(hdr, (uint32_t) sb->size);
         if ((k = write_full(c->fd, hdr, 4)) < 0)
                 return k;
         return write_full(c->fd, sb->data, sb->size);

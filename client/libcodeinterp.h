@@ -48,7 +48,7 @@ typedef void (*CiProgressFn)(const msgpack_object *progress, void *userdata);
 int ci_connect(const char *path, CiClient **ret);
 void ci_close(CiClient *c);
 int ci_fd(const CiClient *c);
-/* Lowest level: send one map built in sb; receive one message (max_bytes bounds it). */
+/* Lowest level: send one map built in sb; receive one message (at most 64 MiB). */
 int ci_send(CiClient *c, const msgpack_sbuffer *sb);
 int ci_recv(CiClient *c, CiMessage *ret);
 void ci_message_done(CiMessage *m);

@@ -34,7 +34,7 @@ typedef struct Policy {
 
         /* Sandbox limits. */
         uint64_t memory_bytes;         /* memoryBytes: RLIMIT_AS, 536870912 */
-        uint32_t cpu_seconds;          /* cpuSeconds: RLIMIT_CPU soft, 30 (hard = soft + 1) */
+        uint32_t cpu_seconds;          /* cpuSeconds: RLIMIT_CPU (soft = hard), 30 */
         uint64_t file_bytes;           /* maxFileBytes: RLIMIT_FSIZE, 16777216 */
         uint32_t open_files;           /* maxOpenFiles: RLIMIT_NOFILE, 64 */
         uint32_t processes;            /* maxProcesses: RLIMIT_NPROC (threads), 16 */
@@ -72,7 +72,7 @@ typedef struct Policy {
 
         /* Worker start. */
         PolicyWorkerStart worker_start; /* workerStart: exec | zygote; exec */
-        uint32_t zygote_max_calls;      /* zygoteMaxCalls: 10000, then the zygote re-execs */
+        uint32_t zygote_max_calls;      /* zygoteMaxCalls: 10000, then a new zygote replaces it */
         uint32_t zygote_max_seconds;    /* zygoteMaxSeconds: 3600 */
         uint32_t zygote_pool_size;      /* zygotePoolSize: 2 workers kept pre-started, 0 = none */
 

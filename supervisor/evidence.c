@@ -114,7 +114,7 @@ static void pack_all(msgpack_sbuffer *sb, const ResultContext *ctx, const Runner
         mp_pack_cstr(&pk, "exitStatus");
         if (c->started && res->start_usec) {
                 msgpack_pack_map(&pk, 5);
-                mp_pack_kv_uint(&pk, "pid", (uint64_t)res->pid);
+                mp_pack_kv_uint(&pk, "pid", (uint64_t) res->pid);
                 mp_pack_cstr(&pk, "code");
                 if (res->exit_code >= 0)
                         msgpack_pack_int(&pk, res->exit_code);

@@ -97,29 +97,29 @@ static unsigned utf8_encode(uint32_t cp, char out[static 4]) {
 
         switch (n) {
         case 1:
-                out[0] = (char)cp;
+                out[0] = (char) cp;
                 break;
         case 2:
-                out[0] = (char)(0xC0 | (cp >> 6));
-                out[1] = (char)(0x80 | (cp & 0x3F));
+                out[0] = (char) (0xC0 | (cp >> 6));
+                out[1] = (char) (0x80 | (cp & 0x3F));
                 break;
         case 3:
-                out[0] = (char)(0xE0 | (cp >> 12));
-                out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-                out[2] = (char)(0x80 | (cp & 0x3F));
+                out[0] = (char) (0xE0 | (cp >> 12));
+                out[1] = (char) (0x80 | ((cp >> 6) & 0x3F));
+                out[2] = (char) (0x80 | (cp & 0x3F));
                 break;
         default:
-                out[0] = (char)(0xF0 | (cp >> 18));
-                out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-                out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-                out[3] = (char)(0x80 | (cp & 0x3F));
+                out[0] = (char) (0xF0 | (cp >> 18));
+                out[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
+                out[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
+                out[3] = (char) (0x80 | (cp & 0x3F));
                 break;
         }
         return n;
 }
 
 static inline bool utf8_is_continuation(char c) {
-        return ((uint8_t)c & 0xC0) == 0x80;
+        return ((uint8_t) c & 0xC0) == 0x80;
 }
 
 /* Full length of the sequence a lead byte starts, or 0 if it cannot start one. */
@@ -154,12 +154,12 @@ static inline bool utf8_second_ok(uint8_t lead, uint8_t b) {
 static uint32_t utf8_decode_complete(const uint8_t *p, unsigned n) {
         switch (n) {
         case 2:
-                return (uint32_t)(p[0] & 0x1F) << 6 | (uint32_t)(p[1] & 0x3F);
+                return (uint32_t) (p[0] & 0x1F) << 6 | (uint32_t) (p[1] & 0x3F);
         case 3:
-                return (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 | (uint32_t)(p[2] & 0x3F);
+                return (uint32_t) (p[0] & 0x0F) << 12 | (uint32_t) (p[1] & 0x3F) << 6 | (uint32_t) (p[2] & 0x3F);
         default:
-                return (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3F) << 12 | (uint32_t)(p[2] & 0x3F) << 6 |
-                       (uint32_t)(p[3] & 0x3F);
+                return (uint32_t) (p[0] & 0x07) << 18 | (uint32_t) (p[1] & 0x3F) << 12 | (uint32_t) (p[2] & 0x3F) << 6 |
+                       (uint32_t) (p[3] & 0x3F);
         }
 }
 
@@ -172,33 +172,33 @@ static uint64_t sat_mul4(uint64_t x) {
 static int fit_stream_reserve(FitStream *s, uint64_t chars) {
         if (s->head_chars < s->head_max) {
                 uint64_t n = MIN(chars, s->head_max - s->head_chars);
-                uint64_t want = (uint64_t)s->head_bytes + sat_mul4(n);
+                uint64_t want = (uint64_t) s->head_bytes + sat_mul4(n);
 
-                want = MIN(want, (uint64_t)s->head_alloc_max);
+                want = MIN(want, (uint64_t) s->head_alloc_max);
                 if (want > s->head_alloc) {
-                        uint64_t a = MAX(want, (uint64_t)s->head_alloc * 2);
-                        a = MIN(a, (uint64_t)s->head_alloc_max);
-                        char *h = realloc(s->head, (size_t)a);
+                        uint64_t a = MAX(want, (uint64_t) s->head_alloc * 2);
+                        a = MIN(a, (uint64_t) s->head_alloc_max);
+                        char *h = realloc(s->head, (size_t) a);
                         if (!h)
                                 return -ENOMEM;
                         s->head = h;
-                        s->head_alloc = (size_t)a;
+                        s->head_alloc = (size_t) a;
                 }
                 /* Characters beyond the head's remaining room go to the ring. */
                 chars -= n;
         }
 
         if (chars > 0 && s->ring_count < s->ring_max) {
-                uint64_t want = (uint64_t)s->ring_count + MIN(chars, (uint64_t)(s->ring_max - s->ring_count));
+                uint64_t want = (uint64_t) s->ring_count + MIN(chars, (uint64_t) (s->ring_max - s->ring_count));
 
                 if (want > s->ring_alloc) {
-                        uint64_t a = MAX(want, (uint64_t)s->ring_alloc * 2);
-                        a = MIN(a, (uint64_t)s->ring_max);
-                        uint32_t *r = reallocarray(s->ring, (size_t)a, sizeof(uint32_t));
+                        uint64_t a = MAX(want, (uint64_t) s->ring_alloc * 2);
+                        a = MIN(a, (uint64_t) s->ring_max);
+                        uint32_t *r = reallocarray(s->ring, (size_t) a, sizeof(uint32_t));
                         if (!r)
                                 return -ENOMEM;
                         s->ring = r;
-                        s->ring_alloc = (size_t)a;
+                        s->ring_alloc = (size_t) a;
                 }
         }
 
@@ -264,9 +264,9 @@ int fit_stream_new(uint64_t ceiling, FitStream **ret) {
 
         s->tail_max = ceiling / 4;
         s->head_max = ceiling - s->tail_max;
-        s->head_alloc_max = (size_t)MIN(sat_mul4(s->head_max), (uint64_t)SIZE_MAX);
+        s->head_alloc_max = (size_t) MIN(sat_mul4(s->head_max), (uint64_t) SIZE_MAX);
         /* An array of more than SIZE_MAX / 4 code points could never be allocated anyway. */
-        s->ring_max = (size_t)MIN(s->tail_max, (uint64_t)(SIZE_MAX / sizeof(uint32_t)));
+        s->ring_max = (size_t) MIN(s->tail_max, (uint64_t) (SIZE_MAX / sizeof(uint32_t)));
 
         *ret = s;
         return 0;
@@ -296,7 +296,7 @@ int fit_stream_feed(FitStream *s, const void *buf, size_t len) {
         /* Each input byte yields at most one character of its own, plus at most one
          * U+FFFD for a pending prefix it interrupts; and a prefix can only be interrupted
          * once. So len bytes produce at most len + 1 characters. */
-        r = fit_stream_reserve(s, (uint64_t)len + 1);
+        r = fit_stream_reserve(s, (uint64_t) len + 1);
         if (r < 0)
                 return r;
 
@@ -324,7 +324,7 @@ int fit_stream_feed(FitStream *s, const void *buf, size_t len) {
                         continue;
                 }
 
-                bool ok = s->pending_len == 1 ? utf8_second_ok(s->pending[0], b) : utf8_is_continuation((char)b);
+                bool ok = s->pending_len == 1 ? utf8_second_ok(s->pending[0], b) : utf8_is_continuation((char) b);
                 if (!ok) {
                         /* The pending prefix is a maximal subpart: one U+FFFD for all of it.
                          * b is not consumed; it is looked at again as a potential lead. */
@@ -372,7 +372,7 @@ int fit_stream_finish(FitStream *s, FitText *ret) {
         s->finished = true;
 
         /* head_bytes + ring_bytes is what we hold in memory, so it fits in size_t. */
-        size_t text_bytes = s->head_bytes + (size_t)s->ring_bytes;
+        size_t text_bytes = s->head_bytes + (size_t) s->ring_bytes;
         _cleanup_free_ char *text = malloc(text_bytes + 1);
         if (!text)
                 return -ENOMEM;

@@ -65,7 +65,7 @@ static int on_ttl(sd_event_source *s, uint64_t usec, void *userdata) {
 void inv_touch(Invocation *inv) {
         if (!inv->ttl)
                 return;
-        sd_event_source_set_time_relative(inv->ttl, (uint64_t)inv->reg->policy->invocation_ttl_ms * 1000);
+        sd_event_source_set_time_relative(inv->ttl, (uint64_t) inv->reg->policy->invocation_ttl_ms * 1000);
         sd_event_source_set_enabled(inv->ttl, SD_EVENT_ONESHOT);
 }
 
@@ -89,7 +89,7 @@ int inv_open(InvRegistry *reg, void *conn, uid_t uid, bool anonymous, Invocation
                 return -ENOMEM;
         /* 128 random bits: an ID cannot be guessed, and it is only honoured on its own
          * connection anyway. */
-        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd) {
                 free(inv);
                 return -EIO;
         }
@@ -101,7 +101,7 @@ int inv_open(InvRegistry *reg, void *conn, uid_t uid, bool anonymous, Invocation
         inv->anonymous = anonymous;
         if (!anonymous) {
                 k = sd_event_add_time_relative(reg->event, &inv->ttl, CLOCK_MONOTONIC,
-                                               (uint64_t)reg->policy->invocation_ttl_ms * 1000, 1000000, on_ttl, inv);
+                                               (uint64_t) reg->policy->invocation_ttl_ms * 1000, 1000000, on_ttl, inv);
                 if (k < 0) {
                         free(inv);
                         return k;
@@ -165,7 +165,7 @@ static char *dup_bytes(const ProtoBytes *b) {
 
 int inv_put_source(Invocation *inv, const ProtoRequest *req, char *err, size_t errlen, Source **ret) {
         const Policy *p = inv->reg->policy;
-        uint64_t size = (uint64_t)req->text.len + req->original.len;
+        uint64_t size = (uint64_t) req->text.len + req->original.len;
         Source *s, **ns;
 
         if (inv_get_source(inv, req->source_id.ptr, req->source_id.len)) {
@@ -179,7 +179,7 @@ int inv_put_source(Invocation *inv, const ProtoRequest *req, char *err, size_t e
         }
         if (inv->bytes + size > p->max_invocation_bytes) {
                 snprintf(err, errlen, "the source would take the invocation past maxInvocationBytes (%llu)",
-                         (unsigned long long)p->max_invocation_bytes);
+                         (unsigned long long) p->max_invocation_bytes);
                 return -ENOSPC;
         }
         s = calloc(1, sizeof *s);

@@ -143,7 +143,7 @@ static int load_worker(int *ret_fd) {
                         return log_error_errno(errno, "Reading \"%s\" failed: %m", path);
                 if (n == 0)
                         break;
-                if (write_full(mfd, buf, (size_t)n) < 0)
+                if (write_full(mfd, buf, (size_t) n) < 0)
                         return log_error_errno(errno, "Copying the worker failed: %m");
         }
         if (fchmod(mfd, 0555) < 0 ||
@@ -190,25 +190,37 @@ static int make_socket(int *ret_fd) {
                 if (lstat(arg_socket, &st) == 0) {
                         if (!S_ISSOCK(st.st_mode))
                                 return log_error_errno(EEXIST, "\"%s\" exists and is not a socket", arg_socket);
-                        if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0)
+                        if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof sa) == 0)
                                 return log_error_errno(EADDRINUSE, "Another supervisor is listening on \"%s\"",
                                                        arg_socket);
                         unlink(arg_socket);
                 }
         }
 
+        /* Bind under a temporary name, finish (mode, group, listen), then rename into
+         * place: a client that sees the path can connect, with the final permissions. */
+        char tmp[sizeof sa.sun_path];
+        n = snprintf(tmp, sizeof tmp, "%s.%d.tmp", arg_socket, (int) getpid());
+        if (n < 0 || (size_t) n >= sizeof tmp)
+                return log_error_errno(ENAMETOOLONG, "Socket path \"%s\" is too long", arg_socket);
+        strcpy(sa.sun_path, tmp);
+        (void) unlink(tmp);
         old = umask(0177);
-        n = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+        n = bind(fd, (struct sockaddr *) &sa, sizeof sa);
         umask(old);
         if (n < 0)
-                return log_error_errno(errno, "Binding \"%s\" failed: %m", arg_socket);
-        socket_created = true;
-        if (policy.has_socket_group) {
-                if (chown(arg_socket, (uid_t)-1, policy.socket_group) < 0 || chmod(arg_socket, 0660) < 0)
-                        return log_error_errno(errno, "Setting the socket's group failed: %m");
+                return log_error_errno(errno, "Binding \"%s\" failed: %m", tmp);
+        if (policy.has_socket_group && (chown(tmp, (uid_t) -1, policy.socket_group) < 0 || chmod(tmp, 0660) < 0)) {
+                n = -errno;
+                unlink(tmp);
+                return log_error_errno(n, "Setting the socket's group failed: %m");
         }
-        if (listen(fd, 128) < 0)
-                return log_error_errno(errno, "listen failed: %m");
+        if (listen(fd, 128) < 0 || rename(tmp, arg_socket) < 0) {
+                n = -errno;
+                unlink(tmp);
+                return log_error_errno(n, "Listening on \"%s\" failed: %m", arg_socket);
+        }
+        socket_created = true;
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
@@ -228,7 +240,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
         if (shutdown_started)
                 return 0;
-        log_info("Received %s: stopping", strsignal((int)si->ssi_signo));
+        log_info("Received %s: stopping", strsignal((int) si->ssi_signo));
         sd_notify(0, "STOPPING=1");
         shutdown_started = now_usec();
         server_shutdown(server);

@@ -100,7 +100,7 @@ static int get_text(const msgpack_object *root, const char *key, bool required, 
                 return fail(err, OUTCOME_INVALID_INPUT, "field \"%s\" is not valid UTF-8", key);
         if (chars > max_chars)
                 return fail(err, OUTCOME_INVALID_INPUT, "field \"%s\" has %llu characters, more than %llu", key,
-                            (unsigned long long)chars, (unsigned long long)max_chars);
+                            (unsigned long long) chars, (unsigned long long) max_chars);
         *ret = (ProtoBytes){ o->via.str.ptr, o->via.str.size };
         if (ret_chars)
                 *ret_chars = chars;
@@ -151,7 +151,7 @@ static int decode_execute(const msgpack_object *root, const Policy *p, ProtoRequ
                 return k;
         if (r->code_chars > p->max_code_characters)
                 return fail(err, OUTCOME_INVALID_INPUT, "code has %llu characters, more than maxCodeCharacters (%u)",
-                            (unsigned long long)r->code_chars, p->max_code_characters);
+                            (unsigned long long) r->code_chars, p->max_code_characters);
         if (only_whitespace(r->code.ptr, r->code.len))
                 return fail(err, OUTCOME_INVALID_INPUT, "code is empty");
         if ((k = decode_invocation(root, false, r, err)) < 0)
@@ -217,9 +217,9 @@ static int decode_source_put(const msgpack_object *root, const Policy *p, ProtoR
                 if ((k = get_text(root, "origin", false, PROTO_META_MAX_CHARS, &r->origin, NULL, err)) < 0)
                         return k;
         }
-        if ((uint64_t)r->text.len + r->original.len > p->max_source_bytes)
+        if ((uint64_t) r->text.len + r->original.len > p->max_source_bytes)
                 return fail(err, OUTCOME_INVALID_INPUT, "source is %zu bytes, more than maxSourceBytes (%llu)",
-                            r->text.len + r->original.len, (unsigned long long)p->max_source_bytes);
+                            r->text.len + r->original.len, (unsigned long long) p->max_source_bytes);
         return 0;
 }
 
@@ -267,7 +267,7 @@ int proto_decode_request(const void *buf, size_t len, const Policy *p, ProtoRequ
                         if (o->via.str.size == key->via.str.size &&
                             memcmp(o->via.str.ptr, key->via.str.ptr, key->via.str.size) == 0) {
                                 k = fail(err, OUTCOME_INVALID_INPUT, "duplicate field \"%.*s\"",
-                                         (int)MIN(key->via.str.size, 64u), key->via.str.ptr);
+                                         (int) MIN(key->via.str.size, 64u), key->via.str.ptr);
                                 goto out;
                         }
                 }
@@ -281,9 +281,9 @@ int proto_decode_request(const void *buf, size_t len, const Policy *p, ProtoRequ
         r.op = _PROTO_OP_MAX;
         for (int i = 0; i < _PROTO_OP_MAX; i++)
                 if (mp_str_eq(op, op_names[i]))
-                        r.op = (ProtoOp)i;
+                        r.op = (ProtoOp) i;
         if (r.op == _PROTO_OP_MAX) {
-                k = fail(err, OUTCOME_INVALID_INPUT, "unknown op \"%.*s\"", (int)MIN(op->via.str.size, 64u),
+                k = fail(err, OUTCOME_INVALID_INPUT, "unknown op \"%.*s\"", (int) MIN(op->via.str.size, 64u),
                          op->via.str.ptr);
                 goto out;
         }
@@ -295,7 +295,7 @@ int proto_decode_request(const void *buf, size_t len, const Policy *p, ProtoRequ
                         ok = mp_str_eq(key, allowed_fields[r.op][j]);
                 if (!ok) {
                         k = fail(err, OUTCOME_INVALID_INPUT, "field \"%.*s\" is not accepted by %s",
-                                 (int)MIN(key->via.str.size, 64u), key->via.str.ptr, op_names[r.op]);
+                                 (int) MIN(key->via.str.size, 64u), key->via.str.ptr, op_names[r.op]);
                         goto out;
                 }
         }

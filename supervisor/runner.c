@@ -16,11 +16,16 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clone.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "worker/plan.h"
 
 #define READ_CHUNK 65536
+/* RLIMIT_CPU is enforced on the scheduler's precise runtime, rusage reports tick-sampled
+ * time that can lag it by a few ticks per hundred: an unexplained SIGKILL within this
+ * much of the limit is the limit. */
+#define CPU_LIMIT_SLACK_USEC(limit_usec) MAX(200000ULL, (limit_usec) / 5)
 
 enum { CH_OUT, CH_ERR, CH_RESULT, CH_REPORT, _CH_MAX };
 
@@ -78,15 +83,15 @@ static int read_channel(Runner *r, int ch) {
                 if (n == 0)
                         return 1;
                 if (ch == CH_REPORT) {
-                        size_t max = (size_t)r->policy->max_worker_message_bytes + 4;
-                        if (r->report_len + (size_t)n > max) {
+                        size_t max = (size_t) r->policy->max_worker_message_bytes + 4;
+                        if (r->report_len + (size_t) n > max) {
                                 r->report_overflow = true;
                                 return 1; /* stop reading; the worker is killed */
                         }
-                        memcpy(r->report + r->report_len, buf, (size_t)n);
-                        r->report_len += (size_t)n;
+                        memcpy(r->report + r->report_len, buf, (size_t) n);
+                        r->report_len += (size_t) n;
                 } else {
-                        int k = fit_stream_feed(r->streams[ch], buf, (size_t)n);
+                        int k = fit_stream_feed(r->streams[ch], buf, (size_t) n);
                         if (k < 0)
                                 return k;
                 }
@@ -116,9 +121,9 @@ static void classify(Runner *r, int status, const struct rusage *ru, RunnerResul
         bool have_report = false;
         int k;
 
-        res->cpu_usec = (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec +
-                        (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec;
-        res->max_rss_kb = (uint64_t)ru->ru_maxrss;
+        res->cpu_usec = (uint64_t) ru->ru_utime.tv_sec * 1000000 + (uint64_t) ru->ru_utime.tv_usec +
+                        (uint64_t) ru->ru_stime.tv_sec * 1000000 + (uint64_t) ru->ru_stime.tv_usec;
+        res->max_rss_kb = (uint64_t) ru->ru_maxrss;
         res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 
@@ -150,7 +155,7 @@ static void classify(Runner *r, int status, const struct rusage *ru, RunnerResul
         /* Exactly one well-formed frame, or nothing. */
         if (r->report_len > 0) {
                 uint32_t n = r->report_len >= 4 ? frame_get_len(r->report) : 0;
-                if (r->report_len < 4 || (size_t)n + 4 != r->report_len ||
+                if (r->report_len < 4 || (size_t) n + 4 != r->report_len ||
                     (k = report_parse(r->report + 4, n, r->policy->max_output_characters, &rep)) < 0) {
                         res->outcome = OUTCOME_WORKER_ERROR;
                         snprintf(res->detail, sizeof res->detail, "the worker sent a malformed report");
@@ -174,7 +179,11 @@ static void classify(Runner *r, int status, const struct rusage *ru, RunnerResul
                 if (have_report)
                         report_done(&rep);
                 res->partial = true;
-                if (sig == SIGXCPU || (sig == SIGKILL && res->cpu_usec >= (uint64_t)r->policy->cpu_seconds * 1000000)) {
+                /* RLIMIT_CPU's SIGKILL: the worker is init in its pid namespace, so the soft
+                 * limit's SIGXCPU does nothing and soft == hard. */
+                uint64_t limit_usec = (uint64_t) r->policy->cpu_seconds * 1000000;
+                if (sig == SIGXCPU ||
+                    (sig == SIGKILL && res->cpu_usec + CPU_LIMIT_SLACK_USEC(limit_usec) >= limit_usec)) {
                         res->outcome = OUTCOME_RESOURCE_LIMIT;
                         res->limit = "cpu";
                         snprintf(res->detail, sizeof res->detail, "CPU time limit (%u s) reached",
@@ -224,7 +233,7 @@ static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *use
         r->pid_source = sd_event_source_disable_unref(r->pid_source);
         res.pid = r->pid;
         if (p < 0) {
-                log_warning_errno(errno, "wait4(%d) failed: %m", (int)r->pid);
+                log_warning_errno(errno, "wait4(%d) failed: %m", (int) r->pid);
                 status = W_EXITCODE(127, 0);
         }
         r->pid = 0;
@@ -265,7 +274,7 @@ void runner_kill(Runner *r, RunnerKill why) {
         if (r->kill == RUNNER_KILL_NONE)
                 r->kill = why;
         if (syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
-                log_warning_errno(errno, "pidfd_send_signal(%d) failed: %m", (int)r->pid);
+                log_warning_errno(errno, "pidfd_send_signal(%d) failed: %m", (int) r->pid);
 }
 
 Runner *runner_free(Runner *r) {
@@ -301,12 +310,12 @@ static int write_id_map(pid_t pid, const char *which, unsigned id) {
         _cleanup_close_ int fd = -1;
         int n;
 
-        snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, which);
+        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
         fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         n = snprintf(line, sizeof line, "%u %u 1\n", id, id);
-        if (write(fd, line, (size_t)n) != n)
+        if (write(fd, line, (size_t) n) != n)
                 return -errno;
         return 0;
 }
@@ -386,7 +395,7 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
         r->userdata = userdata;
         for (int ch = 0; ch < _CH_MAX; ch++)
                 r->fds[ch] = -1;
-        r->report = malloc((size_t)p->max_worker_message_bytes + 4);
+        r->report = malloc((size_t) p->max_worker_message_bytes + 4);
         if (!r->report) {
                 k = -ENOMEM;
                 goto fail;
@@ -428,15 +437,11 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                 goto started;
         }
 
-        struct clone_args args = {
-                .flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-                         CLONE_NEWCGROUP | CLONE_PIDFD,
-                .pidfd = (uint64_t)(uintptr_t)&pidfd,
-                .exit_signal = SIGCHLD,
-        };
-        pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+        pid = clone_with_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+                                       CLONE_NEWCGROUP,
+                               SIGCHLD, &pidfd);
         if (pid < 0) {
-                k = -errno;
+                k = pid;
                 goto fail;
         }
         if (pid == 0) {

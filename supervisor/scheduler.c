@@ -224,7 +224,7 @@ static int on_heartbeat(sd_event_source *src, uint64_t usec, void *userdata) {
         if (c->state != CALL_RUNNING)
                 return 0;
         c->sched->cb.progress(c, "running", c->sched->userdata);
-        sd_event_source_set_time(src, usec + (uint64_t)c->sched->policy->heartbeat_ms * 1000);
+        sd_event_source_set_time(src, usec + (uint64_t) c->sched->policy->heartbeat_ms * 1000);
         sd_event_source_set_enabled(src, SD_EVENT_ON);
         return 0;
 }
@@ -257,7 +257,7 @@ static void start_call(Scheduler *s, Call *c) {
                 RunnerResult res = { .outcome = OUTCOME_WORKER_ERROR, .exit_code = -1 };
                 snprintf(res.detail, sizeof res.detail, "could not start a worker: %s", strerror(-k));
                 res.start_usec = res.end_usec = now_usec();
-                log_warning_errno(k, "Could not start a worker for call %llu: %m", (unsigned long long)c->call_id);
+                log_warning_errno(k, "Could not start a worker for call %llu: %m", (unsigned long long) c->call_id);
                 finish(s, c, &res);
                 return;
         }
@@ -266,7 +266,7 @@ static void start_call(Scheduler *s, Call *c) {
         s->cb.progress(c, "started", s->userdata);
         if (s->policy->heartbeat_ms > 0 &&
             sd_event_add_time_relative(s->event, &c->heartbeat, CLOCK_MONOTONIC,
-                                       (uint64_t)s->policy->heartbeat_ms * 1000, 1000, on_heartbeat, c) < 0)
+                                       (uint64_t) s->policy->heartbeat_ms * 1000, 1000, on_heartbeat, c) < 0)
                 c->heartbeat = NULL;
 }
 
@@ -326,13 +326,14 @@ Scheduler *sched_free(Scheduler *s) {
 int sched_submit(Scheduler *s, Call *c) {
         int k;
 
-        if (s->n_queued >= s->policy->max_queued_calls)
+        /* maxQueuedCalls bounds the calls that wait; one that can start at once never waits. */
+        if (s->n_queued >= s->policy->max_queued_calls && !(s->n_running < s->capacity && !s->queue))
                 return -EBUSY;
         c->sched = s;
         c->admit_usec = now_usec();
         c->seq = ++s->seq;
         k = sd_event_add_time(s->event, &c->deadline, CLOCK_MONOTONIC,
-                              c->admit_usec + (uint64_t)s->policy->timeout_ms * 1000, 1, on_deadline, c);
+                              c->admit_usec + (uint64_t) s->policy->timeout_ms * 1000, 1, on_deadline, c);
         if (k < 0)
                 return k;
         c->state = CALL_QUEUED;

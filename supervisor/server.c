@@ -66,7 +66,9 @@ static void conn_free(Connection *c);
 
 static int conn_update_events(Connection *c) {
         uint32_t ev = c->closing ? 0 : EPOLLIN;
-        if (c->out_len > c->out_off)
+        /* A closing connection waits to be writable: at once if nothing is pending, and
+         * on_conn_io then frees it. */
+        if (c->out_len > c->out_off || c->closing)
                 ev |= EPOLLOUT;
         return sd_event_source_set_io_events(c->source, ev);
 }
@@ -81,7 +83,7 @@ static int conn_flush(Connection *c) {
                                 break;
                         return -errno;
                 }
-                c->out_off += (size_t)n;
+                c->out_off += (size_t) n;
         }
         if (c->out_off == c->out_len)
                 c->out_off = c->out_len = 0;
@@ -101,7 +103,7 @@ static int conn_send(Connection *c, const msgpack_sbuffer *sb) {
                 c->out_off = c->out_len = 0;
         need = c->out_len - c->out_off + 4 + sb->size;
         if (need > p->max_connection_output_bytes) {
-                log_notice("Connection from uid %u does not read its replies; closing it", (unsigned)c->peer.uid);
+                log_notice("Connection from uid %u does not read its replies; closing it", (unsigned) c->peer.uid);
                 return -ENOBUFS;
         }
         if (c->out_off > 0) {
@@ -117,7 +119,7 @@ static int conn_send(Connection *c, const msgpack_sbuffer *sb) {
                 c->out = n;
                 c->out_cap = ncap;
         }
-        frame_put_len(c->out + c->out_len, (uint32_t)sb->size);
+        frame_put_len(c->out + c->out_len, (uint32_t) sb->size);
         memcpy(c->out + c->out_len + 4, sb->data, sb->size);
         c->out_len += 4 + sb->size;
         k = conn_flush(c);
@@ -161,14 +163,18 @@ static void release_inputs(Call *call) {
                 call->input_refs[i] = source_unref(call->input_refs[i]);
 }
 
-static void progress_pack(msgpack_sbuffer *sb, Call *call, const char *phase, const char *outcome, Scheduler *sched) {
+/* Metadata only: never code, output, source IDs, paths or exception text. Sizes come
+ * from the live streams while running and from the fitted result at the end. */
+static void progress_pack(msgpack_sbuffer *sb, const Policy *p, Call *call, const char *phase, const RunnerResult *res,
+                          Scheduler *sched) {
         msgpack_packer pk;
         uint64_t now = now_usec();
-        uint64_t out_chars = call->runner ? runner_stdout_chars(call->runner) : 0;
-        uint64_t err_chars = call->runner ? runner_stderr_chars(call->runner) : 0;
+        uint64_t out_chars = res ? res->out.total_chars : call->runner ? runner_stdout_chars(call->runner) : 0;
+        uint64_t err_chars = res ? res->err.total_chars : call->runner ? runner_stderr_chars(call->runner) : 0;
+        uint64_t ceiling = p->max_output_characters;
 
         msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-        msgpack_pack_map(&pk, 9);
+        msgpack_pack_map(&pk, 11);
         mp_pack_kv_uint(&pk, "id", call->request_id);
         mp_pack_kv_str(&pk, "type", "progress");
         mp_pack_kv_uint(&pk, "callId", call->call_id);
@@ -181,7 +187,9 @@ static void progress_pack(msgpack_sbuffer *sb, Call *call, const char *phase, co
                 msgpack_pack_nil(&pk);
         mp_pack_kv_uint(&pk, "stdoutCharacters", out_chars);
         mp_pack_kv_uint(&pk, "stderrCharacters", err_chars);
-        mp_pack_kv_str(&pk, "outcome", outcome);
+        mp_pack_kv_uint(&pk, "stdoutOmittedCharacters", out_chars > ceiling ? out_chars - ceiling : 0);
+        mp_pack_kv_uint(&pk, "stderrOmittedCharacters", err_chars > ceiling ? err_chars - ceiling : 0);
+        mp_pack_kv_str(&pk, "outcome", res ? outcome_to_string(res->outcome) : NULL);
 }
 
 static void on_progress(Call *call, const char *phase, void *userdata) {
@@ -192,7 +200,7 @@ static void on_progress(Call *call, const char *phase, void *userdata) {
         if (!c || c->closing)
                 return;
         msgpack_sbuffer_init(&sb);
-        progress_pack(&sb, call, phase, NULL, s->sched);
+        progress_pack(&sb, s->policy, call, phase, NULL, s->sched);
         conn_send_or_drop(c, &sb);
         msgpack_sbuffer_destroy(&sb);
 }
@@ -207,7 +215,7 @@ static void on_finished(Call *call, RunnerResult *res, void *userdata) {
 
         if (c && !c->closing) {
                 msgpack_sbuffer_init(&sb);
-                progress_pack(&sb, call, "finished", outcome_to_string(res->outcome), NULL);
+                progress_pack(&sb, s->policy, call, "finished", res, NULL);
                 conn_send_or_drop(c, &sb);
                 msgpack_sbuffer_destroy(&sb);
         }
@@ -238,7 +246,7 @@ static void on_finished(Call *call, RunnerResult *res, void *userdata) {
                 k = result_pack(&sb, &ctx, res);
                 if (k < 0) {
                         log_error_errno(k, "Could not fit the result of call %llu: %m",
-                                        (unsigned long long)call->call_id);
+                                        (unsigned long long) call->call_id);
                         msgpack_sbuffer_clear(&sb);
                         proto_pack_error(&sb, true, call->request_id, OUTCOME_WORKER_ERROR,
                                          "the result could not be fitted into maxResultBytes");
@@ -246,7 +254,7 @@ static void on_finished(Call *call, RunnerResult *res, void *userdata) {
                 conn_send_or_drop(c, &sb);
                 msgpack_sbuffer_destroy(&sb);
         }
-        log_info("call %llu finished: %s (%s)", (unsigned long long)call->call_id, outcome_to_string(res->outcome),
+        log_info("call %llu finished: %s (%s)", (unsigned long long) call->call_id, outcome_to_string(res->outcome),
                  call->started ? "worker started" : "no worker");
         runner_result_done(res);
 
@@ -319,7 +327,7 @@ static void handle_hello(Connection *c, const ProtoRequest *req) {
         mp_pack_cstr(&pk, "outcomes");
         msgpack_pack_array(&pk, _OUTCOME_MAX);
         for (int i = 0; i < _OUTCOME_MAX; i++)
-                mp_pack_cstr(&pk, outcome_to_string((Outcome)i));
+                mp_pack_cstr(&pk, outcome_to_string((Outcome) i));
         conn_send_or_drop(c, &sb);
         msgpack_sbuffer_destroy(&sb);
 }
@@ -341,11 +349,11 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
         mp_pack_kv_uint(&pk, "finishedTotal", st.finished_total);
         mp_pack_kv_uint(&pk, "maxRunningSeen", st.max_running_seen);
         mp_pack_kv_uint(&pk, "connections", c->server->n_conns);
-        mp_pack_kv_uint(&pk, "pid", (uint64_t)getpid());
+        mp_pack_kv_uint(&pk, "pid", (uint64_t) getpid());
         mp_pack_kv_str(&pk, "workerStart", policy_worker_start_to_string(c->server->policy->worker_start));
         mp_pack_cstr(&pk, "zygotePid");
         if (c->server->zygote && zygote_client_pid(c->server->zygote) > 0)
-                msgpack_pack_uint64(&pk, (uint64_t)zygote_client_pid(c->server->zygote));
+                msgpack_pack_uint64(&pk, (uint64_t) zygote_client_pid(c->server->zygote));
         else
                 msgpack_pack_nil(&pk);
         mp_pack_kv_uint(&pk, "zygoteGeneration", c->server->zygote ? zygote_client_generation(c->server->zygote) : 0);
@@ -539,8 +547,8 @@ static void handle_execute(Connection *c, const ProtoRequest *req) {
                 inv->calls_spent++;
                 inv_touch(inv);
         }
-        log_info("call %llu admitted (uid %u, %llu code characters, %zu sources)", (unsigned long long)call->call_id,
-                 (unsigned)c->peer.uid, (unsigned long long)call->code_chars, call->n_inputs);
+        log_info("call %llu admitted (uid %u, %llu code characters, %zu sources)", (unsigned long long) call->call_id,
+                 (unsigned) c->peer.uid, (unsigned long long) call->code_chars, call->n_inputs);
 }
 
 static void handle_frame(Connection *c, const uint8_t *buf, size_t len) {
@@ -593,7 +601,7 @@ static int conn_read(Connection *c) {
                                 return errno == EAGAIN || errno == EINTR ? 0 : -errno;
                         if (n == 0)
                                 return -ECONNRESET;
-                        c->hdr_len += (size_t)n;
+                        c->hdr_len += (size_t) n;
                         if (c->hdr_len < 4)
                                 continue;
                         c->body_want = frame_get_len(c->hdr);
@@ -620,7 +628,7 @@ static int conn_read(Connection *c) {
                                 return errno == EAGAIN || errno == EINTR ? 0 : -errno;
                         if (n == 0)
                                 return -ECONNRESET;
-                        c->body_len += (size_t)n;
+                        c->body_len += (size_t) n;
                         if (c->body_len < c->body_want)
                                 continue;
                 }
@@ -722,7 +730,7 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
 
                 if (!peer_allowed(s->policy, &c->peer)) {
                         log_notice("Refused a connection from uid %u gid %u (not in allowedUids/allowedGids)",
-                                   (unsigned)c->peer.uid, (unsigned)c->peer.gid);
+                                   (unsigned) c->peer.uid, (unsigned) c->peer.gid);
                         send_error(c, false, 0, OUTCOME_PERMISSION_DENIED, "this peer is not allowed");
                         c->closing = true;
                         conn_update_events(c);
@@ -774,7 +782,7 @@ void server_reap_strays(Server *s) {
         _cleanup_close_ int fd = -1;
         ssize_t n;
 
-        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return;
@@ -786,10 +794,10 @@ void server_reap_strays(Server *s) {
                 long pid = strtol(p, &end, 10);
                 if (end == p)
                         break;
-                if (pid <= 0 || sched_owns_pid(s->sched, (pid_t)pid) ||
-                    (s->zygote && zygote_client_pid(s->zygote) == (pid_t)pid))
+                if (pid <= 0 || sched_owns_pid(s->sched, (pid_t) pid) ||
+                    (s->zygote && zygote_client_pid(s->zygote) == (pid_t) pid))
                         continue;
-                if (waitpid((pid_t)pid, NULL, WNOHANG) > 0)
+                if (waitpid((pid_t) pid, NULL, WNOHANG) > 0)
                         log_debug("Reaped stray child %ld", pid);
         }
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clone.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "worker/zygote.h"
@@ -67,7 +68,7 @@ static int on_zygote_exit(sd_event_source *s, int fd, uint32_t revents, void *us
 
         if (waitpid(z->pid, &status, WNOHANG) <= 0)
                 return 0;
-        log_warning("The zygote (pid %d) %s %d; starting a new one", (int)z->pid,
+        log_warning("The zygote (pid %d) %s %d; starting a new one", (int) z->pid,
                     WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         z->pid = 0;
@@ -104,7 +105,7 @@ static int recv_reply(int ctl, ZygoteSpawned *rep, int *ret_fd) {
                                         close(fd);
                         }
                 }
-        if ((size_t)n != sizeof *rep || rep->magic != ZYGOTE_MAGIC) {
+        if ((size_t) n != sizeof *rep || rep->magic != ZYGOTE_MAGIC) {
                 if (*ret_fd >= 0)
                         close(*ret_fd);
                 *ret_fd = -1;
@@ -125,10 +126,9 @@ static int zygote_start(ZygoteClient *z) {
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return -errno;
-        struct clone_args args = { .flags = CLONE_PIDFD, .pidfd = (uint64_t)(uintptr_t)&pidfd, .exit_signal = SIGCHLD };
-        pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+        pid = clone_with_pidfd(0, SIGCHLD, &pidfd);
         if (pid < 0) {
-                k = -errno;
+                k = pid;
                 close(sp[0]);
                 close(sp[1]);
                 return k;
@@ -142,8 +142,8 @@ static int zygote_start(ZygoteClient *z) {
                 int exe = fcntl(z->worker_exec_fd, F_DUPFD_CLOEXEC, 16);
                 int ctl = fcntl(sp[1], F_DUPFD_CLOEXEC, 16);
 
-                snprintf(uid, sizeof uid, "%u", (unsigned)z->policy->worker_uid);
-                snprintf(gid, sizeof gid, "%u", (unsigned)z->policy->worker_gid);
+                snprintf(uid, sizeof uid, "%u", (unsigned) z->policy->worker_uid);
+                snprintf(gid, sizeof gid, "%u", (unsigned) z->policy->worker_gid);
                 snprintf(pool_size, sizeof pool_size, "%u", z->policy->zygote_pool_size);
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
@@ -176,7 +176,7 @@ static int zygote_start(ZygoteClient *z) {
                 zygote_stop(z);
                 return k;
         }
-        log_info("Zygote %u ready (pid %d)", z->generation, (int)z->pid);
+        log_info("Zygote %u ready (pid %d)", z->generation, (int) z->pid);
         return 0;
 }
 
@@ -257,7 +257,7 @@ int zygote_client_spawn(ZygoteClient *z, const int fds[5], pid_t *ret_pid, int *
 
         /* Replace an old zygote before it serves another call. */
         if (z->pid > 0 && (z->calls >= p->zygote_max_calls ||
-                           now_usec() - z->started_usec >= (uint64_t)p->zygote_max_seconds * 1000000)) {
+                           now_usec() - z->started_usec >= (uint64_t) p->zygote_max_seconds * 1000000)) {
                 log_info("Replacing zygote %u after %u calls", z->generation, z->calls);
                 zygote_stop(z);
         }

@@ -54,7 +54,7 @@ static int get_u32(const msgpack_object *m, const char *key, uint32_t *ret) {
                 return r;
         if (v > UINT32_MAX)
                 return -ERANGE;
-        *ret = (uint32_t)v;
+        *ret = (uint32_t) v;
         return 0;
 }
 
@@ -78,10 +78,10 @@ int plan_decode(void *buf, size_t len, WorkerPlan *ret) {
         p.code_len = slen;
         if ((r = mp_get_uint(root, "uid", &u)) < 0)
                 goto fail;
-        p.sandbox.uid = (uid_t)u;
+        p.sandbox.uid = (uid_t) u;
         if ((r = mp_get_uint(root, "gid", &u)) < 0)
                 goto fail;
-        p.sandbox.gid = (gid_t)u;
+        p.sandbox.gid = (gid_t) u;
         if ((r = mp_get_uint(root, "memoryBytes", &p.sandbox.memory_bytes)) < 0 ||
             (r = get_u32(root, "cpuSeconds", &p.sandbox.cpu_seconds)) < 0 ||
             (r = mp_get_uint(root, "fileBytes", &p.sandbox.file_bytes)) < 0 ||

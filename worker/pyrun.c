@@ -402,7 +402,7 @@ static int config_set(PyConfig *config, wchar_t **field, const wchar_t *value) {
 }
 
 static int pyrun_configure(PyConfig *config) {
-        wchar_t *argv[] = { (wchar_t *)L"" };
+        wchar_t *argv[] = { (wchar_t *) L"" };
         const struct {
                 wchar_t **field;
                 const wchar_t *value;
@@ -599,9 +599,9 @@ static PyObject *str_or_none(const char *s) {
 static PyObject *pyrun_build_inputs(const PyrunInput *inputs, size_t n_inputs) {
         _cleanup_pyobj_ PyObject *tuple = NULL;
 
-        if (n_inputs > (size_t)PY_SSIZE_T_MAX)
+        if (n_inputs > (size_t) PY_SSIZE_T_MAX)
                 return PyErr_NoMemory();
-        tuple = PyTuple_New((Py_ssize_t)n_inputs);
+        tuple = PyTuple_New((Py_ssize_t) n_inputs);
         if (!tuple)
                 return NULL;
         for (size_t i = 0; i < n_inputs; i++) {
@@ -617,7 +617,7 @@ static PyObject *pyrun_build_inputs(const PyrunInput *inputs, size_t n_inputs) {
                 item = PyTuple_Pack(4, id, text, original, media);
                 if (!item)
                         return NULL;
-                PyTuple_SET_ITEM(tuple, (Py_ssize_t)i, item); /* steals */
+                PyTuple_SET_ITEM(tuple, (Py_ssize_t) i, item); /* steals */
         }
         return TAKE_PTR(tuple);
 }
@@ -645,7 +645,7 @@ static char *str_to_utf8(PyObject *o) {
                 PyErr_Clear();
                 return NULL;
         }
-        return memdup_str(p, (size_t)n);
+        return memdup_str(p, (size_t) n);
 }
 
 static const char *exc_type_fallback(PyObject *exc) {
@@ -676,7 +676,7 @@ static PyrunLimit limit_from_long(long l) {
         case PYRUN_LIMIT_MEMORY:
         case PYRUN_LIMIT_FILE_SIZE:
         case PYRUN_LIMIT_PROCESSES:
-                return (PyrunLimit)l;
+                return (PyrunLimit) l;
         default:
                 return PYRUN_LIMIT_NONE;
         }
@@ -721,7 +721,7 @@ static int report_from_error(PyrunReport *r) {
         PyErr_Fetch(&type, &value, &tb);
         if (!type)
                 return -EIO;
-        name = PyType_Check(type) ? ((PyTypeObject *)type)->tp_name : "BaseException";
+        name = PyType_Check(type) ? ((PyTypeObject *) type)->tp_name : "BaseException";
         r->exception = true;
         r->limit = PyErr_GivenExceptionMatches(type, PyExc_MemoryError) ? PYRUN_LIMIT_MEMORY : PYRUN_LIMIT_NONE;
         k = report_strings(r, NULL, NULL, NULL, name);
@@ -746,7 +746,7 @@ static int write_full(int fd, const char *p, size_t n) {
                         return -errno;
                 }
                 p += k;
-                n -= (size_t)k;
+                n -= (size_t) k;
         }
         return 0;
 }
@@ -759,7 +759,7 @@ int pyrun_execute(const char *code, size_t code_len, const PyrunInput *inputs, s
         PyObject *main_module, *main_dict = NULL, *result = NULL;
         int r;
 
-        if (!ret || (!code && code_len > 0) || (!inputs && n_inputs > 0) || code_len > (size_t)PY_SSIZE_T_MAX)
+        if (!ret || (!code && code_len > 0) || (!inputs && n_inputs > 0) || code_len > (size_t) PY_SSIZE_T_MAX)
                 return -EINVAL;
         for (size_t i = 0; i < n_inputs; i++)
                 if (!inputs[i].id || !inputs[i].text_path)
@@ -767,7 +767,7 @@ int pyrun_execute(const char *code, size_t code_len, const PyrunInput *inputs, s
         if (!runner_run)
                 return -ENXIO;
 
-        code_obj = PyBytes_FromStringAndSize(code ?: "", (Py_ssize_t)code_len);
+        code_obj = PyBytes_FromStringAndSize(code ?: "", (Py_ssize_t) code_len);
         inputs_obj = code_obj ? pyrun_build_inputs(inputs, n_inputs) : NULL;
         main_module = inputs_obj ? PyImport_AddModule("__main__") : NULL; /* borrowed */
         if (main_module)
@@ -783,7 +783,7 @@ int pyrun_execute(const char *code, size_t code_len, const PyrunInput *inputs, s
                 return r;
 
         if (result && fd >= 0) {
-                r = write_full(fd, PyBytes_AS_STRING(result), (size_t)PyBytes_GET_SIZE(result));
+                r = write_full(fd, PyBytes_AS_STRING(result), (size_t) PyBytes_GET_SIZE(result));
                 if (r < 0)
                         return r;
         }

@@ -27,7 +27,7 @@ static int send_frame(int fd, const msgpack_sbuffer *sb) {
         uint8_t hdr[4];
         int r;
 
-        frame_put_len(hdr, (uint32_t)sb->size);
+        frame_put_len(hdr, (uint32_t) sb->size);
         r = write_full(fd, hdr, sizeof hdr);
         if (r < 0)
                 return r;
@@ -115,9 +115,9 @@ static int parse_fitted(const msgpack_object *map, const char *key, uint64_t cei
                 return -EBADMSG;
         /* The text must be valid UTF-8 within the ceiling, and the counts must add up. */
         if (utf8_count(text, len, &chars) < 0 || chars > ceiling || chars + omitted_chars != total_chars ||
-            (uint64_t)len + omitted_bytes != total_bytes)
+            (uint64_t) len + omitted_bytes != total_bytes)
                 return -EBADMSG;
-        t.text = malloc((size_t)len + 1);
+        t.text = malloc((size_t) len + 1);
         if (!t.text)
                 return -ENOMEM;
         memcpy(t.text, text, len);
@@ -163,7 +163,7 @@ int report_parse(const void *buf, size_t len, uint64_t exc_ceiling, WorkerReport
                                 goto out;
                 rep.kind = REPORT_SETUP_ERROR;
                 memcpy(rep.stage, stage, slen);
-                rep.error = (int)e;
+                rep.error = (int) e;
         } else if (mp_str_eq(t, "done")) {
                 rep.kind = REPORT_DONE;
                 if (mp_get_bool(root, "hasResult", &rep.has_result) < 0)

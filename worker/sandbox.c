@@ -142,7 +142,7 @@ static int mkdir_below_root(const char *path, mode_t mode) {
         char buf[PATH_MAX];
         int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
 
-        if (n < 0 || (size_t)n >= sizeof buf)
+        if (n < 0 || (size_t) n >= sizeof buf)
                 return -ENAMETOOLONG;
         for (char *p = buf + strlen(NEWROOT) + 1; *p; p++) {
                 if (*p != '/')
@@ -162,7 +162,7 @@ static int create_file_below_root(const char *path) {
         int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
         _cleanup_close_ int fd = -1;
 
-        if (n < 0 || (size_t)n >= sizeof buf)
+        if (n < 0 || (size_t) n >= sizeof buf)
                 return -ENAMETOOLONG;
         fd = open(buf, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
         return fd < 0 ? -errno : 0;
@@ -183,7 +183,7 @@ static int setup_inputs(const SandboxPlan *plan, SandboxStage *ret_stage) {
 
         for (size_t i = 0; i < plan->n_inputs; i++)
                 size += plan->inputs[i].text_len + plan->inputs[i].original_len + 8192;
-        snprintf(opts, sizeof opts, "size=%llu,mode=0755,nr_inodes=64", (unsigned long long)size);
+        snprintf(opts, sizeof opts, "size=%llu,mode=0755,nr_inodes=64", (unsigned long long) size);
         if (mount("tmpfs", "/inputs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
                 FAIL(SANDBOX_STAGE_MOUNT_INPUTS, errno);
         dirfd = open("/inputs", O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -306,7 +306,9 @@ static int set_rlimits(const SandboxPlan *plan) {
         int r;
 
         if ((r = set_limit(RLIMIT_AS, plan->memory_bytes, plan->memory_bytes)) < 0 ||
-            (r = set_limit(RLIMIT_CPU, plan->cpu_seconds, (rlim_t)plan->cpu_seconds + 1)) < 0 ||
+            /* Soft == hard: the worker is its pid namespace's init, and init does not get
+             * SIGXCPU's default action, so the limit is enforced by the hard limit's SIGKILL. */
+            (r = set_limit(RLIMIT_CPU, plan->cpu_seconds, plan->cpu_seconds)) < 0 ||
             (r = set_limit(RLIMIT_FSIZE, plan->file_bytes, plan->file_bytes)) < 0 ||
             (r = set_limit(RLIMIT_NOFILE, plan->open_files, plan->open_files)) < 0 ||
             (r = set_limit(RLIMIT_NPROC, plan->processes, plan->processes)) < 0 ||
@@ -331,13 +333,13 @@ int sandbox_finish(const SandboxPlan *plan, SandboxStage *ret_stage) {
         char opts[64];
         int r;
 
-        snprintf(opts, sizeof opts, "size=%llu,mode=1777,nr_inodes=4096", (unsigned long long)plan->tmp_bytes);
+        snprintf(opts, sizeof opts, "size=%llu,mode=1777,nr_inodes=4096", (unsigned long long) plan->tmp_bytes);
         if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
                 FAIL(SANDBOX_STAGE_MOUNT_TMP, errno);
         r = setup_inputs(plan, ret_stage);
         if (r < 0)
                 return r;
-        if (syscall(SYS_close_range, (unsigned)plan->max_keep_fd + 1, ~0U, 0) < 0)
+        if (syscall(SYS_close_range, (unsigned) plan->max_keep_fd + 1, ~0U, 0) < 0)
                 FAIL(SANDBOX_STAGE_FDS, errno);
         if ((r = drop_caps()) < 0)
                 FAIL(SANDBOX_STAGE_CAPS_DROP, r);

@@ -71,7 +71,7 @@ typedef struct SandboxPlan {
         uid_t uid; /* same number inside and on the host */
         gid_t gid;
         uint64_t memory_bytes;            /* RLIMIT_AS */
-        uint32_t cpu_seconds;             /* RLIMIT_CPU soft; hard = soft + 1 */
+        uint32_t cpu_seconds;             /* RLIMIT_CPU, soft = hard (SIGKILL: init ignores SIGXCPU) */
         uint64_t file_bytes;              /* RLIMIT_FSIZE */
         uint32_t open_files;              /* RLIMIT_NOFILE */
         uint32_t processes;               /* RLIMIT_NPROC */

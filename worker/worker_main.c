@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
                 return zygote_main(argc, argv);
         if (argc != 2 || strcmp(argv[1], "--from-supervisor") != 0) {
                 static const char msg[] = "codeinterp-worker is started by codeinterpd; it is not run by hand.\n";
-                (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+                (void) !write(STDERR_FILENO, msg, sizeof msg - 1);
                 return 2;
         }
 

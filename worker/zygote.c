@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clone.h"
 #include "common/util.h"
 #include "policy/seccomp.h"
 #include "worker/plan.h"
@@ -53,12 +54,12 @@ static int write_id_map(pid_t pid, const char *which, unsigned id) {
         _cleanup_close_ int fd = -1;
         int n;
 
-        snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, which);
+        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
         fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         n = snprintf(line, sizeof line, "%u %u 1\n", id, id);
-        if (write(fd, line, (size_t)n) != n)
+        if (write(fd, line, (size_t) n) != n)
                 return -errno;
         return 0;
 }
@@ -190,7 +191,7 @@ static _Noreturn void child_main(int sync_fd, int chan) {
 }
 
 static int send_reply(int ctl, const ZygoteSpawned *rep, int pidfd) {
-        struct iovec iov = { .iov_base = (void *)rep, .iov_len = sizeof *rep };
+        struct iovec iov = { .iov_base = (void *) rep, .iov_len = sizeof *rep };
         union {
                 struct cmsghdr h;
                 char buf[CMSG_SPACE(sizeof(int))];
@@ -230,15 +231,12 @@ static int pool_child_new(int ctl, PoolChild *ret) {
                 close(chan[1]);
                 return k;
         }
-        struct clone_args args = {
-                .flags = CLONE_PARENT | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-                         CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD,
-                .pidfd = (uint64_t)(uintptr_t)&pidfd,
-                /* With CLONE_PARENT the kernel uses the zygote's own exit signal (SIGCHLD). */
-                .exit_signal = 0,
-        };
         PyOS_BeforeFork();
-        pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+        /* CLONE_PARENT: the worker is the supervisor's child (the kernel then uses the
+         * zygote's own exit signal, SIGCHLD). */
+        pid = clone_with_pidfd(CLONE_PARENT | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                                       CLONE_NEWUTS | CLONE_NEWCGROUP,
+                               0, &pidfd);
         if (pid == 0) {
                 close(sync[1]);
                 close(chan[0]);
@@ -247,7 +245,7 @@ static int pool_child_new(int ctl, PoolChild *ret) {
                         pool_child_close(&pool[i]);
                 child_main(sync[0], chan[1]);
         }
-        k = pid < 0 ? -errno : 0;
+        k = pid < 0 ? pid : 0;
         PyOS_AfterFork_Parent();
         close(sync[0]);
         close(chan[1]);
@@ -295,7 +293,7 @@ static int serve_one(int ctl) {
                 return -ECONNRESET;
         for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
                 if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                        int cnt = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+                        int cnt = (int) ((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
                         for (int i = 0; i < cnt; i++) {
                                 int fd;
                                 memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
@@ -306,7 +304,7 @@ static int serve_one(int ctl) {
                         }
                 }
         rep.token = req.token;
-        if ((size_t)n != sizeof req || req.magic != ZYGOTE_MAGIC || n_fds != ZYGOTE_SPAWN_FDS ||
+        if ((size_t) n != sizeof req || req.magic != ZYGOTE_MAGIC || n_fds != ZYGOTE_SPAWN_FDS ||
             (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || req.uid != worker_uid || req.gid != worker_gid) {
                 rep.error = EBADMSG;
                 goto out;
@@ -362,8 +360,8 @@ int zygote_main(int argc, char **argv) {
                 fprintf(stderr, "codeinterp-zygote: bad arguments\n");
                 return 2;
         }
-        worker_uid = (uid_t)uid;
-        worker_gid = (gid_t)gid;
+        worker_uid = (uid_t) uid;
+        worker_gid = (gid_t) gid;
         pool_target = size;
 
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);

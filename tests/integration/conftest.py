@@ -114,8 +114,15 @@ class Conn:
         return self.wait(rid, types=("error", "result"), progress=progress)
 
 
+# Which worker start mode the suite runs in (make test runs it in both). A policy
+# that names workerStart itself keeps its choice.
+WORKER_START = os.environ.get("CODEINTERP_WORKER_START", "zygote")
+
+
 class Supervisor:
     def __init__(self, policy=None, extra_args=()):
+        if policy is None or "workerStart" not in policy:
+            policy = "workerStart: %s\n" % WORKER_START + (policy or "")
         self.dir = tempfile.mkdtemp(prefix="codeinterp-test-")
         self.socket = os.path.join(self.dir, "ci.sock")
         self.log_path = os.path.join(self.dir, "codeinterpd.log")
@@ -169,20 +176,28 @@ class Supervisor:
         return rc
 
 
-def worker_pids():
-    """Processes running the worker binary (exec mode) anywhere on the host."""
+def pids_named(comm):
+    """Live (non-zombie) processes whose name is comm, anywhere on the host."""
     pids = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read()
+            with open("/proc/%s/stat" % d, "rb") as f:
+                stat = f.read()
         except OSError:
             continue
-        if cmd.startswith(b"codeinterp-worker"):
+        name = stat[stat.index(b"(") + 1:stat.rindex(b")")]
+        state = stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3]
+        if name == comm.encode() and state != b"Z":
             pids.append(int(d))
     return pids
+
+
+def worker_pids():
+    """Workers running a call (both start modes name them ci-worker), host-wide.
+    Pre-started zygote workers waiting for a call are named ci-pool."""
+    return pids_named("ci-worker")
 
 
 @pytest.fixture
@@ -209,3 +224,132 @@ def supervisor(make_supervisor):
 @pytest.fixture
 def conn(supervisor):
     return supervisor.connect()
+
+
+# ---- Helpers shared by the core-slice tests (appended; nothing above changed). ----
+
+import contextlib  # noqa: E402
+
+NORTHSTAR = """measured_runtime_hours = [9.0, 7.5]
+assert all(isinstance(value, (int, float)) for value in measured_runtime_hours)
+mean_runtime_hours = sum(measured_runtime_hours) / len(measured_runtime_hours)
+mean_runtime_hours
+"""
+
+# Every outcome the protocol documents (docs/protocol.md, supervisor/protocol.c).
+CORE_OUTCOMES = ("ok", "python_exception", "timeout", "cancelled", "invalid_input", "unavailable_source",
+                 "quota_exhausted", "resource_limit", "worker_error")
+
+
+def _ppid(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("PPid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def descends_from(pid, ancestor):
+    """True if ancestor is pid's parent, grandparent, ..."""
+    seen = set()
+    while pid and pid not in seen:
+        seen.add(pid)
+        pid = _ppid(pid)
+        if pid == ancestor:
+            return True
+    return False
+
+
+def worker_pids_of(sup):
+    """Workers (worker_pids()) started by this supervisor, directly (exec) or through its
+    zygote: other supervisors on the host may be running workers too."""
+    return [p for p in worker_pids() if descends_from(p, sup.proc.pid)]
+
+
+def pid_alive(pid):
+    """True while pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_until(predicate, timeout=2.0, interval=0.02):
+    """Poll predicate until it is true or timeout passes; returns its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+def wait_no_workers(sup, timeout=2.0):
+    """Poll until the supervisor has no worker left; returns the workers still there."""
+    left = []
+
+    def none_left():
+        left[:] = worker_pids_of(sup)
+        return not left
+
+    wait_until(none_left, timeout)
+    return left
+
+
+def wait_ready(sup, timeout=10.0):
+    """Wait until the supervisor accepts connections. The socket file appears at bind(),
+    a moment before listen(): connecting in between is refused (ECONNREFUSED)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(sup.socket)
+            return sup
+        except (ConnectionRefusedError, FileNotFoundError):
+            if sup.proc.poll() is not None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+        finally:
+            s.close()
+
+
+@contextlib.contextmanager
+def running_supervisor(policy=None, extra_args=()):
+    """A supervisor for a whole module (use from a module-scoped fixture), ready to
+    accept connections. Stops it afterwards and checks that it exited 0."""
+    require_sandbox()
+    s = Supervisor(policy, extra_args)
+    try:
+        wait_ready(s)
+        yield s
+    finally:
+        rc = s.stop()
+    assert rc == 0, "codeinterpd exited with %r" % rc
+
+
+def recv_result_frame(conn, rid):
+    """(raw bytes, decoded message) of the next result or error frame for rid; progress
+    messages are skipped. Bypasses Conn.backlog: call it on a fresh connection."""
+    while True:
+        raw = conn.recv_raw_frame()
+        m = msgpack.unpackb(raw, raw=False)
+        if m.get("id") == rid and m.get("type") in ("result", "error"):
+            return raw, m
+
+
+def check_northstar(sup):
+    """Assert that a new connection to sup still gets 8.25 from the Northstar calculation."""
+    assert sup.proc.poll() is None, "codeinterpd died: " + sup.read_log()[-2000:]
+    c = Conn(sup.socket, 30)
+    try:
+        r = c.execute(NORTHSTAR)
+    finally:
+        c.close()
+    assert r.get("type") == "result" and r.get("outcome") == "ok", r
+    assert r["result"]["text"] == "8.25"
+    return r

@@ -17,3 +17,286 @@ def test_northstar(conn):
     ev = r["evidence"]
     assert len(ev["codeSha256"]) == 64
     assert ev["policy"]["name"] == "code_interpreter"
+
+
+# ---------------------------------------------------------------------------------------
+# The rest of the core slice runs against one supervisor (default policy) per module.
+
+import msgpack  # noqa: E402
+import pytest  # noqa: E402
+
+from conftest import WORKER_START, Conn, recv_result_frame, running_supervisor  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def msup():
+    with running_supervisor() as s:
+        yield s
+
+
+@pytest.fixture
+def mconn(msup):
+    c = Conn(msup.socket, 60)
+    yield c
+    c.close()
+
+
+def ok(r):
+    assert r["type"] == "result", r
+    assert r["outcome"] == "ok", (r.get("outcome"), r.get("exception"), r.get("detail"))
+    return r
+
+
+def result_text(r):
+    return None if r["result"] is None else r["result"]["text"]
+
+
+def assert_consistent(ch):
+    """The fitting identities every channel must keep."""
+    assert ch["totalCharacters"] == len(ch["text"]) + ch["omittedCharacters"]
+    assert ch["totalBytes"] == len(ch["text"].encode("utf-8")) + ch["omittedBytes"]
+
+
+# ---- the interactive rule ----
+
+@pytest.mark.parametrize("code, stdout, result", [
+    ("1 + 1", "", "2"),
+    ("1 + 1;", "", None),                       # a trailing ';' suppresses the value
+    ("x = 6\nx * 7  ;  # quiet", "", None),
+    ("x = 6\nx * 7  # a comment; not a suppression", "", "42"),
+    ("x = 1; x", "", "1"),                      # the last statement on the line counts
+    ("None", "", None),                         # None is not shown
+    ("def f():\n    pass\nf()", "", None),
+    ("print('hello')", "hello\n", None),        # print returns None: nothing shown
+    ("print('a'); print('b', end='')\n'é' * 2", "a\nb", "'éé'"),
+    ("x = 5", "", None),                        # an assignment shows nothing
+    ("for i in range(3):\n    print(i)", "0\n1\n2\n", None),
+    ("x = 1\r\nx + 1", "", "2"),                  # CRLF line endings
+    ("\ufeff1 + 1", "", "2"),                      # a byte-order mark
+    ("1 + 1 \\\n;", "", None),                     # ';' after a line continuation
+])
+def test_interactive_rule(mconn, code, stdout, result):
+    r = ok(mconn.execute(code))
+    assert r["stdout"]["text"] == stdout
+    assert result_text(r) == result
+    assert r["exception"] is None
+    assert r["partial"] is False
+
+
+def test_syntax_error_runs_nothing(mconn):
+    r = mconn.execute("print('side effect')\nx = (1 +\n")
+    assert r["outcome"] == "python_exception"
+    # The whole cell is compiled before any of it runs.
+    assert r["stdout"]["text"] == ""
+    exc = r["exception"]
+    assert exc["type"] == "SyntaxError"
+    assert exc["message"]["text"]
+    tb = exc["traceback"]["text"]
+    assert "SyntaxError" in tb and "<code>" in tb
+    assert r["result"] is None
+
+
+def test_zero_division(mconn):
+    r = mconn.execute("print('before')\nx = 1\nx / 0\nprint('after')")
+    assert r["outcome"] == "python_exception"
+    assert r["stdout"]["text"] == "before\n"
+    exc = r["exception"]
+    assert exc["type"] == "ZeroDivisionError"
+    assert exc["message"]["text"] == "division by zero"
+    tb = exc["traceback"]["text"]
+    assert tb.startswith("Traceback (most recent call last):\n")
+    assert 'File "<code>", line 3' in tb
+    assert tb.endswith("ZeroDivisionError: division by zero\n")
+    # Only the user's frames: nothing of the runner.
+    assert "codeinterp-runner" not in tb
+    assert r["result"] is None
+    assert r["limit"] is None
+
+
+def test_exception_in_repr_of_value(mconn):
+    r = mconn.execute("class A:\n    def __repr__(self):\n        raise ValueError('bad repr')\nA()")
+    assert r["outcome"] == "python_exception"
+    assert r["exception"]["type"] == "ValueError"
+    assert r["exception"]["message"]["text"] == "bad repr"
+    assert r["result"] is None
+
+
+def test_evidence_and_timing(mconn):
+    import hashlib
+    code = "print('é')\n6 * 7"
+    r = ok(mconn.execute(code))
+    ev = r["evidence"]
+    assert ev["codeSha256"] == hashlib.sha256(code.encode("utf-8")).hexdigest()
+    assert ev["codeCharacters"] == len(code)
+    assert ev["inputs"] == []
+    assert ev["runtime"]["workerStart"] == mconn.call("hello")["policy"]["workerStart"]
+    t = r["timing"]
+    assert t["workerStarted"] is True
+    assert t["queueMs"] + t["runMs"] <= t["elapsedMs"] + 1
+    assert r["exitStatus"]["code"] == 0 and r["exitStatus"]["signal"] is None
+
+
+def test_qualified_exception_type(mconn):
+    r = mconn.execute("import json\njson.loads('{')")
+    assert r["outcome"] == "python_exception"
+    assert r["exception"]["type"] == "json.decoder.JSONDecodeError"
+
+
+@pytest.mark.parametrize("code", ["raise SystemExit(0)", "import sys\nsys.exit(0)"])
+def test_system_exit_zero_is_an_exception(mconn, code):
+    r = mconn.execute(code)
+    assert r["type"] == "result"
+    assert r["outcome"] == "python_exception"
+    assert r["exception"]["type"] == "SystemExit"
+    assert r["exception"]["message"]["text"] == "0"
+
+
+# ---- every call starts from nothing ----
+
+SET_STATE = """GLOBAL_CANARY = 'set'
+import math, builtins
+math.pi = 3
+builtins.BUILTIN_CANARY = 1
+with open('/tmp/canary-file', 'w') as f:
+    f.write('still here')
+(GLOBAL_CANARY, math.pi, open('/tmp/canary-file').read())
+"""
+
+CHECK_STATE = """import math, os, builtins
+('GLOBAL_CANARY' in globals(), math.pi, hasattr(builtins, 'BUILTIN_CANARY'), os.path.exists('/tmp/canary-file'))
+"""
+
+
+def test_fresh_state_same_connection(mconn):
+    assert result_text(ok(mconn.execute(SET_STATE))) == "('set', 3, 'still here')"
+    assert result_text(ok(mconn.execute(CHECK_STATE))) == "(False, 3.141592653589793, False, False)"
+
+
+def test_fresh_state_new_connection(msup):
+    a = Conn(msup.socket, 60)
+    try:
+        assert result_text(ok(a.execute(SET_STATE))) == "('set', 3, 'still here')"
+    finally:
+        a.close()
+    b = Conn(msup.socket, 60)
+    try:
+        assert result_text(ok(b.execute(CHECK_STATE))) == "(False, 3.141592653589793, False, False)"
+    finally:
+        b.close()
+
+
+# ---- output fitting: head 3/4, tail 1/4 of maxOutputCharacters (64000), exact counts ----
+
+def test_stdout_fitting_exact(mconn):
+    r = ok(mconn.execute("print('é' * 70000)"))
+    out = r["stdout"]
+    # 70000 'é' + '\n'; head 48000 characters, tail 16000 (incl. the newline).
+    assert out["totalCharacters"] == 70001
+    assert out["totalBytes"] == 140001
+    assert out["omittedCharacters"] == 6001
+    assert out["omittedBytes"] == 12002
+    assert out["omittedAt"] == 48000
+    assert out["replacedCharacters"] == 0
+    assert len(out["text"]) == 64000
+    assert out["text"] == "é" * 63999 + "\n"
+    assert_consistent(out)
+    assert r["stderr"]["text"] == "" and r["stderr"]["totalCharacters"] == 0
+
+
+def test_stderr_fitting_exact(mconn):
+    r = ok(mconn.execute("import sys\nsys.stderr.write('é' * 70000);"))
+    err = r["stderr"]
+    assert err["totalCharacters"] == 70000
+    assert err["totalBytes"] == 140000
+    assert err["omittedCharacters"] == 6000
+    assert err["omittedBytes"] == 12000
+    assert err["omittedAt"] == 48000
+    assert err["text"] == "é" * 64000
+    assert_consistent(err)
+    assert r["stdout"]["totalCharacters"] == 0
+    assert r["result"] is None
+
+
+def test_result_fitting_exact(mconn):
+    r = ok(mconn.execute("'x' * 100000"))
+    res = r["result"]
+    # repr adds the two quotes: 100002 characters.
+    assert res["totalCharacters"] == 100002
+    assert res["totalBytes"] == 100002
+    assert res["omittedCharacters"] == 36002
+    assert res["omittedBytes"] == 36002
+    assert res["omittedAt"] == 48000
+    assert res["text"] == "'" + "x" * 63998 + "'"
+    assert_consistent(res)
+
+
+def test_result_message_bounded_by_max_result_bytes(msup):
+    """Three large channels: the whole frame stays within maxResultBytes and every
+    channel's counts still add up."""
+    c = Conn(msup.socket, 60)
+    try:
+        code = "import sys\nprint('€' * 64000)\nsys.stderr.write('€' * 64000)\n'€' * 100000"
+        rid = c.request("execute", summary="big", code=code, sourceIds=[])
+        raw, r = recv_result_frame(c, rid)
+    finally:
+        c.close()
+    assert r["type"] == "result" and r["outcome"] == "ok", r.get("detail")
+    max_bytes = r["evidence"]["limits"]["maxResultBytes"]
+    assert max_bytes == 262144
+    assert len(raw) <= max_bytes
+    assert len(msgpack.packb(r, use_bin_type=True)) <= max_bytes
+    expected = {"stdout": (64001, 192001), "stderr": (64000, 192000), "result": (100002, 300002)}
+    for name, (chars, nbytes) in expected.items():
+        ch = r[name]
+        assert ch["totalCharacters"] == chars, name
+        assert ch["totalBytes"] == nbytes, name
+        assert ch["omittedCharacters"] > 0, name
+        assert_consistent(ch)
+        # What is kept is a head and a tail of the real output.
+        head = ch["text"][:ch["omittedAt"]]
+        tail = ch["text"][ch["omittedAt"]:]
+        assert set(head) <= set("€'\n") and set(tail) <= set("€'\n"), name
+    assert r["stdout"]["text"].endswith("€\n")
+    assert r["result"]["text"].startswith("'€") and r["result"]["text"].endswith("€'")
+
+
+def test_exception_channels_share_the_bound(msup):
+    c = Conn(msup.socket, 60)
+    try:
+        code = "print('é' * 100000)\nraise ValueError('€' * 300000)"
+        rid = c.request("execute", summary="big", code=code, sourceIds=[])
+        raw, r = recv_result_frame(c, rid)
+    finally:
+        c.close()
+    assert r["outcome"] == "python_exception"
+    assert len(raw) <= 262144
+    exc = r["exception"]
+    assert exc["type"] == "ValueError"
+    assert exc["message"]["totalCharacters"] == 300000
+    assert exc["message"]["totalBytes"] == 900000
+    for ch in (r["stdout"], r["stderr"], exc["message"], exc["traceback"]):
+        assert_consistent(ch)
+    assert exc["traceback"]["text"].startswith("Traceback (most recent call last):\n")
+    assert exc["traceback"]["text"].endswith("€\n")
+
+
+# ---- output that is not UTF-8 ----
+
+def test_invalid_utf8_stdout(mconn):
+    r = ok(mconn.execute('import sys\nsys.stdout.buffer.write(b"a\\xffb\\xc3");'))
+    out = r["stdout"]
+    assert out["text"] == "a\ufffdb\ufffd"
+    assert out["replacedCharacters"] == 2
+    assert out["totalCharacters"] == 4
+    assert out["totalBytes"] == 8  # U+FFFD counts as its 3-byte encoding
+    assert_consistent(out)
+
+
+def test_invalid_utf8_stderr(mconn):
+    r = ok(mconn.execute('import sys\nsys.stderr.buffer.write(b"\\xe2\\x82x\\xed\\xa0\\x80");'))
+    err = r["stderr"]
+    # E2 82 is a truncated 3-byte sequence (one U+FFFD), ED A0 80 a surrogate (three).
+    assert err["text"] == "\ufffdx\ufffd\ufffd\ufffd"
+    assert err["replacedCharacters"] == 4
+    assert_consistent(err)
+

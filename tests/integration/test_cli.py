@@ -1,0 +1,240 @@
+"""Core slice: the codeinterp command-line client, and codeinterpd's own lifecycle
+(policy errors at start, SIGTERM while a call runs)."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import CLIENT, DAEMON, NORTHSTAR, pid_alive, require_sandbox, running_supervisor, \
+    wait_ready, wait_until, worker_pids_of
+
+
+@pytest.fixture(scope="module")
+def msup():
+    with running_supervisor() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def timeout_sup():
+    with running_supervisor("timeoutMs: 1000\n") as s:
+        yield s
+
+
+def text(b):
+    return b.decode("utf-8")
+
+
+# ---- codeinterp exec ----
+
+def test_exec_northstar(msup):
+    out = msup.client("exec", "-c", NORTHSTAR)
+    assert out.returncode == 0, out.stderr
+    assert text(out.stdout) == "8.25\n"
+
+
+def test_exec_prints_stdout_then_value(msup):
+    out = msup.client("exec", "-c", "print('hello')\n6 * 7")
+    assert out.returncode == 0, out.stderr
+    assert text(out.stdout) == "hello\n42\n"
+
+
+def test_exec_suppressed_value_prints_nothing(msup):
+    out = msup.client("exec", "-c", "6 * 7;")
+    assert out.returncode == 0
+    assert out.stdout == b""
+
+
+def test_exec_json(msup):
+    out = msup.client("exec", "--json", "-c", NORTHSTAR)
+    assert out.returncode == 0, out.stderr
+    s = text(out.stdout)
+    assert s.endswith("\n") and s.count("\n") == 1  # one object on one line
+    obj = json.loads(s)
+    assert isinstance(obj, dict)
+    assert obj["type"] == "result"
+    assert obj["outcome"] == "ok"
+    assert obj["result"]["text"] == "8.25"
+    assert obj["evidence"]["policy"]["name"] == "code_interpreter"
+
+
+def test_exec_python_exception(msup):
+    out = msup.client("exec", "-c", "print('before')\n1 / 0")
+    assert out.returncode == 1
+    assert text(out.stdout) == "before\n"
+    err = text(out.stderr)
+    assert "Traceback (most recent call last):" in err
+    assert "ZeroDivisionError: division by zero" in err
+    assert "Traceback" not in text(out.stdout)
+
+
+def test_exec_python_exception_json(msup):
+    out = msup.client("exec", "--json", "-c", "1 / 0")
+    assert out.returncode == 1
+    obj = json.loads(text(out.stdout))
+    assert obj["outcome"] == "python_exception"
+    assert obj["exception"]["type"] == "ZeroDivisionError"
+
+
+def test_exec_stderr_passes_through(msup):
+    out = msup.client("exec", "-c", "import sys\nprint('to-stderr', file=sys.stderr)")
+    assert out.returncode == 0
+    assert "to-stderr\n" in text(out.stderr)
+    assert out.stdout == b""
+
+
+def test_exec_timeout(timeout_sup):
+    out = timeout_sup.client("exec", "-c", "print('spinning', flush=True)\nwhile True:\n    pass")
+    assert out.returncode == 3
+    assert text(out.stdout) == "spinning\n"
+    assert "timeout" in text(out.stderr)
+
+
+def test_exec_from_file(msup):
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(NORTHSTAR)
+    try:
+        out = msup.client("exec", f.name)
+    finally:
+        os.unlink(f.name)
+    assert out.returncode == 0, out.stderr
+    assert text(out.stdout) == "8.25\n"
+
+
+def test_exec_from_stdin(msup):
+    out = msup.client("exec", "-", input=NORTHSTAR.encode())
+    assert out.returncode == 0, out.stderr
+    assert text(out.stdout) == "8.25\n"
+
+
+def test_exec_big_output_marks_omission(msup):
+    out = msup.client("exec", "-c", "print('é' * 70000)")
+    assert out.returncode == 0, out.stderr
+    marker = "[... stdout: 6001 characters (12002 bytes) omitted ...]"
+    # The head (48000), the marker on its own line, the tail (15999 + the newline).
+    assert text(out.stdout) == "é" * 48000 + "\n" + marker + "\n" + "é" * 15999 + "\n"
+
+
+def test_exec_invalid_input_exit_status(msup):
+    out = msup.client("exec", "-c", "   \n")
+    assert out.returncode == 6
+    assert "invalid_input" in text(out.stderr)
+
+
+def test_exec_usage_errors(msup):
+    assert msup.client("exec").returncode == 2
+    assert msup.client("exec", "-c", "1", "extra-file").returncode == 2
+    assert msup.client("frobnicate").returncode == 2
+
+
+def test_exec_no_supervisor():
+    out = subprocess.run([CLIENT, "--socket", "/nonexistent/ci.sock", "exec",
+                          "-c", "1"], capture_output=True, timeout=30)
+    assert out.returncode == 12
+    assert b"cannot connect" in out.stderr
+
+
+def test_hello_command(msup):
+    out = msup.client("hello")
+    assert out.returncode == 0
+    obj = json.loads(text(out.stdout))
+    assert obj["protocol"] == 1
+
+
+# ---- codeinterpd: policy errors at start ----
+
+@pytest.mark.parametrize("policy, key", [
+    ("maxCals: 10\n", "maxCals"),
+    ("timeoutMs: 0\n", "timeoutMs"),
+    ("timeoutMs: soon\n", "timeoutMs"),
+    ("workerUid: 0\n", "workerUid"),
+    ("seccompDenyAction: maybe\n", "seccompDenyAction"),
+    ("memoryBytes: [1, 2]\n", "memoryBytes"),
+    ("timeoutMs: 1000\ntimeoutMs: 2000\n", "timeoutMs"),
+    ("maxCodeCharacters: 10000000\n", "maxCodeCharacters"),  # cross-key: maxMessageBytes too small
+])
+def test_policy_error_refuses_to_start(policy, key):
+    require_sandbox()
+    d = tempfile.mkdtemp(prefix="codeinterp-test-")
+    try:
+        sock = os.path.join(d, "ci.sock")
+        pol = os.path.join(d, "policy.yaml")
+        with open(pol, "w") as f:
+            f.write(policy)
+        p = subprocess.Popen([DAEMON, "--socket", sock, "--policy", pol], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        try:
+            _, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            pytest.fail("codeinterpd started with an invalid policy")
+        assert p.returncode != 0
+        assert key in err.decode(errors="replace"), err
+        assert not os.path.exists(sock)
+    finally:
+        for n in os.listdir(d):
+            os.unlink(os.path.join(d, n))
+        os.rmdir(d)
+
+
+def test_missing_policy_file_refuses_to_start():
+    require_sandbox()
+    d = tempfile.mkdtemp(prefix="codeinterp-test-")
+    try:
+        sock = os.path.join(d, "ci.sock")
+        out = subprocess.run([DAEMON, "--socket", sock, "--policy", os.path.join(d, "absent.yaml")],
+                             capture_output=True, timeout=10)
+        assert out.returncode != 0
+        assert b"absent.yaml" in out.stderr
+        assert not os.path.exists(sock)
+    finally:
+        os.rmdir(d)
+
+
+# ---- codeinterpd: SIGTERM while a call runs ----
+
+def test_sigterm_cancels_running_call(make_supervisor):
+    s = wait_ready(make_supervisor("heartbeatMs: 50\nmaxActiveWorkers: 1\n"))
+    c = s.connect(30)
+    rid = c.request("execute", summary="sleep", code="print('ready', flush=True)\nimport time\ntime.sleep(30)",
+                    sourceIds=[])
+    # A second call waits in the queue behind it (one worker at a time).
+    queued = c.request("execute", summary="queued", code="import time\ntime.sleep(30)", sourceIds=[])
+    # Wait until the code itself is running (its first output has arrived).
+    while True:
+        m = c.wait(rid, types=("progress", "result", "error"))
+        assert m["type"] == "progress", m
+        if m["phase"] == "running" and m["stdoutCharacters"] >= 6:
+            break
+    workers = worker_pids_of(s)
+    assert len(workers) == 1
+    s.proc.send_signal(signal.SIGTERM)
+    r = c.wait(rid, types=("result", "error"))
+    assert r["type"] == "result", r
+    assert r["outcome"] == "cancelled"
+    assert "shutting down" in r["detail"]
+    assert r["partial"] is True
+    assert r["stdout"]["text"] == "ready\n"
+    assert r["timing"]["elapsedMs"] < 10000
+    q = c.wait(queued, types=("result", "error"))
+    assert q["type"] == "result" and q["outcome"] == "cancelled", q
+    assert q["timing"]["workerStarted"] is False
+    assert s.proc.wait(timeout=10) == 0
+    assert not os.path.exists(s.socket)
+    for pid in set(workers) | {r["exitStatus"].get("pid") or 0} - {0}:
+        assert wait_until(lambda: not pid_alive(pid), 2.0), "worker %d survived" % pid
+
+
+def test_sigterm_idle_exits_zero(make_supervisor):
+    s = wait_ready(make_supervisor())
+    c = s.connect(10)
+    assert c.call("hello")["type"] == "reply"
+    s.proc.send_signal(signal.SIGTERM)
+    assert s.proc.wait(timeout=10) == 0
+    assert not os.path.exists(s.socket)
+    # The open connection is closed, not left hanging.
+    assert c.sock.recv(1) == b""

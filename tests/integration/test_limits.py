@@ -1,0 +1,175 @@
+"""Core slice: the wall-clock deadline and the worker's resource limits."""
+import signal
+import time
+
+import pytest
+
+from conftest import Conn, pid_alive, running_supervisor, wait_no_workers, wait_ready, wait_until, worker_pids_of
+
+LIMITS_POLICY = """memoryBytes: 134217728
+cpuSeconds: 1
+timeoutMs: 10000
+maxFileBytes: 65536
+"""
+
+
+@pytest.fixture(scope="module")
+def timeout_sup():
+    with running_supervisor("timeoutMs: 1000\nheartbeatMs: 50\n") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def limits_sup():
+    with running_supervisor(LIMITS_POLICY) as s:
+        yield s
+
+
+@pytest.fixture
+def lconn(limits_sup):
+    # A hang shows up as socket.timeout, well before the harness's default.
+    c = Conn(limits_sup.socket, 30)
+    yield c
+    c.close()
+
+
+def test_timeout(timeout_sup):
+    c = Conn(timeout_sup.socket, 30)
+    try:
+        t0 = time.monotonic()
+        rid = c.request("execute", summary="spin", code="print('before', flush=True)\nwhile True:\n    pass\n",
+                        sourceIds=[])
+        # While it runs, note its worker: it must be gone afterwards.
+        started = c.wait(rid, types=("progress",))
+        while started.get("phase") not in ("running", "finished"):
+            started = c.wait(rid, types=("progress",))
+        workers = worker_pids_of(timeout_sup)
+        r = c.wait(rid, types=("result", "error"))
+        wall = time.monotonic() - t0
+    finally:
+        c.close()
+    assert r["type"] == "result"
+    assert r["outcome"] == "timeout"
+    assert r["partial"] is True
+    assert r["detail"]
+    assert 1000 <= r["timing"]["elapsedMs"] <= 3000, r["timing"]
+    assert wall < 5
+    # Output printed before the loop is kept.
+    assert r["stdout"]["text"] == "before\n"
+    assert r["result"] is None
+    assert r["exception"] is None
+    assert r["exitStatus"]["signal"] == signal.SIGKILL
+    assert wait_no_workers(timeout_sup, 2.0) == []
+    for pid in set(workers) | {r["exitStatus"].get("pid") or 0} - {0}:
+        assert wait_until(lambda: not pid_alive(pid), 2.0), "worker %d survived the timeout" % pid
+
+
+def test_timeout_counts_from_admission_and_then_next_call_works(timeout_sup):
+    c = Conn(timeout_sup.socket, 30)
+    try:
+        r = c.execute("import time\ntime.sleep(5)")
+        assert r["outcome"] == "timeout"
+        assert r["timing"]["elapsedMs"] < 3000
+        r = c.execute("6 * 7")
+        assert r["outcome"] == "ok" and r["result"]["text"] == "42"
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("code", [
+    "x = bytearray(10**10)",
+    "l = []\nwhile True:\n    l.append('x' * 2**20)",
+    "l = []\nwhile True:\n    l.append(bytearray(2**20))",
+])
+def test_memory_limit(lconn, limits_sup, code):
+    r = lconn.execute(code)
+    assert r["type"] == "result"
+    # MemoryError is mapped to the memory limit, not reported as a plain exception.
+    assert r["outcome"] == "resource_limit", (r["outcome"], r.get("exception"), r.get("detail"))
+    assert r["limit"] == "memory"
+    assert r["exception"]["type"] == "MemoryError"
+    assert r["result"] is None
+    assert wait_no_workers(limits_sup) == []
+
+
+def test_memory_limit_default_policy(make_supervisor):
+    s = wait_ready(make_supervisor())
+    c = s.connect(30)
+    r = c.execute("x = bytearray(10**10)")
+    assert r["outcome"] == "resource_limit"
+    assert r["limit"] == "memory"
+    assert r["evidence"]["limits"]["memoryBytes"] == 536870912
+
+
+def test_memory_below_limit_is_fine(lconn):
+    r = lconn.execute("x = bytearray(32 * 2**20)\nlen(x)")
+    assert r["outcome"] == "ok" and r["result"]["text"] == str(32 * 2**20)
+
+
+def test_cpu_limit(lconn, limits_sup):
+    t0 = time.monotonic()
+    r = lconn.execute("print('spinning', flush=True)\nwhile True:\n    pass")
+    wall = time.monotonic() - t0
+    assert r["type"] == "result"
+    assert r["outcome"] == "resource_limit", (r["outcome"], r.get("detail"))
+    assert r["limit"] == "cpu"
+    assert r["partial"] is True
+    assert r["stdout"]["text"] == "spinning\n"
+    # Ended by RLIMIT_CPU (soft 1 s: SIGXCPU, hard 2 s: SIGKILL), long before timeoutMs.
+    assert r["exitStatus"]["signal"] in (signal.SIGXCPU, signal.SIGKILL)
+    assert r["exitStatus"]["cpuMs"] >= 900  # about cpuSeconds of CPU was used
+    assert r["timing"]["elapsedMs"] < 9000 and wall < 9
+    assert wait_no_workers(limits_sup) == []
+
+
+def test_cpu_limit_is_the_soft_limit(lconn):
+    """cpuSeconds is the CPU time the code gets (docs/policy.md: the soft RLIMIT_CPU, where
+    the kernel sends SIGXCPU; the hard limit one second later is only a backstop). Under
+    cpuSeconds: 1 a busy loop must end after about one second of CPU, not two."""
+    r = lconn.execute("while True:\n    pass")
+    assert r["outcome"] == "resource_limit" and r["limit"] == "cpu"
+    assert r["exitStatus"]["signal"] in (signal.SIGXCPU, signal.SIGKILL)
+    assert r["exitStatus"]["cpuMs"] < 1900, r["exitStatus"]
+
+
+def test_sleeping_uses_no_cpu_limit(timeout_sup):
+    # Control: a call that waits (no CPU) is ended by the deadline, not the CPU limit.
+    c = Conn(timeout_sup.socket, 30)
+    try:
+        r = c.execute("import time\ntime.sleep(3)")
+    finally:
+        c.close()
+    assert r["outcome"] == "timeout" and r["limit"] is None
+
+
+def test_file_size_limit(lconn):
+    r = lconn.execute("with open('/tmp/x', 'wb') as f:\n    f.write(b'x' * 2**20)")
+    assert r["type"] == "result"
+    assert r["outcome"] == "resource_limit", (r["outcome"], r.get("exception"))
+    assert r["limit"] == "file_size"
+    assert r["exception"]["type"] == "OSError"
+    assert "[Errno 27]" in r["exception"]["message"]["text"]  # EFBIG
+
+
+def test_file_below_size_limit_is_fine(lconn):
+    r = lconn.execute("with open('/tmp/x', 'wb') as f:\n    f.write(b'x' * 60000)\nopen('/tmp/x', 'rb').read().count(b'x')")
+    assert r["outcome"] == "ok" and r["result"]["text"] == "60000"
+
+
+def test_caught_limit_errors_are_not_outcomes(lconn):
+    # The limit outcome describes how the call ended: code that handles the error is ok.
+    code = """r = []
+try:
+    bytearray(10**10)
+except MemoryError:
+    r.append('MemoryError')
+try:
+    with open('/tmp/y', 'wb') as f:
+        f.write(b'y' * 2**20)
+except OSError as e:
+    r.append(e.errno)
+r
+"""
+    r = lconn.execute(code)
+    assert r["outcome"] == "ok" and r["limit"] is None
+    assert r["result"]["text"] == "['MemoryError', 27]"

@@ -1,0 +1,268 @@
+"""Core slice: what the code inside a worker can and cannot reach."""
+import os
+import secrets
+
+import pytest
+
+from conftest import Conn, running_supervisor
+
+TMP_BYTES = 1048576
+
+
+@pytest.fixture(scope="module")
+def msup():
+    with running_supervisor("tmpBytes: %d\n" % TMP_BYTES) as s:
+        yield s
+
+
+@pytest.fixture
+def mconn(msup):
+    c = Conn(msup.socket, 60)
+    yield c
+    c.close()
+
+
+def value(r):
+    """The shown value of a call that must have succeeded."""
+    assert r["type"] == "result", r
+    assert r["outcome"] == "ok", (r.get("outcome"), r.get("exception"), r.get("detail"))
+    assert r["result"] is not None, "the call showed no value"
+    return r["result"]["text"]
+
+
+def test_no_network_sockets(mconn):
+    code = """import socket
+r = {}
+for name in ('AF_INET', 'AF_INET6', 'AF_UNIX', 'AF_NETLINK', 'AF_PACKET'):
+    try:
+        s = socket.socket(getattr(socket, name), socket.SOCK_DGRAM if name == 'AF_NETLINK' else socket.SOCK_STREAM)
+        r[name] = 'created'
+        s.close()
+    except OSError as e:
+        r[name] = type(e).__name__
+try:
+    socket.socketpair()
+    r['socketpair'] = 'created'
+except OSError as e:
+    r['socketpair'] = type(e).__name__
+sorted(r.items())
+"""
+    got = dict(eval(value(mconn.execute(code))))
+    assert set(got) == {"AF_INET", "AF_INET6", "AF_UNIX", "AF_NETLINK", "AF_PACKET", "socketpair"}
+    for name, what in got.items():
+        assert what in ("PermissionError", "OSError"), (name, what)
+
+
+def test_af_inet_raises_permission_error(mconn):
+    r = mconn.execute("import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)")
+    assert r["outcome"] == "python_exception"
+    assert r["exception"]["type"] == "PermissionError"
+
+
+def test_no_fork(mconn):
+    r = mconn.execute("import os\nos.fork()")
+    assert r["outcome"] == "python_exception"
+    assert r["exception"]["type"] == "PermissionError"
+
+
+def test_no_subprocess(mconn):
+    # /usr/bin/python3 is not in the worker's root: any error but EPERM would mean the
+    # fork itself succeeded.
+    r = mconn.execute("import subprocess\nsubprocess.run(['/usr/bin/python3', '-c', 'print(1)'])")
+    assert r["outcome"] == "python_exception"
+    assert r["exception"]["type"] == "PermissionError"
+
+
+def test_no_posix_spawn(mconn):
+    r = mconn.execute("import os\nos.posix_spawn('/usr/bin/python3', ['python3'], {})")
+    assert r["outcome"] == "python_exception"
+    assert r["exception"]["type"] == "PermissionError"
+
+
+EXISTING_EXECUTABLE = """import glob, os
+exe = sorted(glob.glob('/usr/lib/x86_64-linux-gnu/ld-linux-*.so*') + glob.glob('/lib64/ld-linux-*.so*'))[0]
+assert os.access(exe, os.X_OK), exe
+"""
+
+
+def test_no_exec(mconn):
+    # Exec a file that exists and is executable in the worker's root: only the filter
+    # stops it.
+    r = mconn.execute(EXISTING_EXECUTABLE + "os.execv(exe, [exe, '--version'])")
+    assert r["outcome"] == "python_exception", (r["outcome"], r.get("detail"), r.get("exception"))
+    assert r["exception"]["type"] == "PermissionError"
+
+
+def test_os_system_runs_nothing(mconn):
+    # glibc's system() reports a failed spawn as exit status 127; nothing runs.
+    r = mconn.execute("import os\nos.system('echo from-the-shell; echo from-the-shell >&2')")
+    assert value(r) != "0"
+    assert "from-the-shell" not in r["stdout"]["text"]
+    assert "from-the-shell" not in r["stderr"]["text"]
+
+
+def test_threads_still_work(mconn):
+    # Control for the fork/exec tests: clone(CLONE_THREAD) is allowed.
+    code = "import threading\nout = []\nt = threading.Thread(target=lambda: out.append(6 * 7))\nt.start(); t.join()\nout"
+    assert value(mconn.execute(code)) == "[42]"
+
+
+@pytest.fixture
+def host_canaries():
+    """Files on the host, with random names and contents, that the worker must not see."""
+    token = secrets.token_hex(12)
+    paths = ["/tmp/codeinterp-canary-%s" % token, "/root/codeinterp-canary-%s" % token,
+             "/var/tmp/codeinterp-canary-%s" % token]
+    made = []
+    try:
+        for p in paths:
+            try:
+                with open(p, "w") as f:
+                    f.write("secret-%s\n" % token)
+                made.append(p)
+            except OSError:
+                pass  # e.g. a read-only /usr on this host
+        assert made[:2] == paths[:2]
+        yield token, made
+    finally:
+        for p in made:
+            os.unlink(p)
+
+
+def test_host_files_invisible(msup, mconn, host_canaries):
+    token, paths = host_canaries
+    sock_dir = os.path.dirname(msup.socket)
+    code = """import os
+token = %r
+found = []
+for root, dirs, files in os.walk('/'):
+    for n in dirs + files:
+        if token in n:
+            found.append(os.path.join(root, n))
+checks = {p: os.path.exists(p) for p in %r}
+checks['/etc/passwd'] = os.path.exists('/etc/passwd')
+checks['/proc'] = os.path.exists('/proc')
+checks['/sys'] = os.path.exists('/sys')
+checks['/root'] = os.path.exists('/root')
+checks[%r] = os.path.exists(%r)
+checks[%r] = os.path.exists(%r)
+try:
+    open('/etc/passwd').read()
+    checks['read /etc/passwd'] = True
+except OSError:
+    checks['read /etc/passwd'] = False
+(found, sorted(k for k, v in checks.items() if v))
+""" % (token, paths, msup.socket, msup.socket, sock_dir, sock_dir)
+    # The host paths really exist (the test would be vacuous otherwise).
+    for p in paths:
+        assert os.path.exists(p)
+    assert os.path.exists(msup.socket) and os.path.exists("/etc/passwd")
+    assert value(mconn.execute(code)) == "([], [])"
+
+
+def test_root_and_inputs_read_only(mconn):
+    code = """import errno
+r = []
+for p in ('/x', '/usr/x', '/usr/lib/x', '/inputs/x', '/dev/x', '/lib/x'):
+    try:
+        with open(p, 'w') as f:
+            f.write('x')
+        r.append((p, 'written'))
+    except OSError as e:
+        r.append((p, errno.errorcode.get(e.errno, e.errno)))
+try:
+    import os
+    os.mkdir('/newdir')
+    r.append(('/newdir', 'written'))
+except OSError as e:
+    r.append(('/newdir', errno.errorcode.get(e.errno, e.errno)))
+r
+"""
+    got = eval(value(mconn.execute(code)))
+    assert len(got) == 7
+    for path, what in got:
+        assert what in ("EROFS", "EACCES", "EPERM"), (path, what)
+
+
+def test_tmp_writable(mconn):
+    code = """with open('/tmp/data.bin', 'wb') as f:
+    f.write(b'x' * 300000)
+import os
+os.path.getsize('/tmp/data.bin')
+"""
+    assert value(mconn.execute(code)) == "300000"
+
+
+def test_tmp_size_capped(mconn):
+    code = """with open('/tmp/big.bin', 'wb') as f:
+    for i in range(%d):
+        f.write(b'y' * 65536)
+""" % (2 * TMP_BYTES // 65536)
+    r = mconn.execute(code)
+    assert r["outcome"] == "python_exception", r.get("outcome")
+    exc = r["exception"]
+    assert exc["type"] == "OSError"
+    assert "[Errno 28]" in exc["message"]["text"]  # ENOSPC
+    assert r["limit"] is None
+
+
+def test_not_root(mconn):
+    uid, euid, gid, egid = eval(value(mconn.execute("import os\n(os.getuid(), os.geteuid(), os.getgid(), os.getegid())")))
+    assert 0 not in (uid, euid, gid, egid)
+    assert (uid, gid) == (65534, 65534)  # workerUid/workerGid defaults
+
+
+def test_cannot_regain_privileges(mconn):
+    code = """import os
+r = {}
+for name, f in (('setuid', lambda: os.setuid(0)), ('setgid', lambda: os.setgid(0)),
+                ('setgroups', lambda: os.setgroups([0])), ('chroot', lambda: os.chroot('/tmp')),
+                ('sethostname', lambda: __import__('socket').sethostname('x'))):
+    try:
+        f()
+        r[name] = 'succeeded'
+    except OSError as e:
+        r[name] = type(e).__name__
+sorted(r.items())
+"""
+    got = dict(eval(value(mconn.execute(code))))
+    assert got["setuid"] == "PermissionError"
+    assert got["chroot"] == "PermissionError"
+    for name, what in got.items():
+        assert what in ("PermissionError", "OSError"), (name, what)
+
+
+def test_setuid_zero_raises(mconn):
+    r = mconn.execute("import os\nos.setuid(0)")
+    assert r["outcome"] == "python_exception"
+    assert r["exception"]["type"] == "PermissionError"
+
+
+def test_hostname(mconn):
+    assert value(mconn.execute("import socket, os\n(socket.gethostname(), os.uname().nodename)")) == \
+        "('codeinterp', 'codeinterp')"
+
+
+def test_environment_is_minimal(mconn):
+    got = eval(value(mconn.execute("import os\nsorted(os.environ)")))
+    assert set(got) <= {"LANG", "LC_ALL", "LC_CTYPE"}, got
+
+
+@pytest.mark.parametrize("module", ["pip", "ensurepip", "venv"])
+def test_package_installers_unavailable(mconn, module):
+    r = mconn.execute("import %s" % module)
+    assert r["outcome"] == "python_exception"
+    assert r["exception"]["type"] in ("ImportError", "ModuleNotFoundError")
+
+
+def test_package_installer_import_error_catchable(mconn):
+    code = """r = []
+for name in ('pip', 'ensurepip'):
+    try:
+        __import__(name)
+        r.append('imported')
+    except ImportError:
+        r.append('ImportError')
+r
+"""
+    assert value(mconn.execute(code)) == "['ImportError', 'ImportError']"
