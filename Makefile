@@ -7,7 +7,7 @@ CMAKE_FLAGS += -DCODEINTERP_WERROR=ON
 endif
 PYTEST = /usr/bin/python3 -m pytest
 
-.PHONY: all deps build test unit integration demo clean format check-format bench
+.PHONY: all deps build test unit integration sanitize demo clean format check-format bench
 
 all: build
 
@@ -24,9 +24,18 @@ unit: build
 integration: build
 	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/integration
 
-test: build
+# Unit tests built with AddressSanitizer and UndefinedBehaviorSanitizer.
+sanitize: deps
+	@cmake -S . -B $(BUILD)-san -DCMAKE_BUILD_TYPE=Debug -DCODEINTERP_ASAN=ON -DCODEINTERP_UBSAN=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD)-san -j$$(nproc)
+	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(BUILD)-san --output-on-failure -E seccomp_python_probe
+
+# The format check, unit tests (plain and under ASan/UBSan), then the integration
+# suite over the real socket in both worker start modes.
+test: build check-format sanitize
 	ctest --test-dir $(BUILD) --output-on-failure
-	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/integration
+	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote $(PYTEST) -q tests/integration
+	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=exec $(PYTEST) -q tests/integration
 
 demo: build
 	@tests/demo.sh $(abspath $(BUILD))
@@ -38,7 +47,7 @@ check-format:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-san
 
 # Benchmarks and soaks are not part of `make test` (see docs/performance.md).
 bench: build
