@@ -9,6 +9,7 @@ Run as root:  make bench   (or: /usr/bin/python3 tests/bench/bench.py [--soak 10
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -204,6 +205,10 @@ def main():
         print("soak: %d calls in %.1f s (%.1f calls/s, 4 clients)" % (done, secs, done / secs))
         print("supervisor RSS: %d kB -> %d kB   zygote RSS: %d kB -> %d kB (zygote generation %d)" %
               (s0, s1, z0, z1, st["zygoteGeneration"]))
+
+        print("\n== namespaces: cost of creating and tearing down one worker's set (tests/bench/nsbench.c)")
+        sys.stdout.flush()
+        subprocess.run([os.path.join(conftest.BUILD, "bin", "nsbench"), "300"], check=False)
 
         print("\n== deadline kill lateness (busy loop, timeoutMs 100, measured by the supervisor)")
         late = kill_lateness(sup_kill, 100, 50)
