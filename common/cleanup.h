@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 static inline void freep(void *p) {
-        free(*(void **)p);
+        free(*(void **) p);
 }
 
 static inline void closep(int *fd) {

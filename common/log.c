@@ -37,7 +37,7 @@ static int detect_journal(void) {
                 return 0;
         if (fstat(STDERR_FILENO, &st) < 0)
                 return 0;
-        return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+        return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
 }
 
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
@@ -63,7 +63,7 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         else {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
-                fprintf(stderr, "%s[%d]: %s\n", prefix, (int)getpid(), buf);
+                fprintf(stderr, "%s[%d]: %s\n", prefix, (int) getpid(), buf);
         }
         errno = saved;
         return -error;

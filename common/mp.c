@@ -39,7 +39,7 @@ int mp_validate(const void *buf, size_t len, unsigned max_depth, size_t *ret_end
                 else if ((c & 0xf0) == 0x90)
                         count = c & 0x0f, container = true; /* fixarray */
                 else if ((c & 0xf0) == 0x80)
-                        count = (uint64_t)(c & 0x0f) * 2, container = true; /* fixmap */
+                        count = (uint64_t) (c & 0x0f) * 2, container = true; /* fixmap */
                 else
                         switch (c) {
                         case 0xcc:

@@ -20,14 +20,14 @@ static inline uint32_t rotr32(uint32_t x, unsigned n) {
 }
 
 static inline uint32_t load_be32(const uint8_t *p) {
-        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+        return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | (uint32_t) p[3];
 }
 
 static inline void store_be32(uint8_t *p, uint32_t v) {
-        p[0] = (uint8_t)(v >> 24);
-        p[1] = (uint8_t)(v >> 16);
-        p[2] = (uint8_t)(v >> 8);
-        p[3] = (uint8_t)v;
+        p[0] = (uint8_t) (v >> 24);
+        p[1] = (uint8_t) (v >> 16);
+        p[2] = (uint8_t) (v >> 8);
+        p[3] = (uint8_t) v;
 }
 
 /* Process one 512-bit block (FIPS 180-4 6.2.2). */
@@ -132,7 +132,7 @@ void sha256_final(Sha256 *s, uint8_t out[32]) {
         }
         memset(s->buf + s->n, 0, 56 - s->n);
         for (unsigned i = 0; i < 8; i++)
-                s->buf[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
+                s->buf[56 + i] = (uint8_t) (bits >> (56 - 8 * i));
         sha256_block(s->h, s->buf);
 
         for (unsigned i = 0; i < 8; i++)

@@ -23,7 +23,7 @@ int write_full(int fd, const void *buf, size_t len) {
                         return -errno;
                 }
                 p += n;
-                len -= (size_t)n;
+                len -= (size_t) n;
         }
         return 0;
 }
@@ -41,7 +41,7 @@ int read_full(int fd, void *buf, size_t len) {
                 if (n == 0)
                         return -EPIPE;
                 p += n;
-                len -= (size_t)n;
+                len -= (size_t) n;
         }
         return 0;
 }
@@ -61,7 +61,7 @@ int read_fd_all(int fd, size_t max, void **ret_buf, size_t *ret_len) {
                         buf = nb;
                         cap = ncap;
                 }
-                ssize_t n = pread(fd, buf + len, cap - len, (off_t)len);
+                ssize_t n = pread(fd, buf + len, cap - len, (off_t) len);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -69,7 +69,7 @@ int read_fd_all(int fd, size_t max, void **ret_buf, size_t *ret_len) {
                 }
                 if (n == 0)
                         break;
-                len += (size_t)n;
+                len += (size_t) n;
                 if (len > max)
                         return -EFBIG;
         }
@@ -99,11 +99,11 @@ int memfd_from_buffer(const char *name, const void *data, size_t len, int *ret_f
 uint64_t now_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000ULL + (uint64_t)ts.tv_nsec / 1000ULL;
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
 }
 
 int utf8_count(const char *s, size_t len, uint64_t *ret_chars) {
-        const uint8_t *p = (const uint8_t *)s, *end = p + len;
+        const uint8_t *p = (const uint8_t *) s, *end = p + len;
         uint64_t n = 0;
 
         while (p < end) {
@@ -126,7 +126,7 @@ int utf8_count(const char *s, size_t len, uint64_t *ret_chars) {
                         cp = c & 0x07;
                 } else
                         return -EILSEQ;
-                if ((size_t)(end - p) < need + 1)
+                if ((size_t) (end - p) < need + 1)
                         return -EILSEQ;
                 for (size_t i = 1; i <= need; i++) {
                         if ((p[i] & 0xC0) != 0x80)

@@ -15,13 +15,13 @@ int read_fd_all(int fd, size_t max, void **ret_buf, size_t *ret_len);
 int memfd_from_buffer(const char *name, const void *data, size_t len, int *ret_fd);
 /* Frame helpers: 4-byte big-endian length prefix. */
 static inline void frame_put_len(uint8_t out[4], uint32_t n) {
-        out[0] = (uint8_t)(n >> 24);
-        out[1] = (uint8_t)(n >> 16);
-        out[2] = (uint8_t)(n >> 8);
-        out[3] = (uint8_t)n;
+        out[0] = (uint8_t) (n >> 24);
+        out[1] = (uint8_t) (n >> 16);
+        out[2] = (uint8_t) (n >> 8);
+        out[3] = (uint8_t) n;
 }
 static inline uint32_t frame_get_len(const uint8_t in[4]) {
-        return (uint32_t)in[0] << 24 | (uint32_t)in[1] << 16 | (uint32_t)in[2] << 8 | (uint32_t)in[3];
+        return (uint32_t) in[0] << 24 | (uint32_t) in[1] << 16 | (uint32_t) in[2] << 8 | (uint32_t) in[3];
 }
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);

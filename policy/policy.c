@@ -31,8 +31,8 @@
 /* Bytes reserved for a frame's envelope (type, ids, lengths) in the cross checks. */
 #define POLICY_FRAME_OVERHEAD 4096
 
-_Static_assert(sizeof(uid_t) == sizeof(uint32_t) && (uid_t)-1 > 0, "uid_t must be an unsigned 32-bit type");
-_Static_assert(sizeof(gid_t) == sizeof(uint32_t) && (gid_t)-1 > 0, "gid_t must be an unsigned 32-bit type");
+_Static_assert(sizeof(uid_t) == sizeof(uint32_t) && (uid_t) -1 > 0, "uid_t must be an unsigned 32-bit type");
+_Static_assert(sizeof(gid_t) == sizeof(uint32_t) && (gid_t) -1 > 0, "gid_t must be an unsigned 32-bit type");
 
 typedef enum KeyType {
         KEY_NAME,     /* 1..63 of [A-Za-z0-9_.-] */
@@ -137,19 +137,19 @@ static const KeyDef keys[_K_MAX] = {
 };
 
 static uint32_t *field_u32(Policy *p, const KeyDef *d) {
-        return (uint32_t *)((uint8_t *)p + d->offset);
+        return (uint32_t *) ((uint8_t *) p + d->offset);
 }
 
 static uint64_t *field_u64(Policy *p, const KeyDef *d) {
-        return (uint64_t *)((uint8_t *)p + d->offset);
+        return (uint64_t *) ((uint8_t *) p + d->offset);
 }
 
 static uint32_t get_u32(const Policy *p, const KeyDef *d) {
-        return *(const uint32_t *)((const uint8_t *)p + d->offset);
+        return *(const uint32_t *) ((const uint8_t *) p + d->offset);
 }
 
 static uint64_t get_u64(const Policy *p, const KeyDef *d) {
-        return *(const uint64_t *)((const uint8_t *)p + d->offset);
+        return *(const uint64_t *) ((const uint8_t *) p + d->offset);
 }
 
 const char *policy_deny_action_to_string(PolicyDenyAction a) {
@@ -231,7 +231,7 @@ uint32_t policy_active_workers(const Policy *p) {
         n = sysconf(_SC_NPROCESSORS_ONLN);
         if (n < 1)
                 return 1;
-        return (uint32_t)MIN(n, (long)keys[K_MAX_ACTIVE_WORKERS].max);
+        return (uint32_t) MIN(n, (long) keys[K_MAX_ACTIVE_WORKERS].max);
 }
 
 /* ---- digest ---- */
@@ -253,18 +253,18 @@ static void canon_printf(Canon *c, const char *fmt, ...) {
         va_end(ap);
         if (k < 0)
                 return;
-        c->n = MIN(c->n + (size_t)k, sizeof(c->data));
+        c->n = MIN(c->n + (size_t) k, sizeof(c->data));
 }
 
 static int cmp_u32(const void *a, const void *b) {
-        uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+        uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
         return (x > y) - (x < y);
 }
 
 static void canon_id_list(Canon *c, const uint32_t *ids, size_t n) {
         uint32_t sorted[POLICY_MAX_PEERS];
 
-        n = MIN(n, (size_t)POLICY_MAX_PEERS);
+        n = MIN(n, (size_t) POLICY_MAX_PEERS);
         memcpy(sorted, ids, n * sizeof(uint32_t));
         qsort(sorted, n, sizeof(uint32_t), cmp_u32);
         for (size_t i = 0; i < n; i++)
@@ -308,7 +308,7 @@ void policy_finalize(Policy *p) {
                         break;
                 case KEY_GROUP:
                         if (p->has_socket_group)
-                                canon_printf(&c, "%" PRIu32, (uint32_t)p->socket_group);
+                                canon_printf(&c, "%" PRIu32, (uint32_t) p->socket_group);
                         break;
                 }
                 canon_printf(&c, "\n");
@@ -337,8 +337,8 @@ static const char *sanitize(const char *s, size_t n, char buf[static 48]) {
         size_t k = 0;
 
         for (size_t i = 0; i < n && k < 40; i++) {
-                unsigned char ch = (unsigned char)s[i];
-                buf[k++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+                unsigned char ch = (unsigned char) s[i];
+                buf[k++] = (ch >= 0x20 && ch < 0x7f) ? (char) ch : '?';
         }
         if (n > 40) {
                 memcpy(buf + k, "...", 3);
@@ -363,14 +363,14 @@ static int fail(Loader *l, size_t line, const char *key, const char *fmt, ...) {
         else
                 k = 0;
         if (k > 0)
-                n = MIN((size_t)k, l->errlen - 1);
+                n = MIN((size_t) k, l->errlen - 1);
         if (key) {
                 k = snprintf(l->err + n, l->errlen - n, "%s: ", key);
                 if (k > 0)
-                        n = MIN(n + (size_t)k, l->errlen - 1);
+                        n = MIN(n + (size_t) k, l->errlen - 1);
         }
         va_start(ap, fmt);
-        (void)vsnprintf(l->err + n, l->errlen - n, fmt, ap);
+        (void) vsnprintf(l->err + n, l->errlen - n, fmt, ap);
         va_end(ap);
         return -EINVAL;
 }
@@ -476,7 +476,7 @@ static int parse_decimal(const char *s, size_t n, uint64_t *ret) {
 
                 if (s[i] < '0' || s[i] > '9')
                         return -EINVAL;
-                d = (unsigned)(s[i] - '0');
+                d = (unsigned) (s[i] - '0');
                 if (v > (UINT64_MAX - d) / 10)
                         return -ERANGE;
                 v = v * 10 + d;
@@ -487,7 +487,7 @@ static int parse_decimal(const char *s, size_t n, uint64_t *ret) {
 
 static int scalar_integer(Loader *l, const KeyDef *d, uint64_t min, uint64_t max, uint64_t *ret) {
         const yaml_event_t *ev = &l->ev;
-        const char *s = (const char *)ev->data.scalar.value;
+        const char *s = (const char *) ev->data.scalar.value;
         size_t n = ev->data.scalar.length;
         char buf[48];
         uint64_t v;
@@ -511,13 +511,13 @@ static int resolve_group(const char *name, gid_t *ret) {
         if (sz <= 0)
                 sz = 4096;
         for (;;) {
-                _cleanup_free_ char *buf = malloc((size_t)sz);
+                _cleanup_free_ char *buf = malloc((size_t) sz);
                 struct group grp, *result = NULL;
                 int r;
 
                 if (!buf)
                         return -ENOMEM;
-                r = getgrnam_r(name, &grp, buf, (size_t)sz, &result);
+                r = getgrnam_r(name, &grp, buf, (size_t) sz, &result);
                 if (r == ERANGE && sz < 1024 * 1024) {
                         sz *= 2;
                         continue;
@@ -538,7 +538,7 @@ static bool valid_name_char(char c) {
 
 static int parse_group(Loader *l, const KeyDef *d) {
         const yaml_event_t *ev = &l->ev;
-        const char *s = (const char *)ev->data.scalar.value;
+        const char *s = (const char *) ev->data.scalar.value;
         size_t n = ev->data.scalar.length;
         char buf[48], name[256];
         bool digits = n > 0;
@@ -555,7 +555,7 @@ static int parse_group(Loader *l, const KeyDef *d) {
                 r = scalar_integer(l, d, d->min, d->max, &v);
                 if (r < 0)
                         return r;
-                l->policy.socket_group = (gid_t)v;
+                l->policy.socket_group = (gid_t) v;
                 l->policy.has_socket_group = true;
                 return 0;
         }
@@ -573,7 +573,7 @@ static int parse_group(Loader *l, const KeyDef *d) {
                 return r;
         if (r < 0)
                 return fail(l, ev_line(ev), d->key, "unknown group '%s'", name);
-        if (gid == (gid_t)-1)
+        if (gid == (gid_t) -1)
                 return fail(l, ev_line(ev), d->key, "group '%s' has an invalid gid", name);
         l->policy.socket_group = gid;
         l->policy.has_socket_group = true;
@@ -611,7 +611,7 @@ static int parse_id_list(Loader *l, const KeyDef *d, uint32_t *ids, size_t *n_id
                 for (size_t i = 0; i < n; i++)
                         if (tmp[i] == v)
                                 return fail(l, ev_line(&l->ev), d->key, "duplicate entry %" PRIu64, v);
-                tmp[n++] = (uint32_t)v;
+                tmp[n++] = (uint32_t) v;
         }
 
         memcpy(ids, tmp, n * sizeof(uint32_t));
@@ -641,7 +641,7 @@ static int parse_value(Loader *l, const KeyDef *d) {
 
         if (ev->type != YAML_SCALAR_EVENT)
                 return fail(l, ev_line(ev), d->key, "expected a scalar value, got %s", event_kind(ev->type));
-        s = (const char *)ev->data.scalar.value;
+        s = (const char *) ev->data.scalar.value;
         n = ev->data.scalar.length;
 
         switch (d->type) {
@@ -661,7 +661,7 @@ static int parse_value(Loader *l, const KeyDef *d) {
                 r = scalar_integer(l, d, d->min, d->max, &v);
                 if (r < 0)
                         return r;
-                *field_u32(&l->policy, d) = (uint32_t)v;
+                *field_u32(&l->policy, d) = (uint32_t) v;
                 return 0;
 
         case KEY_U64:
@@ -728,7 +728,7 @@ static int parse_mapping(Loader *l) {
                         return fail(l, line, NULL, "expected a key, got %s%s%s%s", event_kind(l->ev.type),
                                     l->last_key ? " (after key " : "", l->last_key ?: "", l->last_key ? ")" : "");
 
-                s = (const char *)l->ev.data.scalar.value;
+                s = (const char *) l->ev.data.scalar.value;
                 n = l->ev.data.scalar.length;
                 r = check_node(l, sanitize(s, n, buf));
                 if (r < 0)
@@ -736,7 +736,7 @@ static int parse_mapping(Loader *l) {
                 d = find_key(s, n);
                 if (!d)
                         return fail(l, line, NULL, "unknown key '%s'", sanitize(s, n, buf));
-                id = (size_t)(d - keys);
+                id = (size_t) (d - keys);
                 if (l->lines[id] > 0)
                         return fail(l, line, d->key, "duplicate key (first set on line %zu)", l->lines[id]);
                 l->lines[id] = line;
@@ -757,7 +757,7 @@ static int fail_pair(Loader *l, KeyId a, KeyId b, const char *fmt, ...) {
         va_list ap;
 
         va_start(ap, fmt);
-        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+        (void) vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
         return fail(l, l->lines[k], keys[k].key, "%s", msg);
 }
@@ -767,7 +767,7 @@ static int check_cross(Loader *l) {
         uint64_t need;
 
         /* An exec request carries the code as UTF-8, at most 4 bytes per character. */
-        need = (uint64_t)p->max_code_characters * 4 + POLICY_FRAME_OVERHEAD;
+        need = (uint64_t) p->max_code_characters * 4 + POLICY_FRAME_OVERHEAD;
         if (need > p->max_message_bytes)
                 return fail_pair(l, K_MAX_MESSAGE_BYTES, K_MAX_CODE_CHARACTERS,
                                  "maxMessageBytes (%" PRIu32 ") must be at least maxCodeCharacters * 4 + %d (%" PRIu64
@@ -870,7 +870,7 @@ int policy_load_string(Policy *p, const char *data, size_t len, char *err, size_
         l->data = data ?: "";
         l->len = len;
         l->n_lines = line_of_offset(l, len) - (len > 0 && l->data[len - 1] == '\n');
-        l->n_lines = MAX(l->n_lines, (size_t)1);
+        l->n_lines = MAX(l->n_lines, (size_t) 1);
         l->err = err;
         l->errlen = errlen;
 
@@ -878,7 +878,7 @@ int policy_load_string(Policy *p, const char *data, size_t len, char *err, size_
                 free(l);
                 return -ENOMEM;
         }
-        yaml_parser_set_input_string(&l->parser, (const unsigned char *)l->data, len);
+        yaml_parser_set_input_string(&l->parser, (const unsigned char *) l->data, len);
 
         r = load_document(l);
         if (r >= 0)
@@ -927,7 +927,7 @@ int policy_load_file(Policy *p, const char *path, char *err, size_t errlen) {
                 }
                 if (k == 0)
                         break;
-                n += (size_t)k;
+                n += (size_t) k;
         }
         if (n > POLICY_DOCUMENT_MAX) {
                 if (err && errlen > 0)

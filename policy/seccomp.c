@@ -703,15 +703,15 @@ int policy_seccomp_compile(PolicyDenyAction deny, struct sock_fprog *ret) {
                 return -errno;
         if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0)
                 return -EBADMSG;
-        size_t n = (size_t)st.st_size / sizeof(struct sock_filter);
+        size_t n = (size_t) st.st_size / sizeof(struct sock_filter);
         if (n > BPF_MAXINSNS)
                 return -E2BIG;
 
-        insns = malloc((size_t)st.st_size);
+        insns = malloc((size_t) st.st_size);
         if (!insns)
                 return -ENOMEM;
-        for (size_t done = 0; done < (size_t)st.st_size;) {
-                ssize_t k = pread(fd, (char *)insns + done, (size_t)st.st_size - done, (off_t)done);
+        for (size_t done = 0; done < (size_t) st.st_size;) {
+                ssize_t k = pread(fd, (char *) insns + done, (size_t) st.st_size - done, (off_t) done);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -719,11 +719,11 @@ int policy_seccomp_compile(PolicyDenyAction deny, struct sock_fprog *ret) {
                 }
                 if (k == 0)
                         return -EIO;
-                done += (size_t)k;
+                done += (size_t) k;
         }
 
         *ret = (struct sock_fprog){
-                .len = (unsigned short)n,
+                .len = (unsigned short) n,
                 .filter = TAKE_PTR(insns),
         };
         return 0;

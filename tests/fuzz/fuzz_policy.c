@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
 
         memcpy(&p, &defaults, sizeof(p));
-        r = policy_load_string(&p, (const char *)data, size, err, sizeof(err));
+        r = policy_load_string(&p, (const char *) data, size, err, sizeof(err));
         if (r == 0) {
                 if (strlen(p.sha256) != 64)
                         __builtin_trap();

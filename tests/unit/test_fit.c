@@ -94,22 +94,22 @@ static size_t ref_encode(const uint32_t *cps, size_t from, size_t to, char *out)
                 uint32_t c = cps[i];
                 switch (ref_cp_len(c)) {
                 case 1:
-                        out[o++] = (char)c;
+                        out[o++] = (char) c;
                         break;
                 case 2:
-                        out[o++] = (char)(0xC0 | c >> 6);
-                        out[o++] = (char)(0x80 | (c & 0x3F));
+                        out[o++] = (char) (0xC0 | c >> 6);
+                        out[o++] = (char) (0x80 | (c & 0x3F));
                         break;
                 case 3:
-                        out[o++] = (char)(0xE0 | c >> 12);
-                        out[o++] = (char)(0x80 | (c >> 6 & 0x3F));
-                        out[o++] = (char)(0x80 | (c & 0x3F));
+                        out[o++] = (char) (0xE0 | c >> 12);
+                        out[o++] = (char) (0x80 | (c >> 6 & 0x3F));
+                        out[o++] = (char) (0x80 | (c & 0x3F));
                         break;
                 default:
-                        out[o++] = (char)(0xF0 | c >> 18);
-                        out[o++] = (char)(0x80 | (c >> 12 & 0x3F));
-                        out[o++] = (char)(0x80 | (c >> 6 & 0x3F));
-                        out[o++] = (char)(0x80 | (c & 0x3F));
+                        out[o++] = (char) (0xF0 | c >> 18);
+                        out[o++] = (char) (0x80 | (c >> 12 & 0x3F));
+                        out[o++] = (char) (0x80 | (c >> 6 & 0x3F));
+                        out[o++] = (char) (0x80 | (c & 0x3F));
                         break;
                 }
         }
@@ -120,7 +120,7 @@ static size_t ref_encode(const uint32_t *cps, size_t from, size_t to, char *out)
 static void assert_valid_utf8(const char *s, size_t len, uint64_t chars) {
         RefDecoded d;
 
-        ref_decode((const uint8_t *)s, len, &d);
+        ref_decode((const uint8_t *) s, len, &d);
         assert_int_equal(d.replaced, 0);
         assert_int_equal(d.n, chars);
         assert_int_equal(d.bytes, len);
@@ -131,7 +131,7 @@ static void assert_invariants(const FitText *t) {
         assert_non_null(t->text);
         assert_int_equal(t->text[t->text_bytes], '\0');
         assert_int_equal(t->total_chars, t->text_chars + t->omitted_chars);
-        assert_int_equal(t->total_bytes, (uint64_t)t->text_bytes + t->omitted_bytes);
+        assert_int_equal(t->total_bytes, (uint64_t) t->text_bytes + t->omitted_bytes);
         assert_true(t->omitted_at <= t->text_chars);
         if (t->omitted_chars == 0) {
                 assert_int_equal(t->omitted_bytes, 0);
@@ -463,7 +463,7 @@ static void check_invalid_case(const InvalidCase *c, uint64_t ceiling) {
 
         /* The reference decoder agrees as well. */
         RefDecoded d;
-        ref_decode((const uint8_t *)c->in, c->in_len, &d);
+        ref_decode((const uint8_t *) c->in, c->in_len, &d);
         assert_int_equal(d.bytes, c->out_len);
         assert_int_equal(d.replaced, c->replaced);
         free(d.cps);
@@ -719,7 +719,7 @@ static uint64_t rng(void) {
 }
 
 static size_t rng_below(size_t n) {
-        return n == 0 ? 0 : (size_t)(rng() % n);
+        return n == 0 ? 0 : (size_t) (rng() % n);
 }
 
 static size_t random_input(uint8_t *out, size_t max) {
@@ -732,26 +732,26 @@ static size_t random_input(uint8_t *out, size_t max) {
         while (n < len) {
                 switch (rng_below(5)) {
                 case 0:
-                        out[n++] = (uint8_t)rng_below(0x80);
+                        out[n++] = (uint8_t) rng_below(0x80);
                         break;
                 case 1:
                         out[n++] = interesting[rng_below(sizeof(interesting))];
                         break;
                 case 2:
-                        out[n++] = (uint8_t)rng();
+                        out[n++] = (uint8_t) rng();
                         break;
                 default: {
                         /* A valid character (sometimes with its end chopped off). */
                         uint32_t cp;
                         do
-                                cp = (uint32_t)rng_below(0x110000);
+                                cp = (uint32_t) rng_below(0x110000);
                         while (cp >= 0xD800 && cp <= 0xDFFF);
                         char enc[4];
                         size_t el = ref_encode(&cp, 0, 1, enc);
                         if (rng_below(4) == 0)
                                 el = rng_below(el) + 1;
                         for (size_t i = 0; i < el && n < len; i++)
-                                out[n++] = (uint8_t)enc[i];
+                                out[n++] = (uint8_t) enc[i];
                         break;
                 }
                 }
@@ -811,8 +811,8 @@ static void test_fit_random(void **state) {
                         h = d.n;
                         tl = 0;
                 } else {
-                        h = (size_t)head;
-                        tl = (size_t)tail;
+                        h = (size_t) head;
+                        tl = (size_t) tail;
                 }
                 size_t el = ref_encode(d.cps, 0, h, expect);
                 el += ref_encode(d.cps, d.n - tl, d.n, expect + el);
@@ -845,7 +845,7 @@ static void test_fit_random(void **state) {
                         assert_int_equal(t.total_chars, d.n);
                         assert_int_equal(t.total_bytes, d.bytes);
 
-                        size_t a = (size_t)t.omitted_at, b = (size_t)(t.text_chars - t.omitted_at);
+                        size_t a = (size_t) t.omitted_at, b = (size_t) (t.text_chars - t.omitted_at);
                         if (had_run) {
                                 assert_true(a <= old_at);
                                 assert_true(b <= old_tail);

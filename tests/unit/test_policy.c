@@ -619,13 +619,13 @@ static void test_digest_known_answer(void **state) {
                 const char *line = canonical;
 
                 while ((s = strchr(line, '\n'))) {
-                        size_t l = (size_t)(s - line) + 1;
+                        size_t l = (size_t) (s - line) + 1;
                         if (strncmp(line, "allowedUids=", 12) == 0)
-                                n += (size_t)sprintf(c2 + n, "allowedUids=5,1001\n");
+                                n += (size_t) sprintf(c2 + n, "allowedUids=5,1001\n");
                         else if (strncmp(line, "allowedGids=", 12) == 0)
-                                n += (size_t)sprintf(c2 + n, "allowedGids=7\n");
+                                n += (size_t) sprintf(c2 + n, "allowedGids=7\n");
                         else if (strncmp(line, "socketGroup=", 12) == 0)
-                                n += (size_t)sprintf(c2 + n, "socketGroup=42\n");
+                                n += (size_t) sprintf(c2 + n, "socketGroup=42\n");
                         else {
                                 memcpy(c2 + n, line, l);
                                 n += l;
@@ -714,9 +714,9 @@ static void test_packaging_file(void **state) {
         n = ftell(f);
         assert_true(n > 0);
         rewind(f);
-        text = calloc(1, (size_t)n + 1);
+        text = calloc(1, (size_t) n + 1);
         assert_non_null(text);
-        assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+        assert_int_equal(fread(text, 1, (size_t) n, f), (size_t) n);
         fclose(f);
         for (size_t i = 0; i < ELEMENTSOF(test_keys); i++) {
                 char needle[64];
@@ -734,9 +734,9 @@ static void test_packaging_file(void **state) {
                 assert_int_equal(fseek(f, 0, SEEK_END), 0);
                 n = ftell(f);
                 rewind(f);
-                doc = calloc(1, (size_t)n + 1);
+                doc = calloc(1, (size_t) n + 1);
                 assert_non_null(doc);
-                assert_int_equal(fread(doc, 1, (size_t)n, f), (size_t)n);
+                assert_int_equal(fread(doc, 1, (size_t) n, f), (size_t) n);
                 fclose(f);
                 for (size_t i = 0; i < ELEMENTSOF(test_keys); i++) {
                         char needle[64];
@@ -791,10 +791,10 @@ static void test_active_workers(void **state) {
 static void test_to_string(void **state) {
         assert_string_equal(policy_deny_action_to_string(POLICY_DENY_ERRNO), "errno");
         assert_string_equal(policy_deny_action_to_string(POLICY_DENY_KILL), "kill");
-        assert_null(policy_deny_action_to_string((PolicyDenyAction)42));
+        assert_null(policy_deny_action_to_string((PolicyDenyAction) 42));
         assert_string_equal(policy_worker_start_to_string(POLICY_WORKER_START_EXEC), "exec");
         assert_string_equal(policy_worker_start_to_string(POLICY_WORKER_START_ZYGOTE), "zygote");
-        assert_null(policy_worker_start_to_string((PolicyWorkerStart)42));
+        assert_null(policy_worker_start_to_string((PolicyWorkerStart) 42));
 }
 
 /* Random byte and line mutations of a valid document: never crash, always 0 or -EINVAL,
@@ -819,22 +819,22 @@ static void test_mutations(void **state) {
                 policy_copy(&p, &d);
                 memcpy(buf, full_doc, n);
                 for (int o = 0; o < ops; o++) {
-                        size_t pos = n > 0 ? (size_t)rand() % n : 0;
+                        size_t pos = n > 0 ? (size_t) rand() % n : 0;
                         switch (rand() % 6) {
                         case 0: /* replace a byte */
                                 if (n > 0)
-                                        buf[pos] = alphabet[rand() % (int)(sizeof(alphabet) - 1)];
+                                        buf[pos] = alphabet[rand() % (int) (sizeof(alphabet) - 1)];
                                 break;
                         case 1: /* insert a byte */
                                 if (n + 1 < sizeof(buf)) {
                                         memmove(buf + pos + 1, buf + pos, n - pos);
-                                        buf[pos] = alphabet[rand() % (int)(sizeof(alphabet) - 1)];
+                                        buf[pos] = alphabet[rand() % (int) (sizeof(alphabet) - 1)];
                                         n++;
                                 }
                                 break;
                         case 2: /* delete a run */
                                 if (n > 0) {
-                                        size_t k = (size_t)(1 + rand() % 8);
+                                        size_t k = (size_t) (1 + rand() % 8);
                                         k = MIN(k, n - pos);
                                         memmove(buf + pos, buf + pos + k, n - pos - k);
                                         n -= k;
@@ -842,7 +842,7 @@ static void test_mutations(void **state) {
                                 break;
                         case 3: /* duplicate a run */
                                 if (n > 0) {
-                                        size_t k = (size_t)(1 + rand() % 40);
+                                        size_t k = (size_t) (1 + rand() % 40);
                                         k = MIN(k, n - pos);
                                         if (n + k < sizeof(buf)) {
                                                 memmove(buf + pos + k, buf + pos, n - pos);
@@ -855,7 +855,7 @@ static void test_mutations(void **state) {
                                 break;
                         default: /* random byte anywhere in 0..255 */
                                 if (n > 0)
-                                        buf[pos] = (char)(rand() & 0xff);
+                                        buf[pos] = (char) (rand() & 0xff);
                                 break;
                         }
                 }

@@ -31,7 +31,7 @@ static void pack_request(msgpack_sbuffer *sb, int n, ...) {
 
         msgpack_sbuffer_init(sb);
         msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-        msgpack_pack_map(&pk, (size_t)n);
+        msgpack_pack_map(&pk, (size_t) n);
         va_start(ap, n);
         for (int i = 0; i < n; i++) {
                 const char *key = va_arg(ap, const char *);
@@ -269,8 +269,8 @@ static void test_mutations(void **state) {
                 ProtoError err;
 
                 memcpy(buf, sb.data, len);
-                for (int m = 0; m < 1 + (int)(rand_r(&seed) % 4); m++)
-                        buf[rand_r(&seed) % len] = (uint8_t)rand_r(&seed);
+                for (int m = 0; m < 1 + (int) (rand_r(&seed) % 4); m++)
+                        buf[rand_r(&seed) % len] = (uint8_t) rand_r(&seed);
                 if (rand_r(&seed) % 5 == 0)
                         len = rand_r(&seed) % (len + 1);
                 if (proto_decode_request(buf, len, &policy, &req, &err) == 0)

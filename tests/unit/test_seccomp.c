@@ -73,7 +73,7 @@ static _Noreturn void child_fail(int line, const char *what, long got, int err, 
         char buf[512];
         int n = snprintf(buf, sizeof buf, "test_seccomp.c:%d: %s (returned %ld, errno %d %s; wanted errno %d)\n", line,
                          what, got, err, strerrorname_np(err) ?: "?", want_err);
-        if (n > 0 && write(report_fd, buf, (size_t)MIN(n, (int)sizeof buf - 1)) < 0) {
+        if (n > 0 && write(report_fd, buf, (size_t) MIN(n, (int) sizeof buf - 1)) < 0) {
                 /* nothing more we can do */
         }
         _exit(1);
@@ -90,7 +90,7 @@ static _Noreturn void child_fail(int line, const char *what, long got, int err, 
 #define CHECK_OK(expr)                                                                                                 \
         do {                                                                                                           \
                 errno = 0;                                                                                             \
-                long _r = (long)(expr);                                                                                \
+                long _r = (long) (expr);                                                                               \
                 if (_r < 0)                                                                                            \
                         child_fail(__LINE__, "should succeed: " #expr, _r, errno, 0);                                  \
         } while (0)
@@ -99,7 +99,7 @@ static _Noreturn void child_fail(int line, const char *what, long got, int err, 
 #define CHECK_ERR(expr, want)                                                                                          \
         do {                                                                                                           \
                 errno = 0;                                                                                             \
-                long _r = (long)(expr);                                                                                \
+                long _r = (long) (expr);                                                                               \
                 int _e = errno;                                                                                        \
                 if (_r != -1 || _e != (want))                                                                          \
                         child_fail(__LINE__, "should fail: " #expr, _r, _e, (want));                                   \
@@ -146,7 +146,7 @@ static int run_child(const struct sock_fprog *prog, ChildFn fn, char *msg, size_
                         continue;
                 if (k <= 0)
                         break;
-                n += (size_t)k;
+                n += (size_t) k;
                 if (n == msglen - 1)
                         break;
         }
@@ -172,7 +172,7 @@ static void expect_signal(const struct sock_fprog *prog, ChildFn fn, int sig) {
         char msg[1024];
         int status = run_child(prog, fn, msg, sizeof msg);
         if (!WIFSIGNALED(status) || WTERMSIG(status) != sig)
-                fail_msg("child not killed by signal %d: status 0x%x %s", sig, (unsigned)status,
+                fail_msg("child not killed by signal %d: status 0x%x %s", sig, (unsigned) status,
                          msg[0] ? msg : "(no report)");
 }
 
@@ -222,19 +222,19 @@ static void child_processes(void) {
                 _exit(0);
         CHECK(r == -1 && errno == EPERM);
 
-        r = syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
+        r = syscall(SYS_clone, (unsigned long) SIGCHLD, 0UL, 0UL, 0UL, 0UL);
         if (r == 0)
                 _exit(0);
         CHECK(r == -1 && errno == EPERM);
 
         /* A "thread" with a namespace flag is not a thread the filter allows (EPERM from the
          * filter before the kernel could say EINVAL or start it; kill mode proves it). */
-        r = syscall(SYS_clone, (unsigned long)(CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_NEWNET), 0UL, 0UL, 0UL,
+        r = syscall(SYS_clone, (unsigned long) (CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_NEWNET), 0UL, 0UL, 0UL,
                     0UL);
         CHECK(r == -1 && errno == EPERM);
 
         /* glibc's posix_spawn: clone3 (ENOSYS), then clone(CLONE_VM | CLONE_VFORK). */
-        char *argv[] = { (char *)"/bin/true", NULL };
+        char *argv[] = { (char *) "/bin/true", NULL };
         pid_t spawned;
         int e = posix_spawn(&spawned, "/bin/true", NULL, NULL, argv, environ);
         CHECK(e == EPERM);
@@ -265,9 +265,9 @@ static void *thread_main(void *arg) {
 static void *thread_spawner(void *arg) {
         pthread_t t;
         if (pthread_create(&t, NULL, thread_main, arg) != 0)
-                return (void *)1;
+                return (void *) 1;
         if (pthread_join(t, NULL) != 0)
-                return (void *)2;
+                return (void *) 2;
         return NULL;
 }
 
@@ -278,18 +278,18 @@ static void child_threads(void) {
         pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
         for (int i = 0; i < 4; i++) {
-                v[i] = (uint64_t)i;
+                v[i] = (uint64_t) i;
                 CHECK(pthread_create(&t[i], NULL, i == 3 ? thread_spawner : thread_main, &v[i]) == 0);
         }
         for (int i = 0; i < 4; i++) {
-                void *ret = (void *)42;
+                void *ret = (void *) 42;
                 CHECK(pthread_join(t[i], &ret) == 0);
                 CHECK(i == 3 ? ret == NULL : true);
         }
         for (int i = 0; i < 4; i++) {
                 uint64_t acc = 0;
                 for (uint64_t k = 0; k < 100000; k++)
-                        acc += k ^ (uint64_t)i;
+                        acc += k ^ (uint64_t) i;
                 CHECK(v[i] == acc);
         }
 
@@ -364,7 +364,7 @@ static void child_ioctl_errno(void) {
          * without the filter (generic requests; the kernel truncates to 32 bits). */
         CHECK_ERR(ioctl(p[0], TIOCSTI, "x"), ENOTTY);
         CHECK_ERR(ioctl(p[0], FIOASYNC, &on), ENOTTY);
-        CHECK_ERR(syscall(SYS_ioctl, p[0], (unsigned long)FIONREAD | (1UL << 32), &n), ENOTTY);
+        CHECK_ERR(syscall(SYS_ioctl, p[0], (unsigned long) FIONREAD | (1UL << 32), &n), ENOTTY);
         CHECK_ERR(syscall(SYS_ioctl, p[0], 0UL, &n), ENOTTY);
         CHECK_ERR(syscall(SYS_ioctl, p[0], ~0UL, &n), ENOTTY);
 }
@@ -382,7 +382,7 @@ static void child_ioctl_allowed(void) {
 static void child_ioctl_tiocsti(void) {
         int p[2];
         CHECK_OK(pipe(p));
-        (void)ioctl(p[0], TIOCSTI, "x");
+        (void) ioctl(p[0], TIOCSTI, "x");
 }
 
 static void child_prctl(void) {
@@ -431,9 +431,9 @@ static void child_prctl(void) {
 
 static void child_personality(void) {
         CHECK_OK(syscall(SYS_personality, 0xffffffffUL));
-        CHECK_OK(syscall(SYS_personality, (unsigned long)PER_LINUX));
-        CHECK_ERR(syscall(SYS_personality, (unsigned long)READ_IMPLIES_EXEC), ENOSYS);
-        CHECK_ERR(syscall(SYS_personality, (unsigned long)ADDR_NO_RANDOMIZE), ENOSYS);
+        CHECK_OK(syscall(SYS_personality, (unsigned long) PER_LINUX));
+        CHECK_ERR(syscall(SYS_personality, (unsigned long) READ_IMPLIES_EXEC), ENOSYS);
+        CHECK_ERR(syscall(SYS_personality, (unsigned long) ADDR_NO_RANDOMIZE), ENOSYS);
 }
 
 static void child_unlisted(void) {
@@ -441,7 +441,7 @@ static void child_unlisted(void) {
         CHECK_ERR(syscall(-1L), ENOSYS);
         CHECK_ERR(inotify_init1(IN_CLOEXEC), ENOSYS);
         CHECK_ERR(syscall(SYS_membarrier, 0, 0), ENOSYS);
-        CHECK_ERR(syscall(SYS_mlock, (void *)0, 4096UL), ENOSYS);
+        CHECK_ERR(syscall(SYS_mlock, (void *) 0, 4096UL), ENOSYS);
         CHECK_ERR(syscall(SYS_splice, -1, NULL, -1, NULL, 1UL, 0U), ENOSYS);
         CHECK_ERR(syscall(SYS_sync), ENOSYS);
         CHECK_ERR(mknodat(AT_FDCWD, "/nonexistent", S_IFIFO | 0600, 0), ENOSYS);
@@ -499,7 +499,7 @@ static void child_file_io(void) {
         int fd = open(a, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         CHECK(fd >= 0);
         CHECK(write(fd, "hello world\n", 12) == 12);
-        struct iovec iov[2] = { { (void *)"ab", 2 }, { (void *)"cd", 2 } };
+        struct iovec iov[2] = { { (void *) "ab", 2 }, { (void *) "cd", 2 } };
         CHECK(writev(fd, iov, 2) == 4);
         CHECK(pwrite(fd, "H", 1, 0) == 1);
         CHECK(lseek(fd, 0, SEEK_SET) == 0);
@@ -678,7 +678,7 @@ static void child_signals_time(void) {
         CHECK_OK(syscall(SYS_gettimeofday, &tv, NULL));
         CHECK_OK(syscall(SYS_time, NULL));
         struct tms t;
-        CHECK(times(&t) != (clock_t)-1);
+        CHECK(times(&t) != (clock_t) -1);
 }
 
 static void child_identity(void) {
@@ -702,7 +702,7 @@ static void child_identity(void) {
         CHECK_OK(getsid(0));
         CHECK_OK(uname(&u));
         CHECK_OK(sysinfo(&si));
-        CHECK(getrandom(rnd, sizeof rnd, 0) == (ssize_t)sizeof rnd);
+        CHECK(getrandom(rnd, sizeof rnd, 0) == (ssize_t) sizeof rnd);
         CHECK_OK(sched_getaffinity(0, sizeof cpus, &cpus));
         CHECK_OK(sched_getscheduler(0));
         CHECK_OK(sched_yield());
@@ -712,7 +712,7 @@ static void child_identity(void) {
 }
 
 static void child_socket_only(void) {
-        (void)socket(AF_UNIX, SOCK_STREAM, 0);
+        (void) socket(AF_UNIX, SOCK_STREAM, 0);
 }
 
 static void child_fork_only(void) {
@@ -723,26 +723,26 @@ static void child_fork_only(void) {
 
 static void child_clone_namespace_thread(void) {
         /* Killed before the kernel sees it; would otherwise start a thread on this stack. */
-        (void)syscall(SYS_clone, (unsigned long)(CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_NEWNET), 0UL, 0UL, 0UL,
-                      0UL);
+        (void) syscall(SYS_clone, (unsigned long) (CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_NEWNET), 0UL, 0UL,
+                       0UL, 0UL);
 }
 
 static void child_unlisted_only(void) {
-        (void)syscall(1000);
+        (void) syscall(1000);
 }
 
 static void child_prctl_denied_only(void) {
-        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        (void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 static void child_prlimit_set_only(void) {
         struct rlimit zero = { 0, 0 };
-        (void)prlimit(0, RLIMIT_CORE, &zero, NULL);
+        (void) prlimit(0, RLIMIT_CORE, &zero, NULL);
 }
 
 static void child_x32(void) {
         /* __X32_SYSCALL_BIT | getpid: x32 ABI numbers arrive with AUDIT_ARCH_X86_64. */
-        (void)syscall(0x40000000L | SYS_getpid);
+        (void) syscall(0x40000000L | SYS_getpid);
 }
 
 static long int80_getpid(void) {
@@ -753,7 +753,7 @@ static long int80_getpid(void) {
 }
 
 static void child_int80(void) {
-        (void)int80_getpid();
+        (void) int80_getpid();
 }
 
 static void child_int80_probe(void) {
@@ -774,7 +774,7 @@ static uint32_t bpf_run(const struct sock_fprog *p, const struct seccomp_data *d
                 switch (f->code) {
                 case BPF_LD | BPF_W | BPF_ABS:
                         assert_true(k % 4 == 0 && k + 4 <= sizeof *d);
-                        memcpy(&A, (const char *)d + k, 4);
+                        memcpy(&A, (const char *) d + k, 4);
                         break;
                 case BPF_LD | BPF_W | BPF_LEN:
                         A = sizeof *d;
@@ -895,7 +895,7 @@ static uint32_t verdict(const struct sock_fprog *p, uint32_t arch, int nr, uint6
 
 #define V_ALLOW SECCOMP_RET_ALLOW
 #define V_KILL SECCOMP_RET_KILL_PROCESS
-#define V_ERRNO(e) (SECCOMP_RET_ERRNO | (uint32_t)(e))
+#define V_ERRNO(e) (SECCOMP_RET_ERRNO | (uint32_t) (e))
 #define X64 AUDIT_ARCH_X86_64
 
 static void test_bpf_arches(void **state) {
@@ -937,7 +937,7 @@ static void check_values(int nr, unsigned arg, const uint64_t *allowed, size_t n
                                 uint32_t want = in_list(x, allowed, n) ? V_ALLOW : deny;
                                 if (got != want)
                                         fail_msg("syscall %d arg%u=0x%llx: verdict 0x%x, wanted 0x%x", nr, arg,
-                                                 (unsigned long long)x, got, want);
+                                                 (unsigned long long) x, got, want);
                         }
         }
 }
@@ -1003,7 +1003,7 @@ static void test_bpf_clone(void **state) {
                                 uint32_t got = verdict(p, X64, SYS_clone, flags, 0, 0);
                                 if (got != want)
                                         fail_msg("clone flags 0x%llx: verdict 0x%x, wanted 0x%x",
-                                                 (unsigned long long)flags, got, want);
+                                                 (unsigned long long) flags, got, want);
                         }
         }
 }
@@ -1026,8 +1026,8 @@ static void test_compile(void **state) {
         scmp_filter_ctx ctx = NULL;
 
         for (int mode = POLICY_DENY_ERRNO; mode <= POLICY_DENY_KILL; mode++) {
-                assert_int_equal(policy_seccomp_compile((PolicyDenyAction)mode, &p1), 0);
-                assert_int_equal(policy_seccomp_compile((PolicyDenyAction)mode, &p2), 0);
+                assert_int_equal(policy_seccomp_compile((PolicyDenyAction) mode, &p1), 0);
+                assert_int_equal(policy_seccomp_compile((PolicyDenyAction) mode, &p2), 0);
                 assert_true(p1.len > 0 && p1.len <= BPF_MAXINSNS);
                 /* Deterministic: the same policy always yields the same program. */
                 assert_int_equal(p1.len, p2.len);
@@ -1037,13 +1037,13 @@ static void test_compile(void **state) {
                 assert_null(p1.filter);
                 assert_int_equal(p1.len, 0);
 
-                assert_int_equal(policy_seccomp_build((PolicyDenyAction)mode, &ctx), 0);
+                assert_int_equal(policy_seccomp_build((PolicyDenyAction) mode, &ctx), 0);
                 assert_non_null(ctx);
                 seccomp_release(ctx);
                 ctx = NULL;
         }
 
-        assert_int_equal(policy_seccomp_build((PolicyDenyAction)42, &ctx), -EINVAL);
+        assert_int_equal(policy_seccomp_build((PolicyDenyAction) 42, &ctx), -EINVAL);
         assert_int_equal(policy_seccomp_build(POLICY_DENY_ERRNO, NULL), -EINVAL);
         assert_int_equal(policy_seccomp_compile(POLICY_DENY_ERRNO, NULL), -EINVAL);
         assert_int_equal(policy_seccomp_load(NULL), -EINVAL);
@@ -1146,7 +1146,7 @@ static void test_i386_killed(void **state) {
         char msg[256];
         int status = run_child(NULL, child_int80_probe, msg, sizeof msg);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                print_message("int $0x80 does not work on this kernel (status 0x%x), skipping\n", (unsigned)status);
+                print_message("int $0x80 does not work on this kernel (status 0x%x), skipping\n", (unsigned) status);
                 skip();
         }
         expect_signal(&prog_errno, child_int80, SIGSYS);

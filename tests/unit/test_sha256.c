@@ -123,7 +123,7 @@ static void test_sha256_incremental(void **state) {
         char hex[65];
 
         for (size_t i = 0; i < sizeof(data); i++)
-                data[i] = (uint8_t)(i & 0xff);
+                data[i] = (uint8_t) (i & 0xff);
 
         sha256_hex(data, sizeof(data), hex);
         assert_string_equal(hex, expect);
