@@ -215,7 +215,7 @@ void policy_init_defaults(Policy *p) {
                 .heartbeat_ms = 1000,
                 .min_available_memory_bytes = 0,
 
-                .worker_start = POLICY_WORKER_START_EXEC,
+                .worker_start = POLICY_WORKER_START_ZYGOTE,
                 .zygote_max_calls = 10000,
                 .zygote_max_seconds = 3600,
                 .zygote_pool_size = 2,

@@ -71,7 +71,7 @@ typedef struct Policy {
         uint64_t min_available_memory_bytes; /* minAvailableMemoryBytes: 0 = no memory gate */
 
         /* Worker start. */
-        PolicyWorkerStart worker_start; /* workerStart: exec | zygote; exec */
+        PolicyWorkerStart worker_start; /* workerStart: exec | zygote; zygote */
         uint32_t zygote_max_calls;      /* zygoteMaxCalls: 10000, then a new zygote replaces it */
         uint32_t zygote_max_seconds;    /* zygoteMaxSeconds: 3600 */
         uint32_t zygote_pool_size;      /* zygotePoolSize: 2 workers kept pre-started, 0 = none */

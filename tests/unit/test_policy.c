@@ -68,7 +68,7 @@ static const TestKey test_keys[] = {
         { "maxQueuedCalls", true, 0, 1000000, "", "0" },
         { "heartbeatMs", true, 10, 600000, "", "500" },
         { "minAvailableMemoryBytes", true, 0, 1099511627776, "", "1073741824" },
-        { "workerStart", false, 0, 0, NULL, "zygote" },
+        { "workerStart", false, 0, 0, NULL, "exec" },
         { "zygoteMaxCalls", true, 1, 10000000, "", "1" },
         { "zygoteMaxSeconds", true, 1, 604800, "", "60" },
         { "zygotePoolSize", true, 0, 64, "", "4" },
@@ -110,7 +110,7 @@ static const char full_doc[] = "# every key overridden\n"
                                "maxQueuedCalls: 32\n"
                                "heartbeatMs: 250\n"
                                "minAvailableMemoryBytes: 1073741824\n"
-                               "workerStart: 'zygote'\n"
+                               "workerStart: 'exec'\n"
                                "zygoteMaxCalls: 500\n"
                                "zygoteMaxSeconds: 600\n"
                                "zygotePoolSize: 5\n";
@@ -176,7 +176,7 @@ static void test_defaults(void **state) {
         assert_int_equal(p.heartbeat_ms, 1000);
         assert_int_equal(p.min_available_memory_bytes, 0);
 
-        assert_int_equal(p.worker_start, POLICY_WORKER_START_EXEC);
+        assert_int_equal(p.worker_start, POLICY_WORKER_START_ZYGOTE);
         assert_int_equal(p.zygote_max_calls, 10000);
         assert_int_equal(p.zygote_max_seconds, 3600);
 
@@ -250,7 +250,7 @@ static void test_full_override(void **state) {
         assert_int_equal(p.max_queued_calls, 32);
         assert_int_equal(p.heartbeat_ms, 250);
         assert_int_equal(p.min_available_memory_bytes, 1073741824);
-        assert_int_equal(p.worker_start, POLICY_WORKER_START_ZYGOTE);
+        assert_int_equal(p.worker_start, POLICY_WORKER_START_EXEC);
         assert_int_equal(p.zygote_max_calls, 500);
         assert_int_equal(p.zygote_max_seconds, 600);
         assert_int_equal(p.zygote_pool_size, 5);
@@ -599,7 +599,7 @@ static void test_digest_known_answer(void **state) {
                                         "maxQueuedCalls=256\n"
                                         "heartbeatMs=1000\n"
                                         "minAvailableMemoryBytes=0\n"
-                                        "workerStart=exec\n"
+                                        "workerStart=zygote\n"
                                         "zygoteMaxCalls=10000\n"
                                         "zygoteMaxSeconds=3600\n"
                                         "zygotePoolSize=2\n";
@@ -668,7 +668,7 @@ static void test_digest(void **state) {
 
         /* Restating a default keeps the digest. */
         policy_copy(&p, &d);
-        assert_int_equal(load(&p, "maxCalls: 10\nname: code_interpreter\nworkerStart: exec\nallowedUids: []\n", err,
+        assert_int_equal(load(&p, "maxCalls: 10\nname: code_interpreter\nworkerStart: zygote\nallowedUids: []\n", err,
                               sizeof(err)),
                          0);
         assert_string_equal(p.sha256, d.sha256);
