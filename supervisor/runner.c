@@ -305,37 +305,6 @@ void runner_result_done(RunnerResult *res) {
         report_done(&res->report);
 }
 
-static int write_id_map(pid_t pid, const char *which, unsigned id) {
-        char path[64], line[64];
-        _cleanup_close_ int fd = -1;
-        int n;
-
-        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        n = snprintf(line, sizeof line, "%u %u 1\n", id, id);
-        if (write(fd, line, (size_t) n) != n)
-                return -errno;
-        return 0;
-}
-
-/* Place fds at exact numbers in the child: first move every source above the target
- * range, then dup2 down (dup2 clears close-on-exec on the result). */
-static int install_fds(const int *src, int n) {
-        int tmp[8];
-
-        for (int i = 0; i < n; i++) {
-                tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16);
-                if (tmp[i] < 0)
-                        return -errno;
-        }
-        for (int i = 0; i < n; i++)
-                if (dup2(tmp[i], i) < 0)
-                        return -errno;
-        return 0;
-}
-
 static _Noreturn void child_main(const Policy *p, int sync_fd, int report_fd, const int *fds, int worker_exec_fd) {
         SandboxPlan plan = { .uid = p->worker_uid, .gid = p->worker_gid };
         SandboxStage stage = SANDBOX_STAGE_NONE;
@@ -359,7 +328,7 @@ static _Noreturn void child_main(const Policy *p, int sync_fd, int report_fd, co
                 report_send_setup_error(report_fd, SANDBOX_STAGE_FDS, errno);
                 _exit(127);
         }
-        if ((r = install_fds(fds, 6)) < 0) {
+        if ((r = sandbox_install_fds(fds, 6)) < 0) {
                 report_send_setup_error(report_fd, SANDBOX_STAGE_FDS, r);
                 _exit(127);
         }
@@ -467,8 +436,7 @@ started:
 
         if (!sp->zygote) {
                 /* Exec mode: the supervisor is the worker's creator and maps its ids. */
-                if ((k = write_id_map(pid, "uid_map", p->worker_uid)) < 0 ||
-                    (k = write_id_map(pid, "gid_map", p->worker_gid)) < 0) {
+                if ((k = sandbox_write_id_maps(pid, p->worker_uid, p->worker_gid)) < 0) {
                         log_error_errno(k, "Failed to write the worker's id maps: %m");
                         goto fail;
                 }

@@ -75,6 +75,44 @@ static const cap_value_t setup_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP };
                 return -abs(err);                                                                                      \
         } while (0)
 
+static int write_id_map(pid_t pid, const char *which, unsigned id) {
+        char path[64], line[64];
+        _cleanup_close_ int fd = -1;
+        int n;
+
+        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = snprintf(line, sizeof line, "%u %u 1\n", id, id);
+        if (write(fd, line, (size_t) n) != n)
+                return -errno;
+        return 0;
+}
+
+int sandbox_write_id_maps(pid_t pid, uid_t uid, gid_t gid) {
+        int r = write_id_map(pid, "uid_map", uid);
+        return r < 0 ? r : write_id_map(pid, "gid_map", gid);
+}
+
+/* First move every source above the target range, then dup2 down (dup2 clears
+ * close-on-exec on the result), so a source already sitting on a target is safe. */
+int sandbox_install_fds(const int *src, int n) {
+        int tmp[8];
+
+        if (n > 8)
+                return -EINVAL;
+        for (int i = 0; i < n; i++) {
+                tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16);
+                if (tmp[i] < 0)
+                        return -errno;
+        }
+        for (int i = 0; i < n; i++)
+                if (dup2(tmp[i], i) < 0)
+                        return -errno;
+        return 0;
+}
+
 int sandbox_become(const SandboxPlan *plan, bool for_exec, SandboxStage *ret_stage) {
         _cleanup_(cap_free) cap_t caps = NULL;
 

@@ -85,6 +85,12 @@ typedef struct SandboxPlan {
 /* The read-only runtime binds (host path == sandbox path). */
 extern const char *const sandbox_runtime_paths[];
 
+/* The creator's side: write "id id 1" uid and gid maps for a child in a new user
+ * namespace (needs CAP_SETUID/CAP_SETGID on the host). */
+int sandbox_write_id_maps(pid_t pid, uid_t uid, gid_t gid);
+/* In a new child: put src[0..n) at descriptors 0..n-1 (n <= 8), whatever numbers they had. */
+int sandbox_install_fds(const int *src, int n);
+
 int sandbox_become(const SandboxPlan *plan, bool for_exec, SandboxStage *ret_stage);
 int sandbox_enter(const SandboxPlan *plan, SandboxStage *ret_stage);
 /* sandbox_enter() in two halves: what is the same for every call (the private mount

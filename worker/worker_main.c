@@ -18,22 +18,15 @@
 #include "worker/plan.h"
 #include "worker/pyrun.h"
 #include "worker/report.h"
+#include "worker/run.h"
 #include "worker/sandbox.h"
 #include "worker/zygote.h"
 
 #define PLAN_MAX_BYTES (1u << 30)
 
-static _Noreturn void fail(SandboxStage stage, int r) {
-        report_send_setup_error(REPORT_FD, stage, r);
-        _exit(127);
-}
-
 int main(int argc, char **argv) {
         WorkerPlan plan;
         struct sock_fprog prog;
-        PyrunInput inputs[SANDBOX_MAX_INPUTS];
-        char paths[SANDBOX_MAX_INPUTS][2][SANDBOX_ID_MAX + 32];
-        PyrunReport rep = {};
         SandboxStage stage = SANDBOX_STAGE_NONE;
         void *buf;
         size_t len;
@@ -50,41 +43,23 @@ int main(int argc, char **argv) {
         prctl(PR_SET_NAME, "ci-worker", 0, 0, 0);
         r = read_fd_all(REPORT_PLAN_FD, PLAN_MAX_BYTES, &buf, &len);
         if (r < 0)
-                fail(SANDBOX_STAGE_PLAN, r);
+                worker_fail(SANDBOX_STAGE_PLAN, r);
         r = plan_decode(buf, len, &plan);
         if (r < 0)
-                fail(SANDBOX_STAGE_PLAN, r);
+                worker_fail(SANDBOX_STAGE_PLAN, r);
         r = policy_seccomp_compile(plan.deny, &prog);
         if (r < 0)
-                fail(SANDBOX_STAGE_SECCOMP, r);
+                worker_fail(SANDBOX_STAGE_SECCOMP, r);
         plan.sandbox.seccomp = &prog;
         plan.sandbox.max_keep_fd = REPORT_RESULT_FD;
 
         r = sandbox_enter(&plan.sandbox, &stage);
         if (r < 0)
-                fail(stage, r);
+                worker_fail(stage, r);
 
         r = pyrun_init();
         if (r < 0)
-                fail(SANDBOX_STAGE_PYTHON_INIT, r);
+                worker_fail(SANDBOX_STAGE_PYTHON_INIT, r);
 
-        for (size_t i = 0; i < plan.sandbox.n_inputs; i++) {
-                const SandboxInput *in = &plan.sandbox.inputs[i];
-                snprintf(paths[i][0], sizeof paths[i][0], "/inputs/%s.txt", in->id);
-                snprintf(paths[i][1], sizeof paths[i][1], "/inputs/%s.original", in->id);
-                inputs[i] = (PyrunInput){
-                        .id = in->id,
-                        .text_path = paths[i][0],
-                        .original_path = in->kind == SANDBOX_INPUT_ATTACHMENT ? paths[i][1] : NULL,
-                        .media_type = in->kind == SANDBOX_INPUT_ATTACHMENT ? in->media_type : NULL,
-                };
-        }
-
-        r = pyrun_execute(plan.code, plan.code_len, inputs, plan.sandbox.n_inputs, REPORT_RESULT_FD, &rep);
-        if (r < 0)
-                fail(SANDBOX_STAGE_PYTHON_RUN, r);
-        r = report_send_done(REPORT_FD, &rep, plan.exc_ceiling);
-        /* No interpreter finalisation: nothing of the call survives the process anyway,
-         * and user atexit handlers do not get to run after the report. */
-        _exit(r < 0 ? 126 : 0);
+        worker_run(&plan);
 }

@@ -24,6 +24,7 @@
 #include "worker/plan.h"
 #include "worker/pyrun.h"
 #include "worker/report.h"
+#include "worker/run.h"
 #include "worker/sandbox.h"
 
 #define PLAN_MAX_BYTES (1u << 30)
@@ -49,21 +50,6 @@ static int zygote_drop_privileges(void) {
         return 0;
 }
 
-static int write_id_map(pid_t pid, const char *which, unsigned id) {
-        char path[64], line[64];
-        _cleanup_close_ int fd = -1;
-        int n;
-
-        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        n = snprintf(line, sizeof line, "%u %u 1\n", id, id);
-        if (write(fd, line, (size_t) n) != n)
-                return -errno;
-        return 0;
-}
-
 /* A pre-started worker: everything that is the same for every call is done before its
  * call arrives; a failure is remembered and reported on the call's report pipe. */
 typedef struct PoolChild {
@@ -77,11 +63,6 @@ static size_t pool_len = 0;
 static size_t pool_target = 0;
 static uid_t worker_uid;
 static gid_t worker_gid;
-
-static _Noreturn void fail(SandboxStage stage, int r) {
-        report_send_setup_error(REPORT_FD, stage, r);
-        _exit(127);
-}
 
 /* Receive the call's five fds on chan. -ECONNRESET when the zygote went away. */
 static int recv_call_fds(int chan, int fds[ZYGOTE_SPAWN_FDS]) {
@@ -109,12 +90,9 @@ static int recv_call_fds(int chan, int fds[ZYGOTE_SPAWN_FDS]) {
 
 /* In the new worker: a copy of the zygote, in fresh namespaces, waiting for its call. */
 static _Noreturn void child_main(int sync_fd, int chan) {
-        PyrunInput inputs[SANDBOX_MAX_INPUTS];
-        char paths[SANDBOX_MAX_INPUTS][2][SANDBOX_ID_MAX + 32];
         SandboxPlan identity = { .uid = worker_uid, .gid = worker_gid };
         SandboxStage stage = SANDBOX_STAGE_NONE, failed_stage = SANDBOX_STAGE_NONE;
-        int failed = 0, fds[ZYGOTE_SPAWN_FDS], src[6], tmp[6];
-        PyrunReport rep = {};
+        int failed = 0, fds[ZYGOTE_SPAWN_FDS], src[6];
         WorkerPlan plan;
         sigset_t none;
         void *buf;
@@ -149,45 +127,26 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         prctl(PR_SET_NAME, "ci-worker", 0, 0, 0);
         src[0] = devnull;
         memcpy(src + 1, fds, sizeof fds);
-        for (int i = 0; i < 6; i++)
-                if ((tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16)) < 0)
-                        _exit(127);
-        for (int i = 0; i < 6; i++)
-                if (dup2(tmp[i], i) < 0)
-                        _exit(127);
+        if (sandbox_install_fds(src, 6) < 0)
+                _exit(127);
         if (failed < 0)
-                fail(failed_stage, failed);
+                worker_fail(failed_stage, failed);
 
         r = read_fd_all(REPORT_PLAN_FD, PLAN_MAX_BYTES, &buf, &len);
         if (r < 0)
-                fail(SANDBOX_STAGE_PLAN, r);
+                worker_fail(SANDBOX_STAGE_PLAN, r);
         r = plan_decode(buf, len, &plan);
         if (r < 0)
-                fail(SANDBOX_STAGE_PLAN, r);
+                worker_fail(SANDBOX_STAGE_PLAN, r);
         if (plan.sandbox.uid != worker_uid || plan.sandbox.gid != worker_gid)
-                fail(SANDBOX_STAGE_PLAN, EINVAL);
+                worker_fail(SANDBOX_STAGE_PLAN, EINVAL);
         plan.sandbox.seccomp = &filters[plan.deny == POLICY_DENY_KILL];
         plan.sandbox.max_keep_fd = REPORT_RESULT_FD;
         r = sandbox_finish(&plan.sandbox, &stage);
         if (r < 0)
-                fail(stage, r);
+                worker_fail(stage, r);
 
-        for (size_t i = 0; i < plan.sandbox.n_inputs; i++) {
-                const SandboxInput *in = &plan.sandbox.inputs[i];
-                snprintf(paths[i][0], sizeof paths[i][0], "/inputs/%s.txt", in->id);
-                snprintf(paths[i][1], sizeof paths[i][1], "/inputs/%s.original", in->id);
-                inputs[i] = (PyrunInput){
-                        .id = in->id,
-                        .text_path = paths[i][0],
-                        .original_path = in->kind == SANDBOX_INPUT_ATTACHMENT ? paths[i][1] : NULL,
-                        .media_type = in->kind == SANDBOX_INPUT_ATTACHMENT ? in->media_type : NULL,
-                };
-        }
-        r = pyrun_execute(plan.code, plan.code_len, inputs, plan.sandbox.n_inputs, REPORT_RESULT_FD, &rep);
-        if (r < 0)
-                fail(SANDBOX_STAGE_PYTHON_RUN, r);
-        r = report_send_done(REPORT_FD, &rep, plan.exc_ceiling);
-        _exit(r < 0 ? 126 : 0);
+        worker_run(&plan);
 }
 
 static int send_reply(int ctl, const ZygoteSpawned *rep, int pidfd) {
@@ -249,9 +208,8 @@ static int pool_child_new(int ctl, PoolChild *ret) {
         PyOS_AfterFork_Parent();
         close(sync[0]);
         close(chan[1]);
-        if (k == 0 &&
-            ((k = write_id_map(pid, "uid_map", worker_uid)) < 0 || (k = write_id_map(pid, "gid_map", worker_gid)) < 0 ||
-             (write(sync[1], "x", 1) != 1 && (k = -EIO))))
+        if (k == 0 && ((k = sandbox_write_id_maps(pid, worker_uid, worker_gid)) < 0 ||
+                       (write(sync[1], "x", 1) != 1 && (k = -EIO))))
                 syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* reaped by the supervisor */
         close(sync[1]);
         if (k < 0) {

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* The last steps every worker takes, in both start modes, once its sandbox is
+ * complete and CPython is initialised. */
+#pragma once
+
+#include "worker/plan.h"
+#include "worker/sandbox.h"
+
+/* Report a setup failure on the report pipe and exit 127. */
+_Noreturn void worker_fail(SandboxStage stage, int r);
+/* Expose the plan's inputs, run its code, send the report, exit. */
+_Noreturn void worker_run(const WorkerPlan *plan);
