@@ -1,0 +1,325 @@
+"""Progress events (supervisor/server.c progress_pack, supervisor/scheduler.c): their
+phases and fields, that they go only to the caller's connection, and that neither they
+nor the supervisor's log (default level, info) ever carry user content: code, output,
+result values, source IDs and contents, file names and paths, exception types and
+messages, summaries."""
+import secrets
+import signal
+import struct
+import time
+
+import msgpack
+import pytest
+
+from conftest import Conn, running_supervisor
+
+PROGRESS_KEYS = {"id", "type", "callId", "phase", "elapsedMs", "queuePosition", "stdoutCharacters",
+                 "stderrCharacters", "outcome"}
+# Later additions (docs/protocol.md): sizes only.
+PROGRESS_OPTIONAL_KEYS = {"stdoutOmittedCharacters", "stderrOmittedCharacters"}
+PHASES = ("requested", "queued", "started", "running", "finished")
+
+
+def frame(obj):
+    body = msgpack.packb(obj, use_bin_type=True)
+    return struct.pack(">I", len(body)) + body
+
+
+def read_until(conn, done, frames, timeout=30.0):
+    """Read raw frames (bypassing Conn.backlog) into frames as (raw, decoded) until done."""
+    end = time.monotonic() + timeout
+    while not done(frames):
+        assert time.monotonic() < end, "timed out; got %r" % [m for _, m in frames][-30:]
+        raw = conn.recv_raw_frame()
+        frames.append((raw, msgpack.unpackb(raw, raw=False)))
+    return frames
+
+
+def msgs(frames, rid=None, type=None, phase=None):
+    return [m for _, m in frames if (rid is None or m.get("id") == rid) and
+            (type is None or m.get("type") == type) and (phase is None or m.get("phase") == phase)]
+
+
+def has_result(rid):
+    return lambda frames: bool(msgs(frames, rid=rid, type="result"))
+
+
+def execute(conn, code, **extra):
+    fields = {"summary": "test", "code": code, "sourceIds": []}
+    fields.update(extra)
+    return conn.request("execute", **fields)
+
+
+def check_progress_shape(m):
+    assert PROGRESS_KEYS <= set(m) <= PROGRESS_KEYS | PROGRESS_OPTIONAL_KEYS, m
+    assert m["type"] == "progress" and m["phase"] in PHASES, m
+    for k in {"id", "callId", "elapsedMs", "stdoutCharacters", "stderrCharacters"} | (set(m) & PROGRESS_OPTIONAL_KEYS):
+        assert isinstance(m[k], int) and not isinstance(m[k], bool) and m[k] >= 0, (k, m)
+    assert m["queuePosition"] is None or (isinstance(m["queuePosition"], int) and m["queuePosition"] >= 1), m
+    assert (m["outcome"] is not None) == (m["phase"] == "finished"), m
+
+
+@pytest.fixture(scope="module")
+def psup():
+    """Capacity 1 (so calls queue), fast heartbeats."""
+    with running_supervisor("maxActiveWorkers: 1\nheartbeatMs: 100\ntimeoutMs: 30000\n") as s:
+        yield s
+
+
+@pytest.fixture
+def pconn(psup):
+    c = Conn(psup.socket, 30)
+    yield c
+    c.close()
+
+
+def test_phases_arrive_in_order_with_heartbeats(pconn):
+    rid = execute(pconn, "import time; time.sleep(0.5)")
+    frames = read_until(pconn, has_result(rid), [])
+    ms = [m for _, m in frames]
+    assert all(m["id"] == rid for m in ms), ms
+    assert ms[-1]["type"] == "result" and ms[-1]["outcome"] == "ok", ms[-1]
+    prog = ms[:-1]
+    assert all(m["type"] == "progress" for m in prog), ms
+    for m in prog:
+        check_progress_shape(m)
+    phases = [m["phase"] for m in prog]
+    assert phases[:3] == ["requested", "queued", "started"], phases
+    assert phases[-1] == "finished", phases
+    middle = phases[3:-1]
+    assert set(middle) <= {"running"}, phases
+    # 0.5 s at one heartbeat per 100 ms: about 5; at least 2, not one per few ms.
+    assert 2 <= len(middle) <= ms[-1]["timing"]["runMs"] // 100 + 2, phases
+    assert {m["callId"] for m in ms} == {ms[-1]["callId"]}
+    assert prog[-1]["outcome"] == "ok"
+    for m in prog[:2]:
+        assert isinstance(m["queuePosition"], int) and m["queuePosition"] >= 1, m
+    for m in prog[2:]:
+        assert m["queuePosition"] is None, m
+    elapsed = [m["elapsedMs"] for m in prog]
+    assert elapsed == sorted(elapsed), elapsed
+    assert elapsed[-1] <= ms[-1]["timing"]["elapsedMs"] + 1
+
+
+def test_finished_carries_each_outcome(pconn):
+    rid = execute(pconn, "raise ValueError('x')")
+    frames = read_until(pconn, has_result(rid), [])
+    res = msgs(frames, rid=rid, type="result")[0]
+    fin = msgs(frames, rid=rid, phase="finished")
+    assert res["outcome"] == "python_exception"
+    assert len(fin) == 1 and fin[0]["outcome"] == "python_exception", fin
+    assert fin[0]["phase"] == "finished" and msgs(frames)[-1] is res
+    assert all(m["outcome"] is None for m in msgs(frames, rid=rid, type="progress") if m["phase"] != "finished")
+
+
+def test_stdout_and_stderr_characters_grow(pconn):
+    code = ("import sys, time\n"
+            "for i in range(5):\n"
+            "    print('x' * 10, flush=True)\n"
+            "    sys.stderr.write('yy\\n'); sys.stderr.flush()\n"
+            "    time.sleep(0.15)\n")
+    rid = execute(pconn, code)
+    frames = read_until(pconn, has_result(rid), [])
+    res = msgs(frames, rid=rid, type="result")[0]
+    assert res["outcome"] == "ok"
+    assert res["stdout"]["totalCharacters"] == 55 and res["stderr"]["totalCharacters"] == 15
+    running = msgs(frames, rid=rid, phase="running")
+    out = [m["stdoutCharacters"] for m in running]
+    err = [m["stderrCharacters"] for m in running]
+    assert out == sorted(out) and err == sorted(err), (out, err)
+    assert len({v for v in out if v > 0}) >= 2, "stdoutCharacters did not grow: %r" % out
+    assert len({v for v in err if v > 0}) >= 2, "stderrCharacters did not grow: %r" % err
+    assert max(out) <= 55 and max(err) <= 15
+    fin = msgs(frames, rid=rid, phase="finished")[0]
+    assert (fin["stdoutCharacters"], fin["stderrCharacters"]) == (55, 15), fin  # the final counts
+
+
+def test_queue_positions(pconn):
+    """queuePosition: 1 + the queued calls that arrived earlier."""
+    blocker = execute(pconn, "import time; time.sleep(0.4)")
+    rids = [execute(pconn, "1") for _ in range(3)]
+    frames = read_until(pconn, lambda f: all(msgs(f, rid=r, type="result") for r in [blocker] + rids), [])
+    assert [m["queuePosition"] for m in msgs(frames, rid=blocker, type="progress")][:2] == [1, 1]
+    for k, rid in enumerate(rids):
+        pos = [m["queuePosition"] for m in msgs(frames, rid=rid, type="progress")]
+        assert pos[:2] == [k + 1, k + 1], (k, pos)
+        assert all(p is None for p in pos[2:]), pos
+    started = [m["id"] for _, m in frames if m.get("phase") == "started"]
+    assert started == [blocker] + rids, started
+
+
+def test_progress_goes_only_to_the_callers_connection(psup, pconn):
+    other = Conn(psup.socket, 30)
+    try:
+        assert other.call("hello")["type"] == "reply"
+        rid = execute(pconn, "import time; print('a', flush=True); time.sleep(0.4)")
+        frames = read_until(pconn, has_result(rid), [])
+        assert len(msgs(frames, type="progress")) >= 5
+        other.sock.settimeout(0.3)
+        leaked = []
+        try:
+            while True:
+                leaked.append(other.recv())
+        except (TimeoutError, OSError):
+            pass
+        assert leaked == [], leaked
+    finally:
+        other.close()
+
+
+# ---- privacy ----
+
+def _canaries():
+    """Distinct markers, each with an ASCII core (searched for) and, where the field
+    allows it, a non-ASCII tail (so the UTF-8 bytes differ from the text)."""
+    tok = secrets.token_hex(4)
+    core = {name: "cnry%s%s" % (name, tok) for name in (
+        "Comment", "Literal", "Stdout", "Stderr", "Result", "SrcId", "SrcText", "Origin", "AttId", "AttText",
+        "AttOrig", "FileName", "MediaType", "TmpPath", "ExcType", "ExcMsg", "Summary", "Partial", "BadSrc",
+        "StdoutExc")}
+    full = dict(core)
+    for name in ("Comment", "Literal", "Stdout", "Stderr", "Result", "SrcText", "Origin", "AttText", "AttOrig",
+                 "FileName", "ExcMsg", "Summary", "Partial", "StdoutExc"):
+        full[name] = core[name] + "_\u00df\u03c0\u20ac\U0001f426"
+    return core, full
+
+
+def _rev(s):
+    """A Python literal whose reversal is s: the code names the marker without containing it."""
+    return repr(s[::-1]) + "[::-1]"
+
+
+def _find_canaries(data, core, full):
+    """Names of the markers whose core or UTF-8 full form occurs in data (bytes)."""
+    found = []
+    for name in core:
+        if core[name].encode() in data or full[name].encode("utf-8") in data:
+            found.append(name)
+    return found
+
+
+def _strings_in(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, bytes):
+        yield value.decode("utf-8", "replace")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings_in(k)
+            yield from _strings_in(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings_in(v)
+
+
+def test_progress_and_log_carry_no_user_content(make_supervisor):
+    core, full = _canaries()
+    sup = make_supervisor("heartbeatMs: 50\ntimeoutMs: 30000\n")
+    c = Conn(sup.socket, 30)
+    frames = []
+
+    def call(op, **fields):
+        rid = c.request(op, **fields)
+        read_until(c, lambda f: msgs(f, rid=rid, type="reply") or msgs(f, rid=rid, type="error"), frames)
+        return (msgs(frames, rid=rid, type="reply") or msgs(frames, rid=rid, type="error"))[0]
+
+    inv = call("invocation.open")["invocation"]
+    r = call("source.put", invocation=inv, sourceId=core["SrcId"], kind="read_source", text=full["SrcText"],
+             origin=full["Origin"])
+    assert r["type"] == "reply", r
+    r = call("source.put", invocation=inv, sourceId=core["AttId"], kind="attachment", text=full["AttText"],
+             original=full["AttOrig"].encode(), mediaType="text/" + core["MediaType"], fileName=full["FileName"])
+    assert r["type"] == "reply", r
+
+    ok_code = "\n".join([
+        "# " + full["Comment"],
+        "import sys, time",
+        "literal = %r" % full["Literal"],
+        "sid = %s" % _rev(core["SrcId"]),
+        "aid = %s" % _rev(core["AttId"]),
+        "src_path = input_files[sid]",
+        "assert src_path == '/inputs/' + sid + '.txt', src_path",
+        "src_text = open(src_path, encoding='utf-8').read()",
+        "att = open('/inputs/' + aid + '.original', 'rb').read()",
+        "assert src_text == %s" % _rev(full["SrcText"]),
+        "assert att == %s.encode()" % _rev(full["AttOrig"]),
+        "assert input_assets[aid]['original'] == '/inputs/' + aid + '.original'",
+        "assert open(input_assets[aid]['text'], encoding='utf-8').read() == %s" % _rev(full["AttText"]),
+        "tmp = '/tmp/' + %s" % _rev(core["TmpPath"]),
+        "open(tmp, 'w').write(src_text)",
+        "for i in range(3):",
+        "    print(%s, i, flush=True)" % _rev(full["Stdout"]),
+        "    sys.stderr.write(%s + '\\n'); sys.stderr.flush()" % _rev(full["Stderr"]),
+        "    time.sleep(0.15)",
+        "%s + ' ' + tmp" % _rev(full["Result"]),
+    ])
+    exc_code = "\n".join([
+        "# " + full["Comment"],
+        "import time",
+        "class %s(Exception):" % core["ExcType"],
+        "    pass",
+        "print(%s, flush=True)" % _rev(full["StdoutExc"]),
+        "time.sleep(0.3)",
+        "raise %s(%s)" % (core["ExcType"], _rev(full["ExcMsg"])),
+    ])
+    partial_code = "\n".join([
+        "import time",
+        "print(%s, flush=True)" % _rev(full["Partial"]),
+        "time.sleep(30)",
+    ])
+    ok = execute(c, ok_code, summary=full["Summary"], invocation=inv, sourceIds=[core["SrcId"], core["AttId"]])
+    read_until(c, has_result(ok), frames)
+    exc = execute(c, exc_code, summary=full["Summary"], invocation=inv)
+    read_until(c, has_result(exc), frames)
+    part = execute(c, partial_code, summary=full["Summary"], invocation=inv)
+    read_until(c, lambda f: any(m["stdoutCharacters"] > 0 for m in msgs(f, rid=part, phase="running")), frames)
+    call_id = msgs(frames, rid=part, phase="started")[0]["callId"]
+    assert call("cancel", callId=call_id)["type"] == "reply"
+    read_until(c, has_result(part), frames)
+    bad = call("execute", summary=full["Summary"], code="1", sourceIds=[core["BadSrc"]], invocation=inv)
+    assert bad["type"] == "error" and bad["code"] == "unavailable_source", bad
+
+    # The markers did reach the places where they belong (the scan below is not vacuous).
+    r_ok = msgs(frames, rid=ok, type="result")[0]
+    assert r_ok["outcome"] == "ok", (r_ok["exception"] or {}).get("traceback", {}).get("text")
+    assert full["Stdout"] in r_ok["stdout"]["text"] and full["Stderr"] in r_ok["stderr"]["text"]
+    assert full["Result"] in r_ok["result"]["text"] and core["TmpPath"] in r_ok["result"]["text"]
+    assert [i["sourceId"] for i in r_ok["evidence"]["inputs"]] == [core["SrcId"], core["AttId"]]
+    r_exc = msgs(frames, rid=exc, type="result")[0]
+    assert r_exc["outcome"] == "python_exception", r_exc
+    assert core["ExcType"] in r_exc["exception"]["type"]
+    assert full["ExcMsg"] in r_exc["exception"]["message"]["text"]
+    assert full["StdoutExc"] in r_exc["stdout"]["text"]
+    r_part = msgs(frames, rid=part, type="result")[0]
+    assert r_part["outcome"] == "cancelled" and full["Partial"] in r_part["stdout"]["text"], r_part
+
+    # ... and the scanner finds them where they belong: in the results' raw bytes.
+    in_results = set()
+    for raw, m in frames:
+        if m.get("type") == "result":
+            in_results.update(_find_canaries(raw, core, full))
+    expected = {"Stdout", "Stderr", "Result", "TmpPath", "SrcId", "AttId", "MediaType", "ExcType", "ExcMsg",
+                "StdoutExc", "Partial"}
+    assert expected <= in_results, expected - in_results
+
+    progress = [(raw, m) for raw, m in frames if m.get("type") == "progress"]
+    phases = {m["phase"] for _, m in progress}
+    assert phases == set(PHASES), phases
+    assert any(m["stdoutCharacters"] > 0 and m["stderrCharacters"] > 0 for _, m in progress)
+    for raw, m in progress:
+        check_progress_shape(m)
+        leaked = _find_canaries(raw, core, full)
+        text = "\n".join(_strings_in(m)).encode("utf-8")
+        leaked += _find_canaries(text, core, full)
+        assert not leaked, "progress message carries %s: %r" % (sorted(set(leaked)), m)
+
+    # The log, complete: stop the supervisor first (the fixture still checks its exit).
+    c.close()
+    sup.proc.send_signal(signal.SIGTERM)
+    assert sup.proc.wait(15) == 0
+    with open(sup.log_path, "rb") as f:
+        log = f.read()
+    assert b"admitted" in log and b"finished" in log, log  # info level is what we scan
+    for n, line in enumerate(log.splitlines()):
+        leaked = _find_canaries(line, core, full)
+        assert not leaked, "log line %d carries %s: %r" % (n + 1, leaked, line)
