@@ -403,6 +403,8 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                 k = zygote_client_spawn(sp->zygote, fds, &pid, &pidfd);
                 if (k < 0)
                         goto fail;
+                /* Pre-started workers prepare at a lower priority; this one has a call now. */
+                (void) setpriority(PRIO_PROCESS, (id_t) pid, 0);
                 goto started;
         }
 

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -100,6 +102,9 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         char c;
         int r;
 
+        /* Preparing runs at a lower priority so it never slows a running call; the
+         * supervisor restores the normal priority when it hands this worker a call. */
+        (void) setpriority(PRIO_PROCESS, 0, ZYGOTE_POOL_NICE);
         PyOS_AfterFork_Child();
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -222,14 +227,6 @@ static int pool_child_new(int ctl, PoolChild *ret) {
         return 0;
 }
 
-static void pool_fill(int ctl) {
-        while (pool_len < pool_target) {
-                if (pool_child_new(ctl, &pool[pool_len]) < 0)
-                        return;
-                pool_len++;
-        }
-}
-
 /* One request. Returns <0 only when the control channel is gone. */
 static int serve_one(int ctl) {
         ZygoteSpawn req;
@@ -303,8 +300,6 @@ out:
                 close(fds[i]);
         k = send_reply(ctl, &rep, rep.error ? -1 : pc.pidfd);
         pool_child_close(&pc);
-        /* Refill after answering: the next worker is prepared while this one runs. */
-        pool_fill(ctl);
         return k < 0 ? k : 0;
 }
 
@@ -353,8 +348,19 @@ int zygote_main(int argc, char **argv) {
         }
         if (send_reply(ZYGOTE_CTL_FD, &ready, -1) < 0)
                 return 1;
-        pool_fill(ZYGOTE_CTL_FD);
         for (;;) {
+                /* Requests first; the pool is refilled one worker at a time while none
+                 * is waiting, so preparing the next worker never delays a call. */
+                if (pool_len < pool_target) {
+                        struct pollfd pfd = { .fd = ZYGOTE_CTL_FD, .events = POLLIN };
+                        if (poll(&pfd, 1, 0) == 0) {
+                                if (pool_child_new(ZYGOTE_CTL_FD, &pool[pool_len]) == 0)
+                                        pool_len++;
+                                else
+                                        (void) poll(&pfd, 1, 100); /* do not spin on a failing clone */
+                                continue;
+                        }
+                }
                 r = serve_one(ZYGOTE_CTL_FD);
                 if (r < 0)
                         return 0; /* the supervisor closed the channel: we are done */

@@ -19,6 +19,7 @@
 #define ZYGOTE_MAGIC 0x7a79676fU /* "zygo" */
 #define ZYGOTE_CTL_FD 3
 #define ZYGOTE_SPAWN_FDS 5
+#define ZYGOTE_POOL_NICE 10 /* pre-started workers prepare at this nice value */
 
 typedef struct ZygoteSpawn {
         uint32_t magic;
