@@ -353,3 +353,31 @@ def check_northstar(sup):
     assert r.get("type") == "result" and r.get("outcome") == "ok", r
     assert r["result"]["text"] == "8.25"
     return r
+
+
+# ---- Shared per-module fixtures and helpers. ----
+
+@pytest.fixture(scope="module")
+def msup():
+    """One supervisor with the default policy for a whole test module (a module may
+    define its own msup with another policy)."""
+    with running_supervisor() as s:
+        yield s
+
+
+@pytest.fixture
+def mconn(msup):
+    c = Conn(msup.socket, 60)
+    yield c
+    c.close()
+
+
+def status(sup):
+    """The supervisor's status reply: queue counters, pids, zygote generation."""
+    c = Conn(sup.socket, 20)
+    try:
+        r = c.call("status")
+    finally:
+        c.close()
+    assert r["type"] == "reply", r
+    return r

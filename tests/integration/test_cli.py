@@ -13,12 +13,6 @@ from conftest import CLIENT, DAEMON, NORTHSTAR, pid_alive, require_sandbox, runn
 
 
 @pytest.fixture(scope="module")
-def msup():
-    with running_supervisor() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
 def timeout_sup():
     with running_supervisor("timeoutMs: 1000\n") as s:
         yield s

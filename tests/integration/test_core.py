@@ -28,19 +28,6 @@ import pytest  # noqa: E402
 from conftest import WORKER_START, Conn, recv_result_frame, running_supervisor  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def msup():
-    with running_supervisor() as s:
-        yield s
-
-
-@pytest.fixture
-def mconn(msup):
-    c = Conn(msup.socket, 60)
-    yield c
-    c.close()
-
-
 def ok(r):
     assert r["type"] == "result", r
     assert r["outcome"] == "ok", (r.get("outcome"), r.get("exception"), r.get("detail"))

@@ -12,20 +12,7 @@ import textwrap
 import msgpack
 import pytest
 
-from conftest import CORE_OUTCOMES, Conn, check_northstar, running_supervisor, wait_ready, wait_until
-
-
-@pytest.fixture(scope="module")
-def msup():
-    with running_supervisor() as s:
-        yield s
-
-
-@pytest.fixture
-def mconn(msup):
-    c = Conn(msup.socket, 20)
-    yield c
-    c.close()
+from conftest import CORE_OUTCOMES, Conn, check_northstar, running_supervisor, status, wait_ready, wait_until
 
 
 def frame(obj):
@@ -35,16 +22,6 @@ def frame(obj):
 
 def raw_frame(body):
     return struct.pack(">I", len(body)) + body
-
-
-def status(sup):
-    c = Conn(sup.socket, 20)
-    try:
-        r = c.call("status")
-    finally:
-        c.close()
-    assert r["type"] == "reply", r
-    return r
 
 
 def assert_closed(conn, timeout=5):

@@ -15,13 +15,6 @@ def msup():
         yield s
 
 
-@pytest.fixture
-def mconn(msup):
-    c = Conn(msup.socket, 60)
-    yield c
-    c.close()
-
-
 def value(r):
     """The shown value of a call that must have succeeded."""
     assert r["type"] == "result", r

@@ -16,7 +16,7 @@ import time
 import msgpack
 import pytest
 
-from conftest import (NORTHSTAR, WORKER_START, Conn, check_northstar, pid_alive, running_supervisor,
+from conftest import (NORTHSTAR, WORKER_START, Conn, check_northstar, pid_alive, running_supervisor, status,
                       wait_until, worker_pids_of)
 
 
@@ -112,16 +112,6 @@ def frame(obj):
 
 def exec_frame(rid, code):
     return frame({"op": "execute", "id": rid, "summary": "test", "code": code, "sourceIds": []})
-
-
-def status(sup):
-    c = Conn(sup.socket, 10)
-    try:
-        r = c.call("status")
-    finally:
-        c.close()
-    assert r["type"] == "reply", r
-    return r
 
 
 def wait_idle(sup, timeout=5.0):

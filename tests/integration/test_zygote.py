@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import pid_alive, wait_until
+from conftest import pid_alive, status, wait_until
 
 ZYGOTE = "workerStart: zygote\nzygotePoolSize: 2\nmaxActiveWorkers: 2\n"
 
@@ -15,14 +15,6 @@ ZYGOTE = "workerStart: zygote\nzygotePoolSize: 2\nmaxActiveWorkers: 2\n"
 @pytest.fixture
 def zsup(make_supervisor):
     return make_supervisor(ZYGOTE)
-
-
-def status(sup):
-    c = sup.connect()
-    try:
-        return c.call("status")
-    finally:
-        c.close()
 
 
 def ok(r):
