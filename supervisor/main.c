@@ -15,16 +15,21 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <linux/sched.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
 #include "common/cleanup.h"
+#include "common/clone.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "policy/seccomp.h"
+#include "supervisor/scheduler.h"
 #include "supervisor/server.h"
 
 #ifndef MFD_EXEC
@@ -52,7 +57,8 @@ static void help(void) {
                "                    without it, take the socket from systemd socket activation\n"
                "  --policy FILE     load the YAML policy FILE (default: the built-in reviewed profile)\n"
                "  --worker PATH     the codeinterp-worker binary (default: next to codeinterpd)\n"
-               "  --check-config    load the policy, check what this host supports, print it, exit\n"
+               "  --check-config    load the policy, check that this host can run workers (root,\n"
+               "                    namespaces, seccomp, the Python standard library), print, exit\n"
                "  -v, --verbose     log debug messages\n"
                "  -h, --help        show this help\n"
                "      --version     show the version\n"
@@ -253,20 +259,52 @@ static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, voi
         return 0;
 }
 
+/* Can this host make a worker's namespaces? A child is cloned into the whole set and
+ * exits at once. */
+static int check_namespaces(void) {
+        int pidfd = -1, status = 0;
+        pid_t pid = clone_with_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                                             CLONE_NEWUTS | CLONE_NEWCGROUP,
+                                     SIGCHLD, &pidfd);
+        if (pid == 0)
+                _exit(0);
+        if (pid < 0)
+                return pid;
+        close(pidfd);
+        if (waitpid(pid, &status, 0) < 0)
+                return -errno;
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
+}
+
 static int check_config(void) {
         struct sock_fprog prog;
-        int k;
+        uint64_t room = sched_cgroup_memory_available();
+        int k, ns, bad = 0;
 
         printf("policy: %s (sha256 %s)\n", policy.name, policy.sha256);
         printf("worker start: %s, active workers: %u, queue: %u\n", policy_worker_start_to_string(policy.worker_start),
                policy_active_workers(&policy), policy.max_queued_calls);
         printf("running as root: %s\n", geteuid() == 0 ? "yes" : "no (required)");
+        bad |= geteuid() != 0;
+        ns = check_namespaces();
+        printf("user, mount, pid, net, ipc, uts and cgroup namespaces: %s\n",
+               ns < 0 ? strerror(-ns) : "can be created");
+        bad |= ns < 0;
         k = policy_seccomp_compile(policy.seccomp_deny, &prog);
         printf("seccomp filter: %s\n", k < 0 ? strerror(-k) : "compiles");
         if (k >= 0)
                 policy_seccomp_fprog_free(&prog);
+        bad |= k < 0;
         printf("embedded python: %s (stdlib %s)\n", CODEINTERP_PY_VERSION, CODEINTERP_PY_STDLIB);
-        return k < 0 || geteuid() != 0 ? 1 : 0;
+        if (access(CODEINTERP_PY_STDLIB, R_OK) < 0) {
+                printf("  the standard library is missing: %m\n");
+                bad = 1;
+        }
+        if (room == UINT64_MAX)
+                printf("memory cgroup: no limit on the supervisor's cgroup\n");
+        else
+                printf("memory cgroup: %llu bytes left\n", (unsigned long long) room);
+        return bad ? 1 : 0;
 }
 
 int main(int argc, char **argv) {

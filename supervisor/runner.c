@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -269,7 +270,13 @@ static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *use
 }
 
 void runner_kill(Runner *r, RunnerKill why) {
+        struct pollfd exited = { .fd = r ? r->pidfd : -1, .events = POLLIN };
+
         if (!r || r->pid <= 0)
+                return;
+        /* A worker that has already exited (its pidfd is readable, the reap is pending in
+         * this loop turn) finished on its own: its outcome is what it did, not the kill. */
+        if (poll(&exited, 1, 0) == 1)
                 return;
         if (r->kill == RUNNER_KILL_NONE)
                 r->kill = why;
