@@ -253,6 +253,15 @@ static void start_call(Scheduler *s, Call *c) {
                 s->max_running_seen = s->n_running;
 
         k = runner_start(s->event, s->policy, &s->spawner, &req, on_runner_done, c, &c->runner);
+        if (k == -EAGAIN) {
+                /* No zygote ready (one is starting): back into the queue, unchanged. */
+                list_remove(&s->running, c);
+                s->n_running--;
+                c->state = CALL_QUEUED;
+                list_append(&s->queue, c);
+                s->n_queued++;
+                return;
+        }
         if (k < 0) {
                 RunnerResult res = { .outcome = OUTCOME_WORKER_ERROR, .exit_code = -1 };
                 snprintf(res.detail, sizeof res.detail, "could not start a worker: %s", strerror(-k));
@@ -270,11 +279,16 @@ static void start_call(Scheduler *s, Call *c) {
                 c->heartbeat = NULL;
 }
 
+static bool spawner_ready(const Scheduler *s) {
+        return !s->spawner.zygote || zygote_client_ready(s->spawner.zygote);
+}
+
 static void dispatch(Scheduler *s) {
         if (s->dispatching)
                 return;
         s->dispatching = true;
-        while (s->queue && s->n_running < s->capacity) {
+        /* Calls wait while no zygote is ready; sched_kick() resumes when one is. */
+        while (s->queue && s->n_running < s->capacity && spawner_ready(s)) {
                 if (!memory_available(s)) {
                         if (!s->retry)
                                 sd_event_add_time_relative(s->event, &s->retry, CLOCK_MONOTONIC, MEMORY_RETRY_USEC,
@@ -321,6 +335,10 @@ Scheduler *sched_free(Scheduler *s) {
         sd_event_source_disable_unref(s->retry);
         free(s);
         return NULL;
+}
+
+void sched_kick(Scheduler *s) {
+        dispatch(s);
 }
 
 int sched_submit(Scheduler *s, Call *c) {

@@ -76,6 +76,8 @@ int sched_submit(Scheduler *s, Call *c);
 /* Cancel: a queued call finishes as cancelled at once and never starts; a running call's
  * worker is SIGKILLed and it finishes when reaped. Returns -ESRCH if already finished. */
 int sched_cancel(Scheduler *s, Call *c, RunnerKill why);
+/* Try to start queued calls (e.g. a zygote became ready). */
+void sched_kick(Scheduler *s);
 /* Cancel everything (shutdown). */
 void sched_cancel_all(Scheduler *s);
 void sched_get_stats(const Scheduler *s, SchedStats *ret);

@@ -340,7 +340,7 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
         sched_get_stats(c->server->sched, &st);
         msgpack_sbuffer_init(&sb);
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        proto_pack_reply_head(&pk, req->id, req->op, 12);
+        proto_pack_reply_head(&pk, req->id, req->op, 13);
         mp_pack_kv_uint(&pk, "queued", st.queued);
         mp_pack_kv_uint(&pk, "running", st.running);
         mp_pack_kv_uint(&pk, "capacity", st.capacity);
@@ -357,6 +357,7 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
         else
                 msgpack_pack_nil(&pk);
         mp_pack_kv_uint(&pk, "zygoteGeneration", c->server->zygote ? zygote_client_generation(c->server->zygote) : 0);
+        mp_pack_kv_bool(&pk, "zygoteReady", c->server->zygote && zygote_client_ready(c->server->zygote));
         conn_send_or_drop(c, &sb);
         msgpack_sbuffer_destroy(&sb);
 }
@@ -743,6 +744,11 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
         return 0;
 }
 
+static void on_zygote_ready(void *userdata) {
+        Server *s = userdata;
+        sched_kick(s->sched);
+}
+
 int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, Server **ret) {
         static const SchedCallbacks cb = { .finished = on_finished, .progress = on_progress };
         Server *s;
@@ -767,6 +773,8 @@ int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, 
                 server_free(s);
                 return k;
         }
+        if (s->zygote)
+                zygote_client_set_ready_callback(s->zygote, on_zygote_ready, s);
         *ret = s;
         return 0;
 }

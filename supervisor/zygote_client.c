@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -34,7 +35,16 @@ struct ZygoteClient {
         uint32_t calls;
         unsigned generation;
         uint64_t token;
+        bool ready;                  /* said "ready" and serves spawns */
+        sd_event_source *ctl_source; /* while starting: waits for "ready" */
+        sd_event_source *timer;      /* start timeout, or the next launch */
+        unsigned failures;           /* consecutive failed starts: the relaunch backs off */
+        ZygoteReadyFn on_ready;
+        void *userdata;
 };
+
+static int zygote_launch(ZygoteClient *z);
+static void zygote_relaunch_later(ZygoteClient *z);
 
 pid_t zygote_client_pid(const ZygoteClient *z) {
         return z->pid;
@@ -44,8 +54,20 @@ unsigned zygote_client_generation(const ZygoteClient *z) {
         return z->generation;
 }
 
+bool zygote_client_ready(const ZygoteClient *z) {
+        return z->pid > 0 && z->ready;
+}
+
+void zygote_client_set_ready_callback(ZygoteClient *z, ZygoteReadyFn fn, void *userdata) {
+        z->on_ready = fn;
+        z->userdata = userdata;
+}
+
 static void zygote_stop(ZygoteClient *z) {
+        z->ready = false;
         z->exit_source = sd_event_source_disable_unref(z->exit_source);
+        z->ctl_source = sd_event_source_disable_unref(z->ctl_source);
+        z->timer = sd_event_source_disable_unref(z->timer);
         if (z->ctl >= 0) {
                 close(z->ctl); /* the zygote exits on EOF */
                 z->ctl = -1;
@@ -72,8 +94,11 @@ static int on_zygote_exit(sd_event_source *s, int fd, uint32_t revents, void *us
                     WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         z->pid = 0;
+        if (!z->ready)
+                z->failures++;
         zygote_stop(z);
-        return 0; /* restarted on the next spawn */
+        zygote_relaunch_later(z);
+        return 0;
 }
 
 static int recv_reply(int ctl, ZygoteSpawned *rep, int *ret_fd) {
@@ -119,9 +144,68 @@ static int set_timeout(int fd, int sec) {
         return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ? -errno : 0;
 }
 
-static int zygote_start(ZygoteClient *z) {
-        int sp[2], pidfd = -1, k, rfd;
+static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        ZygoteClient *z = userdata;
         ZygoteSpawned ready;
+        int k, rfd;
+
+        k = recv_reply(z->ctl, &ready, &rfd);
+        if (k == -EAGAIN)
+                return 0;
+        if (rfd >= 0)
+                close(rfd);
+        if (k < 0 || ready.token != 0 || (k = set_timeout(z->ctl, ZYGOTE_SPAWN_TIMEOUT_SEC)) < 0) {
+                log_error_errno(k, "The zygote did not start: %m");
+                z->failures++;
+                zygote_stop(z);
+                zygote_relaunch_later(z);
+                return 0;
+        }
+        z->ctl_source = sd_event_source_disable_unref(z->ctl_source);
+        z->timer = sd_event_source_disable_unref(z->timer);
+        z->ready = true;
+        z->failures = 0;
+        log_info("Zygote %u ready (pid %d)", z->generation, (int) z->pid);
+        if (z->on_ready)
+                z->on_ready(z->userdata);
+        return 0;
+}
+
+static int on_start_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        ZygoteClient *z = userdata;
+
+        log_error("The zygote did not become ready within %d s", ZYGOTE_START_TIMEOUT_SEC);
+        z->failures++;
+        zygote_stop(z);
+        zygote_relaunch_later(z);
+        return 0;
+}
+
+static int on_relaunch(sd_event_source *s, uint64_t usec, void *userdata) {
+        ZygoteClient *z = userdata;
+        int k;
+
+        z->timer = sd_event_source_disable_unref(z->timer);
+        k = zygote_launch(z);
+        if (k < 0) {
+                log_error_errno(k, "Starting a zygote failed: %m");
+                z->failures++;
+                zygote_relaunch_later(z);
+        }
+        return 0;
+}
+
+/* At once after a zygote that had served; after 1, 2, 4 ... 30 s after failed starts. */
+static void zygote_relaunch_later(ZygoteClient *z) {
+        uint64_t delay = z->failures == 0 ? 0 : MIN(30ULL, 1ULL << MIN(z->failures - 1, 5u)) * 1000000ULL;
+
+        z->timer = sd_event_source_disable_unref(z->timer);
+        if (sd_event_add_time_relative(z->event, &z->timer, CLOCK_MONOTONIC, delay, 1000, on_relaunch, z) < 0)
+                log_error("Cannot schedule a new zygote");
+}
+
+static int zygote_launch(ZygoteClient *z) {
+        int sp[2], pidfd = -1, k;
         pid_t pid;
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
@@ -163,21 +247,32 @@ static int zygote_start(ZygoteClient *z) {
         z->started_usec = now_usec();
         z->generation++;
 
-        /* Wait for "ready": CPython initialised and the standard modules imported. */
-        if ((k = set_timeout(z->ctl, ZYGOTE_START_TIMEOUT_SEC)) < 0 || (k = recv_reply(z->ctl, &ready, &rfd)) < 0) {
-                log_error_errno(k, "The zygote did not become ready: %m");
+        z->ready = false;
+
+        /* "ready" (CPython initialised, the modules imported) arrives on ctl; the event
+         * loop goes on meanwhile, calls wait in the queue. */
+        if ((k = sd_event_add_io(z->event, &z->exit_source, z->pidfd, EPOLLIN, on_zygote_exit, z)) < 0 ||
+            (k = sd_event_add_io(z->event, &z->ctl_source, z->ctl, EPOLLIN, on_ctl_ready, z)) < 0 ||
+            (k = sd_event_add_time_relative(z->event, &z->timer, CLOCK_MONOTONIC,
+                                            (uint64_t) ZYGOTE_START_TIMEOUT_SEC * 1000000, 1000000, on_start_timeout,
+                                            z)) < 0) {
                 zygote_stop(z);
                 return k;
         }
-        if (rfd >= 0)
-                close(rfd);
-        if ((k = set_timeout(z->ctl, ZYGOTE_SPAWN_TIMEOUT_SEC)) < 0 ||
-            (k = sd_event_add_io(z->event, &z->exit_source, z->pidfd, EPOLLIN, on_zygote_exit, z)) < 0) {
-                zygote_stop(z);
-                return k;
-        }
-        log_info("Zygote %u ready (pid %d)", z->generation, (int) z->pid);
+        log_debug("Zygote %u starting (pid %d)", z->generation, (int) z->pid);
         return 0;
+}
+
+/* At supervisor start nothing is served yet: wait for the first zygote here. */
+static int wait_first_ready(ZygoteClient *z) {
+        struct pollfd pfd = { .fd = z->ctl, .events = POLLIN };
+        int k;
+
+        k = poll(&pfd, 1, ZYGOTE_START_TIMEOUT_SEC * 1000);
+        if (k <= 0)
+                return log_error_errno(k < 0 ? errno : ETIMEDOUT, "The zygote did not become ready: %m");
+        on_ctl_ready(z->ctl_source, z->ctl, EPOLLIN, z);
+        return z->ready ? 0 : -EIO;
 }
 
 int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteClient **ret) {
@@ -190,8 +285,11 @@ int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteCl
         z->policy = p;
         z->worker_exec_fd = worker_exec_fd;
         z->pidfd = z->ctl = -1;
-        k = zygote_start(z);
+        k = zygote_launch(z);
+        if (k >= 0)
+                k = wait_first_ready(z);
         if (k < 0) {
+                zygote_stop(z);
                 free(z);
                 return k;
         }
@@ -255,26 +353,28 @@ int zygote_client_spawn(ZygoteClient *z, const int fds[5], pid_t *ret_pid, int *
         const Policy *p = z->policy;
         int k;
 
-        /* Replace an old zygote before it serves another call. */
-        if (z->pid > 0 && (z->calls >= p->zygote_max_calls ||
-                           now_usec() - z->started_usec >= (uint64_t) p->zygote_max_seconds * 1000000)) {
+        if (!zygote_client_ready(z))
+                return -EAGAIN;
+        /* Replace an old zygote before it serves another call; the call waits in the
+         * queue until the new one is ready. */
+        if (z->calls >= p->zygote_max_calls ||
+            now_usec() - z->started_usec >= (uint64_t) p->zygote_max_seconds * 1000000) {
                 log_info("Replacing zygote %u after %u calls", z->generation, z->calls);
                 zygote_stop(z);
+                zygote_relaunch_later(z);
+                return -EAGAIN;
         }
-        for (int attempt = 0; attempt < 2; attempt++) {
-                if (z->pid <= 0 && (k = zygote_start(z)) < 0)
-                        continue;
-                k = spawn_once(z, fds, ret_pid, ret_pidfd);
-                if (k >= 0) {
-                        z->calls++;
-                        return 0;
-                }
-                /* A zygote that cannot answer is replaced; the call is retried once. */
-                log_warning_errno(k, "Zygote %u failed to start a worker: %m", z->generation);
-                if (k == -EPIPE || k == -ECONNRESET || k == -ETIMEDOUT || k == -EBADMSG)
-                        zygote_stop(z);
-                else
-                        return k;
+        k = spawn_once(z, fds, ret_pid, ret_pidfd);
+        if (k >= 0) {
+                z->calls++;
+                return 0;
+        }
+        log_warning_errno(k, "Zygote %u failed to start a worker: %m", z->generation);
+        if (k == -EPIPE || k == -ECONNRESET || k == -ETIMEDOUT || k == -EBADMSG) {
+                /* A zygote that cannot answer is replaced; the call waits for the new one. */
+                zygote_stop(z);
+                zygote_relaunch_later(z);
+                return -EAGAIN;
         }
         return k;
 }

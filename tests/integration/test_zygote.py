@@ -141,3 +141,23 @@ def test_pool_workers_are_used_once(zsup):
     c = zsup.connect()
     pids = [ok(c.execute("1"))["exitStatus"]["pid"] for _ in range(5)]
     assert len(set(pids)) == 5
+
+
+def test_loop_serves_while_a_zygote_starts(make_supervisor):
+    """A new zygote starts in the background: the supervisor keeps answering (and
+    keeps enforcing deadlines) while it does, and queued calls start once it is ready."""
+    sup = make_supervisor("workerStart: zygote\nzygotePoolSize: 1\n")
+    zpid = status(sup)["zygotePid"]
+    os.kill(zpid, signal.SIGKILL)
+    seen = []
+    c = sup.connect()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        r = c.call("status")
+        seen.append(r["zygoteReady"])
+        if seen[-1] and False in seen:
+            break
+        time.sleep(0.005)
+    assert False in seen, "never saw the supervisor answer while no zygote was ready"
+    assert seen[-1] is True
+    assert ok(c.execute("6 * 7"))["result"]["text"] == "42"
