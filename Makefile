@@ -7,7 +7,7 @@ CMAKE_FLAGS += -DCODEINTERP_WERROR=ON
 endif
 PYTEST = /usr/bin/python3 -m pytest
 
-.PHONY: all deps build test unit integration sanitize demo clean format check-format bench
+.PHONY: all deps build test unit integration integration-asan sanitize demo clean format check-format bench
 
 all: build
 
@@ -30,12 +30,22 @@ sanitize: deps
 	@cmake --build $(BUILD)-san -j$$(nproc)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(BUILD)-san --output-on-failure -E seccomp_python_probe
 
-# The format check, unit tests (plain and under ASan/UBSan), then the integration
-# suite over the real socket in both worker start modes.
+# The format check, unit tests (plain and under ASan/UBSan), the integration suite
+# over the real socket in both worker start modes, and once more with the supervisor
+# itself built with ASan/UBSan (a leak or memory error fails its exit status).
 test: build check-format sanitize
 	ctest --test-dir $(BUILD) --output-on-failure
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote $(PYTEST) -q tests/integration
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=exec $(PYTEST) -q tests/integration
+	$(MAKE) integration-asan
+
+# The supervisor under ASan/UBSan with the ordinary worker (a worker cannot run
+# under ASan: its address-space limit is far below ASan's shadow mappings).
+integration-asan: build sanitize
+	@rm -rf $(BUILD)-asan-bin && mkdir -p $(BUILD)-asan-bin/bin
+	@cp $(BUILD)-san/bin/codeinterpd $(BUILD)-asan-bin/bin/
+	@cp $(BUILD)/bin/codeinterp-worker $(BUILD)/bin/codeinterp $(BUILD)-asan-bin/bin/
+	ASAN_OPTIONS=detect_leaks=1 CODEINTERP_BUILD=$(abspath $(BUILD))-asan-bin $(PYTEST) -q tests/integration
 
 demo: build
 	@tests/demo.sh $(abspath $(BUILD))
@@ -47,7 +57,7 @@ check-format:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-san
+	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin
 
 # Benchmarks and soaks are not part of `make test` (see docs/performance.md).
 bench: build
