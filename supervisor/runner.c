@@ -269,6 +269,17 @@ static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *use
         return 0;
 }
 
+bool runner_finish_if_exited(Runner *r) {
+        struct pollfd exited = { .fd = r->pidfd, .events = POLLIN };
+
+        if (r->pid <= 0 || !r->pid_source || poll(&exited, 1, 0) != 1)
+                return false;
+        /* Exactly what the loop would do for the pidfd event: reap, drain, finish. The
+         * done callback may free r. */
+        on_exit_event(r->pid_source, r->pidfd, EPOLLIN, r);
+        return true;
+}
+
 void runner_kill(Runner *r, RunnerKill why) {
         struct pollfd exited = { .fd = r ? r->pidfd : -1, .events = POLLIN };
 

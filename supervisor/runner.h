@@ -61,7 +61,11 @@ typedef struct RunnerSpawner {
  * is reaped. */
 int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
                  void *userdata, Runner **ret);
-/* SIGKILL the worker from outside; the first reason wins. */
+/* If the worker has already exited (its exit not yet processed), finish the call now,
+ * as the pidfd event would, and return true; r may have been freed then. */
+bool runner_finish_if_exited(Runner *r);
+/* SIGKILL the worker from outside; the first reason wins. A worker that has already
+ * exited is left alone: its outcome is what it did. */
 void runner_kill(Runner *r, RunnerKill why);
 Runner *runner_free(Runner *r);
 pid_t runner_pid(const Runner *r);

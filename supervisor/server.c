@@ -440,6 +440,10 @@ static void handle_cancel(Connection *c, const ProtoRequest *req) {
         for (call = c->calls; call; call = call->c_next)
                 if (call->call_id == req->call_id)
                         break;
+        /* A worker that has exited is finished, even if the loop has not processed its exit
+         * yet: send its result first, then answer that there is nothing to cancel. */
+        if (call && call->state == CALL_RUNNING && runner_finish_if_exited(call->runner))
+                call = NULL;
         if (!call || call->state == CALL_FINISHED)
                 return send_error(c, true, req->id, OUTCOME_NOT_FOUND,
                                   "no such call in progress on this connection (unknown or already finished)");
