@@ -174,7 +174,8 @@ def main():
     print("codeinterp benchmark  (%d CPUs, %s)" % (os.cpu_count(), time.strftime("%Y-%m-%d %H:%M")))
     base = "maxActiveWorkers: 2\nmaxQueuedCalls: 1024\nheartbeatMs: 600000\n"
     sup_exec = conftest.Supervisor(base + "workerStart: exec\n")
-    sup_zyg = conftest.Supervisor(base + "workerStart: zygote\n")
+    # One zygote for the whole soak (no replacement), so its RSS is comparable.
+    sup_zyg = conftest.Supervisor(base + "workerStart: zygote\nzygoteMaxCalls: 10000000\n")
     sup_kill = conftest.Supervisor(base + "workerStart: zygote\ntimeoutMs: 100\n")
     try:
         latency(sup_exec, 5)
