@@ -249,8 +249,6 @@ static void start_call(Scheduler *s, Call *c) {
         c->start_usec = now_usec();
         list_append(&s->running, c);
         s->n_running++;
-        if (s->n_running > s->max_running_seen)
-                s->max_running_seen = s->n_running;
 
         k = runner_start(s->event, s->policy, &s->spawner, &req, on_runner_done, c, &c->runner);
         if (k == -EAGAIN) {
@@ -272,6 +270,8 @@ static void start_call(Scheduler *s, Call *c) {
         }
         c->started = true;
         s->started_total++;
+        if (s->n_running > s->max_running_seen)
+                s->max_running_seen = s->n_running;
         s->cb.progress(c, "started", s->userdata);
         if (s->policy->heartbeat_ms > 0 &&
             sd_event_add_time_relative(s->event, &c->heartbeat, CLOCK_MONOTONIC,
