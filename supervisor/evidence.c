@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/mp.h"
+#include "worker/sandbox.h"
 
 /* Room for the msgpack headers of the fitted strings, which grow by a few bytes when a
  * string crosses 31/255/65535 bytes: reserved on top of the measured skeleton. */
@@ -25,6 +26,14 @@ static void pack_channel(msgpack_packer *pk, const char *key, const FitText *t, 
         mp_pack_kv_uint(pk, "omittedBytes", t->omitted_bytes);
         mp_pack_kv_uint(pk, "omittedAt", t->omitted_at);
         mp_pack_kv_uint(pk, "replacedCharacters", t->replaced);
+}
+
+/* The same kernel runs every worker: ask once. 0 = the Landlock layer is skipped. */
+static int landlock_abi(void) {
+        static int abi = -1;
+        if (abi < 0)
+                abi = sandbox_landlock_abi();
+        return abi;
 }
 
 static void pack_evidence(msgpack_packer *pk, const ResultContext *ctx) {
@@ -50,11 +59,12 @@ static void pack_evidence(msgpack_packer *pk, const ResultContext *ctx) {
                 }
         }
         mp_pack_cstr(pk, "runtime");
-        msgpack_pack_map(pk, 4);
+        msgpack_pack_map(pk, 5);
         mp_pack_kv_str(pk, "codeinterp", CODEINTERP_VERSION);
         mp_pack_kv_str(pk, "python", CODEINTERP_PY_VERSION);
         mp_pack_kv_str(pk, "workerStart", ctx->worker_start);
         mp_pack_kv_str(pk, "seccomp", policy_deny_action_to_string(p->seccomp_deny));
+        mp_pack_kv_uint(pk, "landlock", (uint64_t) landlock_abi());
         mp_pack_cstr(pk, "policy");
         msgpack_pack_map(pk, 2);
         mp_pack_kv_str(pk, "name", p->name);

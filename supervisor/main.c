@@ -31,6 +31,7 @@
 #include "policy/seccomp.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/server.h"
+#include "worker/sandbox.h"
 
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
@@ -290,6 +291,11 @@ static int check_config(void) {
         printf("user, mount, pid, net, ipc, uts and cgroup namespaces: %s\n",
                ns < 0 ? strerror(-ns) : "can be created");
         bad |= ns < 0;
+        k = sandbox_landlock_abi();
+        if (k > 0)
+                printf("landlock: ABI %d (workers get the filesystem fence)\n", k);
+        else
+                printf("landlock: not available (workers run without that layer)\n");
         k = policy_seccomp_compile(policy.seccomp_deny, &prog);
         printf("seccomp filter: %s\n", k < 0 ? strerror(-k) : "compiles");
         if (k >= 0)

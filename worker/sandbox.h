@@ -43,6 +43,7 @@ typedef enum SandboxStage {
         SANDBOX_STAGE_FDS,
         SANDBOX_STAGE_CAPS_DROP,
         SANDBOX_STAGE_NO_NEW_PRIVS,
+        SANDBOX_STAGE_LANDLOCK,
         SANDBOX_STAGE_RLIMITS,
         SANDBOX_STAGE_SECCOMP,
         SANDBOX_STAGE_PYTHON_INIT,
@@ -92,6 +93,8 @@ int sandbox_write_id_maps(pid_t pid, uid_t uid, gid_t gid);
 int sandbox_install_fds(const int *src, int n);
 
 int sandbox_become(const SandboxPlan *plan, bool for_exec, SandboxStage *ret_stage);
+/* The Landlock ABI version this kernel offers, 0 if none (the layer is then skipped). */
+int sandbox_landlock_abi(void);
 int sandbox_enter(const SandboxPlan *plan, SandboxStage *ret_stage);
 /* sandbox_enter() in two halves: what is the same for every call (the private mount
  * namespace's minimal root, pivot_root, hostname), which a pre-started worker does

@@ -4,7 +4,7 @@ import secrets
 
 import pytest
 
-from conftest import Conn, running_supervisor
+from conftest import MUST_SANDBOX, Conn, running_supervisor
 
 TMP_BYTES = 1048576
 
@@ -259,3 +259,30 @@ for name in ('pip', 'ensurepip'):
 r
 """
     assert value(mconn.execute(code)) == "['ImportError', 'ImportError']"
+
+
+def test_landlock_fence_inside_the_minimal_root(mconn):
+    """Landlock (where the kernel has it) fences the worker inside its root: writes only
+    to /tmp and /dev/null. A device opened for writing is the one write the read-only
+    mounts do not stop (devices ignore a read-only mount), so it shows the fence;
+    ordinary file work in /tmp still works."""
+    r = mconn.execute("open('/dev/urandom', 'wb').write(b'entropy?')")
+    abi = r["evidence"]["runtime"]["landlock"]
+    if abi == 0:
+        if MUST_SANDBOX:
+            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but the kernel offers no Landlock")
+        pytest.skip("no Landlock on this kernel")
+    assert r["outcome"] == "python_exception", r
+    assert r["exception"]["type"] == "PermissionError"
+    r = mconn.execute("import os, shutil, tempfile\n"
+                      "d = tempfile.mkdtemp()\n"
+                      "open(d + '/a', 'w').write('x')\n"
+                      "os.rename(d + '/a', '/tmp/b')\n"
+                      "os.symlink('/tmp/b', '/tmp/c')\n"
+                      "shutil.copy2('/tmp/b', '/tmp/d')\n"
+                      "os.truncate('/tmp/d', 0)\n"
+                      "shutil.rmtree(d)\n"
+                      "open('/dev/null', 'w').write('gone')\n"
+                      "sorted(os.listdir('/tmp')), open('/tmp/c').read(), os.path.getsize('/tmp/d')")
+    assert r["outcome"] == "ok", (r["outcome"], r.get("exception"))
+    assert r["result"]["text"] == "(['b', 'c', 'd'], 'x', 0)"
