@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-journal.h>
@@ -60,11 +59,8 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         if (use_journal)
                 sd_journal_send("MESSAGE=%s", buf, "PRIORITY=%i", level, "CODE_FILE=%s", file, "CODE_LINE=%i", line,
                                 "SYSLOG_IDENTIFIER=%s", prefix, NULL);
-        else {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
+        else
                 fprintf(stderr, "%s[%d]: %s\n", prefix, (int) getpid(), buf);
-        }
         errno = saved;
         return -error;
 }

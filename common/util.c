@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -20,6 +21,13 @@ int write_full(int fd, const void *buf, size_t len) {
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
+                        if (errno == EAGAIN) {
+                                /* Someone made the fd non-blocking (in a worker, user code can). */
+                                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+                                if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+                                        return -errno;
+                                continue;
+                        }
                         return -errno;
                 }
                 p += n;

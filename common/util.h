@@ -5,7 +5,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Write all of buf (retrying on EINTR and short writes). 0 or -errno. */
+/* Write all of buf (retrying on EINTR and short writes, waiting if the fd is
+ * non-blocking and full). 0 or -errno. */
 int write_full(int fd, const void *buf, size_t len);
 /* Read exactly len bytes; -EPIPE on early EOF. */
 int read_full(int fd, void *buf, size_t len);

@@ -31,7 +31,6 @@
 enum { CH_OUT, CH_ERR, CH_RESULT, CH_REPORT, _CH_MAX };
 
 struct Runner {
-        sd_event *event;
         const Policy *policy;
         pid_t pid;
         int pidfd;
@@ -375,7 +374,6 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
         r = calloc(1, sizeof *r);
         if (!r)
                 return -ENOMEM;
-        r->event = e;
         r->policy = p;
         r->pidfd = -1;
         r->done = done;

@@ -15,12 +15,12 @@
 #include <Python.h>
 
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/util.h"
 #include "worker/pyrun.h"
 
 #ifndef CODEINTERP_PY_STDLIB
@@ -729,26 +729,6 @@ static int report_from_error(PyrunReport *r) {
         Py_XDECREF(value);
         Py_XDECREF(tb);
         return k;
-}
-
-static int write_full(int fd, const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == EAGAIN) {
-                                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-                                if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-                                        return -errno;
-                                continue;
-                        }
-                        return -errno;
-                }
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
 }
 
 int pyrun_execute(const char *code, size_t code_len, const PyrunInput *inputs, size_t n_inputs, int result_fd,

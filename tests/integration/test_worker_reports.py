@@ -88,3 +88,13 @@ def test_writing_the_result_pipe_directly_is_fitted(rsup):
     assert r["outcome"] == "ok"
     assert r["result"]["text"].endswith("7")
     assert r["result"]["replacedCharacters"] == 10
+
+
+def test_non_blocking_pipes_set_by_user_code(rsup):
+    # The worker's own writes wait out O_NONBLOCK on its pipes instead of failing.
+    r = run(rsup, "import os, fcntl\n"
+                  "for fd in (1, 3, 4):\n"
+                  "    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)\n"
+                  "'x' * 200000")
+    assert r["outcome"] == "ok", (r["outcome"], r.get("detail"))
+    assert r["result"]["totalCharacters"] == 200002
