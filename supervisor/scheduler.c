@@ -217,6 +217,9 @@ static void on_runner_done(Runner *r, RunnerResult *res, void *userdata) {
         finish(s, c, res);
         /* The runner is freed by call_free(); start whoever is next. */
         dispatch(s);
+        /* Nothing runs and nothing waits: the moment to prepare the next workers. */
+        if (s->n_running == 0 && !s->queue && s->spawner.zygote)
+                zygote_client_idle(s->spawner.zygote);
 }
 
 static int on_heartbeat(sd_event_source *src, uint64_t usec, void *userdata) {

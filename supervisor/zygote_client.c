@@ -310,6 +310,7 @@ static int spawn_once(ZygoteClient *z, const int fds[5], pid_t *ret_pid, int *re
                 .magic = ZYGOTE_MAGIC,
                 .uid = z->policy->worker_uid,
                 .gid = z->policy->worker_gid,
+                .op = ZYGOTE_OP_SPAWN,
                 .token = ++z->token,
         };
         struct iovec iov = { .iov_base = &req, .iov_len = sizeof req };
@@ -377,4 +378,19 @@ int zygote_client_spawn(ZygoteClient *z, const int fds[5], pid_t *ret_pid, int *
                 return -EAGAIN;
         }
         return k;
+}
+
+void zygote_client_idle(ZygoteClient *z) {
+        ZygoteSpawn req = {
+                .magic = ZYGOTE_MAGIC,
+                .uid = z->policy->worker_uid,
+                .gid = z->policy->worker_gid,
+                .op = ZYGOTE_OP_IDLE,
+        };
+
+        if (!zygote_client_ready(z))
+                return; /* a new zygote fills its pool when it starts */
+        /* A hint: when the socket is full or the zygote is gone it is simply not given
+         * (a dead zygote is noticed through its pidfd). */
+        (void) send(z->ctl, &req, sizeof req, MSG_DONTWAIT | MSG_NOSIGNAL);
 }

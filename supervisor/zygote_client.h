@@ -26,5 +26,7 @@ ZygoteClient *zygote_client_free(ZygoteClient *z);
  * worker is a child of the calling process; ret_pidfd refers to it. -EAGAIN: no zygote
  * is ready (one is starting); try again when the ready callback runs. */
 int zygote_client_spawn(ZygoteClient *z, const int fds[5], pid_t *ret_pid, int *ret_pidfd);
+/* Tell the zygote that no worker runs and no call waits: it may prepare workers now. */
+void zygote_client_idle(ZygoteClient *z);
 pid_t zygote_client_pid(const ZygoteClient *z);
 unsigned zygote_client_generation(const ZygoteClient *z);

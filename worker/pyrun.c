@@ -524,6 +524,8 @@ int pyrun_init(void) {
         return pyrun_runner_setup();
 }
 
+static int resolve_reseed(void);
+
 int pyrun_preload(void) {
         if (!runner_run)
                 return -ENXIO;
@@ -539,7 +541,7 @@ int pyrun_preload(void) {
                 }
                 Py_DECREF(m);
         }
-        return 0;
+        return resolve_reseed();
 }
 
 int pyrun_warmup(void) {
@@ -571,17 +573,38 @@ int pyrun_warmup(void) {
         return 0;
 }
 
-int pyrun_reseed(void) {
-        _cleanup_pyobj_ PyObject *random = NULL, *inst = NULL, *ret = NULL;
+/* random._inst.seed, resolved once (at preload, in the zygote) so that a worker's
+ * reseed is one call, not a trip through the import machinery (each page that trip
+ * touches is copied into the worker). */
+static PyObject *reseed_fn = NULL;
 
-        if (!runner_run)
-                return -ENXIO;
+static int resolve_reseed(void) {
+        _cleanup_pyobj_ PyObject *random = NULL, *inst = NULL;
 
+        if (reseed_fn)
+                return 0;
         random = PyImport_ImportModule("random");
         if (random)
                 inst = PyObject_GetAttrString(random, "_inst");
         if (inst)
-                ret = PyObject_CallMethod(inst, "seed", NULL); /* no argument: seeds from os.urandom() */
+                reseed_fn = PyObject_GetAttrString(inst, "seed");
+        if (!reseed_fn) {
+                PyErr_Clear();
+                return -EIO;
+        }
+        return 0;
+}
+
+int pyrun_reseed(void) {
+        _cleanup_pyobj_ PyObject *ret = NULL;
+        int r;
+
+        if (!runner_run)
+                return -ENXIO;
+        r = resolve_reseed();
+        if (r < 0)
+                return r;
+        ret = PyObject_CallNoArgs(reseed_fn); /* no argument: seeds from os.urandom() */
         if (!ret) {
                 PyErr_Clear();
                 return -EIO;

@@ -10,6 +10,7 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
@@ -63,6 +64,7 @@ typedef struct PoolChild {
 static PoolChild pool[65];
 static size_t pool_len = 0;
 static size_t pool_target = 0;
+static bool may_refill = true; /* at start, then after each IDLE hint until the next spawn */
 static uid_t worker_uid;
 static gid_t worker_gid;
 
@@ -88,6 +90,11 @@ static int recv_call_fds(int chan, int fds[ZYGOTE_SPAWN_FDS]) {
                 return -EBADMSG;
         memcpy(fds, CMSG_DATA(cm), sizeof(int) * ZYGOTE_SPAWN_FDS);
         return 0;
+}
+
+static bool call_waiting(int chan) {
+        struct pollfd pfd = { .fd = chan, .events = POLLIN };
+        return poll(&pfd, 1, 0) > 0;
 }
 
 /* In the new worker: a copy of the zygote, in fresh namespaces, waiting for its call. */
@@ -117,9 +124,10 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         if ((r = sandbox_become(&identity, false, &stage)) < 0 || (r = sandbox_prepare(&stage)) < 0) {
                 failed = r;
                 failed_stage = stage;
-        } else if ((r = pyrun_reseed()) < 0 || (r = pyrun_warmup()) < 0) {
-                /* Fresh entropy for this worker alone; the runner's code paths made
-                 * private now rather than while the call waits. */
+        } else if ((r = pyrun_reseed()) < 0 || (!call_waiting(chan) && (r = pyrun_warmup()) < 0)) {
+                /* Fresh entropy for this worker alone. The warm-up makes the runner's
+                 * pages private before the call arrives; when the call is already
+                 * waiting it would only add work to the call's own path. */
                 failed = r;
                 failed_stage = SANDBOX_STAGE_PYTHON_INIT;
         }
@@ -258,9 +266,15 @@ static int serve_one(int ctl) {
                                         close(fd);
                         }
                 }
+        if ((size_t) n == sizeof req && req.magic == ZYGOTE_MAGIC && req.op == ZYGOTE_OP_IDLE && n_fds == 0) {
+                may_refill = true;
+                return 0;
+        }
+        may_refill = false;
         rep.token = req.token;
-        if ((size_t) n != sizeof req || req.magic != ZYGOTE_MAGIC || n_fds != ZYGOTE_SPAWN_FDS ||
-            (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || req.uid != worker_uid || req.gid != worker_gid) {
+        if ((size_t) n != sizeof req || req.magic != ZYGOTE_MAGIC || req.op != ZYGOTE_OP_SPAWN ||
+            n_fds != ZYGOTE_SPAWN_FDS || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || req.uid != worker_uid ||
+            req.gid != worker_gid) {
                 rep.error = EBADMSG;
                 goto out;
         }
@@ -350,8 +364,8 @@ int zygote_main(int argc, char **argv) {
                 return 1;
         for (;;) {
                 /* Requests first; the pool is refilled one worker at a time while none
-                 * is waiting, so preparing the next worker never delays a call. */
-                if (pool_len < pool_target) {
+                 * is waiting, and only while no call runs (see zygote.h). */
+                if (pool_len < pool_target && may_refill) {
                         struct pollfd pfd = { .fd = ZYGOTE_CTL_FD, .events = POLLIN };
                         if (poll(&pfd, 1, 0) == 0) {
                                 if (pool_child_new(ZYGOTE_CTL_FD, &pool[pool_len]) == 0)

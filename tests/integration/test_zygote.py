@@ -161,3 +161,37 @@ def test_loop_serves_while_a_zygote_starts(make_supervisor):
     assert False in seen, "never saw the supervisor answer while no zygote was ready"
     assert seen[-1] is True
     assert ok(c.execute("6 * 7"))["result"]["text"] == "42"
+
+
+def comm_of(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def test_pool_is_refilled_between_calls_not_during_them(zsup):
+    """Preparing a worker slows a running call's page faults on a virtualised host, so
+    the zygote refills its pool only when the supervisor says nothing runs."""
+    st = status(zsup)
+    sup_pid, zpid = st["pid"], st["zygotePid"]
+
+    def pool():
+        return {p for p in children_of(sup_pid) if p != zpid and comm_of(p) == "ci-pool"}
+
+    assert wait_until(lambda: len(pool()) == 2, 10.0), pool()
+    before = pool()
+    c = zsup.connect()
+    rid = c.request("execute", summary="t", code="import time\ntime.sleep(1.0)\n'done'", sourceIds=[])
+    assert wait_until(lambda: len(pool()) == 1, 5.0)
+    running = [p for p in children_of(sup_pid) if comm_of(p) == "ci-worker"]
+    assert len(running) == 1 and running[0] in before
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:
+        others = set(children_of(sup_pid)) - {zpid} - set(running)
+        assert others <= before, "a worker was cloned while a call ran: %r" % (others - before)
+        time.sleep(0.01)
+    assert ok(c.wait(rid))["result"]["text"] == "'done'"
+    assert wait_until(lambda: len(pool()) == 2, 10.0), pool()
+    assert not pool() <= before  # a new worker was prepared once the call was over
