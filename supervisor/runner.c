@@ -27,6 +27,8 @@
  * time that can lag it by a few ticks per hundred: an unexplained SIGKILL within this
  * much of the limit is the limit. */
 #define CPU_LIMIT_SLACK_USEC(limit_usec) MAX(200000ULL, (limit_usec) / 5)
+/* How long a call killed while its worker is being made waits for the zygote's answer. */
+#define KILL_SPAWN_GRACE_USEC 200000ULL
 
 enum { CH_OUT, CH_ERR, CH_RESULT, CH_REPORT, _CH_MAX };
 
@@ -43,12 +45,22 @@ struct Runner {
         bool report_overflow;
         RunnerKill kill;
         RunnerDoneFn done;
+        RunnerStartedFn started;
         void *userdata;
         uint64_t start_usec;
+        sd_event *event;
+        ZygoteClient *zygote; /* while spawning: the zygote asked for the worker */
+        uint64_t spawn_token;
+        bool spawning;
+        sd_event_source *killed_source; /* killed while spawning: ends the call next turn */
 };
 
 pid_t runner_pid(const Runner *r) {
         return r->pid;
+}
+
+bool runner_spawning(const Runner *r) {
+        return r->spawning;
 }
 
 uint64_t runner_stdout_chars(const Runner *r) {
@@ -218,6 +230,8 @@ static void classify(Runner *r, int status, const struct rusage *ru, RunnerResul
         res->report = rep;
 }
 
+static void complete(Runner *r, RunnerResult *resp, int status, const struct rusage *ru);
+
 static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Runner *r = userdata;
         RunnerResult res = {};
@@ -237,6 +251,13 @@ static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *use
                 status = W_EXITCODE(127, 0);
         }
         r->pid = 0;
+        complete(r, &res, status, &ru);
+        return 0;
+}
+
+/* The worker is gone (or never came): drain, classify, fit, and hand over the result. */
+static void complete(Runner *r, RunnerResult *resp, int status, const struct rusage *ru) {
+        RunnerResult res = *resp;
 
         /* The process and its whole pid namespace are gone: what is in the pipes is all
          * there will ever be. Drain it. */
@@ -251,7 +272,7 @@ static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *use
 
         res.start_usec = r->start_usec;
         res.end_usec = now_usec();
-        classify(r, status, &ru, &res);
+        classify(r, status, ru, &res);
 
         FitText *outs[] = { &res.out, &res.err, &res.result };
         for (int ch = 0; ch < CH_REPORT; ch++) {
@@ -265,7 +286,6 @@ static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *use
                 fit_text_done(&res.result);
 
         r->done(r, &res, r->userdata);
-        return 0;
 }
 
 bool runner_finish_if_exited(Runner *r) {
@@ -279,9 +299,36 @@ bool runner_finish_if_exited(Runner *r) {
         return true;
 }
 
+/* Killed before the zygote answered, and still no answer after KILL_SPAWN_GRACE_USEC
+ * (normally it comes within milliseconds, and then the worker is killed and the call
+ * ends through its exit like any other): the call ends now, without a worker; one that
+ * the zygote announces later is killed by the zygote client. */
+static int on_killed_while_spawning(sd_event_source *s, uint64_t usec, void *userdata) {
+        Runner *r = userdata;
+        RunnerResult res = { .exit_code = -1 };
+        struct rusage ru = {};
+
+        r->killed_source = sd_event_source_disable_unref(r->killed_source);
+        if (!r->spawning)
+                return 0; /* the worker came first: its exit ends the call */
+        zygote_client_spawn_abandon(r->zygote, r->spawn_token);
+        r->spawning = false;
+        complete(r, &res, W_EXITCODE(0, SIGKILL), &ru);
+        return 0;
+}
+
 void runner_kill(Runner *r, RunnerKill why) {
         struct pollfd exited = { .fd = r ? r->pidfd : -1, .events = POLLIN };
 
+        if (r && r->spawning) {
+                if (r->kill == RUNNER_KILL_NONE)
+                        r->kill = why;
+                if (!r->killed_source &&
+                    sd_event_add_time_relative(r->event, &r->killed_source, CLOCK_MONOTONIC, KILL_SPAWN_GRACE_USEC,
+                                               1000, on_killed_while_spawning, r) < 0)
+                        r->killed_source = NULL; /* then on_spawned() kills the worker it gets */
+                return;
+        }
         if (!r || r->pid <= 0)
                 return;
         /* A worker that has already exited (its pidfd is readable, the reap is pending in
@@ -297,6 +344,9 @@ void runner_kill(Runner *r, RunnerKill why) {
 Runner *runner_free(Runner *r) {
         if (!r)
                 return NULL;
+        if (r->spawning)
+                zygote_client_spawn_abandon(r->zygote, r->spawn_token);
+        sd_event_source_disable_unref(r->killed_source);
         if (r->pid > 0) {
                 /* Never leave a worker behind. */
                 syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
@@ -362,8 +412,44 @@ static _Noreturn void child_main(const Policy *p, int sync_fd, int report_fd, co
         _exit(127);
 }
 
+/* The zygote's answer. r may be freed by the callbacks called here. */
+static void on_spawned(int error, pid_t pid, int pidfd, void *userdata) {
+        Runner *r = userdata;
+        int k;
+
+        r->spawning = false;
+        r->killed_source = sd_event_source_disable_unref(r->killed_source);
+        if (error >= 0) {
+                r->pid = pid;
+                r->pidfd = pidfd;
+                /* Pre-started workers prepare at a lower priority; this one has a call now. */
+                (void) setpriority(PRIO_PROCESS, (id_t) pid, 0);
+                k = sd_event_add_io(r->event, &r->pid_source, pidfd, EPOLLIN, on_exit_event, r);
+                if (k >= 0) {
+                        if (r->kill != RUNNER_KILL_NONE) /* cancelled or timed out meanwhile */
+                                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                        r->started(r, 0, r->userdata);
+                        return;
+                }
+                /* Without a watch on its exit the worker cannot be run: kill and reap it. */
+                error = k;
+                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+                        ;
+                r->pid = 0;
+        }
+        if (r->kill != RUNNER_KILL_NONE) {
+                /* The call ended (deadline, cancel, shutdown) before a worker existed. */
+                RunnerResult res = { .exit_code = -1 };
+                struct rusage ru = {};
+                complete(r, &res, W_EXITCODE(0, SIGKILL), &ru);
+                return;
+        }
+        r->started(r, error, r->userdata);
+}
+
 int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
-                 void *userdata, Runner **ret) {
+                 RunnerStartedFn started, void *userdata, Runner **ret) {
         _cleanup_close_ int plan_fd = -1, devnull = -1, sync_r = -1, sync_w = -1;
         int pipes[_CH_MAX][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
         msgpack_sbuffer sb;
@@ -377,7 +463,9 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
         r->policy = p;
         r->pidfd = -1;
         r->done = done;
+        r->started = started;
         r->userdata = userdata;
+        r->event = e;
         for (int ch = 0; ch < _CH_MAX; ch++)
                 r->fds[ch] = -1;
         r->report = malloc((size_t) p->max_worker_message_bytes + 4);
@@ -416,11 +504,13 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
 
         if (sp->zygote) {
                 int fds[5] = { pipes[CH_OUT][1], pipes[CH_ERR][1], pipes[CH_REPORT][1], pipes[CH_RESULT][1], plan_fd };
-                k = zygote_client_spawn(sp->zygote, fds, &pid, &pidfd);
+                /* The answer (pid and pidfd) comes later, in on_spawned(). */
+                k = zygote_client_spawn(sp->zygote, fds, on_spawned, r, &r->spawn_token);
                 if (k < 0)
                         goto fail;
-                /* Pre-started workers prepare at a lower priority; this one has a call now. */
-                (void) setpriority(PRIO_PROCESS, (id_t) pid, 0);
+                r->zygote = sp->zygote;
+                r->spawning = true;
+                pid = 0;
                 goto started;
         }
 
@@ -467,7 +557,7 @@ started:
         for (int ch = 0; ch < _CH_MAX; ch++)
                 if ((k = sd_event_add_io(e, &r->sources[ch], r->fds[ch], EPOLLIN, on_channel, r)) < 0)
                         goto fail;
-        if ((k = sd_event_add_io(e, &r->pid_source, r->pidfd, EPOLLIN, on_exit_event, r)) < 0)
+        if (!r->spawning && (k = sd_event_add_io(e, &r->pid_source, r->pidfd, EPOLLIN, on_exit_event, r)) < 0)
                 goto fail;
 
         *ret = r;

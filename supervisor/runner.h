@@ -42,6 +42,10 @@ typedef struct RunnerResult {
 
 typedef struct Runner Runner;
 typedef void (*RunnerDoneFn)(Runner *r, RunnerResult *res, void *userdata);
+/* Zygote mode: the worker exists (error 0) or could not be made (-errno; -EAGAIN: the
+ * zygote went away, the call may wait for the next one). Not called when the call was
+ * killed before the worker existed: done is, with the kill's outcome. */
+typedef void (*RunnerStartedFn)(Runner *r, int error, void *userdata);
 
 typedef struct RunnerRequest {
         const char *code;
@@ -57,10 +61,13 @@ typedef struct RunnerSpawner {
         ZygoteClient *zygote;
 } RunnerSpawner;
 
-/* Start a worker. done is called exactly once, from the event loop, after the worker
- * is reaped. */
+/* Start a worker. In exec mode it exists when this returns; in zygote mode it is asked
+ * for and runner_spawning() is true until started is called. done is called at most
+ * once, from the event loop, after the worker is reaped (or, killed while spawning,
+ * instead of started); never after started reported an error. */
 int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
-                 void *userdata, Runner **ret);
+                 RunnerStartedFn started, void *userdata, Runner **ret);
+bool runner_spawning(const Runner *r);
 /* If the worker has already exited (its exit not yet processed), finish the call now,
  * as the pidfd event would, and return true; r may have been freed then. */
 bool runner_finish_if_exited(Runner *r);

@@ -232,6 +232,55 @@ static int on_heartbeat(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* The worker exists: the call is under way. */
+static void call_started(Scheduler *s, Call *c) {
+        c->started = true;
+        s->started_total++;
+        if (s->n_running > s->max_running_seen)
+                s->max_running_seen = s->n_running;
+        s->cb.progress(c, "started", s->userdata);
+        if (s->policy->heartbeat_ms > 0 &&
+            sd_event_add_time_relative(s->event, &c->heartbeat, CLOCK_MONOTONIC,
+                                       (uint64_t) s->policy->heartbeat_ms * 1000, 1000, on_heartbeat, c) < 0)
+                c->heartbeat = NULL;
+}
+
+/* Back into the queue, unchanged: no zygote could take it (one is starting). */
+static void requeue(Scheduler *s, Call *c) {
+        c->runner = runner_free(c->runner);
+        list_remove(&s->running, c);
+        s->n_running--;
+        c->state = CALL_QUEUED;
+        list_append(&s->queue, c);
+        s->n_queued++;
+}
+
+static void start_failed(Scheduler *s, Call *c, int k) {
+        RunnerResult res = { .outcome = OUTCOME_WORKER_ERROR, .exit_code = -1 };
+
+        snprintf(res.detail, sizeof res.detail, "could not start a worker: %s", strerror(-k));
+        res.start_usec = res.end_usec = now_usec();
+        log_warning_errno(k, "Could not start a worker for call %llu: %m", (unsigned long long) c->call_id);
+        finish(s, c, &res);
+}
+
+static void on_runner_started(Runner *r, int error, void *userdata) {
+        Call *c = userdata;
+        Scheduler *s = c->sched;
+
+        if (error == 0) {
+                call_started(s, c);
+                return;
+        }
+        if (error == -EAGAIN)
+                requeue(s, c);
+        else
+                start_failed(s, c, error);
+        dispatch(s);
+        if (s->n_running == 0 && !s->queue && s->spawner.zygote)
+                zygote_client_idle(s->spawner.zygote);
+}
+
 static void start_call(Scheduler *s, Call *c) {
         RunnerRequest req = {
                 .code = c->code,
@@ -253,33 +302,17 @@ static void start_call(Scheduler *s, Call *c) {
         list_append(&s->running, c);
         s->n_running++;
 
-        k = runner_start(s->event, s->policy, &s->spawner, &req, on_runner_done, c, &c->runner);
+        k = runner_start(s->event, s->policy, &s->spawner, &req, on_runner_done, on_runner_started, c, &c->runner);
         if (k == -EAGAIN) {
-                /* No zygote ready (one is starting): back into the queue, unchanged. */
-                list_remove(&s->running, c);
-                s->n_running--;
-                c->state = CALL_QUEUED;
-                list_append(&s->queue, c);
-                s->n_queued++;
+                requeue(s, c);
                 return;
         }
         if (k < 0) {
-                RunnerResult res = { .outcome = OUTCOME_WORKER_ERROR, .exit_code = -1 };
-                snprintf(res.detail, sizeof res.detail, "could not start a worker: %s", strerror(-k));
-                res.start_usec = res.end_usec = now_usec();
-                log_warning_errno(k, "Could not start a worker for call %llu: %m", (unsigned long long) c->call_id);
-                finish(s, c, &res);
+                start_failed(s, c, k);
                 return;
         }
-        c->started = true;
-        s->started_total++;
-        if (s->n_running > s->max_running_seen)
-                s->max_running_seen = s->n_running;
-        s->cb.progress(c, "started", s->userdata);
-        if (s->policy->heartbeat_ms > 0 &&
-            sd_event_add_time_relative(s->event, &c->heartbeat, CLOCK_MONOTONIC,
-                                       (uint64_t) s->policy->heartbeat_ms * 1000, 1000, on_heartbeat, c) < 0)
-                c->heartbeat = NULL;
+        if (!runner_spawning(c->runner))
+                call_started(s, c);
 }
 
 static bool spawner_ready(const Scheduler *s) {

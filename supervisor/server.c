@@ -753,6 +753,10 @@ static void on_zygote_ready(void *userdata) {
         sched_kick(s->sched);
 }
 
+static void on_zygote_settled(void *userdata) {
+        server_reap_strays(userdata);
+}
+
 int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, Server **ret) {
         static const SchedCallbacks cb = { .finished = on_finished, .progress = on_progress };
         Server *s;
@@ -777,8 +781,10 @@ int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, 
                 server_free(s);
                 return k;
         }
-        if (s->zygote)
+        if (s->zygote) {
                 zygote_client_set_ready_callback(s->zygote, on_zygote_ready, s);
+                zygote_client_set_settled_callback(s->zygote, on_zygote_settled, s);
+        }
         *ret = s;
         return 0;
 }
@@ -793,6 +799,11 @@ void server_reap_strays(Server *s) {
         char path[64], buf[4096];
         _cleanup_close_ int fd = -1;
         ssize_t n;
+
+        /* A worker the zygote has made but whose pid we have not read yet is no stray:
+         * wait until every answer is in (on_zygote_settled() calls us again). */
+        if (zygote_client_spawns_pending(s->zygote))
+                return;
 
         snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
         fd = open(path, O_RDONLY | O_CLOEXEC);

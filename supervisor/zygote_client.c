@@ -36,15 +36,30 @@ struct ZygoteClient {
         unsigned generation;
         uint64_t token;
         bool ready;                  /* said "ready" and serves spawns */
+        bool retiring;               /* due for replacement: takes no new request */
         sd_event_source *ctl_source; /* while starting: waits for "ready" */
         sd_event_source *timer;      /* start timeout, or the next launch */
         unsigned failures;           /* consecutive failed starts: the relaunch backs off */
         ZygoteReadyFn on_ready;
         void *userdata;
+        ZygotePending *pending;        /* spawn requests sent, answer not yet read (oldest first) */
+        sd_event_source *reply_source; /* while ready: answers to spawn requests */
+        sd_event_source *spawn_timer;  /* the oldest pending request's deadline */
+        ZygoteSettledFn on_settled;
+        void *settled_userdata;
+};
+
+struct ZygotePending {
+        uint64_t token;
+        uint64_t sent_usec;
+        ZygoteSpawnedFn fn; /* NULL once abandoned: the answer's worker is killed */
+        void *userdata;
+        ZygotePending *next;
 };
 
 static int zygote_launch(ZygoteClient *z);
 static void zygote_relaunch_later(ZygoteClient *z);
+static void zygote_fail_pending(ZygoteClient *z);
 
 pid_t zygote_client_pid(const ZygoteClient *z) {
         return z->pid;
@@ -55,7 +70,7 @@ unsigned zygote_client_generation(const ZygoteClient *z) {
 }
 
 bool zygote_client_ready(const ZygoteClient *z) {
-        return z->pid > 0 && z->ready;
+        return z->pid > 0 && z->ready && !z->retiring;
 }
 
 void zygote_client_set_ready_callback(ZygoteClient *z, ZygoteReadyFn fn, void *userdata) {
@@ -63,10 +78,21 @@ void zygote_client_set_ready_callback(ZygoteClient *z, ZygoteReadyFn fn, void *u
         z->userdata = userdata;
 }
 
+void zygote_client_set_settled_callback(ZygoteClient *z, ZygoteSettledFn fn, void *userdata) {
+        z->on_settled = fn;
+        z->settled_userdata = userdata;
+}
+
+bool zygote_client_spawns_pending(const ZygoteClient *z) {
+        return z && z->pending;
+}
+
 static void zygote_stop(ZygoteClient *z) {
         z->ready = false;
         z->exit_source = sd_event_source_disable_unref(z->exit_source);
         z->ctl_source = sd_event_source_disable_unref(z->ctl_source);
+        z->reply_source = sd_event_source_disable_unref(z->reply_source);
+        z->spawn_timer = sd_event_source_disable_unref(z->spawn_timer);
         z->timer = sd_event_source_disable_unref(z->timer);
         if (z->ctl >= 0) {
                 close(z->ctl); /* the zygote exits on EOF */
@@ -98,6 +124,7 @@ static int on_zygote_exit(sd_event_source *s, int fd, uint32_t revents, void *us
                 z->failures++;
         zygote_stop(z);
         zygote_relaunch_later(z);
+        zygote_fail_pending(z);
         return 0;
 }
 
@@ -139,10 +166,8 @@ static int recv_reply(int ctl, ZygoteSpawned *rep, int *ret_fd) {
         return 0;
 }
 
-static int set_timeout(int fd, int sec) {
-        struct timeval tv = { .tv_sec = sec };
-        return setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ? -errno : 0;
-}
+static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata);
 
 static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ZygoteClient *z = userdata;
@@ -154,14 +179,21 @@ static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *user
                 return 0;
         if (rfd >= 0)
                 close(rfd);
-        if (k < 0 || ready.token != 0 || (k = set_timeout(z->ctl, ZYGOTE_SPAWN_TIMEOUT_SEC)) < 0) {
+        if (k >= 0 && ready.token != 0)
+                k = -EBADMSG;
+        if (k >= 0 && fcntl(z->ctl, F_SETFL, O_NONBLOCK) < 0)
+                k = -errno;
+        /* From now on ctl carries answers to spawn requests. */
+        z->ctl_source = sd_event_source_disable_unref(z->ctl_source);
+        if (k >= 0)
+                k = sd_event_add_io(z->event, &z->reply_source, z->ctl, EPOLLIN, on_reply, z);
+        if (k < 0) {
                 log_error_errno(k, "The zygote did not start: %m");
                 z->failures++;
                 zygote_stop(z);
                 zygote_relaunch_later(z);
                 return 0;
         }
-        z->ctl_source = sd_event_source_disable_unref(z->ctl_source);
         z->timer = sd_event_source_disable_unref(z->timer);
         z->ready = true;
         z->failures = 0;
@@ -248,6 +280,7 @@ static int zygote_launch(ZygoteClient *z) {
         z->generation++;
 
         z->ready = false;
+        z->retiring = false;
 
         /* "ready" (CPython initialised, the modules imported) arrives on ctl; the event
          * loop goes on meanwhile, calls wait in the queue. */
@@ -301,17 +334,135 @@ ZygoteClient *zygote_client_free(ZygoteClient *z) {
         if (!z)
                 return NULL;
         zygote_stop(z);
+        while (z->pending) { /* their runners are gone already; nobody is told */
+                ZygotePending *p = z->pending;
+                z->pending = p->next;
+                free(p);
+        }
         free(z);
         return NULL;
 }
 
-static int spawn_once(ZygoteClient *z, const int fds[5], pid_t *ret_pid, int *ret_pidfd) {
+static bool replacement_due(const ZygoteClient *z) {
+        const Policy *p = z->policy;
+        return z->calls >= p->zygote_max_calls ||
+               now_usec() - z->started_usec >= (uint64_t) p->zygote_max_seconds * 1000000;
+}
+
+static void replace_zygote(ZygoteClient *z, const char *why) {
+        log_info("Replacing zygote %u: %s", z->generation, why);
+        zygote_stop(z);
+        zygote_relaunch_later(z);
+        zygote_fail_pending(z);
+}
+
+/* Every request without an answer fails with -EAGAIN (its call goes back to the queue);
+ * abandoned ones are dropped. The list is detached first: a callback may spawn again. */
+static void zygote_fail_pending(ZygoteClient *z) {
+        ZygotePending *list = TAKE_PTR(z->pending);
+
+        while (list) {
+                ZygotePending *p = list;
+                list = p->next;
+                if (p->fn)
+                        p->fn(-EAGAIN, 0, -1, p->userdata);
+                free(p);
+        }
+        if (z->on_settled)
+                z->on_settled(z->settled_userdata);
+}
+
+static void arm_spawn_timer(ZygoteClient *z) {
+        uint64_t when;
+
+        if (!z->pending) {
+                z->spawn_timer = sd_event_source_disable_unref(z->spawn_timer);
+                return;
+        }
+        when = z->pending->sent_usec + (uint64_t) ZYGOTE_SPAWN_TIMEOUT_SEC * 1000000;
+        if (z->spawn_timer) {
+                sd_event_source_set_time(z->spawn_timer, when);
+                sd_event_source_set_enabled(z->spawn_timer, SD_EVENT_ONESHOT);
+        } else if (sd_event_add_time(z->event, &z->spawn_timer, CLOCK_MONOTONIC, when, 1000, on_spawn_timeout, z) < 0)
+                z->spawn_timer = NULL; /* the zygote's death is still noticed through its pidfd */
+}
+
+static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        ZygoteClient *z = userdata;
+
+        log_warning("Zygote %u did not answer a spawn request within %d s", z->generation, ZYGOTE_SPAWN_TIMEOUT_SEC);
+        replace_zygote(z, "it stopped answering");
+        return 0;
+}
+
+static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        ZygoteClient *z = userdata;
+
+        for (;;) {
+                ZygoteSpawned rep;
+                ZygotePending **pp, *p;
+                int k, pidfd;
+
+                k = recv_reply(z->ctl, &rep, &pidfd);
+                if (k == -EAGAIN)
+                        break;
+                if (k < 0) {
+                        log_warning_errno(k, "Zygote %u control channel failed: %m", z->generation);
+                        replace_zygote(z, "its control channel failed");
+                        return 0;
+                }
+                for (pp = &z->pending; *pp && (*pp)->token != rep.token; pp = &(*pp)->next)
+                        ;
+                p = *pp;
+                if (!p || (rep.error == 0 && (pidfd < 0 || rep.pid <= 0))) {
+                        if (pidfd >= 0) {
+                                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                                close(pidfd);
+                        }
+                        if (!p) {
+                                log_warning("Zygote %u answered an unknown request", z->generation);
+                                continue;
+                        }
+                        rep.error = EBADMSG;
+                }
+                *pp = p->next;
+                if (!p->fn) {
+                        /* Its call is gone: the worker must not run it. It is our child and is
+                         * reaped as a stray. */
+                        if (pidfd >= 0) {
+                                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+                                close(pidfd);
+                        }
+                } else if (rep.error != 0) {
+                        if (pidfd >= 0)
+                                close(pidfd);
+                        log_warning("Zygote %u failed to start a worker: %s", z->generation, strerror(rep.error));
+                        /* Its own EAGAIN (clone hit a process limit) fails the call: -EAGAIN
+                         * here would put it back into the queue, again and again. */
+                        p->fn(rep.error == EAGAIN ? -EBUSY : -rep.error, 0, -1, p->userdata);
+                } else
+                        p->fn(0, rep.pid, pidfd, p->userdata);
+                free(p);
+                if (!z->ready)
+                        return 0; /* the zygote was replaced meanwhile */
+        }
+        arm_spawn_timer(z);
+        if (!z->pending) {
+                if (z->on_settled)
+                        z->on_settled(z->settled_userdata);
+                /* A retiring zygote is replaced once nothing is in flight. */
+                if (z->retiring && z->ready)
+                        replace_zygote(z, "it reached zygoteMaxCalls or zygoteMaxSeconds");
+        }
+        return 0;
+}
+
+int zygote_client_spawn(ZygoteClient *z, const int fds[5], ZygoteSpawnedFn fn, void *userdata, uint64_t *ret_token) {
         ZygoteSpawn req = {
                 .magic = ZYGOTE_MAGIC,
                 .uid = z->policy->worker_uid,
                 .gid = z->policy->worker_gid,
                 .op = ZYGOTE_OP_SPAWN,
-                .token = ++z->token,
         };
         struct iovec iov = { .iov_base = &req, .iov_len = sizeof req };
         union {
@@ -320,64 +471,52 @@ static int spawn_once(ZygoteClient *z, const int fds[5], pid_t *ret_pid, int *re
         } u = {};
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
         struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        ZygoteSpawned rep;
-        int k, pidfd;
+        ZygotePending *p, **tail;
 
+        if (!zygote_client_ready(z))
+                return -EAGAIN;
+        /* An old zygote serves no new call; it is replaced once its requests in flight
+         * are answered (until then it is not ready), and the call waits in the queue
+         * for the new one. */
+        if (replacement_due(z)) {
+                if (z->pending)
+                        z->retiring = true;
+                else
+                        replace_zygote(z, "it reached zygoteMaxCalls or zygoteMaxSeconds");
+                return -EAGAIN;
+        }
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        req.token = ++z->token;
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_RIGHTS;
         cm->cmsg_len = CMSG_LEN(sizeof(int) * ZYGOTE_SPAWN_FDS);
         memcpy(CMSG_DATA(cm), fds, sizeof(int) * ZYGOTE_SPAWN_FDS);
-        if (sendmsg(z->ctl, &mh, MSG_NOSIGNAL) < 0)
-                return -errno;
-        for (;;) {
-                k = recv_reply(z->ctl, &rep, &pidfd);
-                if (k < 0)
-                        return k == -EAGAIN ? -ETIMEDOUT : k;
-                if (rep.token == req.token)
-                        break;
-                if (pidfd >= 0) /* a late answer to an abandoned request */
-                        close(pidfd);
+        if (sendmsg(z->ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+                int k = -errno;
+                free(p);
+                if (k == -EAGAIN)
+                        return -ENOBUFS; /* its socket is full: far more requests than workers */
+                log_warning_errno(k, "Sending to zygote %u failed: %m", z->generation);
+                replace_zygote(z, "its control channel failed");
+                return -EAGAIN;
         }
-        if (rep.error != 0) {
-                if (pidfd >= 0)
-                        close(pidfd);
-                return -rep.error;
-        }
-        if (pidfd < 0 || rep.pid <= 0)
-                return -EBADMSG;
-        *ret_pid = rep.pid;
-        *ret_pidfd = pidfd;
+        *p = (ZygotePending){ .token = req.token, .sent_usec = now_usec(), .fn = fn, .userdata = userdata };
+        for (tail = &z->pending; *tail; tail = &(*tail)->next)
+                ;
+        *tail = p;
+        z->calls++;
+        if (!z->spawn_timer || p == z->pending)
+                arm_spawn_timer(z);
+        *ret_token = req.token;
         return 0;
 }
 
-int zygote_client_spawn(ZygoteClient *z, const int fds[5], pid_t *ret_pid, int *ret_pidfd) {
-        const Policy *p = z->policy;
-        int k;
-
-        if (!zygote_client_ready(z))
-                return -EAGAIN;
-        /* Replace an old zygote before it serves another call; the call waits in the
-         * queue until the new one is ready. */
-        if (z->calls >= p->zygote_max_calls ||
-            now_usec() - z->started_usec >= (uint64_t) p->zygote_max_seconds * 1000000) {
-                log_info("Replacing zygote %u after %u calls", z->generation, z->calls);
-                zygote_stop(z);
-                zygote_relaunch_later(z);
-                return -EAGAIN;
-        }
-        k = spawn_once(z, fds, ret_pid, ret_pidfd);
-        if (k >= 0) {
-                z->calls++;
-                return 0;
-        }
-        log_warning_errno(k, "Zygote %u failed to start a worker: %m", z->generation);
-        if (k == -EPIPE || k == -ECONNRESET || k == -ETIMEDOUT || k == -EBADMSG) {
-                /* A zygote that cannot answer is replaced; the call waits for the new one. */
-                zygote_stop(z);
-                zygote_relaunch_later(z);
-                return -EAGAIN;
-        }
-        return k;
+void zygote_client_spawn_abandon(ZygoteClient *z, uint64_t token) {
+        for (ZygotePending *p = z ? z->pending : NULL; p; p = p->next)
+                if (p->token == token)
+                        p->fn = NULL;
 }
 
 void zygote_client_idle(ZygoteClient *z) {

@@ -195,3 +195,50 @@ def test_pool_is_refilled_between_calls_not_during_them(zsup):
     assert ok(c.wait(rid))["result"]["text"] == "'done'"
     assert wait_until(lambda: len(pool()) == 2, 10.0), pool()
     assert not pool() <= before  # a new worker was prepared once the call was over
+
+
+def test_supervisor_answers_while_the_zygote_does_not(make_supervisor):
+    """A spawn request does not block the event loop: with the zygote stopped, other
+    requests are answered at once and a queued call's deadline still ends it on time
+    (no worker was ever made for it)."""
+    sup = make_supervisor(ZYGOTE + "timeoutMs: 800\n")
+    st = status(sup)
+    zpid, sup_pid = st["zygotePid"], st["pid"]
+    os.kill(zpid, signal.SIGSTOP)
+    try:
+        c = sup.connect()
+        t0 = time.monotonic()
+        rid = c.request("execute", summary="t", code="'never'", sourceIds=[])
+        other = sup.connect()
+        s = other.call("status")
+        assert time.monotonic() - t0 < 0.5, "status waited for the zygote"
+        assert s["running"] == 1
+        r = c.wait(rid)
+        elapsed = time.monotonic() - t0
+        assert r["outcome"] == "timeout" and r["timing"]["workerStarted"] is False, r
+        assert r["exitStatus"] is None
+        assert 0.7 < elapsed < 2.5, elapsed
+    finally:
+        os.kill(zpid, signal.SIGCONT)
+    # The zygote answers the abandoned request late: that worker never runs the call
+    # and is killed and reaped; the next call is served normally.
+    c2 = sup.connect()
+    assert ok(c2.execute("6 * 7"))["result"]["text"] == "42"
+    assert status(sup)["zygotePid"] == zpid
+    assert wait_until(lambda: all(state_of(p) != "Z" for p in children_of(sup_pid)), 3.0)
+    assert not [p for p in children_of(sup_pid) if comm_of(p) == "ci-worker"]
+
+
+def test_a_zygote_that_stops_answering_is_replaced(make_supervisor):
+    """A spawn request unanswered for 5 s replaces the zygote; the call is not lost."""
+    sup = make_supervisor(ZYGOTE)
+    zpid = status(sup)["zygotePid"]
+    os.kill(zpid, signal.SIGSTOP)
+    c = sup.connect()
+    t0 = time.monotonic()
+    r = ok(c.execute("'served'"))
+    assert r["result"]["text"] == "'served'"
+    assert 4.5 < time.monotonic() - t0 < 15
+    st = status(sup)
+    assert st["zygotePid"] != zpid and st["zygoteGeneration"] >= 2
+    assert wait_until(lambda: not pid_alive(zpid), 3.0)
