@@ -70,6 +70,39 @@ def test_interactive_rule(mconn, code, stdout, result):
     assert r["partial"] is False
 
 
+@pytest.mark.parametrize("code, result, warnings", [
+    ("1 is 1", "True", 1),                      # one expression: compiled on the fast path
+    ("1 is 1; 2 is 2", "True", 2),              # statements: the full path, each warned once
+    ("x = 1 is 1\nx", "True", 1),
+    ("(1 is 1) + (\n", None, 0),                 # a syntax error reports no warning twice
+    (" 1 is 1", None, 0),                       # the indentation error of the full path
+    ("(1 is 1) + (yield)", None, 1),            # warned, then refused by the compiler
+])
+def test_compile_time_warnings_appear_once(mconn, code, result, warnings):
+    r = mconn.execute(code)
+    assert r["stderr"]["text"].count("SyntaxWarning") == warnings, r["stderr"]
+    assert result_text(r) == result
+    assert (r["outcome"] == "ok") == (result is not None), r
+
+
+def test_user_code_sees_pristine_warning_filters(mconn):
+    """The runner's fast path adds a filter while it compiles; it is gone before the
+    code runs."""
+    r = ok(mconn.execute("import warnings\nwarnings.filters[0]"))
+    assert "error" not in result_text(r), r["result"]
+    r = ok(mconn.execute("import warnings\nlen(warnings.filters)"))
+    assert result_text(r) == str(len(PRISTINE_FILTERS)), r["result"]
+
+
+PRISTINE_FILTERS = [
+    ("default", "DeprecationWarning", "__main__"),
+    ("ignore", "DeprecationWarning"),
+    ("ignore", "PendingDeprecationWarning"),
+    ("ignore", "ImportWarning"),
+    ("ignore", "ResourceWarning"),
+]
+
+
 def test_syntax_error_runs_nothing(mconn):
     r = mconn.execute("print('side effect')\nx = (1 +\n")
     assert r["outcome"] == "python_exception"
