@@ -418,6 +418,7 @@ static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata
                         if (pidfd >= 0) {
                                 syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
                                 close(pidfd);
+                                pidfd = -1;
                         }
                         if (!p) {
                                 log_warning("Zygote %u answered an unknown request", z->generation);
