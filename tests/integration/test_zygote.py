@@ -209,6 +209,7 @@ def test_supervisor_answers_while_the_zygote_does_not(make_supervisor):
         c = sup.connect()
         t0 = time.monotonic()
         rid = c.request("execute", summary="t", code="'never'", sourceIds=[])
+        assert c.wait(rid, types=("progress",))["type"] == "progress"  # admitted, spawn asked for
         other = sup.connect()
         s = other.call("status")
         assert time.monotonic() - t0 < 0.5, "status waited for the zygote"
