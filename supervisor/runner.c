@@ -52,7 +52,7 @@ struct Runner {
         ZygoteClient *zygote; /* while spawning: the zygote asked for the worker */
         uint64_t spawn_token;
         bool spawning;
-        sd_event_source *killed_source; /* killed while spawning: ends the call next turn */
+        sd_event_source *killed_source; /* killed while spawning: the grace for the zygote's answer */
 };
 
 pid_t runner_pid(const Runner *r) {
@@ -299,21 +299,27 @@ bool runner_finish_if_exited(Runner *r) {
         return true;
 }
 
+/* The call was killed (deadline, cancel, shutdown) before a worker existed. */
+static void complete_without_worker(Runner *r) {
+        RunnerResult res = { .exit_code = -1 };
+        struct rusage ru = {};
+
+        complete(r, &res, W_EXITCODE(0, SIGKILL), &ru);
+}
+
 /* Killed before the zygote answered, and still no answer after KILL_SPAWN_GRACE_USEC
  * (normally it comes within milliseconds, and then the worker is killed and the call
  * ends through its exit like any other): the call ends now, without a worker; one that
  * the zygote announces later is killed by the zygote client. */
 static int on_killed_while_spawning(sd_event_source *s, uint64_t usec, void *userdata) {
         Runner *r = userdata;
-        RunnerResult res = { .exit_code = -1 };
-        struct rusage ru = {};
 
         r->killed_source = sd_event_source_disable_unref(r->killed_source);
         if (!r->spawning)
                 return 0; /* the worker came first: its exit ends the call */
         zygote_client_spawn_abandon(r->zygote, r->spawn_token);
         r->spawning = false;
-        complete(r, &res, W_EXITCODE(0, SIGKILL), &ru);
+        complete_without_worker(r);
         return 0;
 }
 
@@ -438,14 +444,10 @@ static void on_spawned(int error, pid_t pid, int pidfd, void *userdata) {
                         ;
                 r->pid = 0;
         }
-        if (r->kill != RUNNER_KILL_NONE) {
-                /* The call ended (deadline, cancel, shutdown) before a worker existed. */
-                RunnerResult res = { .exit_code = -1 };
-                struct rusage ru = {};
-                complete(r, &res, W_EXITCODE(0, SIGKILL), &ru);
-                return;
-        }
-        r->started(r, error, r->userdata);
+        if (r->kill != RUNNER_KILL_NONE)
+                complete_without_worker(r);
+        else
+                r->started(r, error, r->userdata);
 }
 
 int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
@@ -482,25 +484,11 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
         msgpack_sbuffer_destroy(&sb);
         if (k < 0)
                 goto fail;
-        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (devnull < 0) {
-                k = -errno;
-                goto fail;
-        }
         for (int ch = 0; ch < _CH_MAX; ch++)
                 if (pipe2(pipes[ch], O_CLOEXEC) < 0) {
                         k = -errno;
                         goto fail;
                 }
-        {
-                int sync_pipe[2];
-                if (pipe2(sync_pipe, O_CLOEXEC) < 0) {
-                        k = -errno;
-                        goto fail;
-                }
-                sync_r = sync_pipe[0];
-                sync_w = sync_pipe[1];
-        }
 
         if (sp->zygote) {
                 int fds[5] = { pipes[CH_OUT][1], pipes[CH_ERR][1], pipes[CH_REPORT][1], pipes[CH_RESULT][1], plan_fd };
@@ -514,6 +502,21 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                 goto started;
         }
 
+        /* Exec mode: the child's stdin, and the pipe it waits on until its maps are written. */
+        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull < 0) {
+                k = -errno;
+                goto fail;
+        }
+        {
+                int sync_pipe[2];
+                if (pipe2(sync_pipe, O_CLOEXEC) < 0) {
+                        k = -errno;
+                        goto fail;
+                }
+                sync_r = sync_pipe[0];
+                sync_w = sync_pipe[1];
+        }
         pid = clone_with_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                                        CLONE_NEWCGROUP,
                                SIGCHLD, &pidfd);

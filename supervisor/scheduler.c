@@ -217,9 +217,6 @@ static void on_runner_done(Runner *r, RunnerResult *res, void *userdata) {
         finish(s, c, res);
         /* The runner is freed by call_free(); start whoever is next. */
         dispatch(s);
-        /* Nothing runs and nothing waits: the moment to prepare the next workers. */
-        if (s->n_running == 0 && !s->queue && s->spawner.zygote)
-                zygote_client_idle(s->spawner.zygote);
 }
 
 static int on_heartbeat(sd_event_source *src, uint64_t usec, void *userdata) {
@@ -277,8 +274,6 @@ static void on_runner_started(Runner *r, int error, void *userdata) {
         else
                 start_failed(s, c, error);
         dispatch(s);
-        if (s->n_running == 0 && !s->queue && s->spawner.zygote)
-                zygote_client_idle(s->spawner.zygote);
 }
 
 static void start_call(Scheduler *s, Call *c) {
@@ -334,6 +329,9 @@ static void dispatch(Scheduler *s) {
                 start_call(s, pick_next(s));
         }
         s->dispatching = false;
+        /* Nothing runs and nothing waits: the moment to prepare the next workers. */
+        if (s->n_running == 0 && !s->queue && s->spawner.zygote)
+                zygote_client_idle(s->spawner.zygote);
 }
 
 static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {

@@ -23,6 +23,8 @@
 #define ZYGOTE_START_TIMEOUT_SEC 30
 #define ZYGOTE_SPAWN_TIMEOUT_SEC 5
 
+typedef struct ZygotePending ZygotePending;
+
 struct ZygoteClient {
         sd_event *event;
         const Policy *policy;
@@ -110,6 +112,14 @@ static void zygote_stop(ZygoteClient *z) {
         }
 }
 
+/* Stop this zygote, start the next one (at once, or backed off after failed starts),
+ * and send the calls it had not answered back to the queue. */
+static void zygote_restart(ZygoteClient *z) {
+        zygote_stop(z);
+        zygote_relaunch_later(z);
+        zygote_fail_pending(z);
+}
+
 static int on_zygote_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ZygoteClient *z = userdata;
         int status = 0;
@@ -122,9 +132,7 @@ static int on_zygote_exit(sd_event_source *s, int fd, uint32_t revents, void *us
         z->pid = 0;
         if (!z->ready)
                 z->failures++;
-        zygote_stop(z);
-        zygote_relaunch_later(z);
-        zygote_fail_pending(z);
+        zygote_restart(z);
         return 0;
 }
 
@@ -351,9 +359,7 @@ static bool replacement_due(const ZygoteClient *z) {
 
 static void replace_zygote(ZygoteClient *z, const char *why) {
         log_info("Replacing zygote %u: %s", z->generation, why);
-        zygote_stop(z);
-        zygote_relaunch_later(z);
-        zygote_fail_pending(z);
+        zygote_restart(z);
 }
 
 /* Every request without an answer fails with -EAGAIN (its call goes back to the queue);

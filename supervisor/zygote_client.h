@@ -19,7 +19,6 @@ typedef void (*ZygoteReadyFn)(void *userdata);
 typedef void (*ZygoteSpawnedFn)(int error, pid_t pid, int pidfd, void *userdata);
 /* No spawn request is in flight any more. */
 typedef void (*ZygoteSettledFn)(void *userdata);
-typedef struct ZygotePending ZygotePending;
 
 /* Starts the first zygote and waits for it (nothing is served yet). Later starts
  * (after a death, a failure or a replacement) run in the event loop's background. */
@@ -28,12 +27,11 @@ int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteCl
 void zygote_client_set_ready_callback(ZygoteClient *z, ZygoteReadyFn fn, void *userdata);
 bool zygote_client_ready(const ZygoteClient *z);
 ZygoteClient *zygote_client_free(ZygoteClient *z);
-/* fds: stdout, stderr, report, result write ends and the plan memfd. On success the
- * worker is a child of the calling process; ret_pidfd refers to it. -EAGAIN: no zygote
- * is ready (one is starting); try again when the ready callback runs. */
-/* Ask for a worker for the call whose fds these are (stdout, stderr, report, result,
- * plan). Does not wait: fn is called from the event loop with the answer (also when the
- * zygote dies or stops answering). -EAGAIN when no zygote can take it now. */
+/* Ask for a worker for the call whose fds these are (stdout, stderr, report, result
+ * write ends and the plan memfd). Does not wait: fn is called from the event loop with
+ * the answer (also when the zygote dies or stops answering); the worker is a child of
+ * the calling process. -EAGAIN when no zygote can take it now (one is starting, or
+ * this one is being replaced): try again when the ready callback runs. */
 int zygote_client_spawn(ZygoteClient *z, const int fds[5], ZygoteSpawnedFn fn, void *userdata, uint64_t *ret_token);
 /* The request's call is gone: fn is not called; the worker, if one comes, is killed. */
 void zygote_client_spawn_abandon(ZygoteClient *z, uint64_t token);

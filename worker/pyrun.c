@@ -29,15 +29,6 @@
 #ifndef CODEINTERP_PY_DYNLOAD
 #error "CODEINTERP_PY_DYNLOAD (e.g. \"/usr/lib/python3.11/lib-dynload\") must be defined by the build"
 #endif
-/* sys.prefix and sys.executable: fixed so that nothing is derived from the
- * worker binary's location or from $PATH (getpath searches $PATH for
- * program_name even when use_environment is 0). */
-#ifndef CODEINTERP_PY_PREFIX
-#define CODEINTERP_PY_PREFIX "/usr"
-#endif
-#ifndef CODEINTERP_PY_EXECUTABLE
-#define CODEINTERP_PY_EXECUTABLE "/usr/bin/python3"
-#endif
 
 #define WIDE(s) L"" s
 

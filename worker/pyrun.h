@@ -7,6 +7,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* sys.prefix and sys.executable: fixed so that nothing is derived from the
+ * worker binary's location or from $PATH (getpath searches $PATH for
+ * program_name even when use_environment is 0). The build may override them. */
+#ifndef CODEINTERP_PY_PREFIX
+#define CODEINTERP_PY_PREFIX "/usr"
+#endif
+#ifndef CODEINTERP_PY_EXECUTABLE
+#define CODEINTERP_PY_EXECUTABLE "/usr/bin/python3"
+#endif
+
 typedef struct PyrunInput {
         const char *id;            /* source ID */
         const char *text_path;     /* "/inputs/<id>.txt" */

@@ -4,12 +4,28 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "worker/pyrun.h"
 #include "worker/report.h"
+
+#define PLAN_MAX_BYTES (1u << 30)
 
 _Noreturn void worker_fail(SandboxStage stage, int r) {
         report_send_setup_error(REPORT_FD, stage, r);
         _exit(127);
+}
+
+void worker_read_plan(WorkerPlan *ret) {
+        void *buf;
+        size_t len;
+        int r;
+
+        r = read_fd_all(REPORT_PLAN_FD, PLAN_MAX_BYTES, &buf, &len);
+        if (r < 0)
+                worker_fail(SANDBOX_STAGE_PLAN, r);
+        r = plan_decode(buf, len, ret);
+        if (r < 0)
+                worker_fail(SANDBOX_STAGE_PLAN, r);
 }
 
 _Noreturn void worker_run(const WorkerPlan *plan) {

@@ -22,14 +22,10 @@
 #include "worker/sandbox.h"
 #include "worker/zygote.h"
 
-#define PLAN_MAX_BYTES (1u << 30)
-
 int main(int argc, char **argv) {
         WorkerPlan plan;
         struct sock_fprog prog;
         SandboxStage stage = SANDBOX_STAGE_NONE;
-        void *buf;
-        size_t len;
         int r;
 
         if (argc >= 2 && strcmp(argv[1], "--zygote") == 0)
@@ -41,12 +37,7 @@ int main(int argc, char **argv) {
         }
 
         prctl(PR_SET_NAME, "ci-worker", 0, 0, 0);
-        r = read_fd_all(REPORT_PLAN_FD, PLAN_MAX_BYTES, &buf, &len);
-        if (r < 0)
-                worker_fail(SANDBOX_STAGE_PLAN, r);
-        r = plan_decode(buf, len, &plan);
-        if (r < 0)
-                worker_fail(SANDBOX_STAGE_PLAN, r);
+        worker_read_plan(&plan);
         r = policy_seccomp_compile(plan.deny, &prog);
         if (r < 0)
                 worker_fail(SANDBOX_STAGE_SECCOMP, r);

@@ -30,8 +30,6 @@
 #include "worker/run.h"
 #include "worker/sandbox.h"
 
-#define PLAN_MAX_BYTES (1u << 30)
-
 static struct sock_fprog filters[2]; /* [0] errno mode, [1] kill mode */
 static int devnull = -1;
 
@@ -104,8 +102,6 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         int failed = 0, fds[ZYGOTE_SPAWN_FDS], src[6];
         WorkerPlan plan;
         sigset_t none;
-        void *buf;
-        size_t len;
         char c;
         int r;
 
@@ -145,12 +141,7 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         if (failed < 0)
                 worker_fail(failed_stage, failed);
 
-        r = read_fd_all(REPORT_PLAN_FD, PLAN_MAX_BYTES, &buf, &len);
-        if (r < 0)
-                worker_fail(SANDBOX_STAGE_PLAN, r);
-        r = plan_decode(buf, len, &plan);
-        if (r < 0)
-                worker_fail(SANDBOX_STAGE_PLAN, r);
+        worker_read_plan(&plan);
         if (plan.sandbox.uid != worker_uid || plan.sandbox.gid != worker_gid)
                 worker_fail(SANDBOX_STAGE_PLAN, EINVAL);
         plan.sandbox.seccomp = &filters[plan.deny == POLICY_DENY_KILL];

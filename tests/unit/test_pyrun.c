@@ -22,17 +22,10 @@
 #include <cmocka.h>
 
 #include "common/cleanup.h"
+#include "common/util.h"
 #include "worker/pyrun.h"
 
 #define CHILD_TIMEOUT_MS 60000
-
-/* The same defaults as worker/pyrun.c. */
-#ifndef CODEINTERP_PY_PREFIX
-#define CODEINTERP_PY_PREFIX "/usr"
-#endif
-#ifndef CODEINTERP_PY_EXECUTABLE
-#define CODEINTERP_PY_EXECUTABLE "/usr/bin/python3"
-#endif
 
 typedef struct RunOptions {
         const PyrunInput *inputs;
@@ -75,34 +68,18 @@ static void outcome_done(Outcome *o) {
 
 /* ---- child side ---- */
 
-static int write_all(int fd, const void *buf, size_t n) {
-        const char *p = buf;
-
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
 static void send_string(int fd, const char *s) {
         int64_t len = s ? (int64_t) strlen(s) : -1;
 
-        (void) write_all(fd, &len, sizeof len);
+        (void) write_full(fd, &len, sizeof len);
         if (s)
-                (void) write_all(fd, s, (size_t) len);
+                (void) write_full(fd, s, (size_t) len);
 }
 
 static void send_report(int fd, int rc, const PyrunReport *r) {
         int32_t head[4] = { rc, r->exception, r->has_result, (int32_t) r->limit };
 
-        (void) write_all(fd, head, sizeof head);
+        (void) write_full(fd, head, sizeof head);
         send_string(fd, r->exc_type);
         send_string(fd, r->exc_message);
         send_string(fd, r->exc_traceback);
