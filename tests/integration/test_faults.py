@@ -1,0 +1,603 @@
+"""Fault injection: every class of worker-start and transport fault, provoked for real
+against a running codeinterpd (plain, and under ASan/UBSan through
+`make integration-asan`).
+
+- fd exhaustion: RLIMIT_NOFILE of the running supervisor lowered with prlimit;
+- process exhaustion: the supervisor (and its zygote) in a pids cgroup whose pids.max
+  refuses every clone;
+- namespace exhaustion (ENOSPC): the supervisor inside a child user namespace whose own
+  user.max_user_namespaces is 0 (the host's sysctl is never touched);
+- the zygote SIGKILLed and SIGSTOPped under load; a fake zygote that speaks the
+  control protocol of worker/zygote.h wrongly; a missing worker binary;
+- transport: a client that stops reading, a frame sent one byte at a time, SIGTERM
+  with a full queue.
+
+Every test checks that each admitted call gets exactly one final `result` or `error`
+(collect_outcomes) and that nothing is left behind: each supervisor runs in its own
+tracking pids cgroup, which must be empty once it has exited (no supervisor, zygote or
+worker process survives), the supervisor's descriptor count returns to its baseline
+once the fault is removed, no mount appears in the host's mount table, and every
+cgroup the test made is removed.
+
+The fd and pids cases run in both worker start modes whatever CODEINTERP_WORKER_START
+says: the ASan run (default mode zygote) must see the exec-mode paths too."""
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+import msgpack
+import pytest
+
+from conftest import (BUILD, DAEMON, MUST_SANDBOX, NORTHSTAR, WORKER_START, Conn, Supervisor, require_sandbox,
+                      status, wait_ready, wait_until, worker_pids_of)
+
+MODES = ("exec", "zygote")
+FINAL = ("result", "error")
+
+
+# ---- exactly one outcome per request id ----
+
+class Outcomes:
+    """What collect_outcomes() saw: finals[(conn index, rid)] is the one final message,
+    progress[(conn index, rid)] the progress messages, anonymous the errors with id nil,
+    closed the connections the supervisor closed."""
+
+    def __init__(self):
+        self.finals = {}
+        self.progress = {}
+        self.anonymous = []
+        self.closed = set()
+
+    def get(self, i, rid):
+        return self.finals[(i, rid)]
+
+
+def collect_outcomes(conns, ids, timeout=30.0, grace=0.3, allow_eof=False, context=None):
+    """Read every frame of conns until each request id in ids[i] (the ids sent on
+    conns[i]) has a final `result` or `error`, then `grace` seconds more. Fails if an id
+    gets two finals, if a final arrives for an id never sent, or if some id has none by
+    the timeout (or when its connection is closed first, unless allow_eof). context()
+    is added to a failure's message (the supervisor's log)."""
+    out = Outcomes()
+    want = {(i, rid) for i, rs in enumerate(ids) for rid in rs}
+    sent = set(want)
+    deadline = time.monotonic() + timeout
+    grace_end = None
+
+    def take(i, m):
+        key = (i, m.get("id"))
+        if m.get("type") == "progress":
+            out.progress.setdefault(key, []).append(m)
+            return
+        if m.get("type") not in FINAL:
+            return
+        if m.get("id") is None:
+            out.anonymous.append((i, m))
+            return
+        assert key in sent, "a %s for request %r that conn %d never sent: %r" % (m["type"], key[1], i, m)
+        assert key not in out.finals, "request %r on conn %d got two outcomes:\n%r\n%r" % (
+            key[1], i, out.finals[key], m)
+        out.finals[key] = m
+        want.discard(key)
+
+    for i, c in enumerate(conns):
+        while c.backlog:
+            take(i, c.backlog.pop(0))
+    while True:
+        now = time.monotonic()
+        if not want and grace_end is None:
+            grace_end = now + grace
+        if grace_end is not None and now >= grace_end:
+            break
+        if now >= deadline:
+            missing = sorted(want)
+            raise AssertionError("no outcome within %.1f s for (conn, request id) %r; got %r\n%s" % (
+                timeout, missing, {k: (v["type"], v.get("outcome") or v.get("code")) for k, v in out.finals.items()},
+                context() if context else ""))
+        live = [c.sock for i, c in enumerate(conns) if i not in out.closed]
+        if not live:
+            break
+        end = grace_end if grace_end is not None else deadline
+        ready, _, _ = select.select(live, [], [], max(0.0, min(end - now, 0.5)))
+        for sock in ready:
+            i = [c.sock for c in conns].index(sock)
+            try:
+                m = conns[i].recv()
+            except (EOFError, ConnectionResetError):
+                out.closed.add(i)
+                continue
+            take(i, m)
+    left = sorted(k for k in want if k[0] in out.closed)
+    if left and not allow_eof:
+        raise AssertionError("connection closed before (conn, request id) %r got an outcome\n%s" % (
+            left, context() if context else ""))
+    return out
+
+
+def describe(m):
+    return "%s/%s: %s" % (m.get("type"), m.get("outcome") or m.get("code"), m.get("detail") or m.get("message"))
+
+
+def ok_result(r, text=None):
+    assert r["type"] == "result" and r["outcome"] == "ok", r
+    if text is not None:
+        assert r["result"]["text"] == text, r
+    return r
+
+
+def execute_frame(rid, code):
+    body = msgpack.packb({"op": "execute", "id": rid, "summary": "fault test", "code": code, "sourceIds": []},
+                         use_bin_type=True)
+    return struct.pack(">I", len(body)) + body
+
+
+def send_execute(conn, code):
+    return conn.request("execute", summary="fault test", code=code, sourceIds=[])
+
+
+# ---- /proc ----
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def settled_fd_count(pid, timeout=3.0):
+    """The descriptor count once it has not changed for 0.3 s (closed connections are
+    noticed by the supervisor a moment after the client closes them)."""
+    last, since = fd_count(pid), time.monotonic()
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        time.sleep(0.05)
+        n = fd_count(pid)
+        if n != last:
+            last, since = n, time.monotonic()
+        elif time.monotonic() - since >= 0.3:
+            break
+    return last
+
+
+def fds_of(pid):
+    out = {}
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            out[int(fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            pass
+    return out
+
+
+def cpu_seconds(pid):
+    """utime + stime of pid (all its threads), in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def mount_lines():
+    with open("/proc/self/mountinfo") as f:
+        return set(f.read().splitlines())
+
+
+def nofile_limits(pid):
+    with open("/proc/%d/limits" % pid) as f:
+        for line in f:
+            if line.startswith("Max open files"):
+                soft, hard = line.split()[3:5]
+                return soft, hard
+    raise AssertionError("no Max open files in /proc/%d/limits" % pid)
+
+
+# ---- cgroups ----
+
+def _pids_hierarchy():
+    """("v1", mount point) for a cgroup v1 hierarchy with the pids controller, ("v2",
+    mount point) for a cgroup2 mount offering it, or None."""
+    v2 = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            parts = line.split()
+            sep = parts.index("-")
+            fstype, opts, mnt = parts[sep + 1], parts[sep + 3], parts[4]
+            if fstype == "cgroup" and "pids" in opts.split(","):
+                return "v1", mnt
+            if fstype == "cgroup2" and v2 is None:
+                try:
+                    with open(os.path.join(mnt, "cgroup.controllers")) as c:
+                        if "pids" in c.read().split():
+                            v2 = ("v2", mnt)
+                except OSError:
+                    pass
+    return v2
+
+
+def _own_cgroup(version):
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if version == "v1" and "pids" in ctrls.split(","):
+                return path
+            if version == "v2" and ctrls == "":
+                return path
+    return "/"
+
+
+class PidsCgroup:
+    """A pids cgroup of our own: tracks every process a supervisor starts (children
+    inherit their creator's cgroup), and limits them when pids.max is set."""
+
+    def __init__(self):
+        found = _pids_hierarchy()
+        if found is None:
+            raise FileNotFoundError("no cgroup hierarchy with the pids controller")
+        self.version, self.mnt = found
+        self.home = os.path.join(self.mnt, _own_cgroup(self.version).lstrip("/"))
+        if self.version == "v2":
+            with open(os.path.join(self.mnt, "cgroup.subtree_control"), "w") as f:
+                f.write("+pids")
+        self.path = os.path.join(self.mnt, "codeinterp-test-%d-%06x" % (os.getpid(), random.getrandbits(24)))
+        os.mkdir(self.path)
+
+    def _write(self, name, value, path=None):
+        with open(os.path.join(path or self.path, name), "w") as f:
+            f.write(str(value))
+
+    def add(self, pid):
+        self._write("cgroup.procs", pid)
+
+    def procs(self):
+        try:
+            with open(os.path.join(self.path, "cgroup.procs")) as f:
+                return [int(x) for x in f.read().split()]
+        except FileNotFoundError:
+            return []
+
+    def current(self):
+        with open(os.path.join(self.path, "pids.current")) as f:
+            return int(f.read())
+
+    def limit(self, n):
+        self._write("pids.max", n)
+
+    def unlimit(self):
+        self._write("pids.max", "max")
+
+    def joined(self):
+        """Context: the test process itself sits in the cgroup while it starts a
+        supervisor, so that the supervisor is born in it."""
+        cg = self
+
+        class _Joined:
+            def __enter__(self):
+                cg.add(os.getpid())
+
+            def __exit__(self, *exc):
+                cg._write("cgroup.procs", os.getpid(), cg.home)
+
+        return _Joined()
+
+    def remove(self):
+        """Move whatever is left back to where the test runs, then remove the cgroup."""
+        if not os.path.isdir(self.path):
+            return
+        try:
+            self.unlimit()
+        except OSError:
+            pass
+        for _ in range(50):
+            left = self.procs()
+            if not left:
+                break
+            for pid in left:
+                try:
+                    self._write("cgroup.procs", pid, self.home)
+                except OSError:
+                    pass
+            time.sleep(0.02)
+        for _ in range(100):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.02)
+        os.rmdir(self.path)
+
+
+def new_cgroup():
+    """A PidsCgroup, or None where the host has no pids controller (a failure under
+    CODEINTERP_MUST_SANDBOX=1)."""
+    try:
+        return PidsCgroup()
+    except (FileNotFoundError, PermissionError) as e:
+        if MUST_SANDBOX:
+            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but no pids cgroup can be made: %s" % e)
+        return None
+
+
+# ---- supervisors under observation ----
+
+def asan_build():
+    """True when the supervisor under test is built with ASan (make integration-asan)."""
+    try:
+        with open(DAEMON, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
+class Tracked:
+    """One supervisor started by FaultEnv, with what is needed to check and undo."""
+
+    def __init__(self, sup, cg, policy):
+        self.sup = sup
+        self.cg = cg
+        self.policy = policy
+        self.pid = sup.proc.pid
+        self.nofile = None  # the original (soft, hard) while lowered
+        self.rc = None
+        self.log = ""
+        self.stopped = False
+
+
+class WrappedSupervisor(Supervisor):
+    """A Supervisor whose command line is prefixed (e.g. unshare ... --). The wrapper
+    must exec codeinterpd, so that proc.pid is the supervisor."""
+
+    def __init__(self, wrapper, policy, extra_args=()):
+        self.dir = tempfile.mkdtemp(prefix="codeinterp-test-")
+        self.socket = os.path.join(self.dir, "ci.sock")
+        self.log_path = os.path.join(self.dir, "codeinterpd.log")
+        self.policy_path = os.path.join(self.dir, "policy.yaml")
+        with open(self.policy_path, "w") as f:
+            f.write(policy)
+        self.log = open(self.log_path, "wb")
+        args = list(wrapper) + [DAEMON, "--socket", self.socket, "--policy", self.policy_path] + list(extra_args)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.conns = []
+        deadline = time.monotonic() + 15
+        while not os.path.exists(self.socket):
+            if self.proc.poll() is not None:
+                raise RuntimeError("codeinterpd exited: " + self.read_log())
+            if time.monotonic() > deadline:
+                raise RuntimeError("codeinterpd did not start: " + self.read_log())
+            time.sleep(0.01)
+
+
+class FaultEnv:
+    """Starts supervisors in tracking cgroups and undoes every fault, even when a test
+    fails: limits restored, cgroups emptied and removed, processes gone."""
+
+    def __init__(self):
+        self.tracked = []
+        self.mounts = mount_lines()
+
+    def start(self, policy, extra_args=(), env=None, wrapper=None):
+        cg = new_cgroup()
+        saved = {}
+        for k, v in (env or {}).items():
+            saved[k] = os.environ.get(k)
+            os.environ[k] = v
+        try:
+            if cg is not None:
+                with cg.joined():
+                    sup = self._make(policy, extra_args, wrapper)
+            else:
+                sup = self._make(policy, extra_args, wrapper)
+        except BaseException:
+            if cg is not None:
+                cg.remove()
+            raise
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        t = Tracked(sup, cg, policy)
+        self.tracked.append(t)
+        wait_ready(sup)
+        return t
+
+    @staticmethod
+    def _make(policy, extra_args, wrapper):
+        if wrapper:
+            return WrappedSupervisor(wrapper, policy, extra_args)
+        return Supervisor(policy, extra_args)
+
+    # -- faults --
+
+    def lower_nofile(self, t, n):
+        soft, hard = nofile_limits(t.pid)
+        t.nofile = (soft, hard)
+        # Only the soft limit: raising a hard limit back needs CAP_SYS_RESOURCE, which
+        # the test may not have.
+        subprocess.run(["prlimit", "--pid", str(t.pid), "--nofile=%d:%s" % (n, hard)], check=True)
+
+    def restore_nofile(self, t):
+        if t.nofile is None:
+            return
+        soft, hard = t.nofile
+        subprocess.run(["prlimit", "--pid", str(t.pid), "--nofile=%s:%s" % (soft, hard)], check=True)
+        t.nofile = None
+
+    # -- the end --
+
+    def stop(self, t, timeout=15.0, sig=signal.SIGTERM):
+        """Stop the supervisor (sig, then SIGKILL after timeout); returns (rc, seconds).
+        The log is kept in t.log."""
+        sup = t.sup
+        for c in sup.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+        t0 = time.monotonic()
+        if sup.proc.poll() is None:
+            sup.proc.send_signal(sig)
+            try:
+                sup.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                sup.proc.kill()
+                sup.proc.wait()
+        took = time.monotonic() - t0
+        t.rc = sup.proc.returncode
+        t.stopped = True
+        try:
+            sup.log.close()
+            t.log = sup.read_log()
+        except OSError:
+            pass
+        shutil.rmtree(sup.dir, ignore_errors=True)
+        return t.rc, took
+
+    def assert_nothing_left(self, t):
+        """After the supervisor has exited: no process of its tree, no new mount, its
+        cgroup removed."""
+        if t.cg is not None:
+            assert wait_until(lambda: not t.cg.procs(), 5.0), \
+                "processes left behind by the supervisor: %r" % [(p, _comm(p)) for p in t.cg.procs()]
+            t.cg.remove()
+            assert not os.path.exists(t.cg.path)
+        added = wait_until(lambda: not (mount_lines() - self.mounts), 2.0) or (mount_lines() - self.mounts)
+        assert added is True, "mounts left behind: %r" % added
+
+    def finish(self, t, expect_rc=0):
+        """Stop with SIGTERM and check it exited cleanly and left nothing."""
+        rc, _ = self.stop(t)
+        assert rc == expect_rc, "codeinterpd exited with %r:\n%s" % (rc, t.log[-3000:])
+        self.assert_nothing_left(t)
+
+    def cleanup(self):
+        for t in self.tracked:
+            try:
+                if t.cg is not None:
+                    t.cg.unlimit()
+            except OSError:
+                pass
+            if t.nofile is not None and t.sup.proc.poll() is None:
+                try:
+                    self.restore_nofile(t)
+                except (OSError, subprocess.CalledProcessError):
+                    pass
+            if not t.stopped:
+                self.stop(t, timeout=5.0)
+            if t.cg is not None:
+                try:
+                    t.cg.procs() and wait_until(lambda: not t.cg.procs(), 3.0)
+                    for p in t.cg.procs():  # never leave a process of ours running
+                        try:
+                            os.kill(p, signal.SIGKILL)
+                        except OSError:
+                            pass
+                    t.cg.remove()
+                except OSError:
+                    pass
+
+
+def _comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+@pytest.fixture
+def env():
+    require_sandbox()
+    e = FaultEnv()
+    yield e
+    e.cleanup()
+
+
+def log_tail(t, n=3000):
+    """The end of the supervisor's log; an ASan report is shown from its start."""
+    try:
+        text = t.sup.read_log()
+    except OSError:
+        text = t.log
+    i = text.find("ERROR: AddressSanitizer")
+    if i < 0:
+        i = text.find("runtime error:")
+    if i >= 0:
+        return text[i:i + n]
+    return text[-n:]
+
+
+def assert_alive(t, what):
+    assert t.sup.proc.poll() is None, "codeinterpd died (%s), exit %r:\n%s" % (what, t.sup.proc.returncode,
+                                                                             log_tail(t))
+
+
+def status_or_fail(t, timeout=3.0, what=""):
+    """The status reply within timeout seconds: the event loop is serving."""
+    assert_alive(t, what)
+    c = Conn(t.sup.socket, timeout)
+    try:
+        r = c.call("status")
+    except (socket.timeout, EOFError, ConnectionError) as e:
+        raise AssertionError("status not answered within %.1f s %s (%r); supervisor CPU %.2f s:\n%s" % (
+            timeout, what, e, cpu_seconds(t.pid), log_tail(t)))
+    finally:
+        c.close()
+    assert r["type"] == "reply", r
+    return r
+
+
+def one_call(t, code, timeout=30):
+    c = Conn(t.sup.socket, timeout)
+    try:
+        return c.execute(code)
+    finally:
+        c.close()
+
+
+# ---- RLIMIT_NOFILE ----
+
+NOFILE_CAUSE = re.compile(r"Too many open files|EMFILE|descriptor", re.I)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fd_exhaustion_fails_the_call_and_recovers(env, mode):
+    """RLIMIT_NOFILE of the running supervisor lowered to 16 with prlimit: a worker
+    needs a plan memfd and eight pipe ends (exec mode also a sync pipe and /dev/null),
+    so starting one fails with EMFILE. The call ends as worker_error naming the cause,
+    the supervisor keeps serving, and once the limit is raised again the next call is
+    ok and the descriptor count is back at its baseline."""
+    t = env.start("workerStart: %s\nzygotePoolSize: 1\n" % mode)
+    ok_result(one_call(t, "6 * 7"), "42")
+    status_or_fail(t)
+    baseline = settled_fd_count(t.pid)
+
+    env.lower_nofile(t, 16)
+    c = Conn(t.sup.socket, 15)
+    rids = [send_execute(c, "'never runs'") for _ in range(2)]
+    try:
+        out = collect_outcomes([c], [rids], timeout=15, context=lambda: log_tail(t))
+    except (EOFError, ConnectionError) as e:
+        raise AssertionError("connection lost (%r):\n%s" % (e, log_tail(t)))
+    finally:
+        c.close()
+    assert_alive(t, "after worker starts failed with EMFILE")
+    for rid in rids:
+        r = out.get(0, rid)
+        assert r["type"] == "result" and r["outcome"] == "worker_error", describe(r)
+        assert NOFILE_CAUSE.search(r["detail"] or ""), describe(r)
+        assert r["timing"]["workerStarted"] is False and r["exitStatus"] is None, r
+    st = status_or_fail(t, what="with RLIMIT_NOFILE at 16")
+    assert st["running"] == 0 and st["queued"] == 0, st
+
+    env.restore_nofile(t)
+    ok_result(one_call(t, NORTHSTAR), "8.25")
+    assert wait_until(lambda: settled_fd_count(t.pid) == baseline, 5.0), (
+        "descriptors %d, baseline %d: %r" % (fd_count(t.pid), baseline, fds_of(t.pid)))
+    env.finish(t)
