@@ -601,3 +601,120 @@ def test_fd_exhaustion_fails_the_call_and_recovers(env, mode):
     assert wait_until(lambda: settled_fd_count(t.pid) == baseline, 5.0), (
         "descriptors %d, baseline %d: %r" % (fd_count(t.pid), baseline, fds_of(t.pid)))
     env.finish(t)
+
+
+# ---- process limit (pids cgroup) ----
+
+PIDS_CAUSE = re.compile(r"Resource temporarily unavailable|process limit|EAGAIN|pids", re.I)
+PIDS_POLICY = "workerStart: %s\nmaxActiveWorkers: 1\ntimeoutMs: 2000\nzygotePoolSize: 0\nheartbeatMs: 200\n"
+
+
+def threads(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def limit_to_current(t):
+    """pids.max = the tasks of the supervisor and its zygote (a running worker's do not
+    count: when it exits it makes no room): every further clone (a worker, in exec mode
+    by the supervisor, in zygote mode by the zygote) fails with EAGAIN. pids.max may be
+    below pids.current; only new tasks are refused."""
+    zpid = status(t.sup)["zygotePid"]
+    t.cg.limit(threads(t.pid) + (threads(zpid) if zpid else 0))
+
+
+def check_pids_outcome(r, deadline_s, problems):
+    """Under the process limit a call ends as worker_error naming EAGAIN, or, if the
+    supervisor chose to retry, as timeout at its deadline; never later. A detail that
+    does not name the cause is added to problems (checked at the end of the test, so
+    that the rest still runs)."""
+    assert r["type"] == "result", describe(r)
+    if r["outcome"] == "worker_error":
+        if not PIDS_CAUSE.search(r["detail"] or ""):
+            problems.append("detail does not name the process limit (EAGAIN): " + describe(r))
+    else:
+        assert r["outcome"] == "timeout", describe(r)
+    assert r["elapsedMs"] <= deadline_s * 1000 + 1500, r["timing"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_process_limit_fails_calls_without_spinning(env, mode):
+    """The supervisor (and its zygote) in a pids cgroup at its limit: clone fails with
+    EAGAIN. Each call ends once (worker_error naming the cause, or timeout at its
+    deadline, including a call queued behind a running one), the event loop does not
+    spin (CPU time over two seconds stays low), status answers; after the limit is
+    lifted calls are ok and the descriptor count is back at its baseline; with the limit
+    back, SIGTERM still drains: every call answered, exit 0, promptly."""
+    if new_cgroup() is None:
+        pytest.skip("no pids cgroup controller on this host")
+    # LeakSanitizer stops the world at exit with a clone, which this test's pids limit
+    # refuses: leak checking is off for this supervisor only (use-after-free and the
+    # like are still caught).
+    t = env.start(PIDS_POLICY % mode, env={"ASAN_OPTIONS": "detect_leaks=0"} if asan_build() else None)
+    assert t.cg is not None
+    ok_result(one_call(t, "6 * 7"), "42")
+    status_or_fail(t)
+    baseline = settled_fd_count(t.pid)
+    problems = []
+
+    # One call runs (its worker exists before the limit); two more queue behind it.
+    c = Conn(t.sup.socket, 20)
+    first = send_execute(c, "import time\ntime.sleep(0.5)\n'first'")
+    assert c.wait(first, types=("progress",), progress=None)["phase"] in ("requested", "queued", "started")
+    assert wait_until(lambda: status(t.sup)["running"] == 1, 5.0)
+    limit_to_current(t)
+    queued = [send_execute(c, "'queued %d'" % i) for i in range(2)]
+    t_sent = time.monotonic()
+
+    # No busy loop: sample the supervisor's CPU time once the running call is over and
+    # the queued ones try to start.
+    time.sleep(0.8)
+    assert_alive(t, "under the process limit")
+    cpu0 = cpu_seconds(t.pid)
+    time.sleep(2.0)
+    spent = cpu_seconds(t.pid) - cpu0
+    assert spent < 0.5, "codeinterpd used %.2f s of CPU in 2 s under the process limit (a busy loop?)" % spent
+    status_or_fail(t, what="under the process limit")
+
+    out = collect_outcomes([c], [[first] + queued], timeout=max(0.5, 5.0 - (time.monotonic() - t_sent)),
+                           context=lambda: log_tail(t))
+    ok_result(out.get(0, first), "'first'")
+    for rid in queued:
+        check_pids_outcome(out.get(0, rid), 2.0, problems)
+
+    # The fault removed: calls are ok again, nothing accumulated.
+    t.cg.unlimit()
+    ok_result(one_call(t, NORTHSTAR), "8.25")
+    c.close()
+    assert wait_until(lambda: settled_fd_count(t.pid) == baseline, 5.0), (
+        "descriptors %d, baseline %d: %r" % (fd_count(t.pid), baseline, fds_of(t.pid)))
+
+    # The limit back, calls waiting or failing, then SIGTERM: each gets its answer and
+    # the supervisor exits 0 at once.
+    limit_to_current(t)
+    c = t.sup.connect(20)
+    rids = [send_execute(c, "'late %d'" % i) for i in range(3)]
+    time.sleep(0.2)
+    t.sup.proc.send_signal(signal.SIGTERM)
+    out = collect_outcomes([c], [rids], timeout=5.0, context=lambda: log_tail(t))
+    for rid in rids:
+        r = out.get(0, rid)
+        assert (r["type"], r.get("outcome") or r.get("code")) in (
+            ("result", "worker_error"), ("result", "cancelled"), ("result", "timeout"), ("error", "cancelled")), \
+            describe(r)
+        if r.get("outcome") == "worker_error" and not PIDS_CAUSE.search(r["detail"] or ""):
+            problems.append("detail does not name the process limit (EAGAIN): " + describe(r))
+    try:
+        t.sup.proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("codeinterpd did not exit within 5 s of SIGTERM:\n" + log_tail(t))
+    t.cg.unlimit()
+    env.finish(t)
+    assert not problems, "\n".join(problems)
