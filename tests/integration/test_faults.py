@@ -63,10 +63,11 @@ class Outcomes:
 def collect_outcomes(conns, ids, timeout=30.0, grace=0.3, allow_eof=False, context=None):
     """Read every frame of conns until each request id in ids[i] (the ids sent on
     conns[i]) has a final `result` or `error`, then `grace` seconds more. Fails if an id
-    gets two finals, if a final arrives for an id never sent, or if some id has none by
+    gets two finals, or if some id has none by
     the timeout (or when its connection is closed first, unless allow_eof). context()
     is added to a failure's message (the supervisor's log)."""
     out = Outcomes()
+    others = [[] for _ in conns]
     want = {(i, rid) for i, rs in enumerate(ids) for rid in rs}
     sent = set(want)
     deadline = time.monotonic() + timeout
@@ -77,12 +78,12 @@ def collect_outcomes(conns, ids, timeout=30.0, grace=0.3, allow_eof=False, conte
         if m.get("type") == "progress":
             out.progress.setdefault(key, []).append(m)
             return
-        if m.get("type") not in FINAL:
+        if m.get("type") not in FINAL or (m.get("id") is not None and key not in sent):
+            others[i].append(m)  # replies and other requests' messages: left for Conn.wait
             return
         if m.get("id") is None:
             out.anonymous.append((i, m))
             return
-        assert key in sent, "a %s for request %r that conn %d never sent: %r" % (m["type"], key[1], i, m)
         assert key not in out.finals, "request %r on conn %d got two outcomes:\n%r\n%r" % (
             key[1], i, out.finals[key], m)
         out.finals[key] = m
@@ -115,6 +116,8 @@ def collect_outcomes(conns, ids, timeout=30.0, grace=0.3, allow_eof=False, conte
                 out.closed.add(i)
                 continue
             take(i, m)
+    for i, c in enumerate(conns):
+        c.backlog = others[i] + c.backlog
     left = sorted(k for k in want if k[0] in out.closed)
     if left and not allow_eof:
         raise AssertionError("connection closed before (conn, request id) %r got an outcome\n%s" % (
@@ -718,3 +721,214 @@ def test_process_limit_fails_calls_without_spinning(env, mode):
     t.cg.unlimit()
     env.finish(t)
     assert not problems, "\n".join(problems)
+
+
+# ---- the zygote under load: SIGKILL, SIGSTOP ----
+
+ZYGOTE_LOAD = "workerStart: zygote\nmaxActiveWorkers: 2\nzygotePoolSize: 1\ntimeoutMs: 10000\n"
+
+
+def load(t, n_conns=3, per_conn=3, seconds=0.3):
+    """n_conns clients with per_conn calls each; returns (conns, ids, expected texts)."""
+    conns = [t.sup.connect(30) for _ in range(n_conns)]
+    ids, expect = [], {}
+    for i, c in enumerate(conns):
+        rs = []
+        for j in range(per_conn):
+            value = i * 100 + j
+            rid = send_execute(c, "import time\ntime.sleep(%s)\n%d" % (seconds, value))
+            expect[(i, rid)] = str(value)
+            rs.append(rid)
+        ids.append(rs)
+    return conns, ids, expect
+
+
+def check_load(out, expect):
+    """Each call: ok with its own value, or worker_error/timeout; never anything else."""
+    kinds = {}
+    for key, text in expect.items():
+        r = out.finals[key]
+        assert r["type"] == "result", describe(r)
+        assert r["outcome"] in ("ok", "worker_error", "timeout"), describe(r)
+        if r["outcome"] == "ok":
+            assert r["result"]["text"] == text, (key, r["result"])
+        kinds[r["outcome"]] = kinds.get(r["outcome"], 0) + 1
+    return kinds
+
+
+def test_zygote_sigkill_under_load(env):
+    """The zygote SIGKILLed while calls run and wait on three connections: every call
+    gets exactly one outcome, a new zygote takes over, later calls are ok."""
+    t = env.start(ZYGOTE_LOAD)
+    ok_result(one_call(t, "1"), "1")
+    zpid = status_or_fail(t)["zygotePid"]
+    conns, ids, expect = load(t)
+    time.sleep(0.2)  # two calls running, the others queued
+    os.kill(zpid, signal.SIGKILL)
+    out = collect_outcomes(conns, ids, timeout=20, context=lambda: log_tail(t))
+    check_load(out, expect)
+    st = status_or_fail(t)
+    assert st["zygotePid"] not in (None, zpid) and st["zygoteGeneration"] >= 2, st
+    for i in range(3):
+        ok_result(one_call(t, "%d + 1" % i), str(i + 1))
+    assert not worker_pids_of(t.sup) or wait_until(lambda: not worker_pids_of(t.sup), 3.0)
+    env.finish(t)
+
+
+def test_zygote_sigstop_sigcont_under_load(env):
+    """The zygote stopped for a second (spawn requests unanswered, below the 5 s
+    replacement) while calls run and wait, then continued: status answers meanwhile,
+    every call gets exactly one outcome, later calls are ok."""
+    t = env.start(ZYGOTE_LOAD)
+    ok_result(one_call(t, "1"), "1")
+    zpid = status_or_fail(t)["zygotePid"]
+    conns, ids, expect = load(t)
+    time.sleep(0.1)
+    os.kill(zpid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        status_or_fail(t, 1.0, "while the zygote is stopped")
+        assert time.monotonic() - t0 < 1.0
+        time.sleep(1.0)
+    finally:
+        os.kill(zpid, signal.SIGCONT)
+    out = collect_outcomes(conns, ids, timeout=20, context=lambda: log_tail(t))
+    kinds = check_load(out, expect)
+    assert kinds.get("ok", 0) >= 1, kinds
+    for i in range(3):
+        ok_result(one_call(t, "%d + 1" % i), str(i + 1))
+    env.finish(t)
+
+
+# ---- transport ----
+
+def test_client_that_stops_reading_is_cut_off(env):
+    """A client sends many executes with big outputs and never reads: once its unsent
+    replies pass maxConnectionOutputBytes it is disconnected, its running worker (a long
+    sleep) is killed and its queued calls dropped, and another client is served all
+    along."""
+    t = env.start("maxActiveWorkers: 2\nmaxConnectionOutputBytes: 262144\nmaxResultBytes: 262144\n"
+                  "maxQueuedCalls: 64\ntimeoutMs: 60000\n")
+    ok_result(one_call(t, "1"), "1")
+    baseline = settled_fd_count(t.pid)
+    bad = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    bad.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    bad.connect(t.sup.socket)
+    frames = execute_frame(1, "import time\ntime.sleep(60)")
+    frames += b"".join(execute_frame(i, "print('x' * 60000)") for i in range(2, 32))
+    bad.sendall(frames)
+
+    good = Conn(t.sup.socket, 30)
+    try:
+        cut = False
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ok_result(good.execute(NORTHSTAR), "8.25")
+            if "does not read its replies" in t.sup.read_log():
+                cut = True
+                break
+        assert cut, "the client that does not read was not cut off:\n" + log_tail(t)
+        ok_result(good.execute("'still served'"), "'still served'")
+
+        def released():
+            st = status(t.sup)  # its own connection and `good` remain
+            return st["connections"] == 2 and st["running"] == 0 and st["queued"] == 0 and not worker_pids_of(t.sup)
+
+        assert wait_until(released, 5.0), (
+            "cut off (logged), but 5 s later its connection is still open and its calls still run: %r, "
+            "workers %r" % (status(t.sup), worker_pids_of(t.sup)))
+        st = status(t.sup)
+        assert st["finishedTotal"] == st["admittedTotal"], st
+    finally:
+        good.close()
+    # The cut-off client reads what had been sent, then the end of the stream.
+    bad.settimeout(10)
+    total = 0
+    try:
+        while True:
+            chunk = bad.recv(65536)
+            if not chunk:
+                break
+            total += len(chunk)
+    except ConnectionResetError:
+        pass
+    bad.close()
+    assert total < 1024 * 1024, total
+    assert wait_until(lambda: settled_fd_count(t.pid) == baseline, 5.0), (fd_count(t.pid), baseline, fds_of(t.pid))
+    env.finish(t)
+
+
+def test_frame_sent_one_byte_at_a_time(env):
+    """Requests that arrive one byte at a time (2 ms apart, across the length prefix and
+    the body) are answered correctly, and a second connection is served meanwhile."""
+    t = env.start("")
+    c = Conn(t.sup.socket, 30)
+    other = Conn(t.sup.socket, 30)
+    try:
+        data = execute_frame(1, NORTHSTAR)
+        status_body = msgpack.packb({"op": "status", "id": 2}, use_bin_type=True)
+        data += struct.pack(">I", len(status_body)) + status_body
+        for k, b in enumerate(data):
+            c.send_raw(bytes([b]))
+            time.sleep(0.002)
+            if k == len(data) // 2:
+                ok_result(other.execute("6 * 7"), "42")
+        out = collect_outcomes([c], [[1]], timeout=30, context=lambda: log_tail(t))
+        ok_result(out.get(0, 1), "8.25")
+        r = c.wait(2)
+        assert r["type"] == "reply" and r["op"] == "status", r
+    finally:
+        c.close()
+        other.close()
+    env.finish(t)
+
+
+def test_sigterm_with_full_queue_and_running_workers(env):
+    """SIGTERM while two workers run and the queue is full (one more call refused as
+    overloaded): every admitted call gets exactly one outcome (cancelled, or finished
+    if it was done first), the supervisor exits 0 promptly, nothing is left."""
+    t = env.start("maxActiveWorkers: 2\nmaxQueuedCalls: 3\ntimeoutMs: 60000\n")
+    a = t.sup.connect(30)
+    b = t.sup.connect(30)
+    running = [send_execute(a, "import time\ntime.sleep(60)") for _ in range(2)]
+    for rid in running:
+        assert a.wait(rid, types=("progress",))["id"] == rid
+    assert wait_until(lambda: status(t.sup)["running"] == 2, 10.0), status(t.sup)
+    queued_a = [send_execute(a, "'a%d'" % i) for i in range(2)]
+    queued_b = [send_execute(b, "'b0'")]
+    assert wait_until(lambda: status(t.sup)["queued"] == 3, 5.0), status(t.sup)
+    refused = send_execute(b, "'refused'")
+    r = b.wait(refused, types=("error", "result"))
+    assert r["type"] == "error" and r["code"] == "overloaded", r
+    st = status(t.sup)
+    assert wait_until(lambda: len(worker_pids_of(t.sup)) == 2, 3.0)
+    workers = worker_pids_of(t.sup)
+
+    t0 = time.monotonic()
+    t.sup.proc.send_signal(signal.SIGTERM)
+    out = collect_outcomes([a, b], [running + queued_a, queued_b], timeout=10, grace=0.5,
+                           context=lambda: log_tail(t))
+    for key, r in out.finals.items():
+        assert r["type"] == "result", describe(r)
+        assert r["outcome"] == "cancelled" and "shutting down" in r["detail"], describe(r)
+        fin = [m for m in out.progress.get(key, []) if m["phase"] == "finished"]
+        assert len(fin) == 1 and fin[0]["outcome"] == "cancelled", out.progress.get(key)
+    for rid in running:
+        assert out.get(0, rid)["partial"] is True
+    try:
+        rc = t.sup.proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("codeinterpd did not exit within 5 s of SIGTERM:\n" + log_tail(t))
+    took = time.monotonic() - t0
+    assert rc == 0, "exit %r:\n%s" % (rc, log_tail(t))
+    assert took < 3.0, took
+    assert st["admittedTotal"] >= 5
+    # Each connection is closed after its answers.
+    for c in (a, b):
+        c.sock.settimeout(2)
+        with pytest.raises((EOFError, ConnectionResetError)):
+            while True:
+                c.recv()
+    for p in workers:
+        assert wait_until(lambda: not os.path.exists("/proc/%d" % p) or _comm(p) != "ci-worker", 2.0), p
+    env.finish(t)
