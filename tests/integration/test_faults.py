@@ -932,3 +932,206 @@ def test_sigterm_with_full_queue_and_running_workers(env):
     for p in workers:
         assert wait_until(lambda: not os.path.exists("/proc/%d" % p) or _comm(p) != "ci-worker", 2.0), p
     env.finish(t)
+
+
+# ---- a zygote that speaks the control protocol wrongly ----
+
+# A stand-in for `codeinterp-zygote --zygote UID GID POOL` (worker/zygote.h): it reads
+# ZygoteSpawn requests on fd 3 and answers each one wrongly, as MODE says. It must be
+# a binary: the supervisor executes the worker from a close-on-exec memfd, which a
+# script's interpreter could not open.
+FAKE_ZYGOTE_C = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAGIC 0x7a79676fU
+typedef struct { uint32_t magic, uid, gid, op; uint64_t token; } Spawn;
+typedef struct { uint32_t magic; int32_t error, pid; uint32_t reserved; uint64_t token; } Spawned;
+
+static int reply(const Spawned *r, int fd) {
+        struct iovec iov = { .iov_base = (void *) r, .iov_len = sizeof *r };
+        union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+        if (fd >= 0) {
+                memset(&u, 0, sizeof u);
+                mh.msg_control = u.buf;
+                mh.msg_controllen = sizeof u.buf;
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+        }
+        return sendmsg(3, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
+int main(void) {
+        Spawned ready = { .magic = MODE == 0 ? 0xdeadbeefU : MAGIC };
+        if (reply(&ready, -1) < 0)
+                return 1;
+        for (;;) {
+                Spawn req;
+                char cbuf[CMSG_SPACE(sizeof(int) * 5)];
+                struct iovec iov = { .iov_base = &req, .iov_len = sizeof req };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                                     .msg_controllen = sizeof cbuf };
+                ssize_t n = recvmsg(3, &mh, MSG_CMSG_CLOEXEC);
+                if (n <= 0)
+                        return 0;
+                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+                        if (cm->cmsg_type == SCM_RIGHTS)
+                                for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                                        int fd;
+                                        memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+                                        close(fd);
+                                }
+                if (n != sizeof req || req.op != 0)
+                        continue; /* IDLE hints */
+                Spawned r = { .magic = MAGIC, .token = req.token };
+                switch (MODE) {
+                case 1: /* garbage: five bytes */
+                        if (send(3, "\x01\x02\x03\x04\x05", 5, MSG_NOSIGNAL) < 0)
+                                return 1;
+                        continue;
+                case 2: /* a clean refusal */
+                        r.error = EPERM;
+                        break;
+                case 3: /* an answer to a request never made */
+                        r.token = req.token + 1000;
+                        r.pid = 1;
+                        break;
+                case 4: { /* "started": a process that is not the supervisor's child */
+                        while (waitpid(-1, NULL, WNOHANG) > 0)
+                                ;
+                        pid_t pid = fork();
+                        if (pid == 0) {
+                                usleep(200000);
+                                _exit(0);
+                        }
+                        r.pid = pid;
+                        int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+                        if (reply(&r, pidfd) < 0)
+                                return 1;
+                        close(pidfd);
+                        continue;
+                }
+                }
+                if (reply(&r, -1) < 0)
+                        return 1;
+        }
+}
+"""
+FAKE_MODES = {"bad_ready": 0, "garbage": 1, "refusal": 2, "unknown_token": 3, "not_a_child": 4}
+
+
+@pytest.fixture(scope="module")
+def fake_zygotes():
+    """{mode name: path of a fake zygote binary}."""
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        if MUST_SANDBOX:
+            pytest.fail("no C compiler for the fake zygote")
+        pytest.skip("no C compiler for the fake zygote")
+    d = tempfile.mkdtemp(prefix="codeinterp-fakezygote-")
+    src = os.path.join(d, "fake.c")
+    with open(src, "w") as f:
+        f.write(FAKE_ZYGOTE_C)
+    out = {}
+    for name, mode in FAKE_MODES.items():
+        out[name] = os.path.join(d, name)
+        subprocess.run([cc, "-O1", "-DMODE=%d" % mode, "-o", out[name], src], check=True, capture_output=True)
+    yield out
+    shutil.rmtree(d, ignore_errors=True)
+
+
+FAKE_POLICY = "workerStart: zygote\nmaxActiveWorkers: 1\ntimeoutMs: 1500\nzygotePoolSize: 0\n"
+
+
+def test_fake_zygote_with_a_bad_ready_message_fails_startup(env, fake_zygotes):
+    """A zygote whose "ready" message has the wrong magic: the supervisor does not start
+    (exit 1, a message naming the zygote) and leaves nothing behind."""
+    cg = new_cgroup()
+    d = tempfile.mkdtemp(prefix="codeinterp-test-")
+    sock = os.path.join(d, "ci.sock")
+    try:
+        with open(os.path.join(d, "policy.yaml"), "w") as f:
+            f.write(FAKE_POLICY)
+        args = [DAEMON, "--socket", sock, "--policy", os.path.join(d, "policy.yaml"),
+                "--worker", fake_zygotes["bad_ready"]]
+        if cg is not None:
+            with cg.joined():
+                p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        else:
+            p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            log = p.communicate(timeout=40)[0].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise AssertionError("codeinterpd kept running with a zygote that said garbage")
+        assert p.returncode == 1, (p.returncode, log)
+        assert re.search(r"zygote", log, re.I), log
+        assert not os.path.exists(sock), "socket file left behind"
+        if cg is not None:
+            assert wait_until(lambda: not cg.procs(), 3.0), [(q, _comm(q)) for q in cg.procs()]
+    finally:
+        if cg is not None:
+            cg.remove()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("fake", ["garbage", "refusal", "unknown_token", "not_a_child"])
+def test_fake_zygote_answers_wrongly(env, fake_zygotes, fake):
+    """The zygote answers spawn requests with garbage (a 5-byte message), a refusal
+    (EPERM), an answer to a request never made, or a "worker" that is not the
+    supervisor's child. Each call still gets exactly one outcome (worker_error, or
+    timeout at its deadline), the supervisor keeps answering without spinning (no
+    restart storm), and SIGTERM stops it cleanly with nothing left."""
+    t = env.start(FAKE_POLICY, extra_args=["--worker", fake_zygotes[fake]])
+    gen0 = status_or_fail(t)["zygoteGeneration"]
+    c = t.sup.connect(20)
+    rids = [send_execute(c, "'never runs %d'" % i) for i in range(2)]
+    cpu0 = cpu_seconds(t.pid)
+    t0 = time.monotonic()
+    out = collect_outcomes([c], [rids], timeout=8, context=lambda: log_tail(t))
+    for rid in rids:
+        r = out.get(0, rid)
+        assert r["type"] == "result" and r["outcome"] in ("worker_error", "timeout"), describe(r)
+        assert r["elapsedMs"] <= 1500 + 1500, r["timing"]
+        if fake == "refusal":
+            assert r["outcome"] == "worker_error" and "Operation not permitted" in r["detail"], describe(r)
+        if r["outcome"] == "timeout":
+            assert r["timing"]["workerStarted"] is False, r
+    st = status_or_fail(t, what="after a zygote answered wrongly")
+    assert st["running"] == 0 and st["queued"] == 0, st
+    elapsed = time.monotonic() - t0
+    spent = cpu_seconds(t.pid) - cpu0
+    assert spent < 0.3 + 0.25 * elapsed, "codeinterpd used %.2f s of CPU in %.2f s" % (spent, elapsed)
+    # Replacing a zygote that answers wrongly is fine; replacing it in a tight loop is not.
+    assert st["zygoteGeneration"] - gen0 <= 10, st
+    env.finish(t)
+
+
+def test_missing_worker_binary_is_a_startup_error(env):
+    """--worker naming a file that does not exist: exit 1 at once with a message naming
+    the worker binary; no socket file left behind."""
+    d = tempfile.mkdtemp(prefix="codeinterp-test-")
+    sock = os.path.join(d, "ci.sock")
+    try:
+        for mode in MODES:
+            with open(os.path.join(d, "policy.yaml"), "w") as f:
+                f.write("workerStart: %s\n" % mode)
+            p = subprocess.run([DAEMON, "--socket", sock, "--policy", os.path.join(d, "policy.yaml"),
+                                "--worker", "/nonexistent/codeinterp-worker"], capture_output=True, timeout=20)
+            log = (p.stdout + p.stderr).decode(errors="replace")
+            assert p.returncode == 1, (mode, p.returncode, log)
+            assert re.search(r"worker binary", log, re.I) and "No such file" in log, log
+            assert "AddressSanitizer" not in log and "runtime error" not in log, log
+            assert not os.path.exists(sock)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
