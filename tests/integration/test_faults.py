@@ -340,10 +340,9 @@ def asan_build():
 class Tracked:
     """One supervisor started by FaultEnv, with what is needed to check and undo."""
 
-    def __init__(self, sup, cg, policy):
+    def __init__(self, sup, cg):
         self.sup = sup
         self.cg = cg
-        self.policy = policy
         self.pid = sup.proc.pid
         self.nofile = None  # the original (soft, hard) while lowered
         self.rc = None
@@ -384,6 +383,11 @@ class FaultEnv:
         self.mounts = mount_lines()
 
     def start(self, policy, extra_args=(), env=None, wrapper=None):
+        return self.start_with(lambda: self._make(policy, extra_args, wrapper), env)
+
+    def start_with(self, make, env=None):
+        """make() starts a Supervisor; it runs with the test process in a new tracking
+        cgroup, so that the supervisor is born there."""
         cg = new_cgroup()
         saved = {}
         for k, v in (env or {}).items():
@@ -392,9 +396,9 @@ class FaultEnv:
         try:
             if cg is not None:
                 with cg.joined():
-                    sup = self._make(policy, extra_args, wrapper)
+                    sup = make()
             else:
-                sup = self._make(policy, extra_args, wrapper)
+                sup = make()
         except BaseException:
             if cg is not None:
                 cg.remove()
@@ -405,7 +409,7 @@ class FaultEnv:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        t = Tracked(sup, cg, policy)
+        t = Tracked(sup, cg)
         self.tracked.append(t)
         wait_ready(sup)
         return t
@@ -1135,3 +1139,118 @@ def test_missing_worker_binary_is_a_startup_error(env):
             assert not os.path.exists(sock)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+# ---- namespace limit (ENOSPC), confined to a child user namespace ----
+
+# user.max_user_namespaces and friends are per user namespace, and a namespace created
+# inside user namespace U is counted against U's limit (and its ancestors'). The host's
+# sysctls are shared with whoever else runs tests on the machine, so the supervisor runs
+# in a user namespace U of its own (uids and gids 0-65535 mapped to themselves, so it is
+# root there and can map workerUid), and only U's limit is lowered.
+USERNS_WRAPPER = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+    sys.exit("unshare(CLONE_NEWUSER): %s" % os.strerror(ctypes.get_errno()))
+w, r = int(sys.argv[1]), int(sys.argv[2])
+os.write(w, b"u")
+if os.read(r, 1) != b"m":  # the test has written our uid and gid maps
+    sys.exit("no id maps")
+os.execv(sys.argv[3], sys.argv[3:])
+"""
+
+
+class UsernsSupervisor(Supervisor):
+    """A Supervisor running in a user namespace of its own (see above)."""
+
+    def __init__(self, policy):
+        self.dir = tempfile.mkdtemp(prefix="codeinterp-test-")
+        self.socket = os.path.join(self.dir, "ci.sock")
+        self.log_path = os.path.join(self.dir, "codeinterpd.log")
+        self.policy_path = os.path.join(self.dir, "policy.yaml")
+        with open(self.policy_path, "w") as f:
+            f.write(policy)
+        self.log = open(self.log_path, "wb")
+        self.conns = []
+        to_test, from_child = os.pipe()
+        to_child, from_test = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                ["/usr/bin/python3", "-c", USERNS_WRAPPER, str(from_child), str(to_child), DAEMON,
+                 "--socket", self.socket, "--policy", self.policy_path],
+                stdout=self.log, stderr=subprocess.STDOUT, pass_fds=(from_child, to_child))
+            os.close(from_child)
+            os.close(to_child)
+            from_child = to_child = -1
+            if os.read(to_test, 1) != b"u":
+                raise RuntimeError("the user namespace wrapper failed: " + self.read_log())
+            for name in ("uid_map", "gid_map"):
+                with open("/proc/%d/%s" % (self.proc.pid, name), "w") as f:
+                    f.write("0 0 65536\n")
+            os.write(from_test, b"m")
+        finally:
+            for fd in (to_test, from_test, from_child, to_child):
+                if fd >= 0:
+                    os.close(fd)
+        deadline = time.monotonic() + 15
+        while not os.path.exists(self.socket):
+            if self.proc.poll() is not None:
+                raise RuntimeError("codeinterpd exited: " + self.read_log())
+            if time.monotonic() > deadline:
+                raise RuntimeError("codeinterpd did not start: " + self.read_log())
+            time.sleep(0.01)
+
+
+def set_userns_limit(pid, name, value):
+    """Write /proc/sys/user/<name> as seen from pid's user namespace."""
+    subprocess.run(["nsenter", "--user", "--target", str(pid), "/bin/sh", "-c",
+                    "echo %s > /proc/sys/user/%s" % (value, name)], check=True, capture_output=True, timeout=10)
+
+
+def read_userns_limit(pid, name):
+    return subprocess.run(["nsenter", "--user", "--target", str(pid), "cat", "/proc/sys/user/" + name],
+                          check=True, capture_output=True, timeout=10).stdout.decode().strip()
+
+
+NS_CAUSE = re.compile(r"No space left on device|ENOSPC|namespace", re.I)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_namespace_limit_fails_the_call_and_recovers(env, mode):
+    """In the supervisor's own user namespace, max_user_namespaces = 0: creating a
+    worker's user namespace fails with ENOSPC. The call ends as worker_error naming the
+    cause, the supervisor keeps serving, and with the limit restored the next call is
+    ok. The host's limit is never changed."""
+    host_before = open("/proc/sys/user/max_user_namespaces").read()
+    try:
+        t = env.start_with(lambda: UsernsSupervisor(
+            "workerStart: %s\nzygotePoolSize: 0\nmaxActiveWorkers: 1\ntimeoutMs: 5000\n" % mode))
+    except RuntimeError as e:
+        if MUST_SANDBOX:
+            raise
+        pytest.skip("cannot run codeinterpd in a user namespace of its own: %s" % e)
+    ok_result(one_call(t, "6 * 7"), "42")
+    baseline = settled_fd_count(t.pid)
+    base_fds = fds_of(t.pid)
+    old = read_userns_limit(t.pid, "max_user_namespaces")
+    set_userns_limit(t.pid, "max_user_namespaces", 0)
+    try:
+        assert open("/proc/sys/user/max_user_namespaces").read() == host_before
+        c = t.sup.connect(15)
+        rids = [send_execute(c, "'never runs'") for _ in range(2)]
+        out = collect_outcomes([c], [rids], timeout=10, context=lambda: log_tail(t))
+        for rid in rids:
+            r = out.get(0, rid)
+            assert r["type"] == "result" and r["outcome"] == "worker_error", describe(r)
+            assert NS_CAUSE.search(r["detail"] or ""), describe(r)
+        status_or_fail(t, what="with max_user_namespaces at 0")
+        c.close()
+    finally:
+        set_userns_limit(t.pid, "max_user_namespaces", old)
+    ok_result(one_call(t, NORTHSTAR), "8.25")
+    assert wait_until(lambda: settled_fd_count(t.pid) == baseline, 5.0), (
+        "descriptors %d, baseline %d: new %r" % (fd_count(t.pid), baseline,
+                                                 set(fds_of(t.pid).items()) - set(base_fds.items())))
+    env.finish(t)
+    assert open("/proc/sys/user/max_user_namespaces").read() == host_before
