@@ -799,6 +799,7 @@ def test_zygote_sigkill_under_load(env):
     t = env.start(ZYGOTE_LOAD)
     ok_result(one_call(t, "1"), "1")
     zpid = status_or_fail(t)["zygotePid"]
+    baseline = settled_fd_count(t.pid)
     conns, ids, expect = load(t)
     time.sleep(0.2)  # two calls running, the others queued
     os.kill(zpid, signal.SIGKILL)
@@ -809,6 +810,10 @@ def test_zygote_sigkill_under_load(env):
     for i in range(3):
         ok_result(one_call(t, "%d + 1" % i), str(i + 1))
     assert not worker_pids_of(t.sup) or wait_until(lambda: not worker_pids_of(t.sup), 3.0)
+    for c in conns:
+        c.close()
+    # The new zygote's (or the same one's) descriptors replace the old ones.
+    assert wait_until(lambda: settled_fd_count(t.pid) == baseline, 5.0), (fd_count(t.pid), baseline, fds_of(t.pid))
     env.finish(t)
 
 
@@ -819,6 +824,7 @@ def test_zygote_sigstop_sigcont_under_load(env):
     t = env.start(ZYGOTE_LOAD)
     ok_result(one_call(t, "1"), "1")
     zpid = status_or_fail(t)["zygotePid"]
+    baseline = settled_fd_count(t.pid)
     conns, ids, expect = load(t)
     time.sleep(0.1)
     os.kill(zpid, signal.SIGSTOP)
@@ -834,6 +840,10 @@ def test_zygote_sigstop_sigcont_under_load(env):
     assert kinds.get("ok", 0) >= 1, kinds
     for i in range(3):
         ok_result(one_call(t, "%d + 1" % i), str(i + 1))
+    for c in conns:
+        c.close()
+    # The new zygote's (or the same one's) descriptors replace the old ones.
+    assert wait_until(lambda: settled_fd_count(t.pid) == baseline, 5.0), (fd_count(t.pid), baseline, fds_of(t.pid))
     env.finish(t)
 
 
@@ -853,8 +863,15 @@ def test_client_that_stops_reading_is_cut_off(env):
     bad.connect(t.sup.socket)
     frames = execute_frame(1, "import time\ntime.sleep(60)")
     frames += b"".join(execute_frame(i, "print('x' * 60000)") for i in range(2, 32))
-    bad.sendall(frames)
+    try:
+        bad.sendall(frames)
+        check_cut_off(t, bad, baseline)
+    finally:
+        bad.close()
+    env.finish(t)
 
+
+def check_cut_off(t, bad, baseline):
     good = Conn(t.sup.socket, 30)
     try:
         cut = False
@@ -889,10 +906,8 @@ def test_client_that_stops_reading_is_cut_off(env):
             total += len(chunk)
     except ConnectionResetError:
         pass
-    bad.close()
     assert total < 1024 * 1024, total
     assert wait_until(lambda: settled_fd_count(t.pid) == baseline, 5.0), (fd_count(t.pid), baseline, fds_of(t.pid))
-    env.finish(t)
 
 
 def test_frame_sent_one_byte_at_a_time(env):
