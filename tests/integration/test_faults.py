@@ -36,8 +36,8 @@ import time
 import msgpack
 import pytest
 
-from conftest import (BUILD, DAEMON, MUST_SANDBOX, NORTHSTAR, WORKER_START, Conn, Supervisor, require_sandbox,
-                      status, wait_ready, wait_until, worker_pids_of)
+from conftest import (DAEMON, MUST_SANDBOX, NORTHSTAR, Conn, Supervisor, require_sandbox, status, wait_ready,
+                      wait_until, worker_pids_of)
 
 MODES = ("exec", "zygote")
 FINAL = ("result", "error")
@@ -350,30 +350,6 @@ class Tracked:
         self.stopped = False
 
 
-class WrappedSupervisor(Supervisor):
-    """A Supervisor whose command line is prefixed (e.g. unshare ... --). The wrapper
-    must exec codeinterpd, so that proc.pid is the supervisor."""
-
-    def __init__(self, wrapper, policy, extra_args=()):
-        self.dir = tempfile.mkdtemp(prefix="codeinterp-test-")
-        self.socket = os.path.join(self.dir, "ci.sock")
-        self.log_path = os.path.join(self.dir, "codeinterpd.log")
-        self.policy_path = os.path.join(self.dir, "policy.yaml")
-        with open(self.policy_path, "w") as f:
-            f.write(policy)
-        self.log = open(self.log_path, "wb")
-        args = list(wrapper) + [DAEMON, "--socket", self.socket, "--policy", self.policy_path] + list(extra_args)
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        self.conns = []
-        deadline = time.monotonic() + 15
-        while not os.path.exists(self.socket):
-            if self.proc.poll() is not None:
-                raise RuntimeError("codeinterpd exited: " + self.read_log())
-            if time.monotonic() > deadline:
-                raise RuntimeError("codeinterpd did not start: " + self.read_log())
-            time.sleep(0.01)
-
-
 class FaultEnv:
     """Starts supervisors in tracking cgroups and undoes every fault, even when a test
     fails: limits restored, cgroups emptied and removed, processes gone."""
@@ -382,8 +358,8 @@ class FaultEnv:
         self.tracked = []
         self.mounts = mount_lines()
 
-    def start(self, policy, extra_args=(), env=None, wrapper=None):
-        return self.start_with(lambda: self._make(policy, extra_args, wrapper), env)
+    def start(self, policy, extra_args=(), env=None):
+        return self.start_with(lambda: Supervisor(policy, extra_args), env)
 
     def start_with(self, make, env=None):
         """make() starts a Supervisor; it runs with the test process in a new tracking
@@ -413,12 +389,6 @@ class FaultEnv:
         self.tracked.append(t)
         wait_ready(sup)
         return t
-
-    @staticmethod
-    def _make(policy, extra_args, wrapper):
-        if wrapper:
-            return WrappedSupervisor(wrapper, policy, extra_args)
-        return Supervisor(policy, extra_args)
 
     # -- faults --
 
