@@ -30,4 +30,6 @@ static const unsigned char ${NAME}[] = {
         ${bytes}0x00
 };
 ")
-file(WRITE "${OUTPUT}" "${text}")
+# Written whole, then renamed: an interrupted build never leaves half a header.
+file(WRITE "${OUTPUT}.tmp" "${text}")
+file(RENAME "${OUTPUT}.tmp" "${OUTPUT}")
