@@ -33,7 +33,7 @@ sanitize: deps
 # The format check, unit tests (plain and under ASan/UBSan), the integration suite
 # over the real socket in both worker start modes, and once more with the supervisor
 # itself built with ASan/UBSan (a leak or memory error fails its exit status).
-test: build check-format sanitize
+test: build check-format lint-python unit-python sanitize
 	ctest --test-dir $(BUILD) --output-on-failure
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote $(PYTEST) -q tests/integration
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=exec $(PYTEST) -q tests/integration
@@ -55,6 +55,15 @@ format:
 
 check-format:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+
+# The Python: pyflakes (Debian's python3-pyflakes) on the worker's runner and the tests.
+.PHONY: lint-python unit-python
+lint-python: deps
+	pyflakes3 worker/runner.py tests/python tests/integration tests/bench
+
+# The worker's runner (worker/runner.py) as Python; needs no build.
+unit-python: deps
+	$(PYTEST) -q tests/python
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin

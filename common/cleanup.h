@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/proc.h"
+
 static inline void freep(void *p) {
         free(*(void **) p);
 }
@@ -30,13 +32,7 @@ static inline void fclosep(FILE **f) {
 
 /* SIGKILL and reap a child (crun's cleanup_pid). */
 static inline void killpidp(pid_t *pid) {
-        if (*pid > 0) {
-                int saved = errno;
-                kill(*pid, SIGKILL);
-                while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-                errno = saved;
-        }
+        kill_and_reap(*pid, -1);
 }
 
 #define _cleanup_(f) __attribute__((cleanup(f)))

@@ -217,6 +217,39 @@ void mp_pack_strn(msgpack_packer *pk, const char *s, size_t n) {
         msgpack_pack_str_body(pk, s, n);
 }
 
+static int mp_writer_write(void *data, const char *buf, size_t len) {
+        MpWriter *w = data;
+
+        if (w->error)
+                return -1;
+        if (w->limit > 0 && (len > w->limit || w->sb.size > w->limit - len)) {
+                w->error = -E2BIG;
+                return -1;
+        }
+        if (msgpack_sbuffer_write(&w->sb, buf, len) != 0) {
+                w->error = -ENOMEM;
+                return -1;
+        }
+        return 0;
+}
+
+void mp_writer_init(MpWriter *w, size_t limit) {
+        msgpack_sbuffer_init(&w->sb);
+        msgpack_packer_init(&w->pk, w, mp_writer_write);
+        w->limit = limit;
+        w->error = 0;
+}
+
+void mp_writer_reset(MpWriter *w) {
+        msgpack_sbuffer_clear(&w->sb);
+        w->error = 0;
+}
+
+void mp_writer_done(MpWriter *w) {
+        msgpack_sbuffer_destroy(&w->sb);
+        w->sb = (msgpack_sbuffer){};
+}
+
 void mp_pack_cstr(msgpack_packer *pk, const char *s) {
         mp_pack_strn(pk, s, strlen(s));
 }

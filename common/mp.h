@@ -27,6 +27,25 @@ int mp_get_bin(const msgpack_object *map, const char *key, const char **ret, uin
 /* malloc'd NUL-terminated copy of a str object. */
 char *mp_strdup(const msgpack_object *o);
 
+/* A packer over a growing buffer that remembers its first failed write (out of memory,
+ * or past `limit`): pack the whole message, then check mp_writer_error() once. A
+ * failed writer writes nothing more, so a message is either complete or refused,
+ * never a truncated frame. */
+typedef struct MpWriter {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        size_t limit; /* 0: no limit but memory */
+        int error;    /* 0, -ENOMEM (allocation failed) or -E2BIG (past limit) */
+} MpWriter;
+
+void mp_writer_init(MpWriter *w, size_t limit);
+/* Empty it (and forget an error) to pack a new message. */
+void mp_writer_reset(MpWriter *w);
+static inline int mp_writer_error(const MpWriter *w) {
+        return w->error;
+}
+void mp_writer_done(MpWriter *w);
+
 /* Packing shorthands. */
 void mp_pack_cstr(msgpack_packer *pk, const char *s);
 void mp_pack_strn(msgpack_packer *pk, const char *s, size_t n);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/mp.h"
-#include "worker/sandbox.h"
+#include "common/landlock.h"
 
 /* Room for the msgpack headers of the fitted strings, which grow by a few bytes when a
  * string crosses 31/255/65535 bytes: reserved on top of the measured skeleton. */
@@ -29,10 +29,10 @@ static void pack_channel(msgpack_packer *pk, const char *key, const FitText *t, 
 }
 
 /* The same kernel runs every worker: ask once. 0 = the Landlock layer is skipped. */
-static int landlock_abi(void) {
+static int landlock_abi_cached(void) {
         static int abi = -1;
         if (abi < 0)
-                abi = sandbox_landlock_abi();
+                abi = landlock_abi();
         return abi;
 }
 
@@ -64,7 +64,7 @@ static void pack_evidence(msgpack_packer *pk, const ResultContext *ctx) {
         mp_pack_kv_str(pk, "python", CODEINTERP_PY_VERSION);
         mp_pack_kv_str(pk, "workerStart", ctx->worker_start);
         mp_pack_kv_str(pk, "seccomp", policy_deny_action_to_string(p->seccomp_deny));
-        mp_pack_kv_uint(pk, "landlock", (uint64_t) landlock_abi());
+        mp_pack_kv_uint(pk, "landlock", (uint64_t) landlock_abi_cached());
         mp_pack_cstr(pk, "policy");
         msgpack_pack_map(pk, 2);
         mp_pack_kv_str(pk, "name", p->name);

@@ -2,6 +2,7 @@
 #include "supervisor/invocation.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,7 @@ void inv_touch(Invocation *inv) {
         sd_event_source_set_enabled(inv->ttl, SD_EVENT_ONESHOT);
 }
 
-uint32_t inv_count_connection(InvRegistry *reg, void *conn) {
+uint32_t inv_count_connection(InvRegistry *reg, Connection *conn) {
         uint32_t n = 0;
         for (Invocation *i = reg->head; i; i = i->next)
                 if (i->conn == conn && !i->anonymous)
@@ -77,7 +78,7 @@ uint32_t inv_count_connection(InvRegistry *reg, void *conn) {
         return n;
 }
 
-int inv_open(InvRegistry *reg, void *conn, uid_t uid, bool anonymous, Invocation **ret) {
+int inv_open(InvRegistry *reg, Connection *conn, uid_t uid, bool anonymous, Invocation **ret) {
         uint8_t rnd[PROTO_INVOCATION_ID_LEN / 2];
         Invocation *inv;
         int k;
@@ -133,7 +134,7 @@ void inv_close(Invocation *inv) {
         free(inv);
 }
 
-Invocation *inv_find(InvRegistry *reg, void *conn, const char *id, size_t len) {
+Invocation *inv_find(InvRegistry *reg, Connection *conn, const char *id, size_t len) {
         if (len != PROTO_INVOCATION_ID_LEN)
                 return NULL;
         for (Invocation *i = reg->head; i; i = i->next)
@@ -142,7 +143,7 @@ Invocation *inv_find(InvRegistry *reg, void *conn, const char *id, size_t len) {
         return NULL;
 }
 
-void inv_close_connection(InvRegistry *reg, void *conn) {
+void inv_close_connection(InvRegistry *reg, Connection *conn) {
         Invocation *i = reg->head;
         while (i) {
                 Invocation *next = i->next;
@@ -215,4 +216,56 @@ int inv_put_source(Invocation *inv, const ProtoRequest *req, char *err, size_t e
 oom:
         source_unref(s);
         return -ENOMEM;
+}
+
+static int refuse(ProtoError *err, uint64_t id, Outcome code, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static int refuse(ProtoError *err, uint64_t id, Outcome code, const char *fmt, ...) {
+        va_list ap;
+
+        *err = (ProtoError){ .code = code, .has_id = true, .id = id };
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        return -EACCES;
+}
+
+int inv_admit(InvRegistry *reg, Connection *conn, const ProtoRequest *req, InvAdmission *ret, ProtoError *err) {
+        InvAdmission a = {};
+
+        if (req->invocation.len == 0) {
+                /* An anonymous call has no sources: every ID is unavailable. */
+                if (req->n_source_ids > 0)
+                        return refuse(err, req->id, OUTCOME_UNAVAILABLE_SOURCE,
+                                      "sourceIds[0] is not available to this call");
+                *ret = a;
+                return 0;
+        }
+        a.inv = inv_find(reg, conn, req->invocation.ptr, req->invocation.len);
+        /* Named sources in an invocation that is not ours are unavailable, like any
+         * source ID that is not ours. */
+        if (!a.inv && req->n_source_ids > 0)
+                return refuse(err, req->id, OUTCOME_UNAVAILABLE_SOURCE, "sourceIds[0] is not available to this call");
+        if (!a.inv)
+                return refuse(err, req->id, OUTCOME_NOT_FOUND,
+                              "no such invocation on this connection (unknown, closed or expired)");
+        for (size_t i = 0; i < req->n_source_ids; i++) {
+                a.sources[i] = inv_get_source(a.inv, req->source_ids[i].ptr, req->source_ids[i].len);
+                if (!a.sources[i])
+                        return refuse(err, req->id, OUTCOME_UNAVAILABLE_SOURCE,
+                                      "sourceIds[%zu] is not available to this call", i);
+        }
+        a.n_sources = req->n_source_ids;
+        if (a.inv->calls_spent >= reg->policy->max_calls)
+                return refuse(err, req->id, OUTCOME_QUOTA_EXHAUSTED, "the invocation has spent its %u calls",
+                              reg->policy->max_calls);
+        *ret = a;
+        return 0;
+}
+
+void inv_charge(Invocation *inv) {
+        if (!inv)
+                return;
+        inv->calls_spent++;
+        inv_touch(inv);
 }

@@ -33,18 +33,24 @@ Source *source_unref(Source *s);
 
 typedef struct Invocation Invocation;
 typedef struct InvRegistry InvRegistry;
+typedef struct Connection Connection; /* supervisor/server.c */
+
+/* A fairness group for the scheduler: its calls take turns with other groups'. */
+typedef struct FairGroup {
+        uint64_t served; /* the scheduler's sequence when the group was last served */
+} FairGroup;
 
 struct Invocation {
         char id[PROTO_INVOCATION_ID_LEN + 1];
         InvRegistry *reg;
-        void *conn;
+        Connection *conn;
         uid_t uid;
         bool anonymous; /* a one-call invocation made for an execute without "invocation" */
         uint32_t calls_spent;
         Source **sources;
         size_t n_sources;
         uint64_t bytes;
-        uint64_t served; /* scheduler fairness: last-served sequence */
+        FairGroup fair;
         sd_event_source *ttl;
         Invocation *prev, *next;
 };
@@ -55,15 +61,32 @@ int inv_registry_new(sd_event *e, const Policy *p, InvCloseFn on_close, void *us
 InvRegistry *inv_registry_free(InvRegistry *reg);
 
 /* -EMFILE: the connection already has maxInvocationsPerConnection. */
-int inv_open(InvRegistry *reg, void *conn, uid_t uid, bool anonymous, Invocation **ret);
+int inv_open(InvRegistry *reg, Connection *conn, uid_t uid, bool anonymous, Invocation **ret);
 void inv_close(Invocation *inv);
 /* Only the owning connection finds its invocations; unknown, expired and foreign look the same. */
-Invocation *inv_find(InvRegistry *reg, void *conn, const char *id, size_t len);
-void inv_close_connection(InvRegistry *reg, void *conn);
-uint32_t inv_count_connection(InvRegistry *reg, void *conn);
+Invocation *inv_find(InvRegistry *reg, Connection *conn, const char *id, size_t len);
+void inv_close_connection(InvRegistry *reg, Connection *conn);
+uint32_t inv_count_connection(InvRegistry *reg, Connection *conn);
 /* Reset the idle TTL. */
 void inv_touch(Invocation *inv);
 
 /* Register a source. -EEXIST duplicate id, -ENOSPC a registry bound (message in err). */
 int inv_put_source(Invocation *inv, const ProtoRequest *req, char *err, size_t errlen, Source **ret);
 Source *inv_get_source(Invocation *inv, const char *id, size_t len);
+
+/* What admission found for an execute: its invocation (NULL: an anonymous call) and
+ * the sources it mounts, in request order (not referenced: call_new() does that). */
+typedef struct InvAdmission {
+        Invocation *inv;
+        Source *sources[PROTO_MAX_SOURCE_IDS];
+        size_t n_sources;
+} InvAdmission;
+
+/* Every check an execute passes before it may be queued: the invocation is the
+ * connection's, each source ID is available to it, its quota is not spent. Unknown,
+ * closed, expired and foreign invocations and sources all look the same. Spends
+ * nothing. On refusal fills err (outcome and message) and returns -EACCES. */
+int inv_admit(InvRegistry *reg, Connection *conn, const ProtoRequest *req, InvAdmission *ret, ProtoError *err);
+/* The call was queued: it spends one of the invocation's calls, whatever happens to it
+ * from now on (inv may be NULL: anonymous calls have no quota to spend). */
+void inv_charge(Invocation *inv);

@@ -31,7 +31,7 @@
 #include "policy/seccomp.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/server.h"
-#include "worker/sandbox.h"
+#include "common/landlock.h"
 
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
@@ -291,7 +291,7 @@ static int check_config(void) {
         printf("user, mount, pid, net, ipc, uts and cgroup namespaces: %s\n",
                ns < 0 ? strerror(-ns) : "can be created");
         bad |= ns < 0;
-        k = sandbox_landlock_abi();
+        k = landlock_abi();
         if (k > 0)
                 printf("landlock: ABI %d (workers get the filesystem fence)\n", k);
         else

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "contract/plan.h"
 #include "policy/policy.h"
 #include "supervisor/outcome.h"
 
@@ -19,6 +20,10 @@
 #define PROTO_MEDIA_TYPE_MAX 127
 #define PROTO_META_MAX_CHARS 2048
 #define PROTO_MAX_DEPTH 8 /* requests nest at most: map > array > ... */
+
+/* Whatever the protocol admits, a worker's plan can carry. */
+_Static_assert(PROTO_MAX_SOURCE_IDS <= PLAN_MAX_INPUTS, "sourceIds fit a plan's inputs");
+_Static_assert(PROTO_SOURCE_ID_MAX <= PLAN_INPUT_ID_MAX, "a source ID fits a plan input's id");
 
 typedef enum ProtoOp {
         PROTO_OP_HELLO,

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,14 @@
 
 #include "common/cleanup.h"
 #include "common/clone.h"
+#include "common/fdpass.h"
 #include "common/log.h"
+#include "common/proc.h"
+#include "common/userns.h"
 #include "common/util.h"
-#include "worker/plan.h"
+#include "contract/exec_start.h"
+#include "contract/fds.h"
+#include "contract/plan.h"
 
 #define READ_CHUNK 65536
 /* RLIMIT_CPU is enforced on the scheduler's precise runtime, rusage reports tick-sampled
@@ -128,10 +134,72 @@ static int on_channel(sd_event_source *s, int fd, uint32_t revents, void *userda
         return 0;
 }
 
+static void set_detail(RunnerResult *res, Outcome o, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_detail(RunnerResult *res, Outcome o, const char *fmt, ...) {
+        va_list ap;
+
+        res->outcome = o;
+        va_start(ap, fmt);
+        vsnprintf(res->detail, sizeof res->detail, fmt, ap);
+        va_end(ap);
+}
+
+/* Killed from outside: the reason is the outcome, whatever the worker did. */
+static bool classify_kill(const Runner *r, RunnerResult *res) {
+        res->partial = r->kill != RUNNER_KILL_NONE;
+        switch (r->kill) {
+        case RUNNER_KILL_TIMEOUT:
+                set_detail(res, OUTCOME_TIMEOUT, "the deadline passed while the code was running");
+                return true;
+        case RUNNER_KILL_CANCEL:
+                set_detail(res, OUTCOME_CANCELLED, "cancelled while running");
+                return true;
+        case RUNNER_KILL_SHUTDOWN:
+                set_detail(res, OUTCOME_CANCELLED, "the supervisor is shutting down");
+                return true;
+        case RUNNER_KILL_REPORT:
+                set_detail(res, OUTCOME_WORKER_ERROR, "the worker's report exceeded maxWorkerMessageBytes");
+                return true;
+        case RUNNER_KILL_NONE:
+                break;
+        }
+        return false;
+}
+
+/* Exactly one well-formed frame, or nothing (0: no report). 1 with *ret filled, or
+ * -EBADMSG. */
+static int parse_report(const Runner *r, WorkerReport *ret) {
+        uint32_t n;
+
+        if (r->report_len == 0)
+                return 0;
+        n = r->report_len >= 4 ? frame_get_len(r->report) : 0;
+        if (r->report_len < 4 || (size_t) n + 4 != r->report_len ||
+            report_parse(r->report + 4, n, r->policy->max_output_characters, ret) < 0)
+                return -EBADMSG;
+        return 1;
+}
+
+/* Ended by a signal nobody outside sent. */
+static void classify_signal(const Runner *r, int sig, RunnerResult *res) {
+        /* RLIMIT_CPU's SIGKILL: the worker is init in its pid namespace, so the soft
+         * limit's SIGXCPU does nothing and soft == hard. */
+        uint64_t limit_usec = (uint64_t) r->policy->cpu_seconds * 1000000;
+
+        res->partial = true;
+        if (sig == SIGXCPU || (sig == SIGKILL && res->cpu_usec + CPU_LIMIT_SLACK_USEC(limit_usec) >= limit_usec)) {
+                set_detail(res, OUTCOME_RESOURCE_LIMIT, "CPU time limit (%u s) reached", r->policy->cpu_seconds);
+                res->limit = "cpu";
+        } else if (sig == SIGSYS)
+                set_detail(res, OUTCOME_WORKER_ERROR, "killed by the seccomp filter (a denied system call)");
+        else
+                set_detail(res, OUTCOME_WORKER_ERROR, "the worker died from signal %d (%s)", sig,
+                           sigabbrev_np(sig) ?: "?");
+}
+
 static void classify(Runner *r, int status, const struct rusage *ru, RunnerResult *res) {
         WorkerReport rep = {};
-        bool have_report = false;
-        int k;
+        int have_report;
 
         res->cpu_usec = (uint64_t) ru->ru_utime.tv_sec * 1000000 + (uint64_t) ru->ru_utime.tv_usec +
                         (uint64_t) ru->ru_stime.tv_sec * 1000000 + (uint64_t) ru->ru_stime.tv_usec;
@@ -139,92 +207,34 @@ static void classify(Runner *r, int status, const struct rusage *ru, RunnerResul
         res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 
-        switch (r->kill) {
-        case RUNNER_KILL_TIMEOUT:
-                res->outcome = OUTCOME_TIMEOUT;
-                res->partial = true;
-                snprintf(res->detail, sizeof res->detail, "the deadline passed while the code was running");
+        if (classify_kill(r, res))
                 return;
-        case RUNNER_KILL_CANCEL:
-                res->outcome = OUTCOME_CANCELLED;
-                res->partial = true;
-                snprintf(res->detail, sizeof res->detail, "cancelled while running");
+        have_report = parse_report(r, &rep);
+        if (have_report < 0) {
+                set_detail(res, OUTCOME_WORKER_ERROR, "the worker sent a malformed report");
                 return;
-        case RUNNER_KILL_SHUTDOWN:
-                res->outcome = OUTCOME_CANCELLED;
-                res->partial = true;
-                snprintf(res->detail, sizeof res->detail, "the supervisor is shutting down");
-                return;
-        case RUNNER_KILL_REPORT:
-                res->outcome = OUTCOME_WORKER_ERROR;
-                res->partial = true;
-                snprintf(res->detail, sizeof res->detail, "the worker's report exceeded maxWorkerMessageBytes");
-                return;
-        case RUNNER_KILL_NONE:
-                break;
         }
-
-        /* Exactly one well-formed frame, or nothing. */
-        if (r->report_len > 0) {
-                uint32_t n = r->report_len >= 4 ? frame_get_len(r->report) : 0;
-                if (r->report_len < 4 || (size_t) n + 4 != r->report_len ||
-                    (k = report_parse(r->report + 4, n, r->policy->max_output_characters, &rep)) < 0) {
-                        res->outcome = OUTCOME_WORKER_ERROR;
-                        snprintf(res->detail, sizeof res->detail, "the worker sent a malformed report");
-                        return;
-                }
-                have_report = true;
-        }
-
         if (have_report && rep.kind == REPORT_SETUP_ERROR) {
-                res->outcome = OUTCOME_WORKER_ERROR;
                 snprintf(res->stage, sizeof res->stage, "%s", rep.stage);
                 res->stage_errno = rep.error;
-                snprintf(res->detail, sizeof res->detail, "sandbox setup failed at %s: %s", rep.stage,
-                         strerror(rep.error));
+                set_detail(res, OUTCOME_WORKER_ERROR, "sandbox setup failed at %s: %s", rep.stage, strerror(rep.error));
                 report_done(&rep);
                 return;
         }
-
-        if (WIFSIGNALED(status)) {
-                int sig = WTERMSIG(status);
-                if (have_report)
-                        report_done(&rep);
-                res->partial = true;
-                /* RLIMIT_CPU's SIGKILL: the worker is init in its pid namespace, so the soft
-                 * limit's SIGXCPU does nothing and soft == hard. */
-                uint64_t limit_usec = (uint64_t) r->policy->cpu_seconds * 1000000;
-                if (sig == SIGXCPU ||
-                    (sig == SIGKILL && res->cpu_usec + CPU_LIMIT_SLACK_USEC(limit_usec) >= limit_usec)) {
-                        res->outcome = OUTCOME_RESOURCE_LIMIT;
-                        res->limit = "cpu";
-                        snprintf(res->detail, sizeof res->detail, "CPU time limit (%u s) reached",
-                                 r->policy->cpu_seconds);
-                } else if (sig == SIGSYS) {
-                        res->outcome = OUTCOME_WORKER_ERROR;
-                        snprintf(res->detail, sizeof res->detail,
-                                 "killed by the seccomp filter (a denied system call)");
-                } else {
-                        res->outcome = OUTCOME_WORKER_ERROR;
-                        snprintf(res->detail, sizeof res->detail, "the worker died from signal %d (%s)", sig,
-                                 sigabbrev_np(sig) ?: "?");
-                }
-                return;
-        }
-
-        if (!have_report || rep.kind != REPORT_DONE || WEXITSTATUS(status) != 0) {
-                if (have_report)
-                        report_done(&rep);
-                res->outcome = OUTCOME_WORKER_ERROR;
-                snprintf(res->detail, sizeof res->detail, "the worker exited with status %d without a result",
-                         WEXITSTATUS(status));
+        if (WIFSIGNALED(status) || !have_report || rep.kind != REPORT_DONE || WEXITSTATUS(status) != 0) {
+                report_done(&rep);
+                if (WIFSIGNALED(status))
+                        classify_signal(r, WTERMSIG(status), res);
+                else
+                        set_detail(res, OUTCOME_WORKER_ERROR, "the worker exited with status %d without a result",
+                                   WEXITSTATUS(status));
                 return;
         }
 
         res->has_result = rep.has_result;
-        if (rep.exception && rep.limit != PYRUN_LIMIT_NONE) {
+        if (rep.exception && rep.limit != REPORT_LIMIT_NONE) {
                 res->outcome = OUTCOME_RESOURCE_LIMIT;
-                res->limit = pyrun_limit_to_string(rep.limit);
+                res->limit = report_limit_to_string(rep.limit);
         } else
                 res->outcome = rep.exception ? OUTCOME_PYTHON_EXCEPTION : OUTCOME_OK;
         res->report = rep;
@@ -343,8 +353,7 @@ void runner_kill(Runner *r, RunnerKill why) {
                 return;
         if (r->kill == RUNNER_KILL_NONE)
                 r->kill = why;
-        if (syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
-                log_warning_errno(errno, "pidfd_send_signal(%d) failed: %m", (int) r->pid);
+        pidfd_kill(r->pidfd);
 }
 
 Runner *runner_free(Runner *r) {
@@ -353,12 +362,8 @@ Runner *runner_free(Runner *r) {
         if (r->spawning)
                 zygote_client_spawn_abandon(r->zygote, r->spawn_token);
         sd_event_source_disable_unref(r->killed_source);
-        if (r->pid > 0) {
-                /* Never leave a worker behind. */
-                syscall(SYS_pidfd_send_signal, r->pidfd, SIGKILL, NULL, 0);
-                while (waitpid(r->pid, NULL, __WALL) < 0 && errno == EINTR)
-                        ;
-        }
+        /* Never leave a worker behind. */
+        kill_and_reap(r->pid, r->pidfd);
         sd_event_source_disable_unref(r->pid_source);
         if (r->pidfd >= 0)
                 close(r->pidfd);
@@ -378,54 +383,15 @@ void runner_result_done(RunnerResult *res) {
         report_done(&res->report);
 }
 
-static _Noreturn void child_main(const Policy *p, int sync_fd, int report_fd, const int *fds, int worker_exec_fd) {
-        SandboxPlan plan = { .uid = p->worker_uid, .gid = p->worker_gid };
-        SandboxStage stage = SANDBOX_STAGE_NONE;
-        sigset_t all;
-        char c;
-        int r;
-
-        sigemptyset(&all);
-        sigprocmask(SIG_SETMASK, &all, NULL);
-        for (int sig = 1; sig < _NSIG; sig++)
-                signal(sig, SIG_DFL);
-
-        /* Wait until the creator has written our uid/gid maps. */
-        if (read(sync_fd, &c, 1) != 1) {
-                report_send_setup_error(report_fd, SANDBOX_STAGE_SYNC, EPIPE);
-                _exit(127);
-        }
-        /* The worker binary's fd may sit where a pipe must go: move it up first. */
-        worker_exec_fd = fcntl(worker_exec_fd, F_DUPFD_CLOEXEC, 16);
-        if (worker_exec_fd < 0) {
-                report_send_setup_error(report_fd, SANDBOX_STAGE_FDS, errno);
-                _exit(127);
-        }
-        if ((r = sandbox_install_fds(fds, 6)) < 0) {
-                report_send_setup_error(report_fd, SANDBOX_STAGE_FDS, r);
-                _exit(127);
-        }
-        if ((r = sandbox_become(&plan, true, &stage)) < 0) {
-                report_send_setup_error(REPORT_FD, stage, r);
-                _exit(127);
-        }
-        /* Credential changes clear the parent-death signal: set it afterwards. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        static char *const argv[] = { "codeinterp-worker", "--from-supervisor", NULL };
-        static char *const envp[] = { "LANG=C.UTF-8", NULL };
-        syscall(SYS_execveat, worker_exec_fd, "", argv, envp, AT_EMPTY_PATH);
-        report_send_setup_error(REPORT_FD, SANDBOX_STAGE_EXEC, errno);
-        _exit(127);
-}
-
 /* The zygote's answer. r may be freed by the callbacks called here. */
-static void on_spawned(int error, pid_t pid, int pidfd, void *userdata) {
+static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd, void *userdata) {
         Runner *r = userdata;
+        RunnerStartError err = { .error = error };
         int k;
 
         r->spawning = false;
         r->killed_source = sd_event_source_disable_unref(r->killed_source);
-        if (error >= 0) {
+        if (answer == ZYGOTE_ANSWER_WORKER) {
                 r->pid = pid;
                 r->pidfd = pidfd;
                 /* Pre-started workers prepare at a lower priority; this one has a call now. */
@@ -433,57 +399,141 @@ static void on_spawned(int error, pid_t pid, int pidfd, void *userdata) {
                 k = sd_event_add_io(r->event, &r->pid_source, pidfd, EPOLLIN, on_exit_event, r);
                 if (k >= 0) {
                         if (r->kill != RUNNER_KILL_NONE) /* cancelled or timed out meanwhile */
-                                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                        r->started(r, 0, r->userdata);
+                                pidfd_kill(pidfd);
+                        r->started(r, RUNNER_STARTED, NULL, r->userdata);
                         return;
                 }
                 /* Without a watch on its exit the worker cannot be run: kill and reap it. */
-                error = k;
-                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
-                        ;
+                kill_and_reap(pid, pidfd);
                 r->pid = 0;
+                answer = ZYGOTE_ANSWER_FAILED;
+                err.error = k;
+                cause = "watching the worker failed";
         }
-        if (r->kill != RUNNER_KILL_NONE)
+        if (r->kill != RUNNER_KILL_NONE) {
                 complete_without_worker(r);
-        else
-                r->started(r, error, r->userdata);
+                return;
+        }
+        snprintf(err.detail, sizeof err.detail, "could not start a worker: %s: %s", cause ?: "?",
+                 strerror(abs(err.error)));
+        r->started(r, answer == ZYGOTE_ANSWER_RETRY ? RUNNER_RETRY : RUNNER_FAILED, &err, r->userdata);
 }
 
-int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
-                 RunnerStartedFn started, void *userdata, Runner **ret) {
-        _cleanup_close_ int plan_fd = -1, devnull = -1, sync_r = -1, sync_w = -1;
-        int pipes[_CH_MAX][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
-        msgpack_sbuffer sb;
-        Runner *r;
-        int pidfd = -1, k;
-        pid_t pid;
+static Runner *runner_new(sd_event *e, const Policy *p, RunnerDoneFn done, RunnerStartedFn started, void *userdata) {
+        Runner *r = calloc(1, sizeof *r);
 
-        r = calloc(1, sizeof *r);
         if (!r)
-                return -ENOMEM;
-        r->policy = p;
-        r->pidfd = -1;
-        r->done = done;
-        r->started = started;
-        r->userdata = userdata;
-        r->event = e;
+                return NULL;
+        *r = (Runner){
+                .policy = p,
+                .pid = 0,
+                .pidfd = -1,
+                .done = done,
+                .started = started,
+                .userdata = userdata,
+                .event = e,
+        };
         for (int ch = 0; ch < _CH_MAX; ch++)
                 r->fds[ch] = -1;
         r->report = malloc((size_t) p->max_worker_message_bytes + 4);
-        if (!r->report) {
+        if (!r->report)
+                return runner_free(r);
+        for (int ch = 0; ch < CH_REPORT; ch++)
+                if (fit_stream_new(p->max_output_characters, &r->streams[ch]) < 0)
+                        return runner_free(r);
+        return r;
+}
+
+/* The call's plan, in a sealed memfd. */
+static int make_plan_fd(const Policy *p, const RunnerRequest *req, int *ret_fd) {
+        MpWriter w;
+        int k;
+
+        mp_writer_init(&w, 0);
+        k = plan_encode(req->code, req->code_len, p, req->inputs, req->n_inputs, &w);
+        if (k >= 0)
+                k = memfd_from_buffer("codeinterp-plan", w.sb.data, w.sb.size, ret_fd);
+        mp_writer_done(&w);
+        return k;
+}
+
+/* Exec mode: clone the child into the worker's namespaces (it runs the worker side's
+ * exec_child_main), map its ids, let it go. The child's fds are ours until then. */
+static int start_exec(const Policy *p, const RunnerSpawner *sp, int pipes[][2], int plan_fd, pid_t *ret_pid,
+                      int *ret_pidfd, const char **ret_step) {
+        _cleanup_close_ int devnull = -1, sync_r = -1, sync_w = -1;
+        int sync_pipe[2], pidfd = -1, k;
+        pid_t pid;
+
+        *ret_step = "opening /dev/null";
+        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull < 0)
+                return -errno;
+        *ret_step = "creating its sync pipe";
+        if (pipe2(sync_pipe, O_CLOEXEC) < 0)
+                return -errno;
+        sync_r = sync_pipe[0];
+        sync_w = sync_pipe[1];
+        *ret_step = "clone";
+        pid = clone_with_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+                                       CLONE_NEWCGROUP,
+                               SIGCHLD, &pidfd);
+        if (pid < 0)
+                return pid;
+        if (pid == 0) {
+                ExecStart start = {
+                        .sync_fd = sync_r,
+                        .fds = {
+                                [WORKER_FD_STDIN] = devnull,
+                                [WORKER_FD_STDOUT] = pipes[CH_OUT][1],
+                                [WORKER_FD_STDERR] = pipes[CH_ERR][1],
+                                [WORKER_FD_REPORT] = pipes[CH_REPORT][1],
+                                [WORKER_FD_RESULT] = pipes[CH_RESULT][1],
+                                [WORKER_FD_PLAN] = plan_fd,
+                        },
+                        .worker_exec_fd = sp->worker_exec_fd,
+                        .uid = p->worker_uid,
+                        .gid = p->worker_gid,
+                };
+                exec_child_main(&start);
+        }
+        /* The supervisor is the worker's creator and maps its ids. */
+        *ret_step = "writing its id maps";
+        if ((k = userns_write_id_maps(pid, p->worker_uid, p->worker_gid)) < 0 ||
+            (write(sync_w, "x", 1) != 1 && (k = -errno) < 0)) {
+                kill_and_reap(pid, pidfd);
+                close(pidfd);
+                return k;
+        }
+        *ret_pid = pid;
+        *ret_pidfd = pidfd;
+        return 0;
+}
+
+static void close_pipes(int pipes[][2]) {
+        for (int ch = 0; ch < _CH_MAX; ch++)
+                fdpass_close_all(pipes[ch], 2);
+}
+
+int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
+                 RunnerStartedFn started, void *userdata, Runner **ret, RunnerStartError *ret_err) {
+        _cleanup_close_ int plan_fd = -1;
+        int pipes[_CH_MAX][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
+        const char *step = "allocating its state";
+        Runner *r;
+        int k;
+
+        if (sp->zygote && zygote_client_state(sp->zygote) == ZYGOTE_STATE_STARTING)
+                return RUNNER_START_LATER;
+        r = runner_new(e, p, done, started, userdata);
+        if (!r) {
                 k = -ENOMEM;
                 goto fail;
         }
-        for (int ch = 0; ch < CH_REPORT; ch++)
-                if ((k = fit_stream_new(p->max_output_characters, &r->streams[ch])) < 0)
-                        goto fail;
-
-        plan_encode(req->code, req->code_len, p, req->inputs, req->n_inputs, &sb);
-        k = memfd_from_buffer("codeinterp-plan", sb.data, sb.size, &plan_fd);
-        msgpack_sbuffer_destroy(&sb);
-        if (k < 0)
+        step = "writing its plan";
+        if ((k = make_plan_fd(p, req, &plan_fd)) < 0)
                 goto fail;
+        step = "creating its pipes";
         for (int ch = 0; ch < _CH_MAX; ch++)
                 if (pipe2(pipes[ch], O_CLOEXEC) < 0) {
                         k = -errno;
@@ -491,72 +541,47 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                 }
 
         if (sp->zygote) {
-                int fds[5] = { pipes[CH_OUT][1], pipes[CH_ERR][1], pipes[CH_REPORT][1], pipes[CH_RESULT][1], plan_fd };
+                const int fds[_SPAWN_FD_MAX] = {
+                        [SPAWN_FD_STDOUT] = pipes[CH_OUT][1],
+                        [SPAWN_FD_STDERR] = pipes[CH_ERR][1],
+                        [SPAWN_FD_REPORT] = pipes[CH_REPORT][1],
+                        [SPAWN_FD_RESULT] = pipes[CH_RESULT][1],
+                        [SPAWN_FD_PLAN] = plan_fd,
+                };
+                if (zygote_client_state(sp->zygote) == ZYGOTE_STATE_BROKEN) {
+                        close_pipes(pipes);
+                        runner_free(r);
+                        ret_err->error = -ECHILD;
+                        snprintf(ret_err->detail, sizeof ret_err->detail,
+                                 "could not start a worker: no zygote is running (%s)",
+                                 zygote_client_last_error(sp->zygote));
+                        return -ECHILD;
+                }
                 /* The answer (pid and pidfd) comes later, in on_spawned(). */
+                step = "asking the zygote";
                 k = zygote_client_spawn(sp->zygote, fds, on_spawned, r, &r->spawn_token);
+                if (k == ZYGOTE_SPAWN_LATER) {
+                        close_pipes(pipes);
+                        runner_free(r);
+                        return RUNNER_START_LATER;
+                }
                 if (k < 0)
                         goto fail;
                 r->zygote = sp->zygote;
                 r->spawning = true;
-                pid = 0;
-                goto started;
-        }
-
-        /* Exec mode: the child's stdin, and the pipe it waits on until its maps are written. */
-        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (devnull < 0) {
-                k = -errno;
+        } else if ((k = start_exec(p, sp, pipes, plan_fd, &r->pid, &r->pidfd, &step)) < 0)
                 goto fail;
-        }
-        {
-                int sync_pipe[2];
-                if (pipe2(sync_pipe, O_CLOEXEC) < 0) {
-                        k = -errno;
-                        goto fail;
-                }
-                sync_r = sync_pipe[0];
-                sync_w = sync_pipe[1];
-        }
-        pid = clone_with_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-                                       CLONE_NEWCGROUP,
-                               SIGCHLD, &pidfd);
-        if (pid < 0) {
-                k = pid;
-                goto fail;
-        }
-        if (pid == 0) {
-                int fds[6] = { devnull, pipes[CH_OUT][1], pipes[CH_ERR][1], pipes[CH_REPORT][1], pipes[CH_RESULT][1],
-                               plan_fd };
-                child_main(p, sync_r, pipes[CH_REPORT][1], fds, sp->worker_exec_fd);
-        }
-started:
 
-        r->pid = pid;
-        r->pidfd = pidfd;
         r->start_usec = now_usec();
+        step = "watching it";
         for (int ch = 0; ch < _CH_MAX; ch++) {
-                close(pipes[ch][1]);
-                pipes[ch][1] = -1;
-                r->fds[ch] = pipes[ch][0];
-                pipes[ch][0] = -1;
+                fdpass_close_all(&pipes[ch][1], 1);
+                r->fds[ch] = TAKE_FD(pipes[ch][0]);
                 if (fcntl(r->fds[ch], F_SETFL, O_NONBLOCK) < 0) {
                         k = -errno;
                         goto fail;
                 }
         }
-
-        if (!sp->zygote) {
-                /* Exec mode: the supervisor is the worker's creator and maps its ids. */
-                if ((k = sandbox_write_id_maps(pid, p->worker_uid, p->worker_gid)) < 0) {
-                        log_error_errno(k, "Failed to write the worker's id maps: %m");
-                        goto fail;
-                }
-                if (write(sync_w, "x", 1) != 1) {
-                        k = -errno;
-                        goto fail;
-                }
-        }
-
         for (int ch = 0; ch < _CH_MAX; ch++)
                 if ((k = sd_event_add_io(e, &r->sources[ch], r->fds[ch], EPOLLIN, on_channel, r)) < 0)
                         goto fail;
@@ -566,10 +591,9 @@ started:
         *ret = r;
         return 0;
 fail:
-        for (int ch = 0; ch < _CH_MAX; ch++)
-                for (int i = 0; i < 2; i++)
-                        if (pipes[ch][i] >= 0)
-                                close(pipes[ch][i]);
+        close_pipes(pipes);
         runner_free(r);
+        ret_err->error = k;
+        snprintf(ret_err->detail, sizeof ret_err->detail, "could not start a worker: %s: %s", step, strerror(abs(k)));
         return k;
 }

@@ -7,11 +7,11 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "contract/fit.h"
+#include "contract/plan.h"
+#include "contract/report.h"
 #include "policy/policy.h"
-#include "supervisor/fit.h"
 #include "supervisor/outcome.h"
-#include "worker/report.h"
-#include "worker/sandbox.h"
 #include "supervisor/zygote_client.h"
 
 typedef enum RunnerKill {
@@ -42,17 +42,36 @@ typedef struct RunnerResult {
 
 typedef struct Runner Runner;
 typedef void (*RunnerDoneFn)(Runner *r, RunnerResult *res, void *userdata);
-/* Zygote mode: the worker exists (error 0) or could not be made (-errno; -EAGAIN: the
- * zygote went away, the call may wait for the next one). Not called when the call was
- * killed before the worker existed: done is, with the kill's outcome. */
-typedef void (*RunnerStartedFn)(Runner *r, int error, void *userdata);
+
+/* How an asked-for worker start ended. "Try again later" and "failed" are different
+ * values here and everywhere a start is reported. */
+typedef enum RunnerStart {
+        RUNNER_STARTED, /* the worker exists */
+        RUNNER_RETRY,   /* no worker, through no fault of the call: it may be asked for again */
+        RUNNER_FAILED,  /* no worker: the call ends as worker_error with the detail */
+} RunnerStart;
+
+/* Why a start did not happen: errno and a detail that names the cause, no user content. */
+typedef struct RunnerStartError {
+        int error; /* -errno */
+        char detail[160];
+} RunnerStartError;
+
+/* Zygote mode: the answer to the worker request. err is NULL for RUNNER_STARTED. Not
+ * called when the call was killed before the worker existed: done is, with the kill's
+ * outcome. */
+typedef void (*RunnerStartedFn)(Runner *r, RunnerStart how, const RunnerStartError *err, void *userdata);
 
 typedef struct RunnerRequest {
         const char *code;
         size_t code_len;
-        const SandboxInput *inputs;
+        const PlanInput *inputs;
         size_t n_inputs;
 } RunnerRequest;
+
+/* The value runner_start() returns when the worker cannot be asked for now (no zygote is
+ * ready): the call waits, nothing was spent. */
+#define RUNNER_START_LATER 1
 
 /* How workers are made: cloned here and exec'd (worker_exec_fd, the sealed copy of
  * codeinterp-worker), or cloned by the zygote (zygote != NULL). */
@@ -61,12 +80,14 @@ typedef struct RunnerSpawner {
         ZygoteClient *zygote;
 } RunnerSpawner;
 
-/* Start a worker. In exec mode it exists when this returns; in zygote mode it is asked
- * for and runner_spawning() is true until started is called. done is called at most
- * once, from the event loop, after the worker is reaped (or, killed while spawning,
- * instead of started); never after started reported an error. */
+/* Start a worker. Returns 0: in exec mode the worker exists; in zygote mode it is asked
+ * for and runner_spawning() is true until started is called. RUNNER_START_LATER: no
+ * runner was made, try again when the spawner is ready. -errno: the start failed,
+ * ret_err names the cause. done is called at most once, from the event loop, after
+ * the worker is reaped (or, killed while spawning, instead of started); never after
+ * started reported RUNNER_RETRY or RUNNER_FAILED. */
 int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
-                 RunnerStartedFn started, void *userdata, Runner **ret);
+                 RunnerStartedFn started, void *userdata, Runner **ret, RunnerStartError *ret_err);
 bool runner_spawning(const Runner *r);
 /* If the worker has already exited (its exit not yet processed), finish the call now,
  * as the pidfd event would, and return true; r may have been freed then. */

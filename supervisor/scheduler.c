@@ -14,6 +14,13 @@
 
 #define UID_SLOTS 64
 #define MEMORY_RETRY_USEC 100000
+/* After a failed worker start the next start waits 25 ms, doubling per consecutive
+ * failure up to 1 s: a failure that persists (a process or descriptor limit) ends
+ * calls at a bounded rate instead of in a loop; a success resets it. */
+#define START_BACKOFF_MIN_USEC 25000ULL
+#define START_BACKOFF_MAX_USEC 1000000ULL
+/* A call whose worker request was lost with its zygote is asked for again once. */
+#define START_MAX_RETRIES 1
 
 typedef struct UidServed {
         uid_t uid;
@@ -34,8 +41,13 @@ struct Scheduler {
         uint64_t admitted_total, started_total, finished_total;
         uint32_t max_running_seen;
         UidServed uids[UID_SLOTS];
-        sd_event_source *retry; /* memory gate retry timer */
+        sd_event_source *retry; /* memory gate, or start backoff: when to dispatch again */
         bool dispatching;
+        /* worker-start failures */
+        uint64_t start_failures_total;
+        uint32_t start_failures_in_row;
+        uint64_t backoff_until; /* CLOCK_MONOTONIC usec; no start before */
+        char last_start_error[160];
 };
 
 static void list_remove(Call **head, Call *c) {
@@ -86,7 +98,7 @@ static Call *pick_next(Scheduler *s) {
 
         for (Call *c = s->queue; c; c = c->q_next) {
                 uint64_t u = uid_slot(s, c->uid)->served;
-                uint64_t g = c->fair_served ? *c->fair_served : 0;
+                uint64_t g = c->fair ? c->fair->served : 0;
                 if (!best || u < best_u || (u == best_u && (g < best_g || (g == best_g && c->seq < best->seq)))) {
                         best = c;
                         best_u = u;
@@ -215,7 +227,7 @@ static void on_runner_done(Runner *r, RunnerResult *res, void *userdata) {
         Scheduler *s = c->sched;
 
         finish(s, c, res);
-        /* The runner is freed by call_free(); start whoever is next. */
+        /* The runner is freed with the call; start whoever is next. */
         dispatch(s);
 }
 
@@ -252,27 +264,49 @@ static void requeue(Scheduler *s, Call *c) {
         s->n_queued++;
 }
 
-static void start_failed(Scheduler *s, Call *c, int k) {
+/* The call ends as worker_error naming the cause; the next start backs off. */
+static void start_failed(Scheduler *s, Call *c, const RunnerStartError *err) {
         RunnerResult res = { .outcome = OUTCOME_WORKER_ERROR, .exit_code = -1 };
+        uint64_t delay = START_BACKOFF_MIN_USEC << MIN(s->start_failures_in_row, 6u);
 
-        snprintf(res.detail, sizeof res.detail, "could not start a worker: %s", strerror(-k));
+        c->runner = runner_free(c->runner);
+        snprintf(res.detail, sizeof res.detail, "%s", err->detail);
+        snprintf(s->last_start_error, sizeof s->last_start_error, "%s", err->detail);
+        s->start_failures_total++;
+        s->start_failures_in_row++;
+        s->backoff_until = now_usec() + MIN(delay, START_BACKOFF_MAX_USEC);
         res.start_usec = res.end_usec = now_usec();
-        log_warning_errno(k, "Could not start a worker for call %llu: %m", (unsigned long long) c->call_id);
+        log_warning("Call %llu: %s (%u in a row; the next start waits %llu ms)", (unsigned long long) c->call_id,
+                    err->detail, s->start_failures_in_row,
+                    (unsigned long long) MIN(delay, START_BACKOFF_MAX_USEC) / 1000);
         finish(s, c, &res);
 }
 
-static void on_runner_started(Runner *r, int error, void *userdata) {
+static void start_succeeded(Scheduler *s) {
+        s->start_failures_in_row = 0;
+        s->backoff_until = 0;
+}
+
+static void on_runner_started(Runner *r, RunnerStart how, const RunnerStartError *err, void *userdata) {
         Call *c = userdata;
         Scheduler *s = c->sched;
 
-        if (error == 0) {
+        switch (how) {
+        case RUNNER_STARTED:
+                start_succeeded(s);
                 call_started(s, c);
                 return;
+        case RUNNER_RETRY:
+                if (c->start_retries++ < START_MAX_RETRIES) {
+                        requeue(s, c);
+                        break;
+                }
+                start_failed(s, c, err);
+                break;
+        case RUNNER_FAILED:
+                start_failed(s, c, err);
+                break;
         }
-        if (error == -EAGAIN)
-                requeue(s, c);
-        else
-                start_failed(s, c, error);
         dispatch(s);
 }
 
@@ -284,46 +318,61 @@ static void start_call(Scheduler *s, Call *c) {
                 .n_inputs = c->n_inputs,
         };
         UidServed *u = uid_slot(s, c->uid);
+        RunnerStartError err = {};
         int k;
 
         list_remove(&s->queue, c);
         s->n_queued--;
         u->served = ++s->serve_seq;
-        if (c->fair_served)
-                *c->fair_served = s->serve_seq;
+        if (c->fair)
+                c->fair->served = s->serve_seq;
 
         c->state = CALL_RUNNING;
         c->start_usec = now_usec();
         list_append(&s->running, c);
         s->n_running++;
 
-        k = runner_start(s->event, s->policy, &s->spawner, &req, on_runner_done, on_runner_started, c, &c->runner);
-        if (k == -EAGAIN) {
+        k = runner_start(s->event, s->policy, &s->spawner, &req, on_runner_done, on_runner_started, c, &c->runner,
+                         &err);
+        if (k == RUNNER_START_LATER) {
                 requeue(s, c);
                 return;
         }
         if (k < 0) {
-                start_failed(s, c, k);
+                start_failed(s, c, &err);
                 return;
         }
-        if (!runner_spawning(c->runner))
+        if (!runner_spawning(c->runner)) {
+                start_succeeded(s);
                 call_started(s, c);
+        }
 }
 
+/* Calls wait while a zygote is starting (sched_kick() resumes when one is ready); a
+ * broken one (its starts keep failing) does not keep them waiting: they are started,
+ * and fail naming the cause. */
 static bool spawner_ready(const Scheduler *s) {
-        return !s->spawner.zygote || zygote_client_ready(s->spawner.zygote);
+        return !s->spawner.zygote || zygote_client_state(s->spawner.zygote) != ZYGOTE_STATE_STARTING;
+}
+
+static void retry_in(Scheduler *s, uint64_t usec) {
+        if (!s->retry)
+                (void) sd_event_add_time_relative(s->event, &s->retry, CLOCK_MONOTONIC, usec, 1000, on_retry, s);
 }
 
 static void dispatch(Scheduler *s) {
         if (s->dispatching)
                 return;
         s->dispatching = true;
-        /* Calls wait while no zygote is ready; sched_kick() resumes when one is. */
         while (s->queue && s->n_running < s->capacity && spawner_ready(s)) {
+                uint64_t now = now_usec();
+
+                if (now < s->backoff_until) {
+                        retry_in(s, s->backoff_until - now);
+                        break;
+                }
                 if (!memory_available(s)) {
-                        if (!s->retry)
-                                sd_event_add_time_relative(s->event, &s->retry, CLOCK_MONOTONIC, MEMORY_RETRY_USEC,
-                                                           10000, on_retry, s);
+                        retry_in(s, MEMORY_RETRY_USEC);
                         break;
                 }
                 start_call(s, pick_next(s));
@@ -351,6 +400,7 @@ static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
 int sched_new(sd_event *e, const Policy *p, const RunnerSpawner *sp, const SchedCallbacks *cb, void *userdata,
               Scheduler **ret) {
         Scheduler *s = calloc(1, sizeof *s);
+
         if (!s)
                 return -ENOMEM;
         s->event = e;
@@ -394,6 +444,8 @@ int sched_submit(Scheduler *s, Call *c) {
         s->admitted_total++;
         s->cb.progress(c, "requested", s->userdata);
         s->cb.progress(c, "queued", s->userdata);
+        /* The call may start here, and even finish (its worker could not start): the
+         * caller holds its own reference (call_ref) across this. */
         dispatch(s);
         return 0;
 }
@@ -436,15 +488,8 @@ void sched_get_stats(const Scheduler *s, SchedStats *ret) {
                 .started_total = s->started_total,
                 .finished_total = s->finished_total,
                 .max_running_seen = s->max_running_seen,
+                .start_failures_total = s->start_failures_total,
+                .start_failures_in_row = s->start_failures_in_row,
+                .last_start_error = s->last_start_error[0] ? s->last_start_error : NULL,
         };
-}
-
-void call_free(Call *c) {
-        if (!c)
-                return;
-        sd_event_source_disable_unref(c->deadline);
-        sd_event_source_disable_unref(c->heartbeat);
-        runner_free(c->runner);
-        free(c->code);
-        free(c);
 }

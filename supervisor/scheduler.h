@@ -10,44 +10,8 @@
 #include <systemd/sd-event.h>
 
 #include "policy/policy.h"
+#include "supervisor/call.h"
 #include "supervisor/runner.h"
-
-typedef enum CallState {
-        CALL_NEW,
-        CALL_QUEUED,
-        CALL_RUNNING,
-        CALL_FINISHED,
-} CallState;
-
-typedef struct Call Call;
-typedef struct Scheduler Scheduler;
-
-struct Call {
-        uint64_t call_id;      /* supervisor-chosen, unique for the process lifetime */
-        uint64_t request_id;   /* the client's id, echoed */
-        void *conn;            /* owning connection (server's) */
-        void *fair_key;        /* fairness group: the invocation (or the connection's anonymous group) */
-        uint64_t *fair_served; /* that group's last-served sequence, owned by the group */
-        uid_t uid;             /* the peer's uid: the outer fairness level */
-
-        char *code;
-        size_t code_len;
-        uint64_t code_chars;
-        SandboxInput inputs[SANDBOX_MAX_INPUTS];
-        size_t n_inputs;
-        void *input_refs[SANDBOX_MAX_INPUTS]; /* references keeping the source bytes alive (server's) */
-
-        CallState state;
-        uint64_t admit_usec, start_usec, end_usec;
-        uint64_t seq; /* arrival order */
-        bool started; /* a worker was started */
-        sd_event_source *deadline;
-        sd_event_source *heartbeat;
-        Runner *runner;
-        Scheduler *sched;
-        Call *q_prev, *q_next; /* scheduler's queue / running list */
-        Call *c_prev, *c_next; /* connection's list (server's) */
-};
 
 typedef struct SchedCallbacks {
         /* Called exactly once per submitted call; res is owned by the callee for the duration. */
@@ -65,6 +29,9 @@ typedef struct SchedStats {
         uint64_t started_total;
         uint64_t finished_total;
         uint32_t max_running_seen;
+        uint64_t start_failures_total;  /* calls that ended because their worker could not start */
+        uint32_t start_failures_in_row; /* > 0: starts are failing now (and backing off) */
+        const char *last_start_error;   /* the last such failure's detail, or NULL */
 } SchedStats;
 
 int sched_new(sd_event *e, const Policy *p, const RunnerSpawner *sp, const SchedCallbacks *cb, void *userdata,
@@ -85,6 +52,5 @@ void sched_get_stats(const Scheduler *s, SchedStats *ret);
 bool sched_owns_pid(const Scheduler *s, pid_t pid);
 /* Position (1-based) of a queued call in the current serving order estimate; 0 if not queued. */
 uint32_t sched_queue_position(const Scheduler *s, const Call *c);
-void call_free(Call *c);
 /* Room left in the supervisor's memory cgroup (v1 or v2); UINT64_MAX if unlimited. */
 uint64_t sched_cgroup_memory_available(void);

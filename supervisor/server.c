@@ -22,6 +22,7 @@
 #include "supervisor/scheduler.h"
 
 #define FRAMES_PER_TURN 16
+#define ACCEPT_PAUSE_MSEC 100
 #define READ_CHUNK 65536
 
 typedef struct Connection Connection;
@@ -35,6 +36,7 @@ struct Server {
         InvRegistry *invocations;
         Connection *conns;
         uint32_t n_conns;
+        sd_event_source *accept_retry; /* accept paused: out of descriptors */
         ZygoteClient *zygote;
         uint64_t next_call_id;
         bool shutting_down;
@@ -54,8 +56,8 @@ struct Connection {
         /* output */
         uint8_t *out;
         size_t out_len, out_off, out_cap;
-        bool closing; /* flush what is queued, then close */
-        uint64_t anon_served;
+        bool closing;        /* flush what is queued, then close */
+        FairGroup anon_fair; /* the connection's anonymous calls take turns as one group */
         Call *calls;
         Connection *prev, *next;
 };
@@ -148,6 +150,13 @@ static void send_error(Connection *c, bool has_id, uint64_t id, Outcome code, co
 
 /* ---- calls ---- */
 
+static void conn_call_add(Connection *c, Call *call) {
+        call->c_next = c->calls;
+        if (c->calls)
+                c->calls->c_prev = call;
+        c->calls = call;
+}
+
 static void conn_call_remove(Connection *c, Call *call) {
         if (call->c_prev)
                 call->c_prev->c_next = call->c_next;
@@ -156,11 +165,6 @@ static void conn_call_remove(Connection *c, Call *call) {
         if (call->c_next)
                 call->c_next->c_prev = call->c_prev;
         call->c_prev = call->c_next = NULL;
-}
-
-static void release_inputs(Call *call) {
-        for (size_t i = 0; i < call->n_inputs; i++)
-                call->input_refs[i] = source_unref(call->input_refs[i]);
 }
 
 /* Metadata only: never code, output, source IDs, paths or exception text. Sizes come
@@ -208,7 +212,7 @@ static void on_progress(Call *call, const char *phase, void *userdata) {
 static void on_finished(Call *call, RunnerResult *res, void *userdata) {
         Server *s = userdata;
         Connection *c = call->conn;
-        EvidenceSource srcs[SANDBOX_MAX_INPUTS];
+        EvidenceSource srcs[PLAN_MAX_INPUTS];
         char code_sha[65];
         msgpack_sbuffer sb;
         int k;
@@ -222,7 +226,7 @@ static void on_finished(Call *call, RunnerResult *res, void *userdata) {
 
         if (c && !c->closing) {
                 for (size_t i = 0; i < call->n_inputs; i++) {
-                        const Source *src = call->input_refs[i];
+                        const Source *src = call->sources[i];
                         srcs[i] = (EvidenceSource){
                                 .id = src->id,
                                 .attachment = src->attachment,
@@ -260,21 +264,20 @@ static void on_finished(Call *call, RunnerResult *res, void *userdata) {
 
         if (c)
                 conn_call_remove(c, call);
-        release_inputs(call);
-        call_free(call);
+        call_unref(call);
 }
 
 /* Cancel this connection's calls (all of them, or those of one invocation): queued
  * ones finish at once, running ones are SIGKILLed and finish when reaped. They no longer
  * refer to the connection's or invocation's fairness counter, which may go away. */
-static void cancel_calls(Connection *c, void *fair_key) {
+static void cancel_calls(Connection *c, Invocation *inv) {
         Call *call = c->calls;
 
         while (call) {
                 Call *next = call->c_next;
-                if (!fair_key || call->fair_key == fair_key) {
-                        call->fair_served = NULL;
-                        call->fair_key = NULL;
+                if (!inv || call->inv == inv) {
+                        call->fair = NULL;
+                        call->inv = NULL;
                         if (c->closing) {
                                 conn_call_remove(c, call);
                                 call->conn = NULL;
@@ -340,7 +343,7 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
         sched_get_stats(c->server->sched, &st);
         msgpack_sbuffer_init(&sb);
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        proto_pack_reply_head(&pk, req->id, req->op, 13);
+        proto_pack_reply_head(&pk, req->id, req->op, 16);
         mp_pack_kv_uint(&pk, "queued", st.queued);
         mp_pack_kv_uint(&pk, "running", st.running);
         mp_pack_kv_uint(&pk, "capacity", st.capacity);
@@ -348,6 +351,9 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
         mp_pack_kv_uint(&pk, "startedTotal", st.started_total);
         mp_pack_kv_uint(&pk, "finishedTotal", st.finished_total);
         mp_pack_kv_uint(&pk, "maxRunningSeen", st.max_running_seen);
+        mp_pack_kv_uint(&pk, "workerStartFailures", st.start_failures_total);
+        mp_pack_kv_uint(&pk, "workerStartFailuresInRow", st.start_failures_in_row);
+        mp_pack_kv_str(&pk, "lastWorkerStartError", st.last_start_error);
         mp_pack_kv_uint(&pk, "connections", c->server->n_conns);
         mp_pack_kv_uint(&pk, "pid", (uint64_t) getpid());
         mp_pack_kv_str(&pk, "workerStart", policy_worker_start_to_string(c->server->policy->worker_start));
@@ -460,98 +466,39 @@ static void handle_cancel(Connection *c, const ProtoRequest *req) {
 
 static void handle_execute(Connection *c, const ProtoRequest *req) {
         Server *s = c->server;
-        const Policy *p = s->policy;
-        Invocation *inv = NULL;
-        Source *srcs[PROTO_MAX_SOURCE_IDS] = {};
-        Call *call;
+        _cleanup_(call_unrefp) Call *call = NULL;
+        InvAdmission adm;
+        ProtoError err;
         int k;
 
         if (s->shutting_down)
                 return send_error(c, true, req->id, OUTCOME_CANCELLED, "the supervisor is shutting down");
-
         /* Everything that can reject does so before admission: nothing is spent, no worker. */
-        if (req->invocation.len > 0) {
-                inv = inv_find(s->invocations, c, req->invocation.ptr, req->invocation.len);
-                /* Unknown, closed, expired and other connections' invocations look the same.
-                 * Named sources in one are unavailable, like any source ID that is not ours. */
-                if (!inv && req->n_source_ids > 0)
-                        return send_error(c, true, req->id, OUTCOME_UNAVAILABLE_SOURCE,
-                                          "sourceIds[0] is not available to this call");
-                if (!inv)
-                        return send_error(c, true, req->id, OUTCOME_NOT_FOUND,
-                                          "no such invocation on this connection (unknown, closed or expired)");
-                for (size_t i = 0; i < req->n_source_ids; i++) {
-                        srcs[i] = inv_get_source(inv, req->source_ids[i].ptr, req->source_ids[i].len);
-                        if (!srcs[i]) {
-                                char msg[96];
-                                snprintf(msg, sizeof msg, "sourceIds[%zu] is not available to this call", i);
-                                return send_error(c, true, req->id, OUTCOME_UNAVAILABLE_SOURCE, msg);
-                        }
-                }
-                if (inv->calls_spent >= p->max_calls) {
-                        char msg[96];
-                        snprintf(msg, sizeof msg, "the invocation has spent its %u calls", p->max_calls);
-                        return send_error(c, true, req->id, OUTCOME_QUOTA_EXHAUSTED, msg);
-                }
-        } else if (req->n_source_ids > 0)
-                /* An anonymous invocation has no sources: every ID is unavailable. */
-                return send_error(c, true, req->id, OUTCOME_UNAVAILABLE_SOURCE,
-                                  "sourceIds[0] is not available to this call");
-
-        call = calloc(1, sizeof *call);
-        if (!call || !(call->code = malloc(req->code.len + 1))) {
-                free(call);
+        if (inv_admit(s->invocations, c, req, &adm, &err) < 0)
+                return send_error(c, err.has_id, err.id, err.code, err.message);
+        if (call_new(req->code.ptr, req->code.len, req->code_chars, adm.sources, adm.n_sources, &call) < 0)
                 return send_error(c, true, req->id, OUTCOME_WORKER_ERROR, "out of memory");
-        }
-        memcpy(call->code, req->code.ptr, req->code.len);
-        call->code[req->code.len] = 0;
-        call->code_len = req->code.len;
-        call->code_chars = req->code_chars;
         call->call_id = ++s->next_call_id;
         call->request_id = req->id;
         call->conn = c;
         call->uid = c->peer.uid;
-        if (inv) {
-                call->fair_key = inv;
-                call->fair_served = &inv->served;
-        } else {
-                call->fair_key = c;
-                call->fair_served = &c->anon_served;
-        }
-        for (size_t i = 0; i < req->n_source_ids; i++) {
-                Source *src = srcs[i];
-                SandboxInput *in = &call->inputs[i];
-                call->input_refs[i] = source_ref(src);
-                snprintf(in->id, sizeof in->id, "%s", src->id);
-                in->kind = src->attachment ? SANDBOX_INPUT_ATTACHMENT : SANDBOX_INPUT_READ_SOURCE;
-                in->text = src->text;
-                in->text_len = src->text_len;
-                in->original = src->original;
-                in->original_len = src->original_len;
-                snprintf(in->media_type, sizeof in->media_type, "%s", src->media_type ?: "");
-        }
-        call->n_inputs = req->n_source_ids;
+        call->inv = adm.inv;
+        call->fair = adm.inv ? &adm.inv->fair : &c->anon_fair;
+        conn_call_add(c, call);
 
-        call->c_next = c->calls;
-        if (c->calls)
-                c->calls->c_prev = call;
-        c->calls = call;
-
-        k = sched_submit(s->sched, call);
+        /* The call may start, and even finish, inside sched_submit(): the reference given
+         * to it is dropped by on_finished(); this function keeps its own until it returns. */
+        k = sched_submit(s->sched, call_ref(call));
         if (k < 0) {
                 conn_call_remove(c, call);
-                release_inputs(call);
-                call_free(call);
+                call_unref(call); /* never admitted: on_finished() will not run */
                 if (k == -EBUSY)
                         return send_error(c, true, req->id, OUTCOME_OVERLOADED,
                                           "the queue is full (maxQueuedCalls); nothing was spent");
                 return send_error(c, true, req->id, OUTCOME_WORKER_ERROR, "could not admit the call");
         }
         /* Admitted: the quota is spent, whatever happens to the call now. */
-        if (inv) {
-                inv->calls_spent++;
-                inv_touch(inv);
-        }
+        inv_charge(adm.inv);
         log_info("call %llu admitted (uid %u, %llu code characters, %zu sources)", (unsigned long long) call->call_id,
                  (unsigned) c->peer.uid, (unsigned long long) call->code_chars, call->n_inputs);
 }
@@ -700,6 +647,27 @@ static bool peer_allowed(const Policy *p, const struct ucred *cred) {
         return false;
 }
 
+static int on_accept_retry(sd_event_source *src, uint64_t usec, void *userdata) {
+        Server *s = userdata;
+
+        s->accept_retry = sd_event_source_disable_unref(s->accept_retry);
+        if (s->listen_source && !s->shutting_down)
+                (void) sd_event_source_set_enabled(s->listen_source, SD_EVENT_ON);
+        return 0;
+}
+
+/* Out of descriptors or memory: the pending connection stays in the backlog, and the
+ * listening socket stays readable. Stop watching it for a while instead of spinning on
+ * a level-triggered event. */
+static void pause_accepting(Server *s, int error) {
+        if (s->accept_retry)
+                return;
+        log_warning_errno(error, "accept failed: %m; not accepting for %d ms", ACCEPT_PAUSE_MSEC);
+        if (sd_event_add_time_relative(s->event, &s->accept_retry, CLOCK_MONOTONIC, ACCEPT_PAUSE_MSEC * 1000ULL, 1000,
+                                       on_accept_retry, s) >= 0)
+                (void) sd_event_source_set_enabled(s->listen_source, SD_EVENT_OFF);
+}
+
 static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         Server *s = userdata;
 
@@ -709,7 +677,9 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                 Connection *c;
 
                 if (cfd < 0) {
-                        if (errno != EAGAIN && errno != EINTR)
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                                pause_accepting(s, errno);
+                        else if (errno != EAGAIN && errno != EINTR)
                                 log_warning_errno(errno, "accept failed: %m");
                         return 0;
                 }
@@ -767,7 +737,7 @@ int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, 
                 return -ENOMEM;
         s->event = e;
         s->policy = p;
-        s->listen_fd = listen_fd;
+        s->listen_fd = -1; /* ours only on success: the caller closes it otherwise */
         if (p->worker_start == POLICY_WORKER_START_ZYGOTE &&
             (k = zygote_client_new(e, p, worker_exec_fd, &s->zygote)) < 0) {
                 log_error_errno(k, "Starting the zygote failed: %m");
@@ -785,6 +755,7 @@ int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, 
                 zygote_client_set_ready_callback(s->zygote, on_zygote_ready, s);
                 zygote_client_set_settled_callback(s->zygote, on_zygote_settled, s);
         }
+        s->listen_fd = listen_fd;
         *ret = s;
         return 0;
 }
@@ -792,6 +763,7 @@ int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, 
 void server_shutdown(Server *s) {
         s->shutting_down = true;
         s->listen_source = sd_event_source_disable_unref(s->listen_source);
+        s->accept_retry = sd_event_source_disable_unref(s->accept_retry);
         sched_cancel_all(s->sched);
 }
 
@@ -844,6 +816,7 @@ Server *server_free(Server *s) {
         /* Calls whose connection is gone but whose workers still run are reaped by the scheduler. */
         s->invocations = inv_registry_free(s->invocations);
         sd_event_source_disable_unref(s->listen_source);
+        sd_event_source_disable_unref(s->accept_retry);
         s->sched = sched_free(s->sched);
         s->zygote = zygote_client_free(s->zygote);
         if (s->listen_fd >= 0)

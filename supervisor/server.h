@@ -10,7 +10,8 @@
 
 typedef struct Server Server;
 
-/* listen_fd: a bound, listening AF_UNIX SOCK_STREAM socket (the server takes it).
+/* listen_fd: a bound, listening AF_UNIX SOCK_STREAM socket (the server takes it on
+ * success only; on failure it is still the caller's to close).
  * worker_exec_fd: sealed copy of codeinterp-worker. */
 int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, Server **ret);
 /* Stop accepting, cancel every call (running workers are killed, their callers get a

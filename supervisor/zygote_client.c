@@ -7,6 +7,8 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -16,9 +18,11 @@
 
 #include "common/cleanup.h"
 #include "common/clone.h"
+#include "common/fdpass.h"
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/util.h"
-#include "worker/zygote.h"
+#include "contract/zygote_proto.h"
 
 #define ZYGOTE_START_TIMEOUT_SEC 30
 #define ZYGOTE_SPAWN_TIMEOUT_SEC 5
@@ -41,7 +45,9 @@ struct ZygoteClient {
         bool retiring;               /* due for replacement: takes no new request */
         sd_event_source *ctl_source; /* while starting: waits for "ready" */
         sd_event_source *timer;      /* start timeout, or the next launch */
-        unsigned failures;           /* consecutive failed starts: the relaunch backs off */
+        unsigned failures;           /* consecutive failed starts (or deaths with requests in
+                                      * flight): the relaunch backs off */
+        char last_error[128];        /* the cause of the last failure, for details and status */
         ZygoteReadyFn on_ready;
         void *userdata;
         ZygotePending *pending;        /* spawn requests sent, answer not yet read (oldest first) */
@@ -59,9 +65,13 @@ struct ZygotePending {
         ZygotePending *next;
 };
 
+/* From this many consecutive failures on, calls are not kept waiting for the next
+ * attempt: they end as worker_error naming the cause. */
+#define ZYGOTE_BROKEN_FAILURES 2
+
 static int zygote_launch(ZygoteClient *z);
 static void zygote_relaunch_later(ZygoteClient *z);
-static void zygote_fail_pending(ZygoteClient *z);
+static void zygote_fail_pending(ZygoteClient *z, ZygoteAnswer answer, int error, const char *cause);
 
 pid_t zygote_client_pid(const ZygoteClient *z) {
         return z->pid;
@@ -73,6 +83,33 @@ unsigned zygote_client_generation(const ZygoteClient *z) {
 
 bool zygote_client_ready(const ZygoteClient *z) {
         return z->pid > 0 && z->ready && !z->retiring;
+}
+
+ZygoteState zygote_client_state(const ZygoteClient *z) {
+        if (zygote_client_ready(z))
+                return ZYGOTE_STATE_READY;
+        return z->failures >= ZYGOTE_BROKEN_FAILURES ? ZYGOTE_STATE_BROKEN : ZYGOTE_STATE_STARTING;
+}
+
+const char *zygote_client_last_error(const ZygoteClient *z) {
+        return z->last_error;
+}
+
+static void zygote_failed(ZygoteClient *z, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Remember why (error 0: no errno to add) and count the failure. */
+static void zygote_failed(ZygoteClient *z, int error, const char *fmt, ...) {
+        va_list ap;
+        size_t n;
+
+        va_start(ap, fmt);
+        vsnprintf(z->last_error, sizeof z->last_error, fmt, ap);
+        va_end(ap);
+        n = strlen(z->last_error);
+        if (error != 0 && n < sizeof z->last_error)
+                snprintf(z->last_error + n, sizeof z->last_error - n, ": %s", strerror(abs(error)));
+        z->failures++;
+        log_error("Zygote %u: %s (%u failure%s in a row)", z->generation, z->last_error, z->failures,
+                  z->failures == 1 ? "" : "s");
 }
 
 void zygote_client_set_ready_callback(ZygoteClient *z, ZygoteReadyFn fn, void *userdata) {
@@ -100,77 +137,42 @@ static void zygote_stop(ZygoteClient *z) {
                 close(z->ctl); /* the zygote exits on EOF */
                 z->ctl = -1;
         }
-        if (z->pid > 0) {
-                syscall(SYS_pidfd_send_signal, z->pidfd, SIGKILL, NULL, 0);
-                while (waitpid(z->pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-                z->pid = 0;
-        }
+        kill_and_reap(z->pid, z->pidfd);
+        z->pid = 0;
         if (z->pidfd >= 0) {
                 close(z->pidfd);
                 z->pidfd = -1;
         }
 }
 
-/* Stop this zygote, start the next one (at once, or backed off after failed starts),
- * and send the calls it had not answered back to the queue. */
-static void zygote_restart(ZygoteClient *z) {
+/* Stop this zygote, start the next one (at once, or backed off after failures), and
+ * end the requests it had not answered with answer (RETRY: the calls may ask the next
+ * zygote; FAILED: the zygote broke the protocol, the calls end). */
+static void zygote_restart(ZygoteClient *z, ZygoteAnswer answer, int error, const char *cause) {
         zygote_stop(z);
         zygote_relaunch_later(z);
-        zygote_fail_pending(z);
+        zygote_fail_pending(z, answer, error, cause);
 }
 
 static int on_zygote_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ZygoteClient *z = userdata;
         int status = 0;
 
-        if (waitpid(z->pid, &status, WNOHANG) <= 0)
+        pid_t pid = z->pid;
+
+        if (waitpid(pid, &status, WNOHANG) <= 0)
                 return 0;
-        log_warning("The zygote (pid %d) %s %d; starting a new one", (int) z->pid,
-                    WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
-                    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         z->pid = 0;
-        if (!z->ready)
-                z->failures++;
-        zygote_restart(z);
-        return 0;
-}
-
-static int recv_reply(int ctl, ZygoteSpawned *rep, int *ret_fd) {
-        struct iovec iov = { .iov_base = rep, .iov_len = sizeof *rep };
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } u;
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-        ssize_t n;
-
-        *ret_fd = -1;
-        do
-                n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return -errno;
-        if (n == 0)
-                return -ECONNRESET;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                        for (size_t i = 0; i < k; i++) {
-                                int fd;
-                                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-                                if (*ret_fd < 0)
-                                        *ret_fd = fd;
-                                else
-                                        close(fd);
-                        }
-                }
-        if ((size_t) n != sizeof *rep || rep->magic != ZYGOTE_MAGIC) {
-                if (*ret_fd >= 0)
-                        close(*ret_fd);
-                *ret_fd = -1;
-                return -EBADMSG;
-        }
+        /* A death while starting, or with requests in flight (which may have caused it),
+         * is a failure: the next start backs off. One between calls is not. */
+        if (!z->ready || z->pending)
+                zygote_failed(z, 0, "the zygote died (%s %d)", WIFSIGNALED(status) ? "signal" : "exit status",
+                              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        else
+                log_warning("The zygote (pid %d) %s %d; starting a new one", (int) pid,
+                            WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
+                            WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        zygote_restart(z, ZYGOTE_ANSWER_RETRY, -ECHILD, "the zygote died before it answered");
         return 0;
 }
 
@@ -179,15 +181,15 @@ static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata);
 
 static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ZygoteClient *z = userdata;
-        ZygoteSpawned ready;
-        int k, rfd;
+        ZygoteMsg ready;
+        int k, fds[_SPAWN_FD_MAX];
+        size_t n_fds;
 
-        k = recv_reply(z->ctl, &ready, &rfd);
-        if (k == -EAGAIN)
+        k = zygote_msg_recv(z->ctl, &ready, fds, &n_fds, MSG_DONTWAIT);
+        if (k == -EAGAIN || k == -EINTR)
                 return 0;
-        if (rfd >= 0)
-                close(rfd);
-        if (k >= 0 && ready.token != 0)
+        fdpass_close_all(fds, n_fds);
+        if (k >= 0 && ready.kind != ZYGOTE_MSG_READY)
                 k = -EBADMSG;
         if (k >= 0 && fcntl(z->ctl, F_SETFL, O_NONBLOCK) < 0)
                 k = -errno;
@@ -196,8 +198,7 @@ static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *user
         if (k >= 0)
                 k = sd_event_add_io(z->event, &z->reply_source, z->ctl, EPOLLIN, on_reply, z);
         if (k < 0) {
-                log_error_errno(k, "The zygote did not start: %m");
-                z->failures++;
+                zygote_failed(z, k, "the zygote did not start");
                 zygote_stop(z);
                 zygote_relaunch_later(z);
                 return 0;
@@ -205,6 +206,7 @@ static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *user
         z->timer = sd_event_source_disable_unref(z->timer);
         z->ready = true;
         z->failures = 0;
+        z->last_error[0] = 0;
         log_info("Zygote %u ready (pid %d)", z->generation, (int) z->pid);
         if (z->on_ready)
                 z->on_ready(z->userdata);
@@ -214,8 +216,7 @@ static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *user
 static int on_start_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         ZygoteClient *z = userdata;
 
-        log_error("The zygote did not become ready within %d s", ZYGOTE_START_TIMEOUT_SEC);
-        z->failures++;
+        zygote_failed(z, 0, "the zygote did not become ready within %d s", ZYGOTE_START_TIMEOUT_SEC);
         zygote_stop(z);
         zygote_relaunch_later(z);
         return 0;
@@ -228,8 +229,7 @@ static int on_relaunch(sd_event_source *s, uint64_t usec, void *userdata) {
         z->timer = sd_event_source_disable_unref(z->timer);
         k = zygote_launch(z);
         if (k < 0) {
-                log_error_errno(k, "Starting a zygote failed: %m");
-                z->failures++;
+                zygote_failed(z, k, "starting a zygote failed");
                 zygote_relaunch_later(z);
         }
         return 0;
@@ -242,12 +242,20 @@ static void zygote_relaunch_later(ZygoteClient *z) {
         z->timer = sd_event_source_disable_unref(z->timer);
         if (sd_event_add_time_relative(z->event, &z->timer, CLOCK_MONOTONIC, delay, 1000, on_relaunch, z) < 0)
                 log_error("Cannot schedule a new zygote");
+        else if (delay > 0)
+                log_notice("Next zygote in %llu s", (unsigned long long) (delay / 1000000));
 }
 
 static int zygote_launch(ZygoteClient *z) {
+        _cleanup_close_ int devnull = -1;
         int sp[2], pidfd = -1, k;
         pid_t pid;
 
+        /* Opened here, not in the child: a failure is then a reported error, not a
+                 * silent exit of a child. */
+        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull < 0)
+                return -errno;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return -errno;
         pid = clone_with_pidfd(0, SIGCHLD, &pidfd);
@@ -262,7 +270,6 @@ static int zygote_launch(ZygoteClient *z) {
                 char *const argv[] = { "codeinterp-zygote", "--zygote", uid, gid, pool_size, NULL };
                 static char *const envp[] = { "LANG=C.UTF-8", NULL };
                 sigset_t none;
-                int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
                 int exe = fcntl(z->worker_exec_fd, F_DUPFD_CLOEXEC, 16);
                 int ctl = fcntl(sp[1], F_DUPFD_CLOEXEC, 16);
 
@@ -312,6 +319,7 @@ static int wait_first_ready(ZygoteClient *z) {
         k = poll(&pfd, 1, ZYGOTE_START_TIMEOUT_SEC * 1000);
         if (k <= 0)
                 return log_error_errno(k < 0 ? errno : ETIMEDOUT, "The zygote did not become ready: %m");
+        (void) fcntl(z->ctl, F_SETFL, O_NONBLOCK);
         on_ctl_ready(z->ctl_source, z->ctl, EPOLLIN, z);
         return z->ready ? 0 : -EIO;
 }
@@ -357,21 +365,22 @@ static bool replacement_due(const ZygoteClient *z) {
                now_usec() - z->started_usec >= (uint64_t) p->zygote_max_seconds * 1000000;
 }
 
-static void replace_zygote(ZygoteClient *z, const char *why) {
-        log_info("Replacing zygote %u: %s", z->generation, why);
-        zygote_restart(z);
+/* Retire this zygote now (its age, not a fault): nothing is in flight. */
+static void retire_zygote(ZygoteClient *z) {
+        log_info("Replacing zygote %u: it reached zygoteMaxCalls or zygoteMaxSeconds", z->generation);
+        zygote_restart(z, ZYGOTE_ANSWER_RETRY, -EAGAIN, "the zygote was replaced");
 }
 
-/* Every request without an answer fails with -EAGAIN (its call goes back to the queue);
- * abandoned ones are dropped. The list is detached first: a callback may spawn again. */
-static void zygote_fail_pending(ZygoteClient *z) {
+/* Every request without an answer ends with answer; abandoned ones are dropped. The
+ * list is detached first: a callback may spawn again. */
+static void zygote_fail_pending(ZygoteClient *z, ZygoteAnswer answer, int error, const char *cause) {
         ZygotePending *list = TAKE_PTR(z->pending);
 
         while (list) {
                 ZygotePending *p = list;
                 list = p->next;
                 if (p->fn)
-                        p->fn(-EAGAIN, 0, -1, p->userdata);
+                        p->fn(answer, error, cause, 0, -1, p->userdata);
                 free(p);
         }
         if (z->on_settled)
@@ -396,61 +405,69 @@ static void arm_spawn_timer(ZygoteClient *z) {
 static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         ZygoteClient *z = userdata;
 
-        log_warning("Zygote %u did not answer a spawn request within %d s", z->generation, ZYGOTE_SPAWN_TIMEOUT_SEC);
-        replace_zygote(z, "it stopped answering");
+        zygote_failed(z, 0, "the zygote did not answer a spawn request within %d s", ZYGOTE_SPAWN_TIMEOUT_SEC);
+        zygote_restart(z, ZYGOTE_ANSWER_RETRY, -ETIMEDOUT, "the zygote stopped answering");
         return 0;
+}
+
+/* One answer: hand it to its request. */
+static void deliver(ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
+        ZygotePending **pp, *p;
+        char cause[96];
+
+        for (pp = &z->pending; *pp && (*pp)->token != rep->token; pp = &(*pp)->next)
+                ;
+        p = *pp;
+        if (!p || !p->fn) {
+                /* Unknown (already abandoned and dropped) or abandoned: the worker must not
+                 * run anything. It is our child and is reaped as a stray. */
+                if (!p)
+                        log_warning("Zygote %u answered an unknown request", z->generation);
+                pidfd_kill(pidfd);
+                if (pidfd >= 0)
+                        close(pidfd);
+        } else if (rep->error != 0) {
+                log_warning("Zygote %u failed to start a worker: %s", z->generation, strerror(rep->error));
+                snprintf(cause, sizeof cause, "the zygote could not make a worker");
+                p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, cause, 0, -1, p->userdata);
+        } else
+                p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL, rep->pid, pidfd, p->userdata);
+        if (p) {
+                *pp = p->next;
+                free(p);
+        }
 }
 
 static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ZygoteClient *z = userdata;
+        unsigned generation = z->generation;
 
         for (;;) {
-                ZygoteSpawned rep;
-                ZygotePending **pp, *p;
-                int k, pidfd;
+                ZygoteMsg rep;
+                int k, fds[_SPAWN_FD_MAX];
+                size_t n_fds;
 
-                k = recv_reply(z->ctl, &rep, &pidfd);
-                if (k == -EAGAIN)
+                k = zygote_msg_recv(z->ctl, &rep, fds, &n_fds, MSG_DONTWAIT);
+                if (k == -EAGAIN || k == -EINTR)
                         break;
-                if (k < 0) {
-                        log_warning_errno(k, "Zygote %u control channel failed: %m", z->generation);
-                        replace_zygote(z, "its control channel failed");
+                if (k >= 0 && rep.kind != ZYGOTE_MSG_SPAWNED) {
+                        fdpass_close_all(fds, n_fds);
+                        k = -EBADMSG;
+                }
+                if (k == -EBADMSG) {
+                        /* A zygote that breaks the protocol is not trusted with the calls it
+                         * holds either: they end, and the next zygote starts backed off. */
+                        zygote_failed(z, 0, "the zygote sent a malformed answer");
+                        zygote_restart(z, ZYGOTE_ANSWER_FAILED, -EBADMSG, "the zygote sent a malformed answer");
                         return 0;
                 }
-                for (pp = &z->pending; *pp && (*pp)->token != rep.token; pp = &(*pp)->next)
-                        ;
-                p = *pp;
-                if (!p || (rep.error == 0 && (pidfd < 0 || rep.pid <= 0))) {
-                        if (pidfd >= 0) {
-                                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                                close(pidfd);
-                                pidfd = -1;
-                        }
-                        if (!p) {
-                                log_warning("Zygote %u answered an unknown request", z->generation);
-                                continue;
-                        }
-                        rep.error = EBADMSG;
+                if (k < 0) {
+                        zygote_failed(z, k, "the zygote's control channel failed");
+                        zygote_restart(z, ZYGOTE_ANSWER_RETRY, k, "the zygote's control channel failed");
+                        return 0;
                 }
-                *pp = p->next;
-                if (!p->fn) {
-                        /* Its call is gone: the worker must not run it. It is our child and is
-                         * reaped as a stray. */
-                        if (pidfd >= 0) {
-                                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-                                close(pidfd);
-                        }
-                } else if (rep.error != 0) {
-                        if (pidfd >= 0)
-                                close(pidfd);
-                        log_warning("Zygote %u failed to start a worker: %s", z->generation, strerror(rep.error));
-                        /* Its own EAGAIN (clone hit a process limit) fails the call: -EAGAIN
-                         * here would put it back into the queue, again and again. */
-                        p->fn(rep.error == EAGAIN ? -EBUSY : -rep.error, 0, -1, p->userdata);
-                } else
-                        p->fn(0, rep.pid, pidfd, p->userdata);
-                free(p);
-                if (!z->ready)
+                deliver(z, &rep, n_fds > 0 ? fds[0] : -1);
+                if (z->generation != generation || !z->ready)
                         return 0; /* the zygote was replaced meanwhile */
         }
         arm_spawn_timer(z);
@@ -459,29 +476,19 @@ static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata
                         z->on_settled(z->settled_userdata);
                 /* A retiring zygote is replaced once nothing is in flight. */
                 if (z->retiring && z->ready)
-                        replace_zygote(z, "it reached zygoteMaxCalls or zygoteMaxSeconds");
+                        retire_zygote(z);
         }
         return 0;
 }
 
-int zygote_client_spawn(ZygoteClient *z, const int fds[5], ZygoteSpawnedFn fn, void *userdata, uint64_t *ret_token) {
-        ZygoteSpawn req = {
-                .magic = ZYGOTE_MAGIC,
-                .uid = z->policy->worker_uid,
-                .gid = z->policy->worker_gid,
-                .op = ZYGOTE_OP_SPAWN,
-        };
-        struct iovec iov = { .iov_base = &req, .iov_len = sizeof req };
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_SPAWN_FDS)];
-        } u = {};
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+int zygote_client_spawn(ZygoteClient *z, const int fds[_SPAWN_FD_MAX], ZygoteSpawnedFn fn, void *userdata,
+                        uint64_t *ret_token) {
+        ZygoteMsg req;
         ZygotePending *p, **tail;
+        int k;
 
         if (!zygote_client_ready(z))
-                return -EAGAIN;
+                return ZYGOTE_SPAWN_LATER;
         /* An old zygote serves no new call; it is replaced once its requests in flight
          * are answered (until then it is not ready), and the call waits in the queue
          * for the new one. */
@@ -489,25 +496,21 @@ int zygote_client_spawn(ZygoteClient *z, const int fds[5], ZygoteSpawnedFn fn, v
                 if (z->pending)
                         z->retiring = true;
                 else
-                        replace_zygote(z, "it reached zygoteMaxCalls or zygoteMaxSeconds");
-                return -EAGAIN;
+                        retire_zygote(z);
+                return ZYGOTE_SPAWN_LATER;
         }
         p = calloc(1, sizeof *p);
         if (!p)
                 return -ENOMEM;
-        req.token = ++z->token;
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int) * ZYGOTE_SPAWN_FDS);
-        memcpy(CMSG_DATA(cm), fds, sizeof(int) * ZYGOTE_SPAWN_FDS);
-        if (sendmsg(z->ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-                int k = -errno;
+        req = zygote_msg_spawn(++z->token, z->policy->worker_uid, z->policy->worker_gid);
+        k = zygote_msg_send(z->ctl, &req, fds, _SPAWN_FD_MAX, MSG_DONTWAIT);
+        if (k < 0) {
                 free(p);
                 if (k == -EAGAIN)
                         return -ENOBUFS; /* its socket is full: far more requests than workers */
-                log_warning_errno(k, "Sending to zygote %u failed: %m", z->generation);
-                replace_zygote(z, "its control channel failed");
-                return -EAGAIN;
+                zygote_failed(z, k, "sending to the zygote failed");
+                zygote_restart(z, ZYGOTE_ANSWER_RETRY, k, "the zygote's control channel failed");
+                return k;
         }
         *p = (ZygotePending){ .token = req.token, .sent_usec = now_usec(), .fn = fn, .userdata = userdata };
         for (tail = &z->pending; *tail; tail = &(*tail)->next)
@@ -527,16 +530,11 @@ void zygote_client_spawn_abandon(ZygoteClient *z, uint64_t token) {
 }
 
 void zygote_client_idle(ZygoteClient *z) {
-        ZygoteSpawn req = {
-                .magic = ZYGOTE_MAGIC,
-                .uid = z->policy->worker_uid,
-                .gid = z->policy->worker_gid,
-                .op = ZYGOTE_OP_IDLE,
-        };
+        ZygoteMsg req = zygote_msg_idle();
 
         if (!zygote_client_ready(z))
                 return; /* a new zygote fills its pool when it starts */
         /* A hint: when the socket is full or the zygote is gone it is simply not given
          * (a dead zygote is noticed through its pidfd). */
-        (void) send(z->ctl, &req, sizeof req, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void) zygote_msg_send(z->ctl, &req, NULL, 0, MSG_DONTWAIT);
 }

@@ -9,14 +9,24 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "contract/fds.h"
 #include "policy/policy.h"
 
 typedef struct ZygoteClient ZygoteClient;
 
 typedef void (*ZygoteReadyFn)(void *userdata);
-/* The answer to a spawn request: error 0 with the worker's pid and a pidfd (now the
- * callee's), or -errno; -EAGAIN means "the zygote went away, try again later". */
-typedef void (*ZygoteSpawnedFn)(int error, pid_t pid, int pidfd, void *userdata);
+
+/* How a spawn request ended. */
+typedef enum ZygoteAnswer {
+        ZYGOTE_ANSWER_WORKER, /* the worker exists: pid and pidfd (now the callee's) */
+        ZYGOTE_ANSWER_RETRY,  /* the zygote went away or stopped answering before it
+                               * answered; it is being replaced: the call may ask again */
+        ZYGOTE_ANSWER_FAILED, /* no worker: error (-errno) and cause say why */
+} ZygoteAnswer;
+
+/* cause: a short text naming what failed, no user content (for the result's detail). */
+typedef void (*ZygoteSpawnedFn)(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd,
+                                void *userdata);
 /* No spawn request is in flight any more. */
 typedef void (*ZygoteSettledFn)(void *userdata);
 
@@ -27,12 +37,28 @@ int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteCl
 void zygote_client_set_ready_callback(ZygoteClient *z, ZygoteReadyFn fn, void *userdata);
 bool zygote_client_ready(const ZygoteClient *z);
 ZygoteClient *zygote_client_free(ZygoteClient *z);
-/* Ask for a worker for the call whose fds these are (stdout, stderr, report, result
- * write ends and the plan memfd). Does not wait: fn is called from the event loop with
- * the answer (also when the zygote dies or stops answering); the worker is a child of
- * the calling process. -EAGAIN when no zygote can take it now (one is starting, or
- * this one is being replaced): try again when the ready callback runs. */
-int zygote_client_spawn(ZygoteClient *z, const int fds[5], ZygoteSpawnedFn fn, void *userdata, uint64_t *ret_token);
+/* Whether a spawn request can be sent now. */
+typedef enum ZygoteState {
+        ZYGOTE_STATE_READY,    /* serving */
+        ZYGOTE_STATE_STARTING, /* a zygote is starting (or being replaced): wait for the ready callback */
+        ZYGOTE_STATE_BROKEN,   /* the last start failed and the next is backed off: calls cannot
+                                * be served now (zygote_client_last_error() says why) */
+} ZygoteState;
+ZygoteState zygote_client_state(const ZygoteClient *z);
+/* The cause of the last failed start or replacement ("" if none), for details and status. */
+const char *zygote_client_last_error(const ZygoteClient *z);
+
+/* The value zygote_client_spawn() returns when no zygote can take a request now. */
+#define ZYGOTE_SPAWN_LATER 1
+
+/* Ask for a worker for the call whose fds these are (contract/fds.h, ZygoteSpawnFd
+ * order). Does not wait: fn is called from the event loop with the answer (also when
+ * the zygote dies or stops answering); the worker is a child of the calling process.
+ * Returns 0 when asked, ZYGOTE_SPAWN_LATER when no zygote can take it now (one is
+ * starting, or this one is being replaced: try again when the ready callback runs),
+ * or -errno when the request could not be sent (then fn is not called). */
+int zygote_client_spawn(ZygoteClient *z, const int fds[_SPAWN_FD_MAX], ZygoteSpawnedFn fn, void *userdata,
+                        uint64_t *ret_token);
 /* The request's call is gone: fn is not called; the worker, if one comes, is killed. */
 void zygote_client_spawn_abandon(ZygoteClient *z, uint64_t token);
 bool zygote_client_spawns_pending(const ZygoteClient *z);

@@ -3,13 +3,14 @@
  * execution rule (show the value of a final expression statement) and typed
  * exception capture.
  *
- * The execution logic lives in a small Python "runner" (runner_source below),
- * compiled once by pyrun_init() into a private namespace that is not a module in
- * sys.modules. Its __builtins__ is a snapshot of the builtins dict, and it binds
- * every stdlib object it needs (including private copies of traceback and
- * linecache) before any user code runs, so code that deletes builtins or
- * monkey-patches stdlib modules cannot break the report. The C side only passes
- * data in, converts the report and writes the result bytes. */
+ * The execution logic lives in a small Python "runner", worker/runner.py, which
+ * the build embeds here as runner_source (cmake/embed.cmake; nothing is read from
+ * disk at run time). pyrun_init() compiles it once into a private namespace that
+ * is not a module in sys.modules. Its __builtins__ is a snapshot of the builtins
+ * dict, and it binds every stdlib object it needs (including private copies of
+ * traceback and linecache) before any user code runs, so code that deletes
+ * builtins or monkey-patches stdlib modules cannot break the report. The C side
+ * only passes data in, reads the report by key and writes the result bytes. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,6 +23,10 @@
 #include "common/cleanup.h"
 #include "common/util.h"
 #include "worker/pyrun.h"
+#include "contract/report.h"
+
+/* static const unsigned char runner_source[]: worker/runner.py, NUL-terminated. */
+#include "runner_source.h"
 
 #ifndef CODEINTERP_PY_STDLIB
 #error "CODEINTERP_PY_STDLIB (e.g. \"/usr/lib/python3.11\") must be defined by the build"
@@ -32,385 +37,45 @@
 
 #define WIDE(s) L"" s
 
-/* Must match the runner's _limit(). */
-_Static_assert(PYRUN_LIMIT_NONE == 0 && PYRUN_LIMIT_MEMORY == 1, "runner limit codes");
-_Static_assert(PYRUN_LIMIT_FILE_SIZE == 2 && PYRUN_LIMIT_PROCESSES == 3, "runner limit codes");
-
 static inline void py_decrefp(PyObject **p) {
         Py_XDECREF(*p);
 }
 #define _cleanup_pyobj_ _cleanup_(py_decrefp)
 
-/* The runner's run(code: bytes, inputs: tuple, main: dict) ->
- *   (exception, has_result, limit, exc_type, exc_message, exc_traceback, result: bytes|None, exc|None)
+/* The runner's run(code: bytes, inputs: tuple, main: dict) -> report (dict).
  * Set by pyrun_init(); keeps the runner's private globals alive. */
 static PyObject *runner_run = NULL;
+
+/* The report's keys (runner.py, run()); every one must be present. */
+typedef enum ReportKey {
+        REPORT_KEY_EXCEPTION,     /* bool */
+        REPORT_KEY_LIMIT,         /* None or a name of report_limit_to_string() */
+        REPORT_KEY_EXC_TYPE,      /* str or None */
+        REPORT_KEY_EXC_MESSAGE,   /* str or None */
+        REPORT_KEY_EXC_TRACEBACK, /* str or None */
+        REPORT_KEY_RESULT,        /* bytes or None */
+        REPORT_KEY_EXC,           /* the exception object or None */
+        _REPORT_KEY_MAX,
+} ReportKey;
+
+static const char *const report_key_names[_REPORT_KEY_MAX] = {
+        [REPORT_KEY_EXCEPTION] = "exception",
+        [REPORT_KEY_LIMIT] = "limit",
+        [REPORT_KEY_EXC_TYPE] = "exc_type",
+        [REPORT_KEY_EXC_MESSAGE] = "exc_message",
+        [REPORT_KEY_EXC_TRACEBACK] = "exc_traceback",
+        [REPORT_KEY_RESULT] = "result",
+        [REPORT_KEY_EXC] = "exc",
+};
+
+/* Interned by pyrun_init(). */
+static PyObject *report_keys[_REPORT_KEY_MAX];
 
 /* Imported by pyrun_preload() in the zygote, so forked workers start warm. */
 static const char *const preload_modules[] = {
         "math",      "statistics", "json",   "csv",    "re",       "decimal", "fractions", "datetime", "collections",
         "itertools", "functools",  "random", "string", "textwrap", "io",      "traceback", "ast",      "linecache",
 };
-
-/* The runner (Python source): the whole execution rule and the report. */
-static const char runner_source[] =
-        "# codeinterp runner. Executed once by pyrun_init() into a private namespace\n"
-        "# that is not a module in sys.modules. Its __builtins__ is a snapshot of the\n"
-        "# builtins taken before any user code runs, and every stdlib object it needs\n"
-        "# is bound here, so user code that deletes builtins or patches stdlib modules\n"
-        "# cannot break the report. _PATHS is set by the C side.\n"
-        "import sys as _sys\n"
-        "import ast as _ast\n"
-        "import errno as _errno\n"
-        "import __future__ as _future\n"
-        "import importlib.util as _importlib_util\n"
-        "import linecache as _shared_linecache\n"
-        "import builtins as _builtins\n"
-        "import _warnings\n"
-        "\n"
-        "_G = globals()\n"
-        "_FILENAME = \"<code>\"\n"
-        "_EFBIG = _errno.EFBIG\n"
-        "_ONLY_AST = _ast.PyCF_ONLY_AST\n"
-        "_Module = _ast.Module\n"
-        "_Expression = _ast.Expression\n"
-        "_Expr = _ast.Expr\n"
-        "_shared_cache = _shared_linecache.cache\n"
-        "_type_qualname = type.__dict__[\"__qualname__\"].__get__\n"
-        "_type_module = type.__dict__[\"__module__\"].__get__\n"
-        "_settrace = _sys.settrace\n"
-        "_setprofile = _sys.setprofile\n"
-        "_setrecursionlimit = _sys.setrecursionlimit\n"
-        "_RECURSION_LIMIT = _sys.getrecursionlimit()\n"
-        "_STREAMS = (_sys.stdout, _sys.stderr)\n"
-        "_sys_mod = _sys\n"
-        "_warning_filters = _warnings.filters\n"
-        "_filters_mutated = _warnings._filters_mutated\n"
-        "_QUIET = (\"error\", None, Warning, None, 0)\n"
-        "\n"
-        "\n"
-        "def _private_copy(name):\n"
-        "    spec = _importlib_util.find_spec(name)\n"
-        "    mod = _importlib_util.module_from_spec(spec)\n"
-        "    spec.loader.exec_module(mod)\n"
-        "    return mod\n"
-        "\n"
-        "\n"
-        "# Private copies of linecache and traceback: patching the shared modules (or\n"
-        "# clearing the shared line cache) does not change how the report is formatted.\n"
-        "_linecache = _private_copy(\"linecache\")\n"
-        "_traceback = _private_copy(\"traceback\")\n"
-        "_traceback.linecache = _linecache\n"
-        "_cache = _linecache.cache\n"
-        "_format_exception = _traceback.format_exception\n"
-        "_format_exception_only = _traceback.format_exception_only\n"
-        "\n"
-        "_FUTURE_MASK = 0\n"
-        "for _name in _future.all_feature_names:\n"
-        "    _FUTURE_MASK |= getattr(_future, _name).compiler_flag\n"
-        "del _name\n"
-        "\n"
-        "_BLOCKED = frozenset((\"pip\", \"ensurepip\", \"venv\"))\n"
-        "\n"
-        "\n"
-        "class PackageInstallBlocker:\n"
-        "    \"\"\"Meta path finder refusing the package installers.\"\"\"\n"
-        "\n"
-        "    @staticmethod\n"
-        "    def find_spec(fullname, path=None, target=None):\n"
-        "        if fullname.partition(\".\")[0] in _BLOCKED:\n"
-        "            raise ModuleNotFoundError(\n"
-        "                f\"No module named {fullname!r}: installing packages is not supported here\",\n"
-        "                name=fullname)\n"
-        "        return None\n"
-        "\n"
-        "    @staticmethod\n"
-        "    def invalidate_caches():\n"
-        "        pass\n"
-        "\n"
-        "\n"
-        "_sys.meta_path.insert(0, PackageInstallBlocker)\n"
-        "for _name in list(_sys.modules):\n"
-        "    if _name.partition(\".\")[0] in _BLOCKED:\n"
-        "        del _sys.modules[_name]\n"
-        "del _name\n"
-        "_sys.path[:] = list(_PATHS)\n"
-        "_sys.path_importer_cache.clear()\n"
-        "\n"
-        "\n"
-        "def _decode(code):\n"
-        "    \"\"\"UTF-8 source text with newlines normalised, or raise SyntaxError.\"\"\"\n"
-        "    try:\n"
-        "        text = code.decode(\"utf-8\")\n"
-        "    except UnicodeDecodeError as e:\n"
-        "        start = e.start\n"
-        "        lineno = code.count(b\"\\n\", 0, start) + 1\n"
-        "        line_start = code.rfind(b\"\\n\", 0, start) + 1\n"
-        "        line_end = code.find(b\"\\n\", start)\n"
-        "        if line_end < 0:\n"
-        "            line_end = len(code)\n"
-        "        line = code[line_start:line_end].decode(\"utf-8\", \"backslashreplace\")\n"
-        "        col = len(code[line_start:start].decode(\"utf-8\", \"backslashreplace\")) + 1\n"
-        "        err = SyntaxError(f\"(unicode error) {e}\", (_FILENAME, lineno, col, line + \"\\n\"))\n"
-        "    else:\n"
-        "        err = None\n"
-        "    if err is not None:\n"
-        "        raise err\n"
-        "    if text.startswith(\"\\ufeff\"):\n"
-        "        text = text[1:]\n"
-        "    text = text.replace(\"\\r\\n\", \"\\n\").replace(\"\\r\", \"\\n\")\n"
-        "    nul = text.find(\"\\0\")\n"
-        "    if nul >= 0:\n"
-        "        lineno = text.count(\"\\n\", 0, nul) + 1\n"
-        "        raise SyntaxError(\"source code string cannot contain null bytes\",\n"
-        "                          (_FILENAME, lineno, nul - text.rfind(\"\\n\", 0, nul), None))\n"
-        "    return text\n"
-        "\n"
-        "\n"
-        "def _split_lines(text):\n"
-        "    lines = text.split(\"\\n\")\n"
-        "    if lines and lines[-1] == \"\":\n"
-        "        lines.pop()\n"
-        "    return [line + \"\\n\" for line in lines]\n"
-        "\n"
-        "\n"
-        "def _register(text, lines):\n"
-        "    entry = (len(text), None, lines, _FILENAME)\n"
-        "    _cache[_FILENAME] = entry\n"
-        "    try:\n"
-        "        _shared_linecache.cache[_FILENAME] = entry\n"
-        "    except BaseException:\n"
-        "        pass\n"
-        "\n"
-        "\n"
-        "def _suppressed(text, node):\n"
-        "    \"\"\"True when the statement is followed by a ';' (ast offsets are UTF-8 bytes).\"\"\"\n"
-        "    data = text.encode(\"utf-8\").split(b\"\\n\")\n"
-        "    i = node.end_lineno - 1\n"
-        "    rest = data[i][node.end_col_offset:] + b\"\\n\" + b\"\\n\".join(data[i + 1:])\n"
-        "    return rest.lstrip(b\" \\t\\f\\\\\\n\").startswith(b\";\")\n"
-        "\n"
-        "\n"
-        "def _expression(text):\n"
-        "    \"\"\"The code compiled as one expression, or None. The fast path for the most\n"
-        "    common call (no syntax tree is built); it either gives exactly what the full\n"
-        "    path below would, or nothing: a compile-time warning makes it give up (the\n"
-        "    full path then warns once), and so does any error (the full path reports it).\n"
-        "    Runs before the user's code, so the warning filters are still ours.\"\"\"\n"
-        "    _warning_filters.insert(0, _QUIET)\n"
-        "    _filters_mutated()\n"
-        "    try:\n"
-        "        return compile(text, _FILENAME, \"eval\", dont_inherit=True)\n"
-        "    except Exception:\n"
-        "        return None\n"
-        "    finally:\n"
-        "        del _warning_filters[0]\n"
-        "        _filters_mutated()\n"
-        "\n"
-        "\n"
-        "def _compile_code(text):\n"
-        "    \"\"\"(module code or None, expression code or None); raises SyntaxError and friends.\"\"\"\n"
-        "    tail = _expression(text)\n"
-        "    if tail is not None:\n"
-        "        return None, tail\n"
-        "    tree = compile(text, _FILENAME, \"exec\", _ONLY_AST, dont_inherit=True)\n"
-        "    body = tree.body\n"
-        "    last = body[-1] if body else None\n"
-        "    if isinstance(last, _Expr) and not _suppressed(text, last):\n"
-        "        head = _Module(body=body[:-1], type_ignores=[])\n"
-        "        head = compile(head, _FILENAME, \"exec\", dont_inherit=True)\n"
-        "        flags = head.co_flags & _FUTURE_MASK\n"
-        "        tail = compile(_Expression(body=last.value), _FILENAME, \"eval\", flags, dont_inherit=True)\n"
-        "        return head, tail\n"
-        "    return compile(tree, _FILENAME, \"exec\", dont_inherit=True), None\n"
-        "\n"
-        "\n"
-        "def _set_inputs(main, inputs):\n"
-        "    files = {}\n"
-        "    assets = {}\n"
-        "    for ident, text_path, original_path, media_type in inputs:\n"
-        "        files[ident] = text_path\n"
-        "        if original_path is not None:\n"
-        "            assets[ident] = {\"text\": text_path, \"original\": original_path, \"mediaType\": media_type}\n"
-        "    main[\"input_files\"] = files\n"
-        "    main[\"input_assets\"] = assets\n"
-        "\n"
-        "\n"
-        "def _restore():\n"
-        "    for f in (_settrace, _setprofile):\n"
-        "        try:\n"
-        "            f(None)\n"
-        "        except BaseException:\n"
-        "            pass\n"
-        "    try:\n"
-        "        _setrecursionlimit(_RECURSION_LIMIT)\n"
-        "    except BaseException:\n"
-        "        pass\n"
-        "    streams = []\n"
-        "    for name in (\"stdout\", \"stderr\"):\n"
-        "        try:\n"
-        "            streams.append(getattr(_sys_mod, name))\n"
-        "        except BaseException:\n"
-        "            pass\n"
-        "    streams.extend(_STREAMS)\n"
-        "    for s in streams:\n"
-        "        try:\n"
-        "            if s is not None:\n"
-        "                s.flush()\n"
-        "        except BaseException:\n"
-        "            pass\n"
-        "\n"
-        "\n"
-        "def _type_name(t):\n"
-        "    try:\n"
-        "        name = _type_qualname(t)\n"
-        "        if type(name) is not str:\n"
-        "            raise TypeError\n"
-        "    except BaseException:\n"
-        "        name = None\n"
-        "    if name is None:\n"
-        "        return None\n"
-        "    try:\n"
-        "        module = _type_module(t)\n"
-        "    except BaseException:\n"
-        "        module = None\n"
-        "    if type(module) is str and module != \"builtins\":\n"
-        "        try:\n"
-        "            return module + \".\" + name\n"
-        "        except BaseException:\n"
-        "            pass\n"
-        "    return name\n"
-        "\n"
-        "\n"
-        "def _message(exc):\n"
-        "    try:\n"
-        "        return str(exc)\n"
-        "    except BaseException:\n"
-        "        pass\n"
-        "    try:\n"
-        "        return f\"<unprintable {_type_qualname(type(exc))} object>\"\n"
-        "    except BaseException:\n"
-        "        return \"<unprintable exception object>\"\n"
-        "\n"
-        "\n"
-        "def _limit(exc):\n"
-        "    try:\n"
-        "        if isinstance(exc, MemoryError):\n"
-        "            return 1\n"
-        "        if isinstance(exc, OSError) and exc.errno == _EFBIG:\n"
-        "            return 2\n"
-        "        if isinstance(exc, RuntimeError) and \"can't start new thread\" in str(exc):\n"
-        "            return 3\n"
-        "    except BaseException:\n"
-        "        pass\n"
-        "    return 0\n"
-        "\n"
-        "\n"
-        "def _strip_runner_frames(exc):\n"
-        "    \"\"\"Drop the runner's own frames from exc and the exceptions chained to it.\"\"\"\n"
-        "    seen = set()\n"
-        "    while exc is not None and id(exc) not in seen:\n"
-        "        seen.add(id(exc))\n"
-        "        kept = []\n"
-        "        tb = exc.__traceback__\n"
-        "        while tb is not None:\n"
-        "            if tb.tb_frame.f_globals is not _G:\n"
-        "                kept.append(tb)\n"
-        "            tb = tb.tb_next\n"
-        "        for i in range(len(kept)):\n"
-        "            kept[i].tb_next = kept[i + 1] if i + 1 < len(kept) else None\n"
-        "        exc.__traceback__ = kept[0] if kept else None\n"
-        "        exc = exc.__cause__ if exc.__cause__ is not None else exc.__context__\n"
-        "\n"
-        "\n"
-        "def _fallback_format(exc, type_name, message, lines):\n"
-        "    parts = []\n"
-        "    tb = exc.__traceback__\n"
-        "    if tb is not None:\n"
-        "        parts.append(\"Traceback (most recent call last):\\n\")\n"
-        "    while tb is not None:\n"
-        "        code = tb.tb_frame.f_code\n"
-        "        lineno = tb.tb_lineno\n"
-        "        parts.append(f'  File \"{code.co_filename}\", line {lineno}, in {code.co_name}\\n')\n"
-        "        if code.co_filename == _FILENAME and lineno is not None and 0 < lineno <= len(lines):\n"
-        "            parts.append(f\"    {lines[lineno - 1].strip()}\\n\")\n"
-        "        tb = tb.tb_next\n"
-        "    parts.append(f\"{type_name}: {message}\\n\" if message else f\"{type_name}\\n\")\n"
-        "    return \"\".join(parts)\n"
-        "\n"
-        "\n"
-        "def _format(exc, only, type_name, message, text, lines):\n"
-        "    _register(text, lines)\n"
-        "    try:\n"
-        "        parts = _format_exception_only(exc) if only else _format_exception(exc)\n"
-        "        out = \"\".join(parts)\n"
-        "        if type(out) is str:\n"
-        "            return out\n"
-        "    except BaseException:\n"
-        "        pass\n"
-        "    try:\n"
-        "        return _fallback_format(exc, type_name or \"Exception\", message, lines)\n"
-        "    except BaseException:\n"
-        "        return None\n"
-        "\n"
-        "\n"
-        "def _report(exc, only, text, lines):\n"
-        "    try:\n"
-        "        _strip_runner_frames(exc)\n"
-        "    except BaseException:\n"
-        "        pass\n"
-        "    limit = _limit(exc)\n"
-        "    type_name = _type_name(type(exc))\n"
-        "    message = _message(exc)\n"
-        "    formatted = _format(exc, only, type_name, message, text, lines)\n"
-        "    return (True, False, limit, type_name, message, formatted, None, exc)\n"
-        "\n"
-        "\n"
-        "def run(code, inputs, main):\n"
-        "    \"\"\"Run code (bytes) in main (a dict). Returns (exception, has_result, limit,\n"
-        "    exc_type, exc_message, exc_traceback, result bytes, exception object).\"\"\"\n"
-        "    try:\n"
-        "        return _run(code, inputs, main)\n"
-        "    except BaseException as e:\n"
-        "        # The runner itself failed (e.g. a signal while reporting): the C side\n"
-        "        # names the exception from its type.\n"
-        "        return (True, False, 0, None, None, None, None, e)\n"
-        "\n"
-        "\n"
-        "def _run(code, inputs, main):\n"
-        "    text = \"\"\n"
-        "    lines = []\n"
-        "    try:\n"
-        "        text = _decode(code)\n"
-        "        lines = _split_lines(text)\n"
-        "        _register(text, lines)\n"
-        "        head, tail = _compile_code(text)\n"
-        "    except BaseException as e:\n"
-        "        exc = e\n"
-        "    else:\n"
-        "        exc = None\n"
-        "    if exc is not None:\n"
-        "        return _report(exc, True, text, lines)\n"
-        "\n"
-        "    if \"__builtins__\" not in main:\n"
-        "        main[\"__builtins__\"] = _builtins\n"
-        "    _set_inputs(main, inputs)\n"
-        "\n"
-        "    result = None\n"
-        "    try:\n"
-        "        if head is not None:\n"
-        "            exec(head, main)\n"
-        "        if tail is not None:\n"
-        "            value = eval(tail, main)\n"
-        "            if value is not None:\n"
-        "                result = str.encode(repr(value), \"utf-8\", \"backslashreplace\")\n"
-        "            value = None\n"
-        "    except BaseException as e:\n"
-        "        exc = e\n"
-        "    _restore()\n"
-        "    if exc is not None:\n"
-        "        return _report(exc, False, text, lines)\n"
-        "    return (False, result is not None, 0, None, None, None, result, None)\n";
 
 static int config_set(PyConfig *config, wchar_t **field, const wchar_t *value) {
         PyStatus status = PyConfig_SetString(config, field, value);
@@ -476,7 +141,19 @@ static int pyrun_configure(PyConfig *config) {
 static int pyrun_runner_setup(void) {
         _cleanup_pyobj_ PyObject *globals = NULL, *builtins = NULL, *name = NULL, *paths = NULL, *code = NULL,
                                  *ret = NULL;
+        const char *source = (const char *) runner_source;
         PyObject *run;
+
+        /* embed.cmake refuses a NUL byte; this is the C string the compiler sees. */
+        if (strlen(source) != sizeof runner_source - 1)
+                return -EBADMSG;
+
+        for (size_t i = 0; i < ELEMENTSOF(report_keys); i++)
+                if (!report_keys[i]) {
+                        report_keys[i] = PyUnicode_InternFromString(report_key_names[i]);
+                        if (!report_keys[i])
+                                goto fail;
+                }
 
         globals = PyDict_New();
         builtins = PyDict_Copy(PyEval_GetBuiltins());
@@ -488,7 +165,7 @@ static int pyrun_runner_setup(void) {
             PyDict_SetItemString(globals, "__name__", name) < 0 || PyDict_SetItemString(globals, "_PATHS", paths) < 0)
                 goto fail;
 
-        code = Py_CompileString(runner_source, "<codeinterp-runner>", Py_file_input);
+        code = Py_CompileString(source, "<codeinterp-runner>", Py_file_input);
         if (!code)
                 goto fail;
         ret = PyEval_EvalCode(code, globals, globals);
@@ -710,43 +387,64 @@ static int report_strings(PyrunReport *r, PyObject *type, PyObject *message, PyO
         return 0;
 }
 
-static PyrunLimit limit_from_long(long l) {
-        switch (l) {
-        case PYRUN_LIMIT_MEMORY:
-        case PYRUN_LIMIT_FILE_SIZE:
-        case PYRUN_LIMIT_PROCESSES:
-                return (PyrunLimit) l;
-        default:
-                return PYRUN_LIMIT_NONE;
+static int limit_from_name(PyObject *name, PyrunLimit *ret) {
+        if (name == Py_None) {
+                *ret = PYRUN_LIMIT_NONE;
+                return 0;
         }
+        if (!PyUnicode_Check(name))
+                return -EPROTO;
+        for (PyrunLimit l = PYRUN_LIMIT_MEMORY; l <= PYRUN_LIMIT_PROCESSES; l++)
+                if (PyUnicode_CompareWithASCIIString(name, report_limit_to_string((ReportLimit) l)) == 0) {
+                        *ret = l;
+                        return 0;
+                }
+        return -EPROTO;
 }
 
-/* Convert the runner's tuple; *ret_result borrows the result bytes from res. */
-static int report_from_tuple(PyrunReport *r, PyObject *res, PyObject **ret_result) {
-        PyObject *result;
-        long limit;
+/* Convert the runner's report, read by key; *ret_result borrows the result bytes
+ * from res. -EPROTO when res is not the report run() promises: not a dict, a key
+ * missing, a value of the wrong type, or a result beside an exception. */
+static int report_from_dict(PyrunReport *r, PyObject *res, PyObject **ret_result) {
+        PyObject *v[_REPORT_KEY_MAX];
+        PyrunLimit limit;
+        int k;
 
-        if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 8)
-                return -EIO;
+        if (!PyDict_CheckExact(res))
+                return -EPROTO;
+        for (size_t i = 0; i < ELEMENTSOF(v); i++) {
+                v[i] = PyDict_GetItemWithError(res, report_keys[i]); /* borrowed */
+                if (!v[i]) {
+                        PyErr_Clear();
+                        return -EPROTO;
+                }
+        }
+        if (!PyBool_Check(v[REPORT_KEY_EXCEPTION]))
+                return -EPROTO;
+        k = limit_from_name(v[REPORT_KEY_LIMIT], &limit);
+        if (k < 0)
+                return k;
+        for (size_t i = REPORT_KEY_EXC_TYPE; i <= REPORT_KEY_EXC_TRACEBACK; i++)
+                if (v[i] != Py_None && !PyUnicode_Check(v[i]))
+                        return -EPROTO;
+        if (v[REPORT_KEY_RESULT] != Py_None && !PyBytes_Check(v[REPORT_KEY_RESULT]))
+                return -EPROTO;
 
-        r->exception = PyTuple_GET_ITEM(res, 0) == Py_True;
-        limit = PyLong_Check(PyTuple_GET_ITEM(res, 2)) ? PyLong_AsLong(PyTuple_GET_ITEM(res, 2)) : 0;
-        if (limit == -1 && PyErr_Occurred())
-                PyErr_Clear();
-        r->limit = limit_from_long(limit);
+        if (v[REPORT_KEY_EXCEPTION] == Py_True) {
+                if (v[REPORT_KEY_RESULT] != Py_None)
+                        return -EPROTO;
+                r->exception = true;
+                r->limit = limit;
+                return report_strings(r, v[REPORT_KEY_EXC_TYPE], v[REPORT_KEY_EXC_MESSAGE], v[REPORT_KEY_EXC_TRACEBACK],
+                                      exc_type_fallback(v[REPORT_KEY_EXC]));
+        }
 
-        if (r->exception)
-                return report_strings(r, PyTuple_GET_ITEM(res, 3), PyTuple_GET_ITEM(res, 4), PyTuple_GET_ITEM(res, 5),
-                                      exc_type_fallback(PyTuple_GET_ITEM(res, 7)));
-
-        r->limit = PYRUN_LIMIT_NONE;
-        if (PyTuple_GET_ITEM(res, 1) != Py_True)
-                return 0;
-        result = PyTuple_GET_ITEM(res, 6);
-        if (!PyBytes_Check(result))
-                return -EIO;
-        r->has_result = true;
-        *ret_result = result;
+        if (limit != PYRUN_LIMIT_NONE)
+                return -EPROTO;
+        if (v[REPORT_KEY_RESULT] != Py_None) {
+                r->has_result = true;
+                *ret_result = v[REPORT_KEY_RESULT];
+        }
         return 0;
 }
 
@@ -797,7 +495,7 @@ int pyrun_execute(const char *code, size_t code_len, const PyrunInput *inputs, s
         }
 
         res = PyObject_CallFunctionObjArgs(runner_run, code_obj, inputs_obj, main_dict, NULL);
-        r = res ? report_from_tuple(&report, res, &result) : report_from_error(&report);
+        r = res ? report_from_dict(&report, res, &result) : report_from_error(&report);
         if (r < 0)
                 return r;
 

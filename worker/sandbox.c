@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/landlock.h"
+#include "contract/fds.h"
 #include "common/util.h"
 #include "policy/seccomp.h"
 
@@ -35,39 +37,6 @@ const char *const sandbox_runtime_paths[] = {
         NULL,
 };
 
-static const char *const stage_names[_SANDBOX_STAGE_MAX] = {
-        [SANDBOX_STAGE_NONE] = "none",
-        [SANDBOX_STAGE_SYNC] = "sync",
-        [SANDBOX_STAGE_IDENTITY] = "identity",
-        [SANDBOX_STAGE_CAPS_KEEP] = "caps_keep",
-        [SANDBOX_STAGE_EXEC] = "exec",
-        [SANDBOX_STAGE_PLAN] = "plan",
-        [SANDBOX_STAGE_MOUNT_PRIVATE] = "mount_private",
-        [SANDBOX_STAGE_MOUNT_ROOT] = "mount_root",
-        [SANDBOX_STAGE_MOUNT_BIND] = "mount_bind",
-        [SANDBOX_STAGE_MOUNT_DEV] = "mount_dev",
-        [SANDBOX_STAGE_MOUNT_TMP] = "mount_tmp",
-        [SANDBOX_STAGE_MOUNT_INPUTS] = "mount_inputs",
-        [SANDBOX_STAGE_WRITE_INPUTS] = "write_inputs",
-        [SANDBOX_STAGE_PIVOT_ROOT] = "pivot_root",
-        [SANDBOX_STAGE_REMOUNT_RO] = "remount_ro",
-        [SANDBOX_STAGE_HOSTNAME] = "hostname",
-        [SANDBOX_STAGE_FDS] = "fds",
-        [SANDBOX_STAGE_CAPS_DROP] = "caps_drop",
-        [SANDBOX_STAGE_NO_NEW_PRIVS] = "no_new_privs",
-        [SANDBOX_STAGE_LANDLOCK] = "landlock",
-        [SANDBOX_STAGE_RLIMITS] = "rlimits",
-        [SANDBOX_STAGE_SECCOMP] = "seccomp",
-        [SANDBOX_STAGE_PYTHON_INIT] = "python_init",
-        [SANDBOX_STAGE_PYTHON_RUN] = "python_run",
-};
-
-const char *sandbox_stage_to_string(SandboxStage s) {
-        if (s < 0 || s >= _SANDBOX_STAGE_MAX || !stage_names[s])
-                return "unknown";
-        return stage_names[s];
-}
-
 /* The capabilities setup needs inside the worker's user namespace. */
 static const cap_value_t setup_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP };
 
@@ -76,26 +45,6 @@ static const cap_value_t setup_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP };
                 *ret_stage = (stage);                                                                                  \
                 return -abs(err);                                                                                      \
         } while (0)
-
-static int write_id_map(pid_t pid, const char *which, unsigned id) {
-        char path[64], line[64];
-        _cleanup_close_ int fd = -1;
-        int n;
-
-        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        n = snprintf(line, sizeof line, "%u %u 1\n", id, id);
-        if (write(fd, line, (size_t) n) != n)
-                return -errno;
-        return 0;
-}
-
-int sandbox_write_id_maps(pid_t pid, uid_t uid, gid_t gid) {
-        int r = write_id_map(pid, "uid_map", uid);
-        return r < 0 ? r : write_id_map(pid, "gid_map", gid);
-}
 
 /* First move every source above the target range, then dup2 down (dup2 clears
  * close-on-exec on the result), so a source already sitting on a target is safe. */
@@ -115,34 +64,34 @@ int sandbox_install_fds(const int *src, int n) {
         return 0;
 }
 
-int sandbox_become(const SandboxPlan *plan, bool for_exec, SandboxStage *ret_stage) {
-        _cleanup_(cap_free) cap_t caps = NULL;
+int sandbox_become(uid_t uid, gid_t gid, bool for_exec, SetupStage *ret_stage) {
+        _cleanup_cap_free_ cap_t caps = NULL;
 
         /* The creator ran as root: drop its supplementary groups before anything else. */
         if (setgroups(0, NULL) < 0)
-                FAIL(SANDBOX_STAGE_IDENTITY, errno);
+                FAIL(SETUP_STAGE_IDENTITY, errno);
         if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
-                FAIL(SANDBOX_STAGE_IDENTITY, errno);
-        if (setresgid(plan->gid, plan->gid, plan->gid) < 0)
-                FAIL(SANDBOX_STAGE_IDENTITY, errno);
-        if (setresuid(plan->uid, plan->uid, plan->uid) < 0)
-                FAIL(SANDBOX_STAGE_IDENTITY, errno);
+                FAIL(SETUP_STAGE_IDENTITY, errno);
+        if (setresgid(gid, gid, gid) < 0)
+                FAIL(SETUP_STAGE_IDENTITY, errno);
+        if (setresuid(uid, uid, uid) < 0)
+                FAIL(SETUP_STAGE_IDENTITY, errno);
 
         /* Keep only what setup needs (namespace-scoped: these are capabilities in the
          * worker's own user namespace, worthless on the host). */
         caps = cap_init();
         if (!caps)
-                FAIL(SANDBOX_STAGE_CAPS_KEEP, ENOMEM);
+                FAIL(SETUP_STAGE_CAPS_KEEP, ENOMEM);
         if (cap_set_flag(caps, CAP_PERMITTED, ELEMENTSOF(setup_caps), setup_caps, CAP_SET) < 0 ||
             cap_set_flag(caps, CAP_EFFECTIVE, ELEMENTSOF(setup_caps), setup_caps, CAP_SET) < 0 ||
             (for_exec && cap_set_flag(caps, CAP_INHERITABLE, ELEMENTSOF(setup_caps), setup_caps, CAP_SET) < 0))
-                FAIL(SANDBOX_STAGE_CAPS_KEEP, errno);
+                FAIL(SETUP_STAGE_CAPS_KEEP, errno);
         if (cap_set_proc(caps) < 0)
-                FAIL(SANDBOX_STAGE_CAPS_KEEP, errno);
+                FAIL(SETUP_STAGE_CAPS_KEEP, errno);
         if (for_exec)
                 for (size_t i = 0; i < ELEMENTSOF(setup_caps); i++)
                         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, setup_caps[i], 0, 0) < 0)
-                                FAIL(SANDBOX_STAGE_CAPS_KEEP, errno);
+                                FAIL(SETUP_STAGE_CAPS_KEEP, errno);
         return 0;
 }
 
@@ -215,7 +164,7 @@ static int write_input_file(int dirfd, const char *name, const void *data, size_
         return write_full(fd, data, len);
 }
 
-static int setup_inputs(const SandboxPlan *plan, SandboxStage *ret_stage) {
+static int setup_inputs(const PlanSandbox *plan, SetupStage *ret_stage) {
         char opts[64];
         uint64_t size = 4096;
         _cleanup_close_ int dirfd = -1;
@@ -225,98 +174,98 @@ static int setup_inputs(const SandboxPlan *plan, SandboxStage *ret_stage) {
                 size += plan->inputs[i].text_len + plan->inputs[i].original_len + 8192;
         snprintf(opts, sizeof opts, "size=%llu,mode=0755,nr_inodes=64", (unsigned long long) size);
         if (mount("tmpfs", "/inputs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_INPUTS, errno);
+                FAIL(SETUP_STAGE_MOUNT_INPUTS, errno);
         dirfd = open("/inputs", O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (dirfd < 0)
-                FAIL(SANDBOX_STAGE_WRITE_INPUTS, errno);
+                FAIL(SETUP_STAGE_WRITE_INPUTS, errno);
         for (size_t i = 0; i < plan->n_inputs; i++) {
-                const SandboxInput *in = &plan->inputs[i];
-                char name[SANDBOX_ID_MAX + 16];
+                const PlanInput *in = &plan->inputs[i];
+                char name[PLAN_INPUT_ID_MAX + 16];
 
                 /* IDs were validated by the supervisor ([A-Za-z0-9_.-], no leading dot);
                  * check again: a slash here would be a supervisor bug, not a feature. */
                 if (!in->id[0] || in->id[0] == '.' || strchr(in->id, '/'))
-                        FAIL(SANDBOX_STAGE_WRITE_INPUTS, EINVAL);
+                        FAIL(SETUP_STAGE_WRITE_INPUTS, EINVAL);
                 snprintf(name, sizeof name, "%s.txt", in->id);
                 if ((r = write_input_file(dirfd, name, in->text, in->text_len)) < 0)
-                        FAIL(SANDBOX_STAGE_WRITE_INPUTS, r);
-                if (in->kind == SANDBOX_INPUT_ATTACHMENT) {
+                        FAIL(SETUP_STAGE_WRITE_INPUTS, r);
+                if (in->kind == PLAN_INPUT_ATTACHMENT) {
                         snprintf(name, sizeof name, "%s.original", in->id);
                         if ((r = write_input_file(dirfd, name, in->original, in->original_len)) < 0)
-                                FAIL(SANDBOX_STAGE_WRITE_INPUTS, r);
+                                FAIL(SETUP_STAGE_WRITE_INPUTS, r);
                 }
         }
         if (mount(NULL, "/inputs", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_INPUTS, errno);
+                FAIL(SETUP_STAGE_MOUNT_INPUTS, errno);
         return 0;
 }
 
-static int setup_root(SandboxStage *ret_stage) {
+static int setup_root(SetupStage *ret_stage) {
         static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", NULL };
         int r;
 
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_PRIVATE, errno);
+                FAIL(SETUP_STAGE_MOUNT_PRIVATE, errno);
         if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755,nr_inodes=256") < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_ROOT, errno);
+                FAIL(SETUP_STAGE_MOUNT_ROOT, errno);
 
         for (size_t i = 0; sandbox_runtime_paths[i]; i++) {
                 char dst[PATH_MAX];
                 const char *p = sandbox_runtime_paths[i];
 
                 if ((r = mkdir_below_root(p, 0755)) < 0)
-                        FAIL(SANDBOX_STAGE_MOUNT_BIND, r);
+                        FAIL(SETUP_STAGE_MOUNT_BIND, r);
                 snprintf(dst, sizeof dst, "%s%s", NEWROOT, p);
                 if ((r = bind_ro(p, dst, MS_NODEV)) < 0)
-                        FAIL(SANDBOX_STAGE_MOUNT_BIND, r);
+                        FAIL(SETUP_STAGE_MOUNT_BIND, r);
         }
         /* Merged-/usr layout: /lib -> usr/lib so absolute library paths resolve. */
         if (symlink("usr/lib", NEWROOT "/lib") < 0 && errno != EEXIST)
-                FAIL(SANDBOX_STAGE_MOUNT_BIND, errno);
+                FAIL(SETUP_STAGE_MOUNT_BIND, errno);
 
         if ((r = mkdir_below_root("/dev", 0755)) < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_DEV, r);
+                FAIL(SETUP_STAGE_MOUNT_DEV, r);
         if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755,nr_inodes=32") < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_DEV, errno);
+                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
         for (size_t i = 0; devices[i]; i++) {
                 char dst[PATH_MAX];
                 if ((r = create_file_below_root(devices[i])) < 0)
-                        FAIL(SANDBOX_STAGE_MOUNT_DEV, r);
+                        FAIL(SETUP_STAGE_MOUNT_DEV, r);
                 snprintf(dst, sizeof dst, "%s%s", NEWROOT, devices[i]);
                 if ((r = bind_ro(devices[i], dst, MS_NOEXEC)) < 0)
-                        FAIL(SANDBOX_STAGE_MOUNT_DEV, r);
+                        FAIL(SETUP_STAGE_MOUNT_DEV, r);
         }
         /* Writes to /dev/null are part of normal programs: make that one read-write. */
         if (mount(NULL, NEWROOT "/dev/null", NULL,
                   MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC | locked_flags(NEWROOT "/dev/null"), NULL) < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_DEV, errno);
+                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
         if (mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
                   "size=64k,mode=0755,nr_inodes=32") < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_DEV, errno);
+                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
 
         /* Mount points for the per-call filesystems, mounted by sandbox_finish(). */
         if ((r = mkdir_below_root("/tmp", 0755)) < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_TMP, r);
+                FAIL(SETUP_STAGE_MOUNT_TMP, r);
         if ((r = mkdir_below_root("/inputs", 0755)) < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_INPUTS, r);
+                FAIL(SETUP_STAGE_MOUNT_INPUTS, r);
 
         /* Swap roots: the old root is stacked under the new one and detached. */
         if (chdir(NEWROOT) < 0)
-                FAIL(SANDBOX_STAGE_PIVOT_ROOT, errno);
+                FAIL(SETUP_STAGE_PIVOT_ROOT, errno);
         if (syscall(SYS_pivot_root, ".", ".") < 0)
-                FAIL(SANDBOX_STAGE_PIVOT_ROOT, errno);
+                FAIL(SETUP_STAGE_PIVOT_ROOT, errno);
         if (umount2(".", MNT_DETACH) < 0)
-                FAIL(SANDBOX_STAGE_PIVOT_ROOT, errno);
+                FAIL(SETUP_STAGE_PIVOT_ROOT, errno);
         if (chdir("/") < 0)
-                FAIL(SANDBOX_STAGE_PIVOT_ROOT, errno);
+                FAIL(SETUP_STAGE_PIVOT_ROOT, errno);
         if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=1m,mode=0755,nr_inodes=256") <
             0)
-                FAIL(SANDBOX_STAGE_REMOUNT_RO, errno);
+                FAIL(SETUP_STAGE_REMOUNT_RO, errno);
         return 0;
 }
 
 static int drop_caps(void) {
-        _cleanup_(cap_free) cap_t caps = NULL;
+        _cleanup_cap_free_ cap_t caps = NULL;
 
         /* Lock the securebits first (needs CAP_SETPCAP): no way back to root semantics. */
         if (prctl(PR_SET_SECUREBITS,
@@ -350,11 +299,6 @@ static int drop_caps(void) {
          LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SYM |                     \
          LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE)
 
-int sandbox_landlock_abi(void) {
-        long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-        return abi < 0 ? 0 : (int) abi;
-}
-
 static int landlock_allow(int ruleset, const char *path, uint64_t access, uint64_t handled) {
         struct landlock_path_beneath_attr attr = { .allowed_access = access & handled };
         _cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
@@ -372,7 +316,7 @@ static int landlock_allow(int ruleset, const char *path, uint64_t access, uint64
  * socket or fifo nodes anywhere. Mount isolation already hides the host; this holds
  * even if that failed. Skipped (0) on kernels without Landlock. */
 static int apply_landlock(void) {
-        int abi = sandbox_landlock_abi();
+        int abi = landlock_abi();
         uint64_t handled;
         _cleanup_close_ int ruleset = -1;
         int r;
@@ -409,7 +353,7 @@ static int set_limit(int resource, rlim_t soft, rlim_t hard) {
         return setrlimit(resource, &rl) < 0 ? -errno : 0;
 }
 
-static int set_rlimits(const SandboxPlan *plan) {
+static int set_rlimits(const PlanSandbox *plan) {
         int r;
 
         if ((r = set_limit(RLIMIT_AS, plan->memory_bytes, plan->memory_bytes)) < 0 ||
@@ -425,47 +369,47 @@ static int set_rlimits(const SandboxPlan *plan) {
         return 0;
 }
 
-int sandbox_prepare(SandboxStage *ret_stage) {
+int sandbox_prepare(SetupStage *ret_stage) {
         int r;
 
         r = setup_root(ret_stage);
         if (r < 0)
                 return r;
         if (sethostname("codeinterp", 10) < 0)
-                FAIL(SANDBOX_STAGE_HOSTNAME, errno);
+                FAIL(SETUP_STAGE_HOSTNAME, errno);
         return 0;
 }
 
-int sandbox_finish(const SandboxPlan *plan, SandboxStage *ret_stage) {
+int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, SetupStage *ret_stage) {
         char opts[64];
         int r;
 
         snprintf(opts, sizeof opts, "size=%llu,mode=1777,nr_inodes=4096", (unsigned long long) plan->tmp_bytes);
         if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
-                FAIL(SANDBOX_STAGE_MOUNT_TMP, errno);
+                FAIL(SETUP_STAGE_MOUNT_TMP, errno);
         r = setup_inputs(plan, ret_stage);
         if (r < 0)
                 return r;
-        if (syscall(SYS_close_range, (unsigned) plan->max_keep_fd + 1, ~0U, 0) < 0)
-                FAIL(SANDBOX_STAGE_FDS, errno);
+        if (syscall(SYS_close_range, (unsigned) WORKER_FD_LAST_KEPT + 1, ~0U, 0) < 0)
+                FAIL(SETUP_STAGE_FDS, errno);
         if ((r = drop_caps()) < 0)
-                FAIL(SANDBOX_STAGE_CAPS_DROP, r);
+                FAIL(SETUP_STAGE_CAPS_DROP, r);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                FAIL(SANDBOX_STAGE_NO_NEW_PRIVS, errno);
+                FAIL(SETUP_STAGE_NO_NEW_PRIVS, errno);
         if ((r = apply_landlock()) < 0)
-                FAIL(SANDBOX_STAGE_LANDLOCK, r);
+                FAIL(SETUP_STAGE_LANDLOCK, r);
         if ((r = set_rlimits(plan)) < 0)
-                FAIL(SANDBOX_STAGE_RLIMITS, r);
-        if (!plan->seccomp)
-                FAIL(SANDBOX_STAGE_SECCOMP, EINVAL);
-        if ((r = policy_seccomp_load(plan->seccomp)) < 0)
-                FAIL(SANDBOX_STAGE_SECCOMP, r);
+                FAIL(SETUP_STAGE_RLIMITS, r);
+        if (!seccomp)
+                FAIL(SETUP_STAGE_SECCOMP, EINVAL);
+        if ((r = policy_seccomp_load(seccomp)) < 0)
+                FAIL(SETUP_STAGE_SECCOMP, r);
         return 0;
 }
 
-int sandbox_enter(const SandboxPlan *plan, SandboxStage *ret_stage) {
+int sandbox_enter(const PlanSandbox *plan, const struct sock_fprog *seccomp, SetupStage *ret_stage) {
         int r = sandbox_prepare(ret_stage);
         if (r < 0)
                 return r;
-        return sandbox_finish(plan, ret_stage);
+        return sandbox_finish(plan, seccomp, ret_stage);
 }

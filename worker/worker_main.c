@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* codeinterp-worker: the cold ("exec") worker. Started by the supervisor inside fresh
- * namespaces with these descriptors and nothing else:
- *   0 /dev/null   1 stdout pipe   2 stderr pipe
- *   3 report pipe (worker -> supervisor frames, see report.h)
- *   4 result pipe (the final expression's repr)
- *   5 plan (sealed memfd, see plan.h)
- * It enters the sandbox, initialises CPython, runs the code once and exits.
+ * namespaces (worker/exec_child.c is the part between its clone and this exec) with
+ * the descriptors of contract/fds.h and nothing else. It enters the sandbox, initialises CPython, runs the code once and exits.
  * With --zygote it is the zygote instead (worker/zygote.h). Not meant to be run by hand. */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,9 +11,9 @@
 
 #include "common/util.h"
 #include "policy/seccomp.h"
-#include "worker/plan.h"
+#include "contract/fds.h"
+#include "contract/plan.h"
 #include "worker/pyrun.h"
-#include "worker/report.h"
 #include "worker/run.h"
 #include "worker/sandbox.h"
 #include "worker/zygote.h"
@@ -25,7 +21,7 @@
 int main(int argc, char **argv) {
         WorkerPlan plan;
         struct sock_fprog prog;
-        SandboxStage stage = SANDBOX_STAGE_NONE;
+        SetupStage stage = SETUP_STAGE_NONE;
         int r;
 
         if (argc >= 2 && strcmp(argv[1], "--zygote") == 0)
@@ -40,17 +36,14 @@ int main(int argc, char **argv) {
         worker_read_plan(&plan);
         r = policy_seccomp_compile(plan.deny, &prog);
         if (r < 0)
-                worker_fail(SANDBOX_STAGE_SECCOMP, r);
-        plan.sandbox.seccomp = &prog;
-        plan.sandbox.max_keep_fd = REPORT_RESULT_FD;
-
-        r = sandbox_enter(&plan.sandbox, &stage);
+                worker_fail(SETUP_STAGE_SECCOMP, r);
+        r = sandbox_enter(&plan.sandbox, &prog, &stage);
         if (r < 0)
                 worker_fail(stage, r);
 
         r = pyrun_init();
         if (r < 0)
-                worker_fail(SANDBOX_STAGE_PYTHON_INIT, r);
+                worker_fail(SETUP_STAGE_PYTHON_INIT, r);
 
         worker_run(&plan);
 }

@@ -22,11 +22,15 @@
 
 #include "common/cleanup.h"
 #include "common/clone.h"
+#include "common/fdpass.h"
+#include "common/proc.h"
+#include "common/userns.h"
 #include "common/util.h"
+#include "contract/fds.h"
+#include "contract/zygote_proto.h"
 #include "policy/seccomp.h"
-#include "worker/plan.h"
+#include "contract/plan.h"
 #include "worker/pyrun.h"
-#include "worker/report.h"
 #include "worker/run.h"
 #include "worker/sandbox.h"
 
@@ -36,7 +40,7 @@ static int devnull = -1;
 /* The zygote keeps only what it needs to write id maps for its children. */
 static int zygote_drop_privileges(void) {
         static const cap_value_t keep[] = { CAP_SETUID, CAP_SETGID };
-        _cleanup_(cap_free) cap_t caps = cap_init();
+        _cleanup_cap_free_ cap_t caps = cap_init();
 
         if (!caps)
                 return -ENOMEM;
@@ -66,27 +70,19 @@ static bool may_refill = true; /* at start, then after each IDLE hint until the 
 static uid_t worker_uid;
 static gid_t worker_gid;
 
-/* Receive the call's five fds on chan. -ECONNRESET when the zygote went away. */
-static int recv_call_fds(int chan, int fds[ZYGOTE_SPAWN_FDS]) {
+/* Receive the call's fds (a one-byte message) on chan. -ECONNRESET when the zygote
+ * went away. */
+static int recv_call_fds(int chan, int fds[_SPAWN_FD_MAX]) {
         char byte;
-        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_SPAWN_FDS)];
-        } u;
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-        struct cmsghdr *cm;
-        ssize_t n;
+        size_t n_fds;
+        ssize_t n = fdpass_recv(chan, &byte, 1, fds, _SPAWN_FD_MAX, &n_fds, 0);
 
-        do
-                n = recvmsg(chan, &mh, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
         if (n <= 0)
-                return -ECONNRESET;
-        cm = CMSG_FIRSTHDR(&mh);
-        if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int) * ZYGOTE_SPAWN_FDS))
+                return n < 0 && n != -ECONNRESET ? (int) n : -ECONNRESET;
+        if (n_fds != _SPAWN_FD_MAX) {
+                fdpass_close_all(fds, n_fds);
                 return -EBADMSG;
-        memcpy(fds, CMSG_DATA(cm), sizeof(int) * ZYGOTE_SPAWN_FDS);
+        }
         return 0;
 }
 
@@ -97,9 +93,8 @@ static bool call_waiting(int chan) {
 
 /* In the new worker: a copy of the zygote, in fresh namespaces, waiting for its call. */
 static _Noreturn void child_main(int sync_fd, int chan) {
-        SandboxPlan identity = { .uid = worker_uid, .gid = worker_gid };
-        SandboxStage stage = SANDBOX_STAGE_NONE, failed_stage = SANDBOX_STAGE_NONE;
-        int failed = 0, fds[ZYGOTE_SPAWN_FDS], src[6];
+        SetupStage stage = SETUP_STAGE_NONE, failed_stage = SETUP_STAGE_NONE;
+        int failed = 0, fds[_SPAWN_FD_MAX], src[_WORKER_FD_MAX];
         WorkerPlan plan;
         sigset_t none;
         char c;
@@ -117,7 +112,7 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         if (read(sync_fd, &c, 1) != 1)
                 _exit(127); /* the zygote could not map our ids and gave up on us */
         close(sync_fd);
-        if ((r = sandbox_become(&identity, false, &stage)) < 0 || (r = sandbox_prepare(&stage)) < 0) {
+        if ((r = sandbox_become(worker_uid, worker_gid, false, &stage)) < 0 || (r = sandbox_prepare(&stage)) < 0) {
                 failed = r;
                 failed_stage = stage;
         } else if ((r = pyrun_reseed()) < 0 || (!call_waiting(chan) && (r = pyrun_warmup()) < 0)) {
@@ -125,7 +120,7 @@ static _Noreturn void child_main(int sync_fd, int chan) {
                  * pages private before the call arrives; when the call is already
                  * waiting it would only add work to the call's own path. */
                 failed = r;
-                failed_stage = SANDBOX_STAGE_PYTHON_INIT;
+                failed_stage = SETUP_STAGE_PYTHON_INIT;
         }
         /* The supervisor is our parent (CLONE_PARENT): die with it. */
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -134,43 +129,21 @@ static _Noreturn void child_main(int sync_fd, int chan) {
                 _exit(0); /* never assigned: the zygote went away */
         close(chan);
         prctl(PR_SET_NAME, "ci-worker", 0, 0, 0);
-        src[0] = devnull;
-        memcpy(src + 1, fds, sizeof fds);
-        if (sandbox_install_fds(src, 6) < 0)
+        src[WORKER_FD_STDIN] = devnull;
+        memcpy(src + WORKER_FD_STDOUT, fds, sizeof fds);
+        if (sandbox_install_fds(src, _WORKER_FD_MAX) < 0)
                 _exit(127);
         if (failed < 0)
                 worker_fail(failed_stage, failed);
 
         worker_read_plan(&plan);
         if (plan.sandbox.uid != worker_uid || plan.sandbox.gid != worker_gid)
-                worker_fail(SANDBOX_STAGE_PLAN, EINVAL);
-        plan.sandbox.seccomp = &filters[plan.deny == POLICY_DENY_KILL];
-        plan.sandbox.max_keep_fd = REPORT_RESULT_FD;
-        r = sandbox_finish(&plan.sandbox, &stage);
+                worker_fail(SETUP_STAGE_PLAN, EINVAL);
+        r = sandbox_finish(&plan.sandbox, &filters[plan.deny == POLICY_DENY_KILL], &stage);
         if (r < 0)
                 worker_fail(stage, r);
 
         worker_run(&plan);
-}
-
-static int send_reply(int ctl, const ZygoteSpawned *rep, int pidfd) {
-        struct iovec iov = { .iov_base = (void *) rep, .iov_len = sizeof *rep };
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } u = {};
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-        if (pidfd >= 0) {
-                mh.msg_control = u.buf;
-                mh.msg_controllen = sizeof u.buf;
-                struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(cm), &pidfd, sizeof(int));
-        }
-        return sendmsg(ctl, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
 static void pool_child_close(PoolChild *pc) {
@@ -212,9 +185,9 @@ static int pool_child_new(int ctl, PoolChild *ret) {
         PyOS_AfterFork_Parent();
         close(sync[0]);
         close(chan[1]);
-        if (k == 0 && ((k = sandbox_write_id_maps(pid, worker_uid, worker_gid)) < 0 ||
+        if (k == 0 && ((k = userns_write_id_maps(pid, worker_uid, worker_gid)) < 0 ||
                        (write(sync[1], "x", 1) != 1 && (k = -EIO))))
-                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0); /* reaped by the supervisor */
+                pidfd_kill(pidfd); /* reaped by the supervisor, its parent */
         close(sync[1]);
         if (k < 0) {
                 close(chan[0]);
@@ -226,90 +199,60 @@ static int pool_child_new(int ctl, PoolChild *ret) {
         return 0;
 }
 
-/* One request. Returns <0 only when the control channel is gone. */
-static int serve_one(int ctl) {
-        ZygoteSpawn req;
-        ZygoteSpawned rep = { .magic = ZYGOTE_MAGIC };
-        struct iovec iov = { .iov_base = &req, .iov_len = sizeof req };
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_SPAWN_FDS)];
-        } u;
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-        int fds[ZYGOTE_SPAWN_FDS], n_fds = 0, k;
-        PoolChild pc = { .pidfd = -1, .chan = -1 };
-        ssize_t n;
+/* Hand the call's fds to a pre-started worker if there is one (oldest first), else to
+ * a new one made now. A worker that died while waiting fails the send and is dropped.
+ * On success *ret is the worker (its chan closed by the caller). */
+static int assign_worker(int ctl, const int fds[_SPAWN_FD_MAX], PoolChild *ret) {
+        PoolChild pc;
+        int k;
 
-        n = recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC);
-        if (n < 0)
-                return errno == EINTR ? 0 : -errno;
-        if (n == 0)
-                return -ECONNRESET;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                        int cnt = (int) ((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-                        for (int i = 0; i < cnt; i++) {
-                                int fd;
-                                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-                                if (n_fds < ZYGOTE_SPAWN_FDS)
-                                        fds[n_fds++] = fd;
-                                else
-                                        close(fd);
-                        }
-                }
-        if ((size_t) n == sizeof req && req.magic == ZYGOTE_MAGIC && req.op == ZYGOTE_OP_IDLE && n_fds == 0) {
-                may_refill = true;
-                return 0;
-        }
-        may_refill = false;
-        rep.token = req.token;
-        if ((size_t) n != sizeof req || req.magic != ZYGOTE_MAGIC || req.op != ZYGOTE_OP_SPAWN ||
-            n_fds != ZYGOTE_SPAWN_FDS || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || req.uid != worker_uid ||
-            req.gid != worker_gid) {
-                rep.error = EBADMSG;
-                goto out;
-        }
-
-        /* A pre-started worker if there is one (oldest first), else a new one now. A
-         * worker that died while waiting fails the send and is dropped. */
         for (;;) {
                 if (pool_len > 0) {
                         pc = pool[0];
                         memmove(pool, pool + 1, (pool_len - 1) * sizeof *pool);
                         pool_len--;
-                } else if ((k = pool_child_new(ctl, &pc)) < 0) {
-                        rep.error = -k;
-                        goto out;
-                }
-                char byte = 'c';
-                struct iovec civ = { .iov_base = &byte, .iov_len = 1 };
-                union {
-                        struct cmsghdr h;
-                        char buf[CMSG_SPACE(sizeof(int) * ZYGOTE_SPAWN_FDS)];
-                } cu = {};
-                struct msghdr cmh = {
-                        .msg_iov = &civ, .msg_iovlen = 1, .msg_control = cu.buf, .msg_controllen = sizeof cu.buf
-                };
-                struct cmsghdr *cm = CMSG_FIRSTHDR(&cmh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int) * ZYGOTE_SPAWN_FDS);
-                memcpy(CMSG_DATA(cm), fds, sizeof(int) * ZYGOTE_SPAWN_FDS);
-                if (sendmsg(pc.chan, &cmh, MSG_NOSIGNAL) == 1)
+                } else if ((k = pool_child_new(ctl, &pc)) < 0)
+                        return k;
+                if (fdpass_send(pc.chan, "c", 1, fds, _SPAWN_FD_MAX, 0) == 0)
                         break;
                 pool_child_close(&pc);
         }
-        rep.pid = pc.pid;
-out:
-        for (int i = 0; i < n_fds; i++)
-                close(fds[i]);
-        k = send_reply(ctl, &rep, rep.error ? -1 : pc.pidfd);
+        *ret = pc;
+        return 0;
+}
+
+/* One control message. Returns <0 only when the control channel is gone. */
+static int serve_one(int ctl) {
+        ZygoteMsg req, rep;
+        PoolChild pc = { .pidfd = -1, .chan = -1 };
+        int fds[_SPAWN_FD_MAX];
+        size_t n_fds = 0;
+        int k;
+
+        k = zygote_msg_recv(ctl, &req, fds, &n_fds, 0);
+        if (k == -EINTR || k == -EBADMSG)
+                return 0; /* a malformed request has no token to answer: dropped */
+        if (k < 0)
+                return k;
+        if (req.kind == ZYGOTE_MSG_IDLE) {
+                may_refill = true;
+                return 0;
+        }
+        may_refill = false;
+        if (req.kind != ZYGOTE_MSG_SPAWN || req.uid != worker_uid || req.gid != worker_gid)
+                rep = zygote_msg_spawned(req.token, EBADMSG, 0);
+        else if ((k = assign_worker(ctl, fds, &pc)) < 0)
+                rep = zygote_msg_spawned(req.token, -k, 0);
+        else
+                rep = zygote_msg_spawned(req.token, 0, pc.pid);
+        fdpass_close_all(fds, n_fds);
+        k = zygote_msg_send(ctl, &rep, &pc.pidfd, rep.error ? 0 : 1, 0);
         pool_child_close(&pc);
         return k < 0 ? k : 0;
 }
 
 int zygote_main(int argc, char **argv) {
-        ZygoteSpawned ready = { .magic = ZYGOTE_MAGIC };
+        ZygoteMsg ready = zygote_msg_ready();
         unsigned long uid, gid, size;
         int r;
 
@@ -351,7 +294,7 @@ int zygote_main(int argc, char **argv) {
                 fprintf(stderr, "codeinterp-zygote: dropping privileges failed: %s\n", strerror(-r));
                 return 1;
         }
-        if (send_reply(ZYGOTE_CTL_FD, &ready, -1) < 0)
+        if (zygote_msg_send(ZYGOTE_CTL_FD, &ready, NULL, 0, 0) < 0)
                 return 1;
         for (;;) {
                 /* Requests first; the pool is refilled one worker at a time while none

@@ -8,7 +8,6 @@ Run as root:  make bench   (or: /usr/bin/python3 tests/bench/bench.py [--soak 10
 """
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import threading

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "worker/report.h"
+#include "contract/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

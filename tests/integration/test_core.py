@@ -25,7 +25,7 @@ def test_northstar(conn):
 import msgpack  # noqa: E402
 import pytest  # noqa: E402
 
-from conftest import WORKER_START, Conn, recv_result_frame, running_supervisor  # noqa: E402
+from conftest import Conn, recv_result_frame  # noqa: E402
 
 
 def ok(r):

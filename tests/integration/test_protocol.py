@@ -12,7 +12,7 @@ import textwrap
 import msgpack
 import pytest
 
-from conftest import CORE_OUTCOMES, Conn, check_northstar, running_supervisor, status, wait_ready, wait_until
+from conftest import CORE_OUTCOMES, Conn, check_northstar, status, wait_ready, wait_until
 
 
 def frame(obj):

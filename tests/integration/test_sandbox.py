@@ -4,7 +4,7 @@ import secrets
 
 import pytest
 
-from conftest import MUST_SANDBOX, Conn, running_supervisor
+from conftest import MUST_SANDBOX, running_supervisor
 
 TMP_BYTES = 1048576
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/fit.h"
+#include "contract/fit.h"
 
 #define T_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define T_MAX(a, b) ((a) > (b) ? (a) : (b))

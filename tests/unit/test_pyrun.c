@@ -692,6 +692,54 @@ static void test_patched_traceback(void **state) {
         outcome_done(&o);
 }
 
+/* A report that is not what run() promises is the runner failing (-EPROTO), never
+ * a guess. Provoked by replacing the runner's _report() (found via gc), which then
+ * builds the report of the exception that follows. */
+static void test_malformed_report(void **state) {
+        static const char *const reports[] = {
+                "('ZeroDivisionError', 'division by zero')",       /* not a dict */
+                "{}",                                              /* keys missing */
+                "{**good, 'exception': 1}",                        /* not a bool */
+                "{**good, 'limit': 'disk'}",                       /* unknown limit */
+                "{**good, 'limit': 1}",                            /* limit not a name */
+                "{**good, 'exc_type': b'ZeroDivisionError'}",      /* not a str */
+                "{**good, 'result': b'1'}",                        /* result beside an exception */
+                "{**good, 'exception': False, 'result': 'x'}",     /* result not bytes */
+                "{**good, 'exception': False, 'limit': 'memory'}", /* limit without exception */
+        };
+        char code[1024];
+        Outcome o;
+
+        for (size_t i = 0; i < ELEMENTSOF(reports); i++) {
+                snprintf(code, sizeof code,
+                         "import gc\n"
+                         "for d in gc.get_objects():\n"
+                         "    if isinstance(d, dict) and 'PackageInstallBlocker' in d:\n"
+                         "        real = d['_report']\n"
+                         "        def fake(*args, real=real):\n"
+                         "            good = real(*args)\n"
+                         "            return %s\n"
+                         "        d['_report'] = fake\n"
+                         "1/0",
+                         reports[i]);
+                run_code(code, &o);
+                assert_true(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0 && o.complete);
+                assert_int_equal(o.rc, -EPROTO);
+                outcome_done(&o);
+        }
+
+        /* The same replacement passing the report through is accepted. */
+        run_code("import gc\n"
+                 "for d in gc.get_objects():\n"
+                 "    if isinstance(d, dict) and 'PackageInstallBlocker' in d:\n"
+                 "        real = d['_report']\n"
+                 "        d['_report'] = lambda *args: {**real(*args), 'extra': 1}\n"
+                 "1/0",
+                 &o);
+        assert_exception(&o, "ZeroDivisionError");
+        outcome_done(&o);
+}
+
 /* ---- environment ---- */
 
 static void test_inputs(void **state) {
@@ -884,6 +932,7 @@ int main(void) {
                 cmocka_unit_test(test_thread_limit_classified),
                 cmocka_unit_test(test_deleted_builtins),
                 cmocka_unit_test(test_patched_traceback),
+                cmocka_unit_test(test_malformed_report),
                 cmocka_unit_test(test_inputs),
                 cmocka_unit_test(test_no_package_installs),
                 cmocka_unit_test(test_sys_path),

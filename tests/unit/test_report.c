@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "worker/report.h"
+#include "contract/report.h"
 
 /* Capture one frame written by a report_send_* function through a pipe. */
 static size_t capture(int (*send)(int, void *), void *arg, uint8_t *buf, size_t cap) {
@@ -35,13 +35,13 @@ static int send_done(int fd, void *arg) {
 }
 
 static int send_setup(int fd, void *arg) {
-        return report_send_setup_error(fd, SANDBOX_STAGE_SECCOMP, EPERM);
+        return report_send_setup_error(fd, SETUP_STAGE_SECCOMP, EPERM);
 }
 
 static void test_round_trip(void **state) {
         uint8_t buf[65536];
         char big[64];
-        PyrunReport rep = { .exception = true, .limit = PYRUN_LIMIT_MEMORY };
+        ReportRun rep = { .exception = true, .limit = REPORT_LIMIT_MEMORY };
         WorkerReport w;
         size_t n;
 
@@ -54,7 +54,7 @@ static void test_round_trip(void **state) {
         assert_int_equal(report_parse(buf + 4, n - 4, 10, &w), 0);
         assert_int_equal(w.kind, REPORT_DONE);
         assert_true(w.exception);
-        assert_int_equal(w.limit, PYRUN_LIMIT_MEMORY);
+        assert_int_equal(w.limit, REPORT_LIMIT_MEMORY);
         assert_string_equal(w.exc_type, "MemoryError");
         assert_int_equal(w.exc_message.total_chars, 63);
         assert_int_equal(w.exc_message.text_chars + w.exc_message.omitted_chars, 63);
@@ -93,10 +93,10 @@ static void test_rejects(void **state) {
 /* Random mutations of a valid frame: never a crash, never a leak (ASan). */
 static void test_mutations(void **state) {
         uint8_t buf[4096], m[4096];
-        PyrunReport rep = { .exception = true,
-                            .exc_type = "ValueError",
-                            .exc_message = "bad value é",
-                            .exc_traceback = "Traceback (most recent call last):\n  File \"<code>\"\n" };
+        ReportRun rep = { .exception = true,
+                          .exc_type = "ValueError",
+                          .exc_message = "bad value é",
+                          .exc_traceback = "Traceback (most recent call last):\n  File \"<code>\"\n" };
         unsigned seed = 7;
         size_t n = capture(send_done, &rep, buf, sizeof buf) - 4;
 

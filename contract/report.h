@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Worker -> supervisor reports on the status pipe (fd 3), and the supervisor's
+/* Worker -> supervisor reports on the report pipe (WORKER_FD_REPORT), and the supervisor's
  * bounded, validating parser. Each report is a 4-byte big-endian length and one
  * msgpack map:
  *   {"t": "setup", "stage": <stage name>, "errno": <int>}
@@ -16,13 +16,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "supervisor/fit.h"
-#include "worker/pyrun.h"
-#include "worker/sandbox.h"
+#include "contract/fit.h"
+#include "contract/stage.h"
 
-#define REPORT_FD 3
-#define REPORT_RESULT_FD 4
-#define REPORT_PLAN_FD 5
+/* Which resource limit ended the code, when an exception was the limit's doing. */
+typedef enum ReportLimit {
+        REPORT_LIMIT_NONE,
+        REPORT_LIMIT_MEMORY,    /* MemoryError */
+        REPORT_LIMIT_FILE_SIZE, /* OSError with errno EFBIG */
+        REPORT_LIMIT_PROCESSES, /* thread creation failed (RLIMIT_NPROC) */
+        _REPORT_LIMIT_MAX,
+} ReportLimit;
+
+/* What the worker reports when its code has run (the worker side's input). */
+typedef struct ReportRun {
+        bool exception;
+        bool has_result;
+        ReportLimit limit;
+        const char *exc_type; /* NULL when !exception */
+        const char *exc_message;
+        const char *exc_traceback;
+} ReportRun;
 
 typedef enum ReportKind {
         REPORT_SETUP_ERROR,
@@ -36,7 +50,7 @@ typedef struct WorkerReport {
         int error;
         /* done */
         bool has_result;
-        PyrunLimit limit;
+        ReportLimit limit;
         bool exception;
         char *exc_type; /* fitted to 256 characters */
         FitText exc_message;
@@ -44,11 +58,12 @@ typedef struct WorkerReport {
 } WorkerReport;
 
 /* Worker side. Both write one frame to fd; -errno on failure. */
-int report_send_setup_error(int fd, SandboxStage stage, int error);
-int report_send_done(int fd, const PyrunReport *r, uint64_t exc_ceiling);
+int report_send_setup_error(int fd, SetupStage stage, int error);
+int report_send_done(int fd, const ReportRun *r, uint64_t exc_ceiling);
 
 /* Supervisor side: parse one frame body (without the length prefix). -EBADMSG if malformed. */
 int report_parse(const void *buf, size_t len, uint64_t exc_ceiling, WorkerReport *ret);
 void report_done(WorkerReport *r);
 
-const char *pyrun_limit_to_string(PyrunLimit l);
+/* "memory", "file_size", "processes"; NULL for none or out of range. */
+const char *report_limit_to_string(ReportLimit l);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "worker/plan.h"
+#include "contract/plan.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -7,44 +7,42 @@
 
 #include "common/mp.h"
 
-int plan_encode(const char *code, size_t code_len, const Policy *p, const SandboxInput *inputs, size_t n_inputs,
-                msgpack_sbuffer *ret) {
-        msgpack_packer pk;
+int plan_encode(const char *code, size_t code_len, const Policy *p, const PlanInput *inputs, size_t n_inputs,
+                MpWriter *w) {
+        msgpack_packer *pk = &w->pk;
 
-        msgpack_sbuffer_init(ret);
-        msgpack_packer_init(&pk, ret, msgpack_sbuffer_write);
-        msgpack_pack_map(&pk, 12);
-        mp_pack_cstr(&pk, "code");
-        mp_pack_strn(&pk, code, code_len);
-        mp_pack_kv_uint(&pk, "uid", p->worker_uid);
-        mp_pack_kv_uint(&pk, "gid", p->worker_gid);
-        mp_pack_kv_uint(&pk, "memoryBytes", p->memory_bytes);
-        mp_pack_kv_uint(&pk, "cpuSeconds", p->cpu_seconds);
-        mp_pack_kv_uint(&pk, "fileBytes", p->file_bytes);
-        mp_pack_kv_uint(&pk, "openFiles", p->open_files);
-        mp_pack_kv_uint(&pk, "processes", p->processes);
-        mp_pack_kv_uint(&pk, "tmpBytes", p->tmp_bytes);
-        mp_pack_kv_uint(&pk, "excCeiling", p->max_output_characters);
-        mp_pack_kv_bool(&pk, "denyKill", p->seccomp_deny == POLICY_DENY_KILL);
-        mp_pack_cstr(&pk, "inputs");
-        msgpack_pack_array(&pk, n_inputs);
+        msgpack_pack_map(pk, 12);
+        mp_pack_cstr(pk, "code");
+        mp_pack_strn(pk, code, code_len);
+        mp_pack_kv_uint(pk, "uid", p->worker_uid);
+        mp_pack_kv_uint(pk, "gid", p->worker_gid);
+        mp_pack_kv_uint(pk, "memoryBytes", p->memory_bytes);
+        mp_pack_kv_uint(pk, "cpuSeconds", p->cpu_seconds);
+        mp_pack_kv_uint(pk, "fileBytes", p->file_bytes);
+        mp_pack_kv_uint(pk, "openFiles", p->open_files);
+        mp_pack_kv_uint(pk, "processes", p->processes);
+        mp_pack_kv_uint(pk, "tmpBytes", p->tmp_bytes);
+        mp_pack_kv_uint(pk, "excCeiling", p->max_output_characters);
+        mp_pack_kv_bool(pk, "denyKill", p->seccomp_deny == POLICY_DENY_KILL);
+        mp_pack_cstr(pk, "inputs");
+        msgpack_pack_array(pk, n_inputs);
         for (size_t i = 0; i < n_inputs; i++) {
-                const SandboxInput *in = &inputs[i];
-                msgpack_pack_map(&pk, 5);
-                mp_pack_kv_str(&pk, "id", in->id);
-                mp_pack_kv_str(&pk, "kind", in->kind == SANDBOX_INPUT_ATTACHMENT ? "attachment" : "read_source");
-                mp_pack_cstr(&pk, "text");
-                msgpack_pack_bin(&pk, in->text_len);
-                msgpack_pack_bin_body(&pk, in->text, in->text_len);
-                mp_pack_cstr(&pk, "original");
-                if (in->kind == SANDBOX_INPUT_ATTACHMENT) {
-                        msgpack_pack_bin(&pk, in->original_len);
-                        msgpack_pack_bin_body(&pk, in->original, in->original_len);
+                const PlanInput *in = &inputs[i];
+                msgpack_pack_map(pk, 5);
+                mp_pack_kv_str(pk, "id", in->id);
+                mp_pack_kv_str(pk, "kind", in->kind == PLAN_INPUT_ATTACHMENT ? "attachment" : "read_source");
+                mp_pack_cstr(pk, "text");
+                msgpack_pack_bin(pk, in->text_len);
+                msgpack_pack_bin_body(pk, in->text, in->text_len);
+                mp_pack_cstr(pk, "original");
+                if (in->kind == PLAN_INPUT_ATTACHMENT) {
+                        msgpack_pack_bin(pk, in->original_len);
+                        msgpack_pack_bin_body(pk, in->original, in->original_len);
                 } else
-                        msgpack_pack_nil(&pk);
-                mp_pack_kv_str(&pk, "mediaType", in->media_type);
+                        msgpack_pack_nil(pk);
+                mp_pack_kv_str(pk, "mediaType", in->media_type);
         }
-        return 0;
+        return mp_writer_error(w);
 }
 
 static int get_u32(const msgpack_object *m, const char *key, uint32_t *ret) {
@@ -93,19 +91,19 @@ int plan_decode(void *buf, size_t len, WorkerPlan *ret) {
         p.deny = b ? POLICY_DENY_KILL : POLICY_DENY_ERRNO;
 
         inputs = mp_map_get(root, "inputs");
-        if (!inputs || inputs->type != MSGPACK_OBJECT_ARRAY || inputs->via.array.size > SANDBOX_MAX_INPUTS) {
+        if (!inputs || inputs->type != MSGPACK_OBJECT_ARRAY || inputs->via.array.size > PLAN_MAX_INPUTS) {
                 r = -EBADMSG;
                 goto fail;
         }
         for (uint32_t i = 0; i < inputs->via.array.size; i++) {
                 const msgpack_object *o = &inputs->via.array.ptr[i];
-                SandboxInput *in = &p.sandbox.inputs[i];
+                PlanInput *in = &p.sandbox.inputs[i];
                 const char *t;
                 uint32_t tl;
 
                 if ((r = mp_get_str(o, "id", &s, &slen)) < 0)
                         goto fail;
-                if (slen == 0 || slen > SANDBOX_ID_MAX) {
+                if (slen == 0 || slen > PLAN_INPUT_ID_MAX) {
                         r = -EBADMSG;
                         goto fail;
                 }
@@ -113,13 +111,13 @@ int plan_decode(void *buf, size_t len, WorkerPlan *ret) {
                 in->id[slen] = 0;
                 if ((r = mp_get_str(o, "kind", &s, &slen)) < 0)
                         goto fail;
-                in->kind = slen == 10 && memcmp(s, "attachment", 10) == 0 ? SANDBOX_INPUT_ATTACHMENT
-                                                                          : SANDBOX_INPUT_READ_SOURCE;
+                in->kind =
+                        slen == 10 && memcmp(s, "attachment", 10) == 0 ? PLAN_INPUT_ATTACHMENT : PLAN_INPUT_READ_SOURCE;
                 if ((r = mp_get_bin(o, "text", &t, &tl)) < 0)
                         goto fail;
                 in->text = t;
                 in->text_len = tl;
-                if (in->kind == SANDBOX_INPUT_ATTACHMENT) {
+                if (in->kind == PLAN_INPUT_ATTACHMENT) {
                         if ((r = mp_get_bin(o, "original", &t, &tl)) < 0)
                                 goto fail;
                         in->original = t;

@@ -37,7 +37,7 @@
  * characters before the omitted run (the head length). If nothing was omitted,
  * omitted_at == text_chars (the "run" is empty and sits at the end of the text).
  */
-#include "supervisor/fit.h"
+#include "contract/fit.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "worker/report.h"
+#include "contract/report.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,42 +11,42 @@
 #define EXC_TYPE_MAX_CHARS 256
 
 static const char *const limit_names[] = {
-        [PYRUN_LIMIT_NONE] = NULL,
-        [PYRUN_LIMIT_MEMORY] = "memory",
-        [PYRUN_LIMIT_FILE_SIZE] = "file_size",
-        [PYRUN_LIMIT_PROCESSES] = "processes",
+        [REPORT_LIMIT_NONE] = NULL,
+        [REPORT_LIMIT_MEMORY] = "memory",
+        [REPORT_LIMIT_FILE_SIZE] = "file_size",
+        [REPORT_LIMIT_PROCESSES] = "processes",
 };
 
-const char *pyrun_limit_to_string(PyrunLimit l) {
-        if (l < 0 || l > PYRUN_LIMIT_PROCESSES)
+const char *report_limit_to_string(ReportLimit l) {
+        if (l < 0 || l >= _REPORT_LIMIT_MAX)
                 return NULL;
         return limit_names[l];
 }
 
-static int send_frame(int fd, const msgpack_sbuffer *sb) {
+static int send_frame(int fd, const MpWriter *w) {
         uint8_t hdr[4];
         int r;
 
-        frame_put_len(hdr, (uint32_t) sb->size);
+        if (w->error < 0)
+                return w->error;
+        frame_put_len(hdr, (uint32_t) w->sb.size);
         r = write_full(fd, hdr, sizeof hdr);
         if (r < 0)
                 return r;
-        return write_full(fd, sb->data, sb->size);
+        return write_full(fd, w->sb.data, w->sb.size);
 }
 
-int report_send_setup_error(int fd, SandboxStage stage, int error) {
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+int report_send_setup_error(int fd, SetupStage stage, int error) {
+        MpWriter w;
         int r;
 
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        msgpack_pack_map(&pk, 3);
-        mp_pack_kv_str(&pk, "t", "setup");
-        mp_pack_kv_str(&pk, "stage", sandbox_stage_to_string(stage));
-        mp_pack_kv_int(&pk, "errno", abs(error));
-        r = send_frame(fd, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        mp_writer_init(&w, 0);
+        msgpack_pack_map(&w.pk, 3);
+        mp_pack_kv_str(&w.pk, "t", "setup");
+        mp_pack_kv_str(&w.pk, "stage", setup_stage_to_string(stage));
+        mp_pack_kv_int(&w.pk, "errno", abs(error));
+        r = send_frame(fd, &w);
+        mp_writer_done(&w);
         return r;
 }
 
@@ -61,20 +61,19 @@ static void pack_fitted(msgpack_packer *pk, const char *key, const FitText *t) {
         mp_pack_kv_uint(pk, "omittedBytes", t->omitted_bytes);
 }
 
-int report_send_done(int fd, const PyrunReport *rep, uint64_t exc_ceiling) {
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+int report_send_done(int fd, const ReportRun *rep, uint64_t exc_ceiling) {
+        MpWriter w;
+        msgpack_packer *pk = &w.pk;
         FitText type = {}, msg = {}, tb = {};
-        const char *limit = pyrun_limit_to_string(rep->limit);
+        const char *limit = report_limit_to_string(rep->limit);
         int r = 0;
 
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        msgpack_pack_map(&pk, 4);
-        mp_pack_kv_str(&pk, "t", "done");
-        mp_pack_kv_bool(&pk, "hasResult", rep->has_result);
-        mp_pack_kv_str(&pk, "limit", limit);
-        mp_pack_cstr(&pk, "exception");
+        mp_writer_init(&w, 0);
+        msgpack_pack_map(pk, 4);
+        mp_pack_kv_str(pk, "t", "done");
+        mp_pack_kv_bool(pk, "hasResult", rep->has_result);
+        mp_pack_kv_str(pk, "limit", limit);
+        mp_pack_cstr(pk, "exception");
         if (rep->exception) {
                 const char *t = rep->exc_type ? rep->exc_type : "BaseException";
                 const char *m = rep->exc_message ? rep->exc_message : "";
@@ -84,19 +83,19 @@ int report_send_done(int fd, const PyrunReport *rep, uint64_t exc_ceiling) {
                     (r = fit_text_from_buffer(m, strlen(m), exc_ceiling, &msg)) < 0 ||
                     (r = fit_text_from_buffer(b, strlen(b), exc_ceiling, &tb)) < 0)
                         goto out;
-                msgpack_pack_map(&pk, 3);
-                mp_pack_cstr(&pk, "type");
-                mp_pack_strn(&pk, type.text, type.text_bytes);
-                pack_fitted(&pk, "message", &msg);
-                pack_fitted(&pk, "traceback", &tb);
+                msgpack_pack_map(pk, 3);
+                mp_pack_cstr(pk, "type");
+                mp_pack_strn(pk, type.text, type.text_bytes);
+                pack_fitted(pk, "message", &msg);
+                pack_fitted(pk, "traceback", &tb);
         } else
-                msgpack_pack_nil(&pk);
-        r = send_frame(fd, &sb);
+                msgpack_pack_nil(pk);
+        r = send_frame(fd, &w);
 out:
         fit_text_done(&type);
         fit_text_done(&msg);
         fit_text_done(&tb);
-        msgpack_sbuffer_destroy(&sb);
+        mp_writer_done(&w);
         return r;
 }
 
@@ -172,13 +171,13 @@ int report_parse(const void *buf, size_t len, uint64_t exc_ceiling, WorkerReport
                 if (!lim)
                         goto out;
                 if (lim->type == MSGPACK_OBJECT_NIL)
-                        rep.limit = PYRUN_LIMIT_NONE;
+                        rep.limit = REPORT_LIMIT_NONE;
                 else if (mp_str_eq(lim, "memory"))
-                        rep.limit = PYRUN_LIMIT_MEMORY;
+                        rep.limit = REPORT_LIMIT_MEMORY;
                 else if (mp_str_eq(lim, "file_size"))
-                        rep.limit = PYRUN_LIMIT_FILE_SIZE;
+                        rep.limit = REPORT_LIMIT_FILE_SIZE;
                 else if (mp_str_eq(lim, "processes"))
-                        rep.limit = PYRUN_LIMIT_PROCESSES;
+                        rep.limit = REPORT_LIMIT_PROCESSES;
                 else
                         goto out;
                 exc = mp_map_get(root, "exception");
@@ -203,7 +202,7 @@ int report_parse(const void *buf, size_t len, uint64_t exc_ceiling, WorkerReport
                                 goto out;
                 } else if (exc->type != MSGPACK_OBJECT_NIL)
                         goto out;
-                else if (rep.limit != PYRUN_LIMIT_NONE)
+                else if (rep.limit != REPORT_LIMIT_NONE)
                         goto out;
         } else
                 goto out;

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <sys/types.h>
+
+/* SIGKILL a child (through its pidfd when pidfd >= 0, which cannot hit a recycled
+ * pid) and reap it, waiting out EINTR. Written once for every process this project
+ * kills: workers, zygotes, probes. errno is preserved. No-op for pid <= 0. */
+void kill_and_reap(pid_t pid, int pidfd);
+/* SIGKILL through a pidfd only (the reap happens elsewhere, e.g. in the event loop). */
+void pidfd_kill(int pidfd);

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* The descriptors a worker starts its call with, the same in both start modes:
+ *
+ *   0 /dev/null          1 stdout pipe        2 stderr pipe
+ *   3 report pipe        (worker -> supervisor frames, contract/report.h)
+ *   4 result pipe        (the final expression's repr, UTF-8)
+ *   5 plan               (a sealed memfd, contract/plan.h)
+ *
+ * Everything above WORKER_FD_LAST_KEPT is closed before user code runs (the plan
+ * is read and closed first). The supervisor hands the zygote the same set less
+ * stdin, in the order of ZygoteSpawnFd, with a spawn request. */
+#pragma once
+
+typedef enum WorkerFd {
+        WORKER_FD_STDIN = 0,
+        WORKER_FD_STDOUT = 1,
+        WORKER_FD_STDERR = 2,
+        WORKER_FD_REPORT = 3,
+        WORKER_FD_RESULT = 4,
+        WORKER_FD_PLAN = 5,
+        _WORKER_FD_MAX,
+} WorkerFd;
+
+/* fds 0..WORKER_FD_LAST_KEPT stay open while the code runs. */
+#define WORKER_FD_LAST_KEPT WORKER_FD_RESULT
+
+/* The fds of one spawn request, in SCM_RIGHTS order: the worker's fds 1..5. */
+typedef enum ZygoteSpawnFd {
+        SPAWN_FD_STDOUT,
+        SPAWN_FD_STDERR,
+        SPAWN_FD_REPORT,
+        SPAWN_FD_RESULT,
+        SPAWN_FD_PLAN,
+        _SPAWN_FD_MAX,
+} ZygoteSpawnFd;
+
+/* The zygote's control socket, in the zygote. */
+#define ZYGOTE_CTL_FD 3
+
+_Static_assert(_SPAWN_FD_MAX == _WORKER_FD_MAX - 1, "a spawn carries every worker fd but stdin");
+_Static_assert(SPAWN_FD_STDOUT + 1 == WORKER_FD_STDOUT && SPAWN_FD_PLAN + 1 == WORKER_FD_PLAN,
+               "spawn fd i is worker fd i + 1");

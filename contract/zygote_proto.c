@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+#include "contract/zygote_proto.h"
+
+#include <errno.h>
+
+#include "common/fdpass.h"
+
+_Static_assert(_SPAWN_FD_MAX <= FDPASS_MAX, "a spawn's descriptors fit one message");
+
+ZygoteMsg zygote_msg_ready(void) {
+        return (ZygoteMsg){ .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_READY };
+}
+
+ZygoteMsg zygote_msg_spawn(uint64_t token, uid_t uid, gid_t gid) {
+        return (ZygoteMsg){ .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_SPAWN, .token = token, .uid = uid, .gid = gid };
+}
+
+ZygoteMsg zygote_msg_spawned(uint64_t token, int error, pid_t pid) {
+        return (ZygoteMsg){
+                .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_SPAWNED, .token = token, .error = error, .pid = pid
+        };
+}
+
+ZygoteMsg zygote_msg_idle(void) {
+        return (ZygoteMsg){ .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_IDLE };
+}
+
+/* How many descriptors each kind carries. */
+static size_t fds_of(const ZygoteMsg *m) {
+        switch (m->kind) {
+        case ZYGOTE_MSG_SPAWN:
+                return _SPAWN_FD_MAX;
+        case ZYGOTE_MSG_SPAWNED:
+                return m->error == 0 ? 1 : 0;
+        default:
+                return 0;
+        }
+}
+
+int zygote_msg_validate(const ZygoteMsg *m, size_t len, size_t n_fds) {
+        if (len != sizeof *m || m->magic != ZYGOTE_MAGIC)
+                return -EBADMSG;
+        switch (m->kind) {
+        case ZYGOTE_MSG_READY:
+        case ZYGOTE_MSG_IDLE:
+                if (m->token != 0 || m->error != 0 || m->pid != 0)
+                        return -EBADMSG;
+                break;
+        case ZYGOTE_MSG_SPAWN:
+                if (m->token == 0 || m->uid == 0 || m->gid == 0)
+                        return -EBADMSG;
+                break;
+        case ZYGOTE_MSG_SPAWNED:
+                /* The sign of error matters: a negative value is no errno, and a success
+                 * names a real pid. */
+                if (m->token == 0 || m->error < 0 || m->error > ZYGOTE_ERRNO_MAX)
+                        return -EBADMSG;
+                if (m->error == 0 ? m->pid <= 0 : m->pid != 0)
+                        return -EBADMSG;
+                break;
+        default:
+                return -EBADMSG;
+        }
+        return n_fds == fds_of(m) ? 0 : -EBADMSG;
+}
+
+int zygote_msg_send(int sock, const ZygoteMsg *m, const int *fds, size_t n_fds, int flags) {
+        if (zygote_msg_validate(m, sizeof *m, n_fds) < 0)
+                return -EINVAL;
+        return fdpass_send(sock, m, sizeof *m, fds, n_fds, flags);
+}
+
+int zygote_msg_recv(int sock, ZygoteMsg *ret, int fds[_SPAWN_FD_MAX], size_t *ret_n_fds, int flags) {
+        ZygoteMsg m = {};
+        size_t n_fds = 0;
+        ssize_t n;
+
+        *ret_n_fds = 0;
+        /* One byte more than a message: a longer datagram shows as a wrong size. */
+        char buf[sizeof m + 1];
+        n = fdpass_recv(sock, buf, sizeof buf, fds, _SPAWN_FD_MAX, &n_fds, flags);
+        if (n == -EMSGSIZE)
+                return -EBADMSG;
+        if (n < 0)
+                return (int) n;
+        if (n == 0 && n_fds == 0)
+                return -ECONNRESET;
+        if ((size_t) n == sizeof m)
+                __builtin_memcpy(&m, buf, sizeof m);
+        if (zygote_msg_validate(&m, (size_t) n, n_fds) < 0) {
+                fdpass_close_all(fds, n_fds);
+                return -EBADMSG;
+        }
+        *ret = m;
+        *ret_n_fds = n_fds;
+        return 0;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+#include "supervisor/call.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "supervisor/runner.h"
+
+int call_new(const char *code, size_t code_len, uint64_t code_chars, Source *const *sources, size_t n, Call **ret) {
+        Call *c;
+
+        if (n > PLAN_MAX_INPUTS)
+                return -EINVAL;
+        c = calloc(1, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        c->code = malloc(code_len + 1);
+        if (!c->code) {
+                free(c);
+                return -ENOMEM;
+        }
+        c->n_ref = 1;
+        memcpy(c->code, code, code_len);
+        c->code[code_len] = 0;
+        c->code_len = code_len;
+        c->code_chars = code_chars;
+        for (size_t i = 0; i < n; i++) {
+                const Source *src = sources[i];
+                PlanInput *in = &c->inputs[i];
+
+                c->sources[i] = source_ref(sources[i]);
+                snprintf(in->id, sizeof in->id, "%s", src->id);
+                in->kind = src->attachment ? PLAN_INPUT_ATTACHMENT : PLAN_INPUT_READ_SOURCE;
+                in->text = src->text;
+                in->text_len = src->text_len;
+                in->original = src->original;
+                in->original_len = src->original_len;
+                snprintf(in->media_type, sizeof in->media_type, "%s", src->media_type ?: "");
+        }
+        c->n_inputs = n;
+        *ret = c;
+        return 0;
+}
+
+Call *call_ref(Call *c) {
+        if (c)
+                c->n_ref++;
+        return c;
+}
+
+Call *call_unref(Call *c) {
+        if (!c || --c->n_ref > 0)
+                return NULL;
+        sd_event_source_disable_unref(c->deadline);
+        sd_event_source_disable_unref(c->heartbeat);
+        runner_free(c->runner);
+        for (size_t i = 0; i < c->n_inputs; i++)
+                source_unref(c->sources[i]);
+        free(c->code);
+        free(c);
+        return NULL;
+}

@@ -1,0 +1,388 @@
+# codeinterp runner: the worker's execution rule (show the value of a final
+# expression statement) and its typed exception report.
+#
+# This file is embedded in the worker binary at build time (cmake/embed.cmake
+# turns it into a C array; it is never read from disk at run time). pyrun_init()
+# compiles it as "<codeinterp-runner>" and executes it once into a private
+# namespace that is not a module in sys.modules, with these globals set:
+#
+#   __builtins__  a snapshot (copy) of the builtins dict
+#   __name__      "codeinterp.runner"
+#   _PATHS        the import path: (stdlib directory, lib-dynload directory)
+#
+# Every stdlib object the runner needs is bound here, before any user code
+# runs, so user code that deletes builtins or patches stdlib modules cannot
+# break the report. The C side then calls run() once per call; see run() for
+# the report it returns. tests/python/test_runner.py loads it the same way.
+import sys as _sys
+import ast as _ast
+import errno as _errno
+import __future__ as _future
+import importlib.util as _importlib_util
+import linecache as _shared_linecache
+import builtins as _builtins
+import _warnings
+
+_G = globals()
+_PATHS = tuple(_G["_PATHS"])
+_FILENAME = "<code>"
+_EFBIG = _errno.EFBIG
+_ONLY_AST = _ast.PyCF_ONLY_AST
+_Module = _ast.Module
+_Expression = _ast.Expression
+_Expr = _ast.Expr
+_type_qualname = type.__dict__["__qualname__"].__get__
+_type_module = type.__dict__["__module__"].__get__
+_settrace = _sys.settrace
+_setprofile = _sys.setprofile
+_setrecursionlimit = _sys.setrecursionlimit
+_RECURSION_LIMIT = _sys.getrecursionlimit()
+_STREAMS = (_sys.stdout, _sys.stderr)
+_sys_mod = _sys
+_warning_filters = _warnings.filters
+_filters_mutated = _warnings._filters_mutated
+_QUIET = ("error", None, Warning, None, 0)
+
+
+def _private_copy(name):
+    spec = _importlib_util.find_spec(name)
+    mod = _importlib_util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# Private copies of linecache and traceback: patching the shared modules (or
+# clearing the shared line cache) does not change how the report is formatted.
+_linecache = _private_copy("linecache")
+_traceback = _private_copy("traceback")
+_traceback.linecache = _linecache
+_cache = _linecache.cache
+_format_exception = _traceback.format_exception
+_format_exception_only = _traceback.format_exception_only
+
+_FUTURE_MASK = 0
+for _name in _future.all_feature_names:
+    _FUTURE_MASK |= getattr(_future, _name).compiler_flag
+del _name
+
+_BLOCKED = frozenset(("pip", "ensurepip", "venv"))
+
+
+class PackageInstallBlocker:
+    """Meta path finder refusing the package installers."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        if fullname.partition(".")[0] in _BLOCKED:
+            raise ModuleNotFoundError(
+                f"No module named {fullname!r}: installing packages is not supported here",
+                name=fullname)
+        return None
+
+    @staticmethod
+    def invalidate_caches():
+        pass
+
+
+_sys.meta_path.insert(0, PackageInstallBlocker)
+for _name in list(_sys.modules):
+    if _name.partition(".")[0] in _BLOCKED:
+        del _sys.modules[_name]
+del _name
+_sys.path[:] = list(_PATHS)
+_sys.path_importer_cache.clear()
+
+
+def _decode(code):
+    """UTF-8 source text with newlines normalised, or raise SyntaxError."""
+    try:
+        text = code.decode("utf-8")
+    except UnicodeDecodeError as e:
+        start = e.start
+        lineno = code.count(b"\n", 0, start) + 1
+        line_start = code.rfind(b"\n", 0, start) + 1
+        line_end = code.find(b"\n", start)
+        if line_end < 0:
+            line_end = len(code)
+        line = code[line_start:line_end].decode("utf-8", "backslashreplace")
+        col = len(code[line_start:start].decode("utf-8", "backslashreplace")) + 1
+        err = SyntaxError(f"(unicode error) {e}", (_FILENAME, lineno, col, line + "\n"))
+    else:
+        err = None
+    if err is not None:
+        raise err
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    nul = text.find("\0")
+    if nul >= 0:
+        lineno = text.count("\n", 0, nul) + 1
+        raise SyntaxError("source code string cannot contain null bytes",
+                          (_FILENAME, lineno, nul - text.rfind("\n", 0, nul), None))
+    return text
+
+
+def _split_lines(text):
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line + "\n" for line in lines]
+
+
+def _register(text, lines):
+    entry = (len(text), None, lines, _FILENAME)
+    _cache[_FILENAME] = entry
+    try:
+        _shared_linecache.cache[_FILENAME] = entry
+    except BaseException:
+        pass
+
+
+def _suppressed(text, node):
+    """True when the statement is followed by a ';' (ast offsets are UTF-8 bytes)."""
+    data = text.encode("utf-8").split(b"\n")
+    i = node.end_lineno - 1
+    rest = data[i][node.end_col_offset:] + b"\n" + b"\n".join(data[i + 1:])
+    return rest.lstrip(b" \t\f\\\n").startswith(b";")
+
+
+def _expression(text):
+    """The code compiled as one expression, or None. The fast path for the most
+    common call (no syntax tree is built); it either gives exactly what the full
+    path below would, or nothing: a compile-time warning makes it give up (the
+    full path then warns once), and so does any error (the full path reports it).
+    Runs before the user's code, so the warning filters are still ours."""
+    _warning_filters.insert(0, _QUIET)
+    _filters_mutated()
+    try:
+        return compile(text, _FILENAME, "eval", dont_inherit=True)
+    except Exception:
+        return None
+    finally:
+        del _warning_filters[0]
+        _filters_mutated()
+
+
+def _compile_code(text):
+    """(module code or None, expression code or None); raises SyntaxError and friends."""
+    tail = _expression(text)
+    if tail is not None:
+        return None, tail
+    tree = compile(text, _FILENAME, "exec", _ONLY_AST, dont_inherit=True)
+    body = tree.body
+    last = body[-1] if body else None
+    if isinstance(last, _Expr) and not _suppressed(text, last):
+        head = _Module(body=body[:-1], type_ignores=[])
+        head = compile(head, _FILENAME, "exec", dont_inherit=True)
+        flags = head.co_flags & _FUTURE_MASK
+        tail = compile(_Expression(body=last.value), _FILENAME, "eval", flags, dont_inherit=True)
+        return head, tail
+    return compile(tree, _FILENAME, "exec", dont_inherit=True), None
+
+
+def _set_inputs(main, inputs):
+    files = {}
+    assets = {}
+    for ident, text_path, original_path, media_type in inputs:
+        files[ident] = text_path
+        if original_path is not None:
+            assets[ident] = {"text": text_path, "original": original_path, "mediaType": media_type}
+    main["input_files"] = files
+    main["input_assets"] = assets
+
+
+def _restore():
+    for f in (_settrace, _setprofile):
+        try:
+            f(None)
+        except BaseException:
+            pass
+    try:
+        _setrecursionlimit(_RECURSION_LIMIT)
+    except BaseException:
+        pass
+    streams = []
+    for name in ("stdout", "stderr"):
+        try:
+            streams.append(getattr(_sys_mod, name))
+        except BaseException:
+            pass
+    streams.extend(_STREAMS)
+    for s in streams:
+        try:
+            if s is not None:
+                s.flush()
+        except BaseException:
+            pass
+
+
+def _type_name(t):
+    try:
+        name = _type_qualname(t)
+        if type(name) is not str:
+            raise TypeError
+    except BaseException:
+        name = None
+    if name is None:
+        return None
+    try:
+        module = _type_module(t)
+    except BaseException:
+        module = None
+    if type(module) is str and module != "builtins":
+        try:
+            return module + "." + name
+        except BaseException:
+            pass
+    return name
+
+
+def _message(exc):
+    try:
+        return str(exc)
+    except BaseException:
+        pass
+    try:
+        return f"<unprintable {_type_qualname(type(exc))} object>"
+    except BaseException:
+        return "<unprintable exception object>"
+
+
+def _limit(exc):
+    """The resource limit that caused exc, by its report name, or None."""
+    try:
+        if isinstance(exc, MemoryError):
+            return "memory"
+        if isinstance(exc, OSError) and exc.errno == _EFBIG:
+            return "file_size"
+        if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+            return "processes"
+    except BaseException:
+        pass
+    return None
+
+
+def _strip_runner_frames(exc):
+    """Drop the runner's own frames from exc and the exceptions chained to it."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        kept = []
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_globals is not _G:
+                kept.append(tb)
+            tb = tb.tb_next
+        for i in range(len(kept)):
+            kept[i].tb_next = kept[i + 1] if i + 1 < len(kept) else None
+        exc.__traceback__ = kept[0] if kept else None
+        exc = exc.__cause__ if exc.__cause__ is not None else exc.__context__
+
+
+def _fallback_format(exc, type_name, message, lines):
+    parts = []
+    tb = exc.__traceback__
+    if tb is not None:
+        parts.append("Traceback (most recent call last):\n")
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        lineno = tb.tb_lineno
+        parts.append(f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n')
+        if code.co_filename == _FILENAME and lineno is not None and 0 < lineno <= len(lines):
+            parts.append(f"    {lines[lineno - 1].strip()}\n")
+        tb = tb.tb_next
+    parts.append(f"{type_name}: {message}\n" if message else f"{type_name}\n")
+    return "".join(parts)
+
+
+def _format(exc, only, type_name, message, text, lines):
+    _register(text, lines)
+    try:
+        parts = _format_exception_only(exc) if only else _format_exception(exc)
+        out = "".join(parts)
+        if type(out) is str:
+            return out
+    except BaseException:
+        pass
+    try:
+        return _fallback_format(exc, type_name or "Exception", message, lines)
+    except BaseException:
+        return None
+
+
+def _report(exc, only, text, lines):
+    try:
+        _strip_runner_frames(exc)
+    except BaseException:
+        pass
+    limit = _limit(exc)
+    type_name = _type_name(type(exc))
+    message = _message(exc)
+    formatted = _format(exc, only, type_name, message, text, lines)
+    return {"exception": True, "limit": limit, "exc_type": type_name, "exc_message": message,
+            "exc_traceback": formatted, "result": None, "exc": exc}
+
+
+def run(code, inputs, main):
+    """Run code (bytes) in main (a dict); inputs is a tuple of (id, text path,
+    original path or None, media type or None). Returns the report, a dict the
+    C side reads by key (pyrun.c, report_from_dict), always with all of these:
+
+      exception      True when an uncaught exception (also SystemExit or
+                     KeyboardInterrupt) ended the code, else False
+      limit          "memory", "file_size", "processes" (the resource limit
+                     that caused the exception) or None
+      exc_type       e.g. "json.decoder.JSONDecodeError", or None
+      exc_message    str(exception), or None
+      exc_traceback  the formatted exception, user frames only, or None
+      result         the final expression's repr, UTF-8 bytes, or None (no
+                     value shown)
+      exc            the exception object, or None
+
+    A None among the exc_* strings of an exception report means the runner
+    could not compute it; the C side then names the exception from exc's type.
+    """
+    try:
+        return _run(code, inputs, main)
+    except BaseException as e:
+        # The runner itself failed (e.g. a signal while reporting, or its own
+        # namespace wiped by user code). A literal, so it needs no globals.
+        return {"exception": True, "limit": None, "exc_type": None, "exc_message": None,
+                "exc_traceback": None, "result": None, "exc": e}
+
+
+def _run(code, inputs, main):
+    text = ""
+    lines = []
+    try:
+        text = _decode(code)
+        lines = _split_lines(text)
+        _register(text, lines)
+        head, tail = _compile_code(text)
+    except BaseException as e:
+        exc = e
+    else:
+        exc = None
+    if exc is not None:
+        return _report(exc, True, text, lines)
+
+    if "__builtins__" not in main:
+        main["__builtins__"] = _builtins
+    _set_inputs(main, inputs)
+
+    result = None
+    try:
+        if head is not None:
+            exec(head, main)
+        if tail is not None:
+            value = eval(tail, main)
+            if value is not None:
+                result = str.encode(repr(value), "utf-8", "backslashreplace")
+            value = None
+    except BaseException as e:
+        exc = e
+    _restore()
+    if exc is not None:
+        return _report(exc, False, text, lines)
+    return {"exception": False, "limit": None, "exc_type": None, "exc_message": None,
+            "exc_traceback": None, "result": result, "exc": None}
