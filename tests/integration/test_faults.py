@@ -958,26 +958,26 @@ def test_sigterm_with_full_queue_and_running_workers(env):
 
 # ---- a zygote that speaks the control protocol wrongly ----
 
-# A stand-in for `codeinterp-zygote --zygote UID GID POOL` (worker/zygote.h): it reads
-# ZygoteSpawn requests on fd 3 and answers each one wrongly, as MODE says. It must be
-# a binary: the supervisor executes the worker from a close-on-exec memfd, which a
+# A stand-in for `codeinterp-zygote --zygote UID GID POOL`: it speaks the control
+# protocol of contract/zygote_proto.h (compiled against that header, so it follows the
+# protocol as it changes) and answers each spawn request wrongly, as MODE says. It must
+# be a binary: the supervisor executes the worker from a close-on-exec memfd, which a
 # script's interpreter could not open.
 FAKE_ZYGOTE_C = r"""
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAGIC 0x7a79676fU
-typedef struct { uint32_t magic, uid, gid, op; uint64_t token; } Spawn;
-typedef struct { uint32_t magic; int32_t error, pid; uint32_t reserved; uint64_t token; } Spawned;
+#include "contract/zygote_proto.h"
 
-static int reply(const Spawned *r, int fd) {
-        struct iovec iov = { .iov_base = (void *) r, .iov_len = sizeof *r };
+#define CTL 3
+
+static int send_msg(const void *m, size_t len, int fd) {
+        struct iovec iov = { .iov_base = (void *) m, .iov_len = len };
         union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } u;
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
         if (fd >= 0) {
@@ -990,20 +990,33 @@ static int reply(const Spawned *r, int fd) {
                 cm->cmsg_len = CMSG_LEN(sizeof(int));
                 memcpy(CMSG_DATA(cm), &fd, sizeof fd);
         }
-        return sendmsg(3, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
+        return sendmsg(CTL, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
+static ZygoteMsg msg(uint32_t kind, uint64_t token, int error, pid_t pid) {
+        ZygoteMsg m;
+        memset(&m, 0, sizeof m);
+        m.magic = ZYGOTE_MAGIC;
+        m.kind = kind;
+        m.token = token;
+        m.error = error;
+        m.pid = pid;
+        return m;
 }
 
 int main(void) {
-        Spawned ready = { .magic = MODE == 0 ? 0xdeadbeefU : MAGIC };
-        if (reply(&ready, -1) < 0)
+        ZygoteMsg ready = msg(ZYGOTE_MSG_READY, 0, 0, 0);
+        if (MODE == 0)
+                ready.magic = 0xdeadbeefU;
+        if (send_msg(&ready, sizeof ready, -1) < 0)
                 return 1;
         for (;;) {
-                Spawn req;
-                char cbuf[CMSG_SPACE(sizeof(int) * 5)];
+                ZygoteMsg req;
+                char cbuf[CMSG_SPACE(sizeof(int) * 16)];
                 struct iovec iov = { .iov_base = &req, .iov_len = sizeof req };
                 struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
                                      .msg_controllen = sizeof cbuf };
-                ssize_t n = recvmsg(3, &mh, MSG_CMSG_CLOEXEC);
+                ssize_t n = recvmsg(CTL, &mh, MSG_CMSG_CLOEXEC);
                 if (n <= 0)
                         return 0;
                 for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
@@ -1013,20 +1026,19 @@ int main(void) {
                                         memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
                                         close(fd);
                                 }
-                if (n != sizeof req || req.op != 0)
+                if (n != sizeof req || req.kind != ZYGOTE_MSG_SPAWN)
                         continue; /* IDLE hints */
-                Spawned r = { .magic = MAGIC, .token = req.token };
+                ZygoteMsg r;
                 switch (MODE) {
                 case 1: /* garbage: five bytes */
-                        if (send(3, "\x01\x02\x03\x04\x05", 5, MSG_NOSIGNAL) < 0)
+                        if (send_msg("\x01\x02\x03\x04\x05", 5, -1) < 0)
                                 return 1;
                         continue;
                 case 2: /* a clean refusal */
-                        r.error = EPERM;
+                        r = msg(ZYGOTE_MSG_SPAWNED, req.token, EPERM, 0);
                         break;
-                case 3: /* an answer to a request never made */
-                        r.token = req.token + 1000;
-                        r.pid = 1;
+                case 3: /* a well-formed answer to a request never made */
+                        r = msg(ZYGOTE_MSG_SPAWNED, req.token + 1000, EPERM, 0);
                         break;
                 case 4: { /* "started": a process that is not the supervisor's child */
                         while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -1036,19 +1048,22 @@ int main(void) {
                                 usleep(200000);
                                 _exit(0);
                         }
-                        r.pid = pid;
                         int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-                        if (reply(&r, pidfd) < 0)
+                        r = msg(ZYGOTE_MSG_SPAWNED, req.token, 0, pid);
+                        if (send_msg(&r, sizeof r, pidfd) < 0)
                                 return 1;
                         close(pidfd);
                         continue;
                 }
+                default:
+                        return 1;
                 }
-                if (reply(&r, -1) < 0)
+                if (send_msg(&r, sizeof r, -1) < 0)
                         return 1;
         }
 }
 """
+SOURCE_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FAKE_MODES = {"bad_ready": 0, "garbage": 1, "refusal": 2, "unknown_token": 3, "not_a_child": 4}
 
 
@@ -1067,7 +1082,9 @@ def fake_zygotes():
     out = {}
     for name, mode in FAKE_MODES.items():
         out[name] = os.path.join(d, name)
-        subprocess.run([cc, "-O1", "-DMODE=%d" % mode, "-o", out[name], src], check=True, capture_output=True)
+        p = subprocess.run([cc, "-O1", "-DMODE=%d" % mode, "-I", SOURCE_ROOT, "-o", out[name], src],
+                           capture_output=True)
+        assert p.returncode == 0, "the fake zygote does not build:\n" + p.stderr.decode(errors="replace")
     yield out
     shutil.rmtree(d, ignore_errors=True)
 
