@@ -348,6 +348,7 @@ class Tracked:
         self.rc = None
         self.log = ""
         self.stopped = False
+        self.descendants = {}
 
 
 class FaultEnv:
@@ -417,6 +418,8 @@ class FaultEnv:
                 c.close()
             except OSError:
                 pass
+        if t.cg is None and sup.proc.poll() is None:
+            t.descendants = descendants(t.pid)  # without a tracking cgroup: who must go
         t0 = time.monotonic()
         if sup.proc.poll() is None:
             sup.proc.send_signal(sig)
@@ -444,6 +447,11 @@ class FaultEnv:
                 "processes left behind by the supervisor: %r" % [(p, _comm(p)) for p in t.cg.procs()]
             t.cg.remove()
             assert not os.path.exists(t.cg.path)
+        else:
+            def left():
+                return [p for p, st in t.descendants.items() if st is not None and _starttime(p) == st]
+            assert wait_until(lambda: not left(), 5.0), \
+                "processes left behind by the supervisor: %r" % [(p, _comm(p)) for p in left()]
         added = wait_until(lambda: not (mount_lines() - self.mounts), 2.0) or (mount_lines() - self.mounts)
         assert added is True, "mounts left behind: %r" % added
 
@@ -478,6 +486,36 @@ class FaultEnv:
                     t.cg.remove()
                 except OSError:
                     pass
+
+
+def _starttime(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return None
+
+
+def descendants(pid):
+    """{pid: start time} of every process below pid (through /proc/P/task/T/children)."""
+    out, todo = {}, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir("/proc/%d/task" % p)
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open("/proc/%d/task/%s/children" % (p, task)) as f:
+                    kids = [int(x) for x in f.read().split()]
+            except OSError:
+                continue
+            for k in kids:
+                if k not in out:
+                    out[k] = _starttime(k)
+                    todo.append(k)
+    return out
 
 
 def _comm(pid):
