@@ -653,10 +653,10 @@ def threads(pid):
 
 
 def limit_to_current(t):
-    """pids.max = the tasks of the supervisor and its zygote (a running worker's do not
-    count: when it exits it makes no room): every further clone (a worker, in exec mode
-    by the supervisor, in zygote mode by the zygote) fails with EAGAIN. pids.max may be
-    below pids.current; only new tasks are refused."""
+    """pids.max = the tasks of the supervisor and its zygote only, so that a running
+    worker's exit makes no room: every further clone (a worker, in exec mode by the
+    supervisor, in zygote mode by the zygote) fails with EAGAIN. pids.max may be below
+    pids.current; only new tasks are refused."""
     zpid = status(t.sup)["zygotePid"]
     t.cg.limit(threads(t.pid) + (threads(zpid) if zpid else 0))
 
