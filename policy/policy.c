@@ -5,6 +5,7 @@
  * ranges and for the digest's key order. */
 #include "policy/policy.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -91,28 +92,32 @@ typedef struct KeyDef {
         KeyType type;
         size_t offset; /* of the value (the array for lists) */
         uint64_t min, max;
+        bool limit; /* a limit of every call: reported in hello and in each result's evidence */
 } KeyDef;
 
 #define DEF(id, k, t, field, lo, hi)                                                                                   \
         [id] = { .key = k, .type = t, .offset = offsetof(Policy, field), .min = lo, .max = hi }
+/* The same, for a key that is one of a call's limits (policy_limits()). */
+#define LIMIT(id, k, t, field, lo, hi)                                                                                 \
+        [id] = { .key = k, .type = t, .offset = offsetof(Policy, field), .min = lo, .max = hi, .limit = true }
 
 static const KeyDef keys[_K_MAX] = {
         DEF(K_NAME, "name", KEY_NAME, name, 1, POLICY_NAME_MAX - 1),
-        DEF(K_MAX_CALLS, "maxCalls", KEY_U32, max_calls, 1, 100000),
-        DEF(K_TIMEOUT_MS, "timeoutMs", KEY_U32, timeout_ms, 1, 86400000),
-        DEF(K_MAX_CODE_CHARACTERS, "maxCodeCharacters", KEY_U32, max_code_characters, 1, 10000000),
-        DEF(K_MAX_OUTPUT_CHARACTERS, "maxOutputCharacters", KEY_U32, max_output_characters, 0, 100000000),
-        DEF(K_MAX_RESULT_BYTES, "maxResultBytes", KEY_U32, max_result_bytes, 4096, GIB(1)),
-        DEF(K_MEMORY_BYTES, "memoryBytes", KEY_U64, memory_bytes, MIB(16), BYTES_1T),
-        DEF(K_CPU_SECONDS, "cpuSeconds", KEY_U32, cpu_seconds, 1, 86400),
-        DEF(K_MAX_FILE_BYTES, "maxFileBytes", KEY_U64, file_bytes, 0, BYTES_1T),
-        DEF(K_MAX_OPEN_FILES, "maxOpenFiles", KEY_U32, open_files, 16, 65536),
-        DEF(K_MAX_PROCESSES, "maxProcesses", KEY_U32, processes, 1, 4096),
-        DEF(K_TMP_BYTES, "tmpBytes", KEY_U64, tmp_bytes, 4096, BYTES_1T),
+        LIMIT(K_MAX_CALLS, "maxCalls", KEY_U32, max_calls, 1, 100000),
+        LIMIT(K_TIMEOUT_MS, "timeoutMs", KEY_U32, timeout_ms, 1, 86400000),
+        LIMIT(K_MAX_CODE_CHARACTERS, "maxCodeCharacters", KEY_U32, max_code_characters, 1, 10000000),
+        LIMIT(K_MAX_OUTPUT_CHARACTERS, "maxOutputCharacters", KEY_U32, max_output_characters, 0, 100000000),
+        LIMIT(K_MAX_RESULT_BYTES, "maxResultBytes", KEY_U32, max_result_bytes, 4096, GIB(1)),
+        LIMIT(K_MEMORY_BYTES, "memoryBytes", KEY_U64, memory_bytes, MIB(16), BYTES_1T),
+        LIMIT(K_CPU_SECONDS, "cpuSeconds", KEY_U32, cpu_seconds, 1, 86400),
+        LIMIT(K_MAX_FILE_BYTES, "maxFileBytes", KEY_U64, file_bytes, 0, BYTES_1T),
+        LIMIT(K_MAX_OPEN_FILES, "maxOpenFiles", KEY_U32, open_files, 16, 65536),
+        LIMIT(K_MAX_PROCESSES, "maxProcesses", KEY_U32, processes, 1, 4096),
+        LIMIT(K_TMP_BYTES, "tmpBytes", KEY_U64, tmp_bytes, 4096, BYTES_1T),
         DEF(K_WORKER_UID, "workerUid", KEY_U32, worker_uid, 1, UINT32_MAX - 1),
         DEF(K_WORKER_GID, "workerGid", KEY_U32, worker_gid, 1, UINT32_MAX - 1),
         DEF(K_SECCOMP_DENY_ACTION, "seccompDenyAction", KEY_DENY, seccomp_deny, 0, 0),
-        DEF(K_MAX_MESSAGE_BYTES, "maxMessageBytes", KEY_U32, max_message_bytes, 8192, GIB(1)),
+        LIMIT(K_MAX_MESSAGE_BYTES, "maxMessageBytes", KEY_U32, max_message_bytes, 8192, GIB(1)),
         DEF(K_MAX_WORKER_MESSAGE_BYTES, "maxWorkerMessageBytes", KEY_U32, max_worker_message_bytes, 4096, GIB(1)),
         DEF(K_MAX_CONNECTIONS, "maxConnections", KEY_U32, max_connections, 1, 65536),
         DEF(K_MAX_CONNECTION_OUTPUT_BYTES, "maxConnectionOutputBytes", KEY_U64, max_connection_output_bytes, 4096,
@@ -123,7 +128,7 @@ static const KeyDef keys[_K_MAX] = {
         DEF(K_MAX_INVOCATIONS_PER_CONNECTION, "maxInvocationsPerConnection", KEY_U32, max_invocations_per_connection, 1,
             4096),
         DEF(K_MAX_SOURCES_PER_INVOCATION, "maxSourcesPerInvocation", KEY_U32, max_sources_per_invocation, 0, 65536),
-        DEF(K_MAX_SOURCE_BYTES, "maxSourceBytes", KEY_U64, max_source_bytes, 1, MIB(512)),
+        LIMIT(K_MAX_SOURCE_BYTES, "maxSourceBytes", KEY_U64, max_source_bytes, 1, MIB(512)),
         DEF(K_MAX_INVOCATION_BYTES, "maxInvocationBytes", KEY_U64, max_invocation_bytes, 1, BYTES_1T),
         DEF(K_INVOCATION_IDLE_TTL_MS, "invocationIdleTtlMs", KEY_U32, invocation_ttl_ms, 1000, 604800000),
         DEF(K_MAX_ACTIVE_WORKERS, "maxActiveWorkers", KEY_U32, max_active_workers, 0, 4096),
@@ -150,6 +155,19 @@ static uint32_t get_u32(const Policy *p, const KeyDef *d) {
 
 static uint64_t get_u64(const Policy *p, const KeyDef *d) {
         return *(const uint64_t *) ((const uint8_t *) p + d->offset);
+}
+
+size_t policy_limits(const Policy *p, PolicyLimit ret[static POLICY_MAX_LIMITS]) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < _K_MAX; i++) {
+                const KeyDef *d = &keys[i];
+                if (!d->limit)
+                        continue;
+                assert(n < POLICY_MAX_LIMITS && (d->type == KEY_U32 || d->type == KEY_U64));
+                ret[n++] = (PolicyLimit){ .key = d->key, .value = d->type == KEY_U32 ? get_u32(p, d) : get_u64(p, d) };
+        }
+        return n;
 }
 
 const char *policy_deny_action_to_string(PolicyDenyAction a) {
@@ -619,13 +637,52 @@ static int parse_id_list(Loader *l, const KeyDef *d, uint32_t *ids, size_t *n_id
         return 0;
 }
 
+static int parse_name(Loader *l, const KeyDef *d, const char *s, size_t n) {
+        const yaml_event_t *ev = &l->ev;
+        char buf[48];
+
+        if (n < d->min || n > d->max)
+                return fail(l, ev_line(ev), d->key, "must be %" PRIu64 "..%" PRIu64 " characters long", d->min, d->max);
+        for (size_t i = 0; i < n; i++)
+                if (!valid_name_char(s[i]))
+                        return fail(l, ev_line(ev), d->key, "'%s' contains a character outside [A-Za-z0-9_.-]",
+                                    sanitize(s, n, buf));
+        memset(l->policy.name, 0, sizeof(l->policy.name));
+        memcpy(l->policy.name, s, n);
+        return 0;
+}
+
+static int parse_integer(Loader *l, const KeyDef *d) {
+        uint64_t v;
+        int r = scalar_integer(l, d, d->min, d->max, &v);
+
+        if (r < 0)
+                return r;
+        if (d->type == KEY_U32)
+                *field_u32(&l->policy, d) = (uint32_t) v;
+        else
+                *field_u64(&l->policy, d) = v;
+        return 0;
+}
+
+/* One of two words: the first gives value a, the second b. */
+static int parse_choice(Loader *l, const KeyDef *d, const char *s, size_t n, const char *a, const char *b, int *ret) {
+        char buf[48];
+
+        if (strlen(a) == n && memcmp(s, a, n) == 0)
+                *ret = 0;
+        else if (strlen(b) == n && memcmp(s, b, n) == 0)
+                *ret = 1;
+        else
+                return fail(l, ev_line(&l->ev), d->key, "expected %s or %s, got '%s'", a, b, sanitize(s, n, buf));
+        return 0;
+}
+
 static int parse_value(Loader *l, const KeyDef *d) {
         const yaml_event_t *ev = &l->ev;
         const char *s;
         size_t n;
-        char buf[48];
-        uint64_t v;
-        int r;
+        int r, choice;
 
         r = next_event(l);
         if (r < 0)
@@ -646,52 +703,22 @@ static int parse_value(Loader *l, const KeyDef *d) {
 
         switch (d->type) {
         case KEY_NAME:
-                if (n < d->min || n > d->max)
-                        return fail(l, ev_line(ev), d->key, "must be %" PRIu64 "..%" PRIu64 " characters long", d->min,
-                                    d->max);
-                for (size_t i = 0; i < n; i++)
-                        if (!valid_name_char(s[i]))
-                                return fail(l, ev_line(ev), d->key, "'%s' contains a character outside [A-Za-z0-9_.-]",
-                                            sanitize(s, n, buf));
-                memset(l->policy.name, 0, sizeof(l->policy.name));
-                memcpy(l->policy.name, s, n);
-                return 0;
-
+                return parse_name(l, d, s, n);
         case KEY_U32:
-                r = scalar_integer(l, d, d->min, d->max, &v);
-                if (r < 0)
-                        return r;
-                *field_u32(&l->policy, d) = (uint32_t) v;
-                return 0;
-
         case KEY_U64:
-                r = scalar_integer(l, d, d->min, d->max, &v);
-                if (r < 0)
-                        return r;
-                *field_u64(&l->policy, d) = v;
-                return 0;
-
+                return parse_integer(l, d);
         case KEY_DENY:
-                if (n == 5 && memcmp(s, "errno", 5) == 0)
-                        l->policy.seccomp_deny = POLICY_DENY_ERRNO;
-                else if (n == 4 && memcmp(s, "kill", 4) == 0)
-                        l->policy.seccomp_deny = POLICY_DENY_KILL;
-                else
-                        return fail(l, ev_line(ev), d->key, "expected errno or kill, got '%s'", sanitize(s, n, buf));
+                if ((r = parse_choice(l, d, s, n, "errno", "kill", &choice)) < 0)
+                        return r;
+                l->policy.seccomp_deny = choice ? POLICY_DENY_KILL : POLICY_DENY_ERRNO;
                 return 0;
-
         case KEY_START:
-                if (n == 4 && memcmp(s, "exec", 4) == 0)
-                        l->policy.worker_start = POLICY_WORKER_START_EXEC;
-                else if (n == 6 && memcmp(s, "zygote", 6) == 0)
-                        l->policy.worker_start = POLICY_WORKER_START_ZYGOTE;
-                else
-                        return fail(l, ev_line(ev), d->key, "expected exec or zygote, got '%s'", sanitize(s, n, buf));
+                if ((r = parse_choice(l, d, s, n, "exec", "zygote", &choice)) < 0)
+                        return r;
+                l->policy.worker_start = choice ? POLICY_WORKER_START_ZYGOTE : POLICY_WORKER_START_EXEC;
                 return 0;
-
         case KEY_GROUP:
                 return parse_group(l, d);
-
         case KEY_UID_LIST:
         case KEY_GID_LIST:
                 break;

@@ -96,5 +96,14 @@ void policy_finalize(Policy *p);
 /* Number of workers that may be alive at once (resolves 0 to the online CPU count). */
 uint32_t policy_active_workers(const Policy *p);
 
+/* A call's limits, in the key table's order: the one list that hello and every
+ * result's evidence report (the table marks which keys are limits). */
+#define POLICY_MAX_LIMITS 16
+typedef struct PolicyLimit {
+        const char *key; /* the policy key, which is also the wire name */
+        uint64_t value;
+} PolicyLimit;
+size_t policy_limits(const Policy *p, PolicyLimit ret[static POLICY_MAX_LIMITS]);
+
 const char *policy_deny_action_to_string(PolicyDenyAction a);
 const char *policy_worker_start_to_string(PolicyWorkerStart s);

@@ -223,29 +223,103 @@ static int decode_source_put(const msgpack_object *root, const Policy *p, ProtoR
         return 0;
 }
 
+/* One well-formed msgpack map and nothing after it. */
+static int decode_frame(const void *buf, size_t len, ProtoRequest *r, ProtoError *err) {
+        size_t off = 0;
+
+        if (mp_validate(buf, len, PROTO_MAX_DEPTH, NULL) < 0 ||
+            msgpack_unpack_next(&r->unpacked, buf, len, &off) != MSGPACK_UNPACK_SUCCESS)
+                return fail(err, OUTCOME_INVALID_INPUT,
+                            "frame is not one well-formed msgpack object (nested at most %d deep)", PROTO_MAX_DEPTH);
+        if (off != len)
+                return fail(err, OUTCOME_INVALID_INPUT, "frame has %zu trailing bytes after the msgpack map",
+                            len - off);
+        if (r->unpacked.data.type != MSGPACK_OBJECT_MAP)
+                return fail(err, OUTCOME_INVALID_INPUT, "request must be a msgpack map");
+        return 0;
+}
+
+/* Keys must be unique strings. */
+static int check_keys(const msgpack_object *root, ProtoError *err) {
+        for (uint32_t i = 0; i < root->via.map.size; i++) {
+                const msgpack_object *key = &root->via.map.ptr[i].key;
+                if (key->type != MSGPACK_OBJECT_STR)
+                        return fail(err, OUTCOME_INVALID_INPUT, "request keys must be strings");
+                for (uint32_t j = 0; j < i; j++) {
+                        const msgpack_object *o = &root->via.map.ptr[j].key;
+                        if (o->via.str.size == key->via.str.size &&
+                            memcmp(o->via.str.ptr, key->via.str.ptr, key->via.str.size) == 0)
+                                return fail(err, OUTCOME_INVALID_INPUT, "duplicate field \"%.*s\"",
+                                            (int) MIN(key->via.str.size, 64u), key->via.str.ptr);
+                }
+        }
+        return 0;
+}
+
+static int decode_op(const msgpack_object *root, ProtoOp *ret, ProtoError *err) {
+        const msgpack_object *op = mp_map_get(root, "op");
+
+        if (!mp_is_str(op))
+                return fail(err, OUTCOME_INVALID_INPUT, "field \"op\" must be a string");
+        for (int i = 0; i < _PROTO_OP_MAX; i++)
+                if (mp_str_eq(op, op_names[i])) {
+                        *ret = (ProtoOp) i;
+                        return 0;
+                }
+        return fail(err, OUTCOME_INVALID_INPUT, "unknown op \"%.*s\"", (int) MIN(op->via.str.size, 64u),
+                    op->via.str.ptr);
+}
+
+/* Every field is one the op accepts. */
+static int check_fields(const msgpack_object *root, ProtoOp op, ProtoError *err) {
+        for (uint32_t i = 0; i < root->via.map.size; i++) {
+                const msgpack_object *key = &root->via.map.ptr[i].key;
+                bool ok = mp_str_eq(key, "op") || mp_str_eq(key, "id");
+                for (size_t j = 0; !ok && allowed_fields[op][j]; j++)
+                        ok = mp_str_eq(key, allowed_fields[op][j]);
+                if (!ok)
+                        return fail(err, OUTCOME_INVALID_INPUT, "field \"%.*s\" is not accepted by %s",
+                                    (int) MIN(key->via.str.size, 64u), key->via.str.ptr, op_names[op]);
+        }
+        return 0;
+}
+
+static int decode_cancel(const msgpack_object *root, ProtoRequest *r, ProtoError *err) {
+        const msgpack_object *c = mp_map_get(root, "callId");
+
+        if (!mp_is_uint(c))
+                return fail(err, OUTCOME_INVALID_INPUT, "field \"callId\" must be an unsigned integer");
+        r->call_id = c->via.u64;
+        return 0;
+}
+
+/* The op's own fields. */
+static int decode_body(const msgpack_object *root, const Policy *p, ProtoRequest *r, ProtoError *err) {
+        switch (r->op) {
+        case PROTO_OP_EXECUTE:
+                return decode_execute(root, p, r, err);
+        case PROTO_OP_CANCEL:
+                return decode_cancel(root, r, err);
+        case PROTO_OP_INVOCATION_CLOSE:
+                return decode_invocation(root, true, r, err);
+        case PROTO_OP_SOURCE_PUT:
+                return decode_source_put(root, p, r, err);
+        default:
+                return 0;
+        }
+}
+
 int proto_decode_request(const void *buf, size_t len, const Policy *p, ProtoRequest *ret, ProtoError *err) {
         ProtoRequest r = {};
-        const msgpack_object *root, *op, *id;
-        size_t off = 0;
+        const msgpack_object *root, *id;
         int k;
 
         *err = (ProtoError){};
         msgpack_unpacked_init(&r.unpacked);
-        if (mp_validate(buf, len, PROTO_MAX_DEPTH, NULL) < 0 ||
-            msgpack_unpack_next(&r.unpacked, buf, len, &off) != MSGPACK_UNPACK_SUCCESS) {
-                k = fail(err, OUTCOME_INVALID_INPUT,
-                         "frame is not one well-formed msgpack object (nested at most %d deep)", PROTO_MAX_DEPTH);
+        k = decode_frame(buf, len, &r, err);
+        if (k < 0)
                 goto out;
-        }
-        if (off != len) {
-                k = fail(err, OUTCOME_INVALID_INPUT, "frame has %zu trailing bytes after the msgpack map", len - off);
-                goto out;
-        }
         root = &r.unpacked.data;
-        if (root->type != MSGPACK_OBJECT_MAP) {
-                k = fail(err, OUTCOME_INVALID_INPUT, "request must be a msgpack map");
-                goto out;
-        }
         id = mp_map_get(root, "id");
         if (!mp_is_uint(id)) {
                 k = fail(err, OUTCOME_INVALID_INPUT, "field \"id\" must be an unsigned integer");
@@ -254,75 +328,10 @@ int proto_decode_request(const void *buf, size_t len, const Policy *p, ProtoRequ
         r.id = id->via.u64;
         err->has_id = true;
         err->id = r.id;
-
-        /* Keys must be unique strings. */
-        for (uint32_t i = 0; i < root->via.map.size; i++) {
-                const msgpack_object *key = &root->via.map.ptr[i].key;
-                if (key->type != MSGPACK_OBJECT_STR) {
-                        k = fail(err, OUTCOME_INVALID_INPUT, "request keys must be strings");
-                        goto out;
-                }
-                for (uint32_t j = 0; j < i; j++) {
-                        const msgpack_object *o = &root->via.map.ptr[j].key;
-                        if (o->via.str.size == key->via.str.size &&
-                            memcmp(o->via.str.ptr, key->via.str.ptr, key->via.str.size) == 0) {
-                                k = fail(err, OUTCOME_INVALID_INPUT, "duplicate field \"%.*s\"",
-                                         (int) MIN(key->via.str.size, 64u), key->via.str.ptr);
-                                goto out;
-                        }
-                }
-        }
-
-        op = mp_map_get(root, "op");
-        if (!mp_is_str(op)) {
-                k = fail(err, OUTCOME_INVALID_INPUT, "field \"op\" must be a string");
+        if ((k = check_keys(root, err)) < 0 || (k = decode_op(root, &r.op, err)) < 0 ||
+            (k = check_fields(root, r.op, err)) < 0)
                 goto out;
-        }
-        r.op = _PROTO_OP_MAX;
-        for (int i = 0; i < _PROTO_OP_MAX; i++)
-                if (mp_str_eq(op, op_names[i]))
-                        r.op = (ProtoOp) i;
-        if (r.op == _PROTO_OP_MAX) {
-                k = fail(err, OUTCOME_INVALID_INPUT, "unknown op \"%.*s\"", (int) MIN(op->via.str.size, 64u),
-                         op->via.str.ptr);
-                goto out;
-        }
-
-        for (uint32_t i = 0; i < root->via.map.size; i++) {
-                const msgpack_object *key = &root->via.map.ptr[i].key;
-                bool ok = mp_str_eq(key, "op") || mp_str_eq(key, "id");
-                for (size_t j = 0; !ok && allowed_fields[r.op][j]; j++)
-                        ok = mp_str_eq(key, allowed_fields[r.op][j]);
-                if (!ok) {
-                        k = fail(err, OUTCOME_INVALID_INPUT, "field \"%.*s\" is not accepted by %s",
-                                 (int) MIN(key->via.str.size, 64u), key->via.str.ptr, op_names[r.op]);
-                        goto out;
-                }
-        }
-
-        switch (r.op) {
-        case PROTO_OP_EXECUTE:
-                k = decode_execute(root, p, &r, err);
-                break;
-        case PROTO_OP_CANCEL: {
-                const msgpack_object *c = mp_map_get(root, "callId");
-                if (!mp_is_uint(c))
-                        k = fail(err, OUTCOME_INVALID_INPUT, "field \"callId\" must be an unsigned integer");
-                else {
-                        r.call_id = c->via.u64;
-                        k = 0;
-                }
-                break;
-        }
-        case PROTO_OP_INVOCATION_CLOSE:
-                k = decode_invocation(root, true, &r, err);
-                break;
-        case PROTO_OP_SOURCE_PUT:
-                k = decode_source_put(root, p, &r, err);
-                break;
-        default:
-                k = 0;
-        }
+        k = decode_body(root, p, &r, err);
 out:
         if (k < 0) {
                 msgpack_unpacked_destroy(&r.unpacked);
@@ -336,24 +345,307 @@ void proto_request_done(ProtoRequest *r) {
         msgpack_unpacked_destroy(&r->unpacked);
 }
 
-void proto_pack_error(msgpack_sbuffer *sb, bool has_id, uint64_t id, Outcome code, const char *message) {
-        msgpack_packer pk;
+/* ---- encoding ---- */
 
-        msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-        msgpack_pack_map(&pk, 4);
-        mp_pack_cstr(&pk, "id");
-        if (has_id)
-                msgpack_pack_uint64(&pk, id);
-        else
-                msgpack_pack_nil(&pk);
-        mp_pack_kv_str(&pk, "type", "error");
-        mp_pack_kv_str(&pk, "code", outcome_to_string(code));
-        mp_pack_kv_str(&pk, "message", message);
-}
+/* Room for the msgpack headers of the fitted strings, which grow by a few bytes when a
+ * string crosses 31/255/65535 bytes: reserved on top of the measured skeleton. */
+#define STRING_HEADER_SLACK 64
 
-void proto_pack_reply_head(msgpack_packer *pk, uint64_t id, ProtoOp op, size_t n_extra) {
+/* {"id", "type": "reply", "op": op, + n_extra more pairs} */
+static void pack_reply_head(msgpack_packer *pk, uint64_t id, ProtoOp op, size_t n_extra) {
         msgpack_pack_map(pk, 3 + n_extra);
         mp_pack_kv_uint(pk, "id", id);
         mp_pack_kv_str(pk, "type", "reply");
         mp_pack_kv_str(pk, "op", proto_op_to_string(op));
+}
+
+/* The call's limits, from the policy's key table (and the protocol's own bound). */
+static void pack_limits(msgpack_packer *pk, const Policy *p) {
+        PolicyLimit limits[POLICY_MAX_LIMITS];
+        size_t n = policy_limits(p, limits);
+
+        mp_pack_cstr(pk, "limits");
+        msgpack_pack_map(pk, n + 1);
+        for (size_t i = 0; i < n; i++)
+                mp_pack_kv_uint(pk, limits[i].key, limits[i].value);
+        mp_pack_kv_uint(pk, "maxSourceIds", PROTO_MAX_SOURCE_IDS);
+}
+
+int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const char *message) {
+        msgpack_packer *pk = &w->pk;
+
+        msgpack_pack_map(pk, 4);
+        mp_pack_cstr(pk, "id");
+        if (has_id)
+                msgpack_pack_uint64(pk, id);
+        else
+                msgpack_pack_nil(pk);
+        mp_pack_kv_str(pk, "type", "error");
+        mp_pack_kv_str(pk, "code", outcome_to_string(code));
+        mp_pack_kv_str(pk, "message", message);
+        return mp_writer_error(w);
+}
+
+int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p) {
+        msgpack_packer *pk = &w->pk;
+
+        pack_reply_head(pk, id, PROTO_OP_HELLO, 6);
+        mp_pack_kv_uint(pk, "protocol", PROTO_VERSION);
+        mp_pack_kv_str(pk, "version", CODEINTERP_VERSION);
+        mp_pack_kv_str(pk, "python", CODEINTERP_PY_VERSION);
+        mp_pack_cstr(pk, "policy");
+        msgpack_pack_map(pk, 3);
+        mp_pack_kv_str(pk, "name", p->name);
+        mp_pack_kv_str(pk, "sha256", p->sha256);
+        mp_pack_kv_str(pk, "workerStart", policy_worker_start_to_string(p->worker_start));
+        pack_limits(pk, p);
+        mp_pack_cstr(pk, "outcomes");
+        msgpack_pack_array(pk, _OUTCOME_MAX);
+        for (int i = 0; i < _OUTCOME_MAX; i++)
+                mp_pack_cstr(pk, outcome_to_string((Outcome) i));
+        return mp_writer_error(w);
+}
+
+int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
+        msgpack_packer *pk = &w->pk;
+
+        pack_reply_head(pk, id, PROTO_OP_STATUS, 16);
+        mp_pack_kv_uint(pk, "queued", st->queued);
+        mp_pack_kv_uint(pk, "running", st->running);
+        mp_pack_kv_uint(pk, "capacity", st->capacity);
+        mp_pack_kv_uint(pk, "admittedTotal", st->admitted_total);
+        mp_pack_kv_uint(pk, "startedTotal", st->started_total);
+        mp_pack_kv_uint(pk, "finishedTotal", st->finished_total);
+        mp_pack_kv_uint(pk, "maxRunningSeen", st->max_running_seen);
+        mp_pack_kv_uint(pk, "workerStartFailures", st->start_failures_total);
+        mp_pack_kv_uint(pk, "workerStartFailuresInRow", st->start_failures_in_row);
+        mp_pack_kv_str(pk, "lastWorkerStartError", st->last_start_error);
+        mp_pack_kv_uint(pk, "connections", st->connections);
+        mp_pack_kv_uint(pk, "pid", (uint64_t) st->pid);
+        mp_pack_kv_str(pk, "workerStart", st->worker_start);
+        mp_pack_cstr(pk, "zygotePid");
+        if (st->zygote_pid > 0)
+                msgpack_pack_uint64(pk, (uint64_t) st->zygote_pid);
+        else
+                msgpack_pack_nil(pk);
+        mp_pack_kv_uint(pk, "zygoteGeneration", st->zygote_generation);
+        mp_pack_kv_bool(pk, "zygoteReady", st->zygote_ready);
+        return mp_writer_error(w);
+}
+
+int proto_pack_invocation_opened(MpWriter *w, uint64_t id, const char *invocation, const Policy *p) {
+        msgpack_packer *pk = &w->pk;
+
+        pack_reply_head(pk, id, PROTO_OP_INVOCATION_OPEN, 3);
+        mp_pack_kv_str(pk, "invocation", invocation);
+        mp_pack_kv_uint(pk, "maxCalls", p->max_calls);
+        mp_pack_kv_uint(pk, "idleTtlMs", p->invocation_ttl_ms);
+        return mp_writer_error(w);
+}
+
+int proto_pack_invocation_closed(MpWriter *w, uint64_t id) {
+        pack_reply_head(&w->pk, id, PROTO_OP_INVOCATION_CLOSE, 0);
+        return mp_writer_error(w);
+}
+
+int proto_pack_source_stored(MpWriter *w, uint64_t id, const ProtoSourceInfo *src) {
+        msgpack_packer *pk = &w->pk;
+
+        pack_reply_head(pk, id, PROTO_OP_SOURCE_PUT, src->attachment ? 6 : 4);
+        mp_pack_kv_str(pk, "sourceId", src->id);
+        mp_pack_kv_str(pk, "kind", src->attachment ? "attachment" : "read_source");
+        mp_pack_kv_uint(pk, "bytes", src->text_bytes);
+        mp_pack_kv_str(pk, "sha256", src->text_sha256);
+        if (src->attachment) {
+                mp_pack_kv_uint(pk, "originalBytes", src->original_bytes);
+                mp_pack_kv_str(pk, "originalSha256", src->original_sha256);
+        }
+        return mp_writer_error(w);
+}
+
+int proto_pack_cancel_reply(MpWriter *w, uint64_t id, uint64_t call_id, bool queued) {
+        msgpack_packer *pk = &w->pk;
+
+        pack_reply_head(pk, id, PROTO_OP_CANCEL, 2);
+        mp_pack_kv_uint(pk, "callId", call_id);
+        mp_pack_kv_str(pk, "state", queued ? "queued" : "running");
+        return mp_writer_error(w);
+}
+
+int proto_pack_progress(MpWriter *w, const ProtoProgress *pr) {
+        msgpack_packer *pk = &w->pk;
+
+        msgpack_pack_map(pk, 11);
+        mp_pack_kv_uint(pk, "id", pr->request_id);
+        mp_pack_kv_str(pk, "type", "progress");
+        mp_pack_kv_uint(pk, "callId", pr->call_id);
+        mp_pack_kv_str(pk, "phase", pr->phase);
+        mp_pack_kv_uint(pk, "elapsedMs", pr->elapsed_ms);
+        mp_pack_cstr(pk, "queuePosition");
+        if (pr->queue_position > 0)
+                msgpack_pack_uint32(pk, pr->queue_position);
+        else
+                msgpack_pack_nil(pk);
+        mp_pack_kv_uint(pk, "stdoutCharacters", pr->stdout_chars);
+        mp_pack_kv_uint(pk, "stderrCharacters", pr->stderr_chars);
+        mp_pack_kv_uint(pk, "stdoutOmittedCharacters",
+                        pr->stdout_chars > pr->ceiling ? pr->stdout_chars - pr->ceiling : 0);
+        mp_pack_kv_uint(pk, "stderrOmittedCharacters",
+                        pr->stderr_chars > pr->ceiling ? pr->stderr_chars - pr->ceiling : 0);
+        mp_pack_kv_str(pk, "outcome", pr->outcome);
+        return mp_writer_error(w);
+}
+
+static void pack_channel(msgpack_packer *pk, const char *key, const FitText *t) {
+        mp_pack_cstr(pk, key);
+        if (!t) {
+                msgpack_pack_nil(pk);
+                return;
+        }
+        msgpack_pack_map(pk, 7);
+        mp_pack_cstr(pk, "text");
+        mp_pack_strn(pk, t->text ? t->text : "", t->text_bytes);
+        mp_pack_kv_uint(pk, "totalCharacters", t->total_chars);
+        mp_pack_kv_uint(pk, "totalBytes", t->total_bytes);
+        mp_pack_kv_uint(pk, "omittedCharacters", t->omitted_chars);
+        mp_pack_kv_uint(pk, "omittedBytes", t->omitted_bytes);
+        mp_pack_kv_uint(pk, "omittedAt", t->omitted_at);
+        mp_pack_kv_uint(pk, "replacedCharacters", t->replaced);
+}
+
+static void pack_source_info(msgpack_packer *pk, const ProtoSourceInfo *s) {
+        msgpack_pack_map(pk, s->attachment ? 7 : 4);
+        mp_pack_kv_str(pk, "sourceId", s->id);
+        mp_pack_kv_str(pk, "kind", s->attachment ? "attachment" : "read_source");
+        mp_pack_kv_uint(pk, "bytes", s->text_bytes);
+        mp_pack_kv_str(pk, "sha256", s->text_sha256);
+        if (s->attachment) {
+                mp_pack_kv_uint(pk, "originalBytes", s->original_bytes);
+                mp_pack_kv_str(pk, "originalSha256", s->original_sha256);
+                mp_pack_kv_str(pk, "mediaType", s->media_type);
+        }
+}
+
+static void pack_evidence(msgpack_packer *pk, const ProtoResult *r) {
+        const Policy *p = r->policy;
+
+        mp_pack_cstr(pk, "evidence");
+        msgpack_pack_map(pk, 6);
+        mp_pack_kv_str(pk, "codeSha256", r->code_sha256);
+        mp_pack_kv_uint(pk, "codeCharacters", r->code_chars);
+        mp_pack_cstr(pk, "inputs");
+        msgpack_pack_array(pk, r->n_sources);
+        for (size_t i = 0; i < r->n_sources; i++)
+                pack_source_info(pk, &r->sources[i]);
+        mp_pack_cstr(pk, "runtime");
+        msgpack_pack_map(pk, 5);
+        mp_pack_kv_str(pk, "codeinterp", CODEINTERP_VERSION);
+        mp_pack_kv_str(pk, "python", CODEINTERP_PY_VERSION);
+        mp_pack_kv_str(pk, "workerStart", r->worker_start);
+        mp_pack_kv_str(pk, "seccomp", policy_deny_action_to_string(p->seccomp_deny));
+        mp_pack_kv_uint(pk, "landlock", (uint64_t) r->landlock_abi);
+        mp_pack_cstr(pk, "policy");
+        msgpack_pack_map(pk, 2);
+        mp_pack_kv_str(pk, "name", p->name);
+        mp_pack_kv_str(pk, "sha256", p->sha256);
+        pack_limits(pk, p);
+}
+
+static uint64_t usec_to_ms(uint64_t a, uint64_t b) {
+        return b > a ? (b - a) / 1000 : 0;
+}
+
+static void pack_timing(msgpack_packer *pk, const ProtoResult *r) {
+        /* The contract's elapsedMs at the top level; the breakdown is in timing. */
+        mp_pack_kv_uint(pk, "elapsedMs", usec_to_ms(r->admit_usec, r->end_usec));
+        mp_pack_cstr(pk, "timing");
+        msgpack_pack_map(pk, 5);
+        mp_pack_kv_uint(pk, "elapsedMs", usec_to_ms(r->admit_usec, r->end_usec));
+        mp_pack_kv_uint(pk, "elapsedUs", r->end_usec > r->admit_usec ? r->end_usec - r->admit_usec : 0);
+        mp_pack_kv_uint(pk, "queueMs", usec_to_ms(r->admit_usec, r->started ? r->start_usec : r->end_usec));
+        mp_pack_kv_uint(pk, "runMs", r->started ? usec_to_ms(r->start_usec, r->end_usec) : 0);
+        mp_pack_kv_bool(pk, "workerStarted", r->started);
+}
+
+static void pack_exit_status(msgpack_packer *pk, const ProtoResult *r) {
+        mp_pack_cstr(pk, "exitStatus");
+        if (!r->has_exit) {
+                msgpack_pack_nil(pk);
+                return;
+        }
+        msgpack_pack_map(pk, 5);
+        mp_pack_kv_uint(pk, "pid", (uint64_t) r->pid);
+        mp_pack_cstr(pk, "code");
+        if (r->exit_code >= 0)
+                msgpack_pack_int(pk, r->exit_code);
+        else
+                msgpack_pack_nil(pk);
+        mp_pack_cstr(pk, "signal");
+        if (r->signal)
+                msgpack_pack_int(pk, r->signal);
+        else
+                msgpack_pack_nil(pk);
+        mp_pack_kv_uint(pk, "cpuMs", r->cpu_usec / 1000);
+        mp_pack_kv_uint(pk, "maxRssKb", r->max_rss_kb);
+}
+
+static void pack_result(msgpack_packer *pk, const ProtoResult *r) {
+        msgpack_pack_map(pk, 16);
+        mp_pack_kv_uint(pk, "id", r->request_id);
+        mp_pack_kv_str(pk, "type", "result");
+        mp_pack_kv_uint(pk, "callId", r->call_id);
+        mp_pack_kv_str(pk, "outcome", outcome_to_string(r->outcome));
+        mp_pack_kv_str(pk, "limit", r->limit);
+        mp_pack_kv_str(pk, "detail", r->detail);
+        mp_pack_kv_bool(pk, "partial", r->partial);
+        pack_channel(pk, "stdout", r->out);
+        pack_channel(pk, "stderr", r->err);
+        pack_channel(pk, "result", r->result);
+        mp_pack_cstr(pk, "exception");
+        if (r->exception) {
+                msgpack_pack_map(pk, 3);
+                mp_pack_kv_str(pk, "type", r->exc_type);
+                pack_channel(pk, "message", r->exc_message);
+                pack_channel(pk, "traceback", r->exc_traceback);
+        } else
+                msgpack_pack_nil(pk);
+        pack_timing(pk, r);
+        pack_exit_status(pk, r);
+        mp_pack_cstr(pk, "workerError");
+        if (r->stage) {
+                msgpack_pack_map(pk, 2);
+                mp_pack_kv_str(pk, "stage", r->stage);
+                mp_pack_kv_int(pk, "errno", r->stage_errno);
+        } else
+                msgpack_pack_nil(pk);
+        pack_evidence(pk, r);
+}
+
+int proto_pack_result(MpWriter *w, ProtoResult *r, size_t max_bytes) {
+        FitText *texts[5] = { r->out, r->err, r->result, r->exception ? r->exc_message : NULL,
+                              r->exception ? r->exc_traceback : NULL };
+        size_t text_total = 0, skeleton;
+        int k;
+
+        /* Measure the message with its texts, subtract them: the skeleton is what the
+         * texts must share the bound with. */
+        pack_result(&w->pk, r);
+        if ((k = mp_writer_error(w)) < 0)
+                return k;
+        if (w->sb.size <= max_bytes)
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(texts); i++)
+                if (texts[i])
+                        text_total += texts[i]->text_bytes;
+        skeleton = w->sb.size - text_total;
+        if (skeleton + STRING_HEADER_SLACK >= max_bytes)
+                return -E2BIG;
+        k = fit_texts_to_budget(texts, ELEMENTSOF(texts), max_bytes - skeleton - STRING_HEADER_SLACK);
+        if (k < 0)
+                return k;
+        mp_writer_reset(w);
+        pack_result(&w->pk, r);
+        if ((k = mp_writer_error(w)) < 0)
+                return k;
+        return w->sb.size <= max_bytes ? 0 : -E2BIG;
 }

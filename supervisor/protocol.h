@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* The wire protocol: msgpack maps in 4-byte big-endian length frames. The only place
- * that knows field names. Reference: docs/protocol.md. */
+ * that knows field names: requests are decoded here, and every message the
+ * supervisor sends is packed here from plain data. Reference: docs/protocol.md. */
 #pragma once
 
 #include <msgpack.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "contract/plan.h"
+#include "common/mp.h"
+#include "contract/fit.h"
 #include "policy/policy.h"
 #include "supervisor/outcome.h"
 
@@ -80,7 +84,87 @@ void proto_request_done(ProtoRequest *r);
 bool proto_source_id_valid(const char *s, size_t len);
 const char *proto_op_to_string(ProtoOp op);
 
-/* Encoding helpers: every message is built in an sbuffer and framed by the server. */
-void proto_pack_error(msgpack_sbuffer *sb, bool has_id, uint64_t id, Outcome code, const char *message);
-/* Begin a reply map: {"id", "type": "reply", "op": op, + n_extra more pairs}. */
-void proto_pack_reply_head(msgpack_packer *pk, uint64_t id, ProtoOp op, size_t n_extra);
+/* ---- Encoding. Every function packs one whole message into w (initialised by the
+ * caller) and returns mp_writer_error(w): 0, or -ENOMEM / -E2BIG with nothing usable
+ * in w. The server frames and sends it. ---- */
+
+int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const char *message);
+int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p);
+
+typedef struct ProtoStatus {
+        uint32_t queued, running, capacity;
+        uint64_t admitted_total, started_total, finished_total;
+        uint32_t max_running_seen;
+        uint64_t start_failures_total;
+        uint32_t start_failures_in_row;
+        const char *last_start_error; /* NULL: none */
+        uint32_t connections;
+        pid_t pid;
+        const char *worker_start;
+        pid_t zygote_pid; /* 0: none */
+        unsigned zygote_generation;
+        bool zygote_ready;
+} ProtoStatus;
+int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st);
+
+int proto_pack_invocation_opened(MpWriter *w, uint64_t id, const char *invocation, const Policy *p);
+int proto_pack_invocation_closed(MpWriter *w, uint64_t id);
+
+/* A stored source as replies and evidence describe it (never its text). */
+typedef struct ProtoSourceInfo {
+        const char *id;
+        bool attachment;
+        uint64_t text_bytes;
+        const char *text_sha256;
+        uint64_t original_bytes;
+        const char *original_sha256; /* attachments */
+        const char *media_type;      /* attachments */
+} ProtoSourceInfo;
+int proto_pack_source_stored(MpWriter *w, uint64_t id, const ProtoSourceInfo *src);
+int proto_pack_cancel_reply(MpWriter *w, uint64_t id, uint64_t call_id, bool queued);
+
+/* Metadata only: never code, output, source IDs, paths or exception text. */
+typedef struct ProtoProgress {
+        uint64_t request_id, call_id;
+        const char *phase;
+        uint64_t elapsed_ms;
+        uint32_t queue_position; /* 0: not queued (nil) */
+        uint64_t stdout_chars, stderr_chars;
+        uint64_t ceiling;    /* maxOutputCharacters, for the omitted counts */
+        const char *outcome; /* "finished" only */
+} ProtoProgress;
+int proto_pack_progress(MpWriter *w, const ProtoProgress *pr);
+
+/* The result of one call. The texts are fitted further (shrunk in place) to fit the
+ * whole message into max_bytes. */
+typedef struct ProtoResult {
+        uint64_t request_id, call_id;
+        Outcome outcome;
+        const char *limit;  /* resource_limit: "memory" | "cpu" | ... */
+        const char *detail; /* NULL: none */
+        bool partial;
+        FitText *out, *err;
+        FitText *result; /* NULL: no value shown */
+        bool exception;
+        const char *exc_type;
+        FitText *exc_message, *exc_traceback;
+        uint64_t admit_usec, start_usec, end_usec;
+        bool started;
+        bool has_exit; /* the worker existed and was reaped */
+        pid_t pid;
+        int exit_code; /* -1: killed */
+        int signal;
+        uint64_t cpu_usec, max_rss_kb;
+        const char *stage; /* worker_error from setup, else NULL */
+        int stage_errno;
+        /* evidence */
+        const char *code_sha256;
+        uint64_t code_chars;
+        const ProtoSourceInfo *sources;
+        size_t n_sources;
+        const Policy *policy;
+        const char *worker_start;
+        int landlock_abi;
+} ProtoResult;
+/* -E2BIG when even the texts cut to nothing do not fit max_bytes. */
+int proto_pack_result(MpWriter *w, ProtoResult *r, size_t max_bytes);

@@ -2,6 +2,7 @@
 #include "supervisor/scheduler.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
@@ -119,12 +120,14 @@ uint32_t sched_queue_position(const Scheduler *s, const Call *c) {
 }
 
 static int read_u64_file(const char *path, uint64_t *ret) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         unsigned long long v;
         char buf[32];
+        ssize_t n;
 
-        if (!f || !fgets(buf, sizeof buf, f))
+        if (fd < 0 || (n = read(fd, buf, sizeof buf - 1)) <= 0)
                 return -ENOENT;
+        buf[n] = 0;
         if (strncmp(buf, "max", 3) == 0) {
                 *ret = UINT64_MAX;
                 return 0;

@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/landlock.h"
 #include "common/log.h"
 #include "common/mp.h"
 #include "common/sha256.h"
 #include "common/util.h"
-#include "supervisor/evidence.h"
 #include "supervisor/invocation.h"
 #include "supervisor/protocol.h"
 #include "supervisor/scheduler.h"
@@ -130,22 +130,30 @@ static int conn_send(Connection *c, const msgpack_sbuffer *sb) {
         return conn_update_events(c);
 }
 
-/* A send failure means the peer is gone or hopeless: close on the next turn, safely. */
-static void conn_send_or_drop(Connection *c, const msgpack_sbuffer *sb) {
-        if (conn_send(c, sb) < 0) {
-                c->closing = true;
-                c->out_len = c->out_off = 0;
-                conn_update_events(c);
-                sd_event_source_set_io_events(c->source, EPOLLOUT); /* fires at once: frees the conn */
-        }
+static void conn_drop(Connection *c) {
+        c->closing = true;
+        c->out_len = c->out_off = 0;
+        conn_update_events(c);
+        sd_event_source_set_io_events(c->source, EPOLLOUT); /* fires at once: frees the conn */
+}
+
+/* Send what w holds; packed is what packing returned. A message that could not be
+ * packed (out of memory) is never sent in part: the connection is closed instead,
+ * and so it is when a send fails (the peer is gone or hopeless), on the next turn. */
+static void conn_send_packed(Connection *c, MpWriter *w, int packed) {
+        if (packed < 0) {
+                log_error_errno(packed, "Could not pack a message for uid %u: %m; closing the connection",
+                                (unsigned) c->peer.uid);
+                conn_drop(c);
+        } else if (conn_send(c, &w->sb) < 0)
+                conn_drop(c);
+        mp_writer_done(w);
 }
 
 static void send_error(Connection *c, bool has_id, uint64_t id, Outcome code, const char *msg) {
-        msgpack_sbuffer sb;
-        msgpack_sbuffer_init(&sb);
-        proto_pack_error(&sb, has_id, id, code, msg);
-        conn_send_or_drop(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        MpWriter w;
+        mp_writer_init(&w, 0);
+        conn_send_packed(c, &w, proto_pack_error(&w, has_id, id, code, msg));
 }
 
 /* ---- calls ---- */
@@ -169,95 +177,122 @@ static void conn_call_remove(Connection *c, Call *call) {
 
 /* Metadata only: never code, output, source IDs, paths or exception text. Sizes come
  * from the live streams while running and from the fitted result at the end. */
-static void progress_pack(msgpack_sbuffer *sb, const Policy *p, Call *call, const char *phase, const RunnerResult *res,
+static void send_progress(Connection *c, const Policy *p, Call *call, const char *phase, const RunnerResult *res,
                           Scheduler *sched) {
-        msgpack_packer pk;
-        uint64_t now = now_usec();
-        uint64_t out_chars = res ? res->out.total_chars : call->runner ? runner_stdout_chars(call->runner) : 0;
-        uint64_t err_chars = res ? res->err.total_chars : call->runner ? runner_stderr_chars(call->runner) : 0;
-        uint64_t ceiling = p->max_output_characters;
+        ProtoProgress pr = {
+                .request_id = call->request_id,
+                .call_id = call->call_id,
+                .phase = phase,
+                .elapsed_ms = (now_usec() - call->admit_usec) / 1000,
+                .queue_position = call->state == CALL_QUEUED && sched ? sched_queue_position(sched, call) : 0,
+                .stdout_chars = res            ? res->out.total_chars
+                                : call->runner ? runner_stdout_chars(call->runner)
+                                               : 0,
+                .stderr_chars = res            ? res->err.total_chars
+                                : call->runner ? runner_stderr_chars(call->runner)
+                                               : 0,
+                .ceiling = p->max_output_characters,
+                .outcome = res ? outcome_to_string(res->outcome) : NULL,
+        };
+        MpWriter w;
 
-        msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-        msgpack_pack_map(&pk, 11);
-        mp_pack_kv_uint(&pk, "id", call->request_id);
-        mp_pack_kv_str(&pk, "type", "progress");
-        mp_pack_kv_uint(&pk, "callId", call->call_id);
-        mp_pack_kv_str(&pk, "phase", phase);
-        mp_pack_kv_uint(&pk, "elapsedMs", (now - call->admit_usec) / 1000);
-        mp_pack_cstr(&pk, "queuePosition");
-        if (call->state == CALL_QUEUED && sched)
-                msgpack_pack_uint32(&pk, sched_queue_position(sched, call));
-        else
-                msgpack_pack_nil(&pk);
-        mp_pack_kv_uint(&pk, "stdoutCharacters", out_chars);
-        mp_pack_kv_uint(&pk, "stderrCharacters", err_chars);
-        mp_pack_kv_uint(&pk, "stdoutOmittedCharacters", out_chars > ceiling ? out_chars - ceiling : 0);
-        mp_pack_kv_uint(&pk, "stderrOmittedCharacters", err_chars > ceiling ? err_chars - ceiling : 0);
-        mp_pack_kv_str(&pk, "outcome", res ? outcome_to_string(res->outcome) : NULL);
+        mp_writer_init(&w, 0);
+        conn_send_packed(c, &w, proto_pack_progress(&w, &pr));
 }
 
 static void on_progress(Call *call, const char *phase, void *userdata) {
         Server *s = userdata;
         Connection *c = call->conn;
-        msgpack_sbuffer sb;
 
         if (!c || c->closing)
                 return;
-        msgpack_sbuffer_init(&sb);
-        progress_pack(&sb, s->policy, call, phase, NULL, s->sched);
-        conn_send_or_drop(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        send_progress(c, s->policy, call, phase, NULL, s->sched);
+}
+
+static ProtoSourceInfo source_info(const Source *src) {
+        return (ProtoSourceInfo){
+                .id = src->id,
+                .attachment = src->attachment,
+                .text_bytes = src->text_len,
+                .text_sha256 = src->text_sha256,
+                .original_bytes = src->original_len,
+                .original_sha256 = src->attachment ? src->original_sha256 : NULL,
+                .media_type = src->media_type,
+        };
+}
+
+/* The same kernel runs every worker: ask once. 0 = the Landlock layer is skipped. */
+static int landlock_abi_cached(void) {
+        static int abi = -1;
+        if (abi < 0)
+                abi = landlock_abi();
+        return abi;
+}
+
+static void send_result(Connection *c, const Policy *p, Call *call, RunnerResult *res) {
+        ProtoSourceInfo srcs[PLAN_MAX_INPUTS];
+        bool show_result = res->has_result && res->outcome == OUTCOME_OK;
+        char code_sha[65];
+        MpWriter w;
+        int k;
+
+        for (size_t i = 0; i < call->n_inputs; i++)
+                srcs[i] = source_info(call->sources[i]);
+        sha256_hex(call->code, call->code_len, code_sha);
+        ProtoResult r = {
+                .request_id = call->request_id,
+                .call_id = call->call_id,
+                .outcome = res->outcome,
+                .limit = res->limit,
+                .detail = res->detail[0] ? res->detail : NULL,
+                .partial = res->partial,
+                .out = &res->out,
+                .err = &res->err,
+                .result = show_result ? &res->result : NULL,
+                .exception = res->report.exception,
+                .exc_type = res->report.exc_type,
+                .exc_message = &res->report.exc_message,
+                .exc_traceback = &res->report.exc_traceback,
+                .admit_usec = call->admit_usec,
+                .start_usec = call->start_usec,
+                .end_usec = call->end_usec,
+                .started = call->started,
+                .has_exit = call->started && res->start_usec,
+                .pid = res->pid,
+                .exit_code = res->exit_code,
+                .signal = res->signal,
+                .cpu_usec = res->cpu_usec,
+                .max_rss_kb = res->max_rss_kb,
+                .stage = res->stage[0] ? res->stage : NULL,
+                .stage_errno = res->stage_errno,
+                .code_sha256 = code_sha,
+                .code_chars = call->code_chars,
+                .sources = srcs,
+                .n_sources = call->n_inputs,
+                .policy = p,
+                .worker_start = policy_worker_start_to_string(p->worker_start),
+                .landlock_abi = landlock_abi_cached(),
+        };
+
+        mp_writer_init(&w, 0);
+        k = proto_pack_result(&w, &r, p->max_result_bytes);
+        if (k == -E2BIG) {
+                log_error_errno(k, "Could not fit the result of call %llu: %m", (unsigned long long) call->call_id);
+                mp_writer_reset(&w);
+                k = proto_pack_error(&w, true, call->request_id, OUTCOME_WORKER_ERROR,
+                                     "the result could not be fitted into maxResultBytes");
+        }
+        conn_send_packed(c, &w, k);
 }
 
 static void on_finished(Call *call, RunnerResult *res, void *userdata) {
         Server *s = userdata;
         Connection *c = call->conn;
-        EvidenceSource srcs[PLAN_MAX_INPUTS];
-        char code_sha[65];
-        msgpack_sbuffer sb;
-        int k;
 
-        if (c && !c->closing) {
-                msgpack_sbuffer_init(&sb);
-                progress_pack(&sb, s->policy, call, "finished", res, NULL);
-                conn_send_or_drop(c, &sb);
-                msgpack_sbuffer_destroy(&sb);
-        }
-
-        if (c && !c->closing) {
-                for (size_t i = 0; i < call->n_inputs; i++) {
-                        const Source *src = call->sources[i];
-                        srcs[i] = (EvidenceSource){
-                                .id = src->id,
-                                .attachment = src->attachment,
-                                .text_bytes = src->text_len,
-                                .text_sha256 = src->text_sha256,
-                                .original_bytes = src->original_len,
-                                .original_sha256 = src->attachment ? src->original_sha256 : NULL,
-                                .media_type = src->media_type,
-                        };
-                }
-                sha256_hex(call->code, call->code_len, code_sha);
-                ResultContext ctx = {
-                        .policy = s->policy,
-                        .call = call,
-                        .code_sha256 = code_sha,
-                        .sources = srcs,
-                        .n_sources = call->n_inputs,
-                        .worker_start = policy_worker_start_to_string(s->policy->worker_start),
-                };
-                msgpack_sbuffer_init(&sb);
-                k = result_pack(&sb, &ctx, res);
-                if (k < 0) {
-                        log_error_errno(k, "Could not fit the result of call %llu: %m",
-                                        (unsigned long long) call->call_id);
-                        msgpack_sbuffer_clear(&sb);
-                        proto_pack_error(&sb, true, call->request_id, OUTCOME_WORKER_ERROR,
-                                         "the result could not be fitted into maxResultBytes");
-                }
-                conn_send_or_drop(c, &sb);
-                msgpack_sbuffer_destroy(&sb);
-        }
+        if (c && !c->closing)
+                send_progress(c, s->policy, call, "finished", res, NULL);
+        if (c && !c->closing)
+                send_result(c, s->policy, call, res);
         log_info("call %llu finished: %s (%s)", (unsigned long long) call->call_id, outcome_to_string(res->outcome),
                  call->started ? "worker started" : "no worker");
         runner_result_done(res);
@@ -300,78 +335,43 @@ static void on_invocation_closed(Invocation *inv, void *userdata) {
 /* ---- request handlers ---- */
 
 static void handle_hello(Connection *c, const ProtoRequest *req) {
-        const Policy *p = c->server->policy;
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
 
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        proto_pack_reply_head(&pk, req->id, req->op, 6);
-        mp_pack_kv_uint(&pk, "protocol", PROTO_VERSION);
-        mp_pack_kv_str(&pk, "version", CODEINTERP_VERSION);
-        mp_pack_kv_str(&pk, "python", CODEINTERP_PY_VERSION);
-        mp_pack_cstr(&pk, "policy");
-        msgpack_pack_map(&pk, 3);
-        mp_pack_kv_str(&pk, "name", p->name);
-        mp_pack_kv_str(&pk, "sha256", p->sha256);
-        mp_pack_kv_str(&pk, "workerStart", policy_worker_start_to_string(p->worker_start));
-        mp_pack_cstr(&pk, "limits");
-        msgpack_pack_map(&pk, 10);
-        mp_pack_kv_uint(&pk, "maxCalls", p->max_calls);
-        mp_pack_kv_uint(&pk, "timeoutMs", p->timeout_ms);
-        mp_pack_kv_uint(&pk, "maxCodeCharacters", p->max_code_characters);
-        mp_pack_kv_uint(&pk, "maxOutputCharacters", p->max_output_characters);
-        mp_pack_kv_uint(&pk, "maxResultBytes", p->max_result_bytes);
-        mp_pack_kv_uint(&pk, "maxMessageBytes", p->max_message_bytes);
-        mp_pack_kv_uint(&pk, "maxSourceIds", PROTO_MAX_SOURCE_IDS);
-        mp_pack_kv_uint(&pk, "maxSourceBytes", p->max_source_bytes);
-        mp_pack_kv_uint(&pk, "memoryBytes", p->memory_bytes);
-        mp_pack_kv_uint(&pk, "cpuSeconds", p->cpu_seconds);
-        mp_pack_cstr(&pk, "outcomes");
-        msgpack_pack_array(&pk, _OUTCOME_MAX);
-        for (int i = 0; i < _OUTCOME_MAX; i++)
-                mp_pack_cstr(&pk, outcome_to_string((Outcome) i));
-        conn_send_or_drop(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        mp_writer_init(&w, 0);
+        conn_send_packed(c, &w, proto_pack_hello(&w, req->id, c->server->policy));
 }
 
 static void handle_status(Connection *c, const ProtoRequest *req) {
+        Server *s = c->server;
         SchedStats st;
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
 
-        sched_get_stats(c->server->sched, &st);
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        proto_pack_reply_head(&pk, req->id, req->op, 16);
-        mp_pack_kv_uint(&pk, "queued", st.queued);
-        mp_pack_kv_uint(&pk, "running", st.running);
-        mp_pack_kv_uint(&pk, "capacity", st.capacity);
-        mp_pack_kv_uint(&pk, "admittedTotal", st.admitted_total);
-        mp_pack_kv_uint(&pk, "startedTotal", st.started_total);
-        mp_pack_kv_uint(&pk, "finishedTotal", st.finished_total);
-        mp_pack_kv_uint(&pk, "maxRunningSeen", st.max_running_seen);
-        mp_pack_kv_uint(&pk, "workerStartFailures", st.start_failures_total);
-        mp_pack_kv_uint(&pk, "workerStartFailuresInRow", st.start_failures_in_row);
-        mp_pack_kv_str(&pk, "lastWorkerStartError", st.last_start_error);
-        mp_pack_kv_uint(&pk, "connections", c->server->n_conns);
-        mp_pack_kv_uint(&pk, "pid", (uint64_t) getpid());
-        mp_pack_kv_str(&pk, "workerStart", policy_worker_start_to_string(c->server->policy->worker_start));
-        mp_pack_cstr(&pk, "zygotePid");
-        if (c->server->zygote && zygote_client_pid(c->server->zygote) > 0)
-                msgpack_pack_uint64(&pk, (uint64_t) zygote_client_pid(c->server->zygote));
-        else
-                msgpack_pack_nil(&pk);
-        mp_pack_kv_uint(&pk, "zygoteGeneration", c->server->zygote ? zygote_client_generation(c->server->zygote) : 0);
-        mp_pack_kv_bool(&pk, "zygoteReady", c->server->zygote && zygote_client_ready(c->server->zygote));
-        conn_send_or_drop(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        sched_get_stats(s->sched, &st);
+        ProtoStatus ps = {
+                .queued = st.queued,
+                .running = st.running,
+                .capacity = st.capacity,
+                .admitted_total = st.admitted_total,
+                .started_total = st.started_total,
+                .finished_total = st.finished_total,
+                .max_running_seen = st.max_running_seen,
+                .start_failures_total = st.start_failures_total,
+                .start_failures_in_row = st.start_failures_in_row,
+                .last_start_error = st.last_start_error,
+                .connections = s->n_conns,
+                .pid = getpid(),
+                .worker_start = policy_worker_start_to_string(s->policy->worker_start),
+                .zygote_pid = s->zygote ? zygote_client_pid(s->zygote) : 0,
+                .zygote_generation = s->zygote ? zygote_client_generation(s->zygote) : 0,
+                .zygote_ready = s->zygote && zygote_client_ready(s->zygote),
+        };
+        mp_writer_init(&w, 0);
+        conn_send_packed(c, &w, proto_pack_status(&w, req->id, &ps));
 }
 
 static void handle_invocation_open(Connection *c, const ProtoRequest *req) {
         Invocation *inv;
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
         int k;
 
         k = inv_open(c->server->invocations, c, c->peer.uid, false, &inv);
@@ -383,37 +383,26 @@ static void handle_invocation_open(Connection *c, const ProtoRequest *req) {
         }
         if (k < 0)
                 return send_error(c, true, req->id, OUTCOME_WORKER_ERROR, "could not create an invocation");
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        proto_pack_reply_head(&pk, req->id, req->op, 3);
-        mp_pack_kv_str(&pk, "invocation", inv->id);
-        mp_pack_kv_uint(&pk, "maxCalls", c->server->policy->max_calls);
-        mp_pack_kv_uint(&pk, "idleTtlMs", c->server->policy->invocation_ttl_ms);
-        conn_send_or_drop(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        mp_writer_init(&w, 0);
+        conn_send_packed(c, &w, proto_pack_invocation_opened(&w, req->id, inv->id, c->server->policy));
 }
 
 static void handle_invocation_close(Connection *c, const ProtoRequest *req) {
         Invocation *inv = inv_find(c->server->invocations, c, req->invocation.ptr, req->invocation.len);
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
 
         if (!inv)
                 return send_error(c, true, req->id, OUTCOME_NOT_FOUND, "no such invocation on this connection");
         inv_close(inv);
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        proto_pack_reply_head(&pk, req->id, req->op, 0);
-        conn_send_or_drop(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        mp_writer_init(&w, 0);
+        conn_send_packed(c, &w, proto_pack_invocation_closed(&w, req->id));
 }
 
 static void handle_source_put(Connection *c, const ProtoRequest *req) {
         Invocation *inv = inv_find(c->server->invocations, c, req->invocation.ptr, req->invocation.len);
         Source *src;
         char err[192];
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
         int k;
 
         if (!inv)
@@ -423,24 +412,13 @@ static void handle_source_put(Connection *c, const ProtoRequest *req) {
                 return send_error(c, true, req->id, OUTCOME_INVALID_INPUT, err);
         if (k < 0)
                 return send_error(c, true, req->id, OUTCOME_WORKER_ERROR, "could not store the source");
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        proto_pack_reply_head(&pk, req->id, req->op, src->attachment ? 6 : 4);
-        mp_pack_kv_str(&pk, "sourceId", src->id);
-        mp_pack_kv_str(&pk, "kind", src->attachment ? "attachment" : "read_source");
-        mp_pack_kv_uint(&pk, "bytes", src->text_len);
-        mp_pack_kv_str(&pk, "sha256", src->text_sha256);
-        if (src->attachment) {
-                mp_pack_kv_uint(&pk, "originalBytes", src->original_len);
-                mp_pack_kv_str(&pk, "originalSha256", src->original_sha256);
-        }
-        conn_send_or_drop(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        ProtoSourceInfo info = source_info(src);
+        mp_writer_init(&w, 0);
+        conn_send_packed(c, &w, proto_pack_source_stored(&w, req->id, &info));
 }
 
 static void handle_cancel(Connection *c, const ProtoRequest *req) {
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
         Call *call;
 
         for (call = c->calls; call; call = call->c_next)
@@ -454,13 +432,8 @@ static void handle_cancel(Connection *c, const ProtoRequest *req) {
                 return send_error(c, true, req->id, OUTCOME_NOT_FOUND,
                                   "no such call in progress on this connection (unknown or already finished)");
         /* Reply first: the cancelled call's own result follows. */
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        proto_pack_reply_head(&pk, req->id, req->op, 2);
-        mp_pack_kv_uint(&pk, "callId", call->call_id);
-        mp_pack_kv_str(&pk, "state", call->state == CALL_QUEUED ? "queued" : "running");
-        conn_send_or_drop(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        mp_writer_init(&w, 0);
+        conn_send_packed(c, &w, proto_pack_cancel_reply(&w, req->id, call->call_id, call->state == CALL_QUEUED));
         sched_cancel(c->server->sched, call, RUNNER_KILL_CANCEL);
 }
 

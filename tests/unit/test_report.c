@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Worker reports (worker/report.c): what the worker sends, and the supervisor's
+/* Worker reports (contract/report.c): what the worker sends, and the supervisor's
  * parser, which treats every byte as untrusted (user code can write to the pipe). */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/* The zygote's control messages (contract/zygote_proto.c) over a real SOCK_SEQPACKET
+ * pair, the one descriptor-passing helper (common/fdpass.c) and MpWriter's sticky
+ * error (common/mp.c): a malformed message is refused whole and leaks no descriptor,
+ * a failed pack is refused whole. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/fdpass.h"
+#include "common/mp.h"
+#include "contract/zygote_proto.h"
+
+static int count_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        int n = 0;
+
+        assert_non_null(d);
+        while (readdir(d))
+                n++;
+        closedir(d);
+        return n;
+}
+
+static void pair(int sv[2]) {
+        assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+}
+
+static void test_validate(void **state) {
+        ZygoteMsg m;
+
+        m = zygote_msg_ready();
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), 0);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG); /* READY carries no fd */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m - 1, 0), -EBADMSG);
+        m.magic ^= 1;
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+
+        m = zygote_msg_spawn(7, 65534, 65534);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX), 0);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX - 1), -EBADMSG);
+        m = zygote_msg_spawn(0, 65534, 65534); /* tokens start at 1 */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX), -EBADMSG);
+        m = zygote_msg_spawn(1, 0, 65534); /* never root */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX), -EBADMSG);
+
+        m = zygote_msg_spawned(3, 0, 1234);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), 0);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG); /* success without a pidfd */
+        m = zygote_msg_spawned(3, EAGAIN, 0);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), 0);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG); /* failure with a pidfd */
+        m = zygote_msg_spawned(3, -EAGAIN, 0);                            /* the sign of error is checked */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+        m = zygote_msg_spawned(3, ZYGOTE_ERRNO_MAX + 1, 0);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+        m = zygote_msg_spawned(3, 0, -1); /* success names a real pid */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
+        m = zygote_msg_spawned(3, EIO, 42); /* failure names none */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+
+        m = zygote_msg_idle();
+        m.kind = 99;
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+}
+
+static void test_round_trip_with_fds(void **state) {
+        int sv[2], fds[_SPAWN_FD_MAX], got[_SPAWN_FD_MAX];
+        ZygoteMsg m = zygote_msg_spawn(42, 65534, 65533), r;
+        size_t n;
+
+        pair(sv);
+        for (int i = 0; i < _SPAWN_FD_MAX; i++)
+                fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        assert_int_equal(zygote_msg_send(sv[0], &m, fds, _SPAWN_FD_MAX, 0), 0);
+        assert_int_equal(zygote_msg_recv(sv[1], &r, got, &n, 0), 0);
+        assert_int_equal(n, _SPAWN_FD_MAX);
+        assert_int_equal(r.kind, ZYGOTE_MSG_SPAWN);
+        assert_int_equal(r.token, 42);
+        assert_int_equal(r.uid, 65534);
+        assert_int_equal(r.gid, 65533);
+        for (int i = 0; i < _SPAWN_FD_MAX; i++)
+                assert_true(fcntl(got[i], F_GETFD) & FD_CLOEXEC);
+        fdpass_close_all(got, n);
+        fdpass_close_all(fds, _SPAWN_FD_MAX);
+        /* A message that would not validate is not sent at all. */
+        m.token = 0;
+        assert_int_equal(zygote_msg_send(sv[0], &m, fds, 0, 0), -EINVAL);
+        close(sv[0]);
+        assert_int_equal(zygote_msg_recv(sv[1], &r, got, &n, 0), -ECONNRESET);
+        close(sv[1]);
+}
+
+/* Garbage from a broken peer: refused, and the descriptors it carried are closed. */
+static void test_garbage_closes_fds(void **state) {
+        int sv[2], fds[3], got[_SPAWN_FD_MAX], before;
+        char junk[sizeof(ZygoteMsg)] = "not a zygote message";
+        ZygoteMsg r;
+        size_t n = 99;
+
+        pair(sv);
+        before = count_fds();
+        for (int i = 0; i < 3; i++)
+                fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        assert_int_equal(fdpass_send(sv[0], junk, sizeof junk, fds, 3, 0), 0);
+        fdpass_close_all(fds, 3);
+        assert_int_equal(zygote_msg_recv(sv[1], &r, got, &n, 0), -EBADMSG);
+        assert_int_equal(n, 0);
+        assert_int_equal(count_fds(), before);
+
+        /* A well-formed SPAWNED with a negative error, as a buggy zygote might send. */
+        ZygoteMsg bad = zygote_msg_spawned(5, 0, 0);
+        bad.error = -11;
+        assert_int_equal(fdpass_send(sv[0], &bad, sizeof bad, NULL, 0, 0), 0);
+        assert_int_equal(zygote_msg_recv(sv[1], &r, got, &n, 0), -EBADMSG);
+
+        /* Too long: a datagram one byte longer than a message. */
+        char longer[sizeof(ZygoteMsg) + 8] = {};
+        ZygoteMsg ok = zygote_msg_idle();
+        memcpy(longer, &ok, sizeof ok);
+        assert_int_equal(fdpass_send(sv[0], longer, sizeof longer, NULL, 0, 0), 0);
+        assert_int_equal(zygote_msg_recv(sv[1], &r, got, &n, 0), -EBADMSG);
+        close(sv[0]);
+        close(sv[1]);
+}
+
+/* More descriptors than the receiver takes: the extra ones are closed. */
+static void test_fdpass_extra_fds_closed(void **state) {
+        int sv[2], fds[4], got[2], before;
+        size_t n;
+        char b = 'x';
+
+        pair(sv);
+        before = count_fds();
+        for (int i = 0; i < 4; i++)
+                fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        assert_int_equal(fdpass_send(sv[0], &b, 1, fds, 4, 0), 0);
+        fdpass_close_all(fds, 4);
+        assert_int_equal(fdpass_recv(sv[1], &b, 1, got, 2, &n, 0), 1);
+        assert_int_equal(n, 2);
+        fdpass_close_all(got, n);
+        assert_int_equal(count_fds(), before);
+        assert_int_equal(fdpass_send(sv[0], &b, 1, fds, FDPASS_MAX + 1, 0), -EINVAL);
+        close(sv[0]);
+        close(sv[1]);
+}
+
+static void test_mp_writer_sticky(void **state) {
+        MpWriter w;
+        char big[100];
+
+        memset(big, 'x', sizeof big);
+        mp_writer_init(&w, 32);
+        msgpack_pack_map(&w.pk, 2);
+        mp_pack_kv_str(&w.pk, "a", "b");
+        assert_int_equal(mp_writer_error(&w), 0);
+        mp_pack_strn(&w.pk, big, sizeof big); /* past the limit */
+        assert_int_equal(mp_writer_error(&w), -E2BIG);
+        size_t size = w.sb.size;
+        mp_pack_kv_str(&w.pk, "c", "d"); /* nothing more is written */
+        assert_int_equal(w.sb.size, size);
+        assert_int_equal(mp_writer_error(&w), -E2BIG);
+        mp_writer_reset(&w);
+        assert_int_equal(mp_writer_error(&w), 0);
+        assert_int_equal(w.sb.size, 0);
+        mp_pack_kv_str(&w.pk, "c", "d");
+        assert_int_equal(mp_writer_error(&w), 0);
+        mp_writer_done(&w);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_validate),           cmocka_unit_test(test_round_trip_with_fds),
+                cmocka_unit_test(test_garbage_closes_fds), cmocka_unit_test(test_fdpass_extra_fds_closed),
+                cmocka_unit_test(test_mp_writer_sticky),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
