@@ -8,7 +8,8 @@
  *
  * Known bug (docs/testing.md): plan_decode() hands its bytes to msgpack-c without
  * mp_validate(), so a declared array or map count is allocated before anything checks
- * it; a 200-byte plan asks for 64 GiB (tests/fuzz/crashes/fuzz_plan-unvalidated-count).
+ * it: the 5 bytes dd ff ff ff ff (an array32 header) ask for 128 GiB
+ * (tests/fuzz/crashes/: that one, and the 164-byte plan the fuzzer found).
  * Until plan_decode() validates, the harness passes on only inputs mp_validate()
  * accepts, so that the rest of the decoder keeps being fuzzed; CODEINTERP_FUZZ_PLAN_RAW=1
  * passes everything and reproduces the bug.
