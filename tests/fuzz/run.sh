@@ -44,7 +44,7 @@ for t in "$@"; do
         start=$(date +%s)
         rc=0
         # The first corpus directory receives new inputs: the temporary one.
-        "$build/bin/$t" "$tmp/$t" "$seeds" $budget -max_len=4096 -timeout="${FUZZ_TIMEOUT:-10}" \
+        "$build/bin/$t" "$tmp/$t" "$seeds" "$budget" -max_len=4096 -timeout="${FUZZ_TIMEOUT:-10}" \
                 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$t-" \
                 >"$log" 2>&1 || rc=$?
         wall=$(($(date +%s) - start))
