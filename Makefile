@@ -69,9 +69,10 @@ fuzz-long: fuzz-build
 CPPCHECK_DEFINES = -D__x86_64__ -D__linux__ -D_GNU_SOURCE -DCODEINTERP_VERSION=\"0\" \
 	-DCODEINTERP_PY_STDLIB=\"/\" -DCODEINTERP_PY_DYNLOAD=\"/\" -DCODEINTERP_PY_LIBDIR=\"/\" \
 	-DCODEINTERP_PY_VERSION=\"3\" -DCODEINTERP_SOURCE_DIR=\"/\"
+CPPCHECK_DIRS = $(wildcard common contract policy supervisor worker client)
 cppcheck: deps
 	cppcheck --quiet --enable=warning,portability --inline-suppr --error-exitcode=1 --platform=unix64 \
-		-I. $(CPPCHECK_DEFINES) common policy supervisor worker client
+		-I. $(CPPCHECK_DEFINES) $(CPPCHECK_DIRS)
 
 demo: build
 	@tests/demo.sh $(abspath $(BUILD))
