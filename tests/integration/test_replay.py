@@ -192,3 +192,19 @@ def test_save_without_json_prints_as_usual(msup, tmp_path):
     out = msup.client("exec", "--save", str(record), "-c", "print('hi')\n6 * 7")
     assert out.returncode == 0 and out.stdout == b"hi\n42\n"
     assert json.loads(record.read_text())["message"]["result"]["text"] == "42"
+
+
+def test_unicode_and_escapes_survive_the_record(msup, tmp_path):
+    # The record is read back by the client's own JSON parser: non-ASCII text,
+    # control characters, quotes and backslashes, also as \\u escapes with
+    # surrogate pairs (json.dumps writes those), must give the same code.
+    record = tmp_path / "call.json"
+    code = 'print("caf\u00e9 \u2603 \U0001F600 \\t \\\\ \\" \\x01")\n"\u00e9\U0001F600"\n'
+    out = msup.client("exec", "--save", str(record), "-c", code)
+    assert out.returncode == 0, out.stderr
+    assert replay(msup, record)[0] == 0
+    rec = json.loads(record.read_text())
+    assert rec["code"] == code
+    record.write_text(json.dumps(rec, indent=1))  # ASCII only, \ud83d\ude00 pairs
+    status, report, _ = replay(msup, record)
+    assert status == 0, report
