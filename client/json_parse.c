@@ -334,12 +334,13 @@ static int parse_value(JsonParser *j, msgpack_object *o) {
 }
 
 int ci_json_parse(const char *text, size_t len, msgpack_zone *zone, msgpack_object *ret) {
-        JsonParser j = { .p = text, .end = text + len, .zone = zone };
+        JsonParser j;
         msgpack_object o;
         int k;
 
         if (!text || !zone || !ret)
                 return -EINVAL;
+        j = (JsonParser){ .p = text, .end = text + len, .zone = zone };
         k = parse_value(&j, &o);
         if (k < 0)
                 return k;
