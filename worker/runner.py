@@ -22,6 +22,7 @@ import ast as _ast
 import errno as _errno
 import __future__ as _future
 import importlib.util as _importlib_util
+import importlib.machinery as _importlib_machinery
 import linecache as _shared_linecache
 import builtins as _builtins
 import _warnings
@@ -97,7 +98,7 @@ _NUMERIC_ENTRY = (len(_G["_NUMERIC"]), None, _NUMERIC_LINES, _NUMERIC_FILENAME)
 # so user code that deletes or replaces builtins does not reach the module's
 # functions (and the module does not expose the runner's snapshot).
 _NUMERIC_BUILTINS = dict(_G["__builtins__"])
-_ModuleSpec = _importlib_util.spec_from_loader
+_ModuleSpec = _importlib_machinery.ModuleSpec
 _dict_copy = dict.copy
 _dict_update = dict.update
 del _G["_NUMERIC"]
