@@ -261,3 +261,10 @@ def test_without_the_finder_the_import_fails():
                      " if type(f).__name__ != 'type' or f.__name__ != 'NumericModuleFinder']\n"
                      "import codeinterp_numeric\n")
     assert r["exc_type"] == "ModuleNotFoundError"
+
+
+def test_a_file_of_the_same_name_does_not_shadow_it(tmp_path):
+    (tmp_path / "codeinterp_numeric.py").write_text("FAKE = True\n")
+    r = run_isolated(f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
+                     "import codeinterp_numeric as n\n(hasattr(n, 'FAKE'), n.__spec__.origin)\n")
+    assert r["result"] == b"(False, '<codeinterp_numeric>')", r["exc_traceback"]
