@@ -83,12 +83,12 @@ format:
 check-format:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 
-# The Python: pyflakes (Debian's python3-pyflakes) on the worker's runner and the tests.
+# The Python: pyflakes (Debian's python3-pyflakes) on the worker's runner, its numeric module and the tests.
 .PHONY: lint-python unit-python
 lint-python: deps
-	pyflakes3 worker/runner.py tests/python tests/integration tests/bench
+	pyflakes3 worker/runner.py worker/codeinterp_numeric.py tests/python tests/integration tests/bench
 
-# The worker's runner (worker/runner.py) as Python; needs no build.
+# The worker's runner and numeric module (worker/*.py) as Python; needs no build.
 unit-python: deps
 	$(PYTEST) -q tests/python
 
