@@ -288,7 +288,7 @@ static int on_supervisor(Mcp *m) {
         if (k < 0)
                 return k;
         const msgpack_object *d = &msg.unpacked.data, *id = ci_get(d, "id");
-        McpCall *call = mp_is_uint(id) ? call_by_request(m, id->via.u64) : NULL;
+        McpCall *call = id && mp_is_uint(id) ? call_by_request(m, id->via.u64) : NULL;
         if (call && mp_str_eq(ci_get(d, "type"), "progress"))
                 k = on_progress(m, call, d);
         else if (call && (mp_str_eq(ci_get(d, "type"), "result") || mp_str_eq(ci_get(d, "type"), "error")))
