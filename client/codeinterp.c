@@ -213,7 +213,7 @@ static int cmd_exec(int argc, char **argv) {
         size_t n_mounts = 0;
         struct {
                 char *id, *file;
-        } texts[8];
+        } texts[8] = {};
         size_t n_texts = 0;
         _cleanup_free_ char *code = NULL;
         size_t code_len;
