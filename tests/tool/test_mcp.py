@@ -232,3 +232,32 @@ def test_bad_command_line(msup, tmp_path):
     out = subprocess.run([CLIENT, "--socket", "/nonexistent/sock", "mcp"], capture_output=True, timeout=30,
                          stdin=subprocess.DEVNULL)
     assert out.returncode == 12
+
+
+def test_hostile_lines_do_not_break_the_server(raw):
+    """Whatever arrives, every request line gets one answer and the server keeps serving."""
+    lines = [
+        b"[" * 100000,                                   # nesting far past the parser's depth
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}',   # id must be a string or an integer
+        b'{"jsonrpc": "2.0", "id": 1, "method": 7}',
+        b'{"jsonrpc": "2.0", "id": 1e400, "method": "ping"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "code"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": 5}}',
+        b'\x00\x01\x02',
+        b'"just a string"',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "method": "tools/list"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "code_interpreter", '
+        b'"arguments": {"summary": "s\\u0000x", "code": "1"}}}',
+        b"{" + b'"k": "' + b"x" * (2 << 20) + b'"',       # 2 MiB, unterminated
+    ]
+    for line in lines:
+        raw.send_raw(line + b"\n")
+        m = raw.recv()
+        assert m["jsonrpc"] == "2.0" and ("error" in m or "result" in m), (line[:80], m)
+        if "result" in m and "content" in m["result"]:
+            assert m["result"]["isError"] is True
+    # A line beyond the 32 MiB bound is skipped to its end and answered once.
+    raw.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "x": "' + b"x" * (33 << 20) + b'"}\n')
+    assert raw.recv()["error"] == {"code": -32700, "message": "parse error: message too long"}
+    assert raw.request(99, "ping") == {"jsonrpc": "2.0", "id": 99, "result": {}}
