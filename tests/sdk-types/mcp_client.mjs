@@ -35,12 +35,14 @@ report.northstar = await call("northstar", NORTHSTAR);
 report.source = await call("source", 'open(input_files["runtimes"]).read()', ["runtimes"]);
 report.exception = await call("exception", "secret_value = 'do-not-show'\nraise ValueError('bad ' + secret_value)");
 
-// A call that runs until it is cancelled; a ping is answered meanwhile.
+// A call that runs until it is cancelled; a ping is answered meanwhile. (Its progress
+// is sure to arrive before the result: the SDK drops notifications that arrive in the
+// same read as their response, as they do for calls of a few milliseconds.)
 const controller = new AbortController();
 let started;
 const running = new Promise((resolve) => (started = resolve));
 const t0 = Date.now();
-const sleeper = call("sleeper", "import time\ntime.sleep(30)", [], {
+const sleeper = call("sleeper", "print('SECRET-OUTPUT', flush=True)\nimport time\ntime.sleep(30)", [], {
   signal: controller.signal,
   onprogress: (p) => {
     (report.progress.sleeper ??= []).push(p);

@@ -5,7 +5,12 @@ import signal
 import subprocess
 import time
 
-from conftest import CLIENT, NORTHSTAR
+import toolharness
+from toolharness import CLIENT, NORTHSTAR
+
+# The harness's fixtures (tests/tool has no conftest.py: see toolharness.py).
+msup = toolharness.msup
+make_supervisor = toolharness.make_supervisor
 
 
 def model_text(sup, code, *args):

@@ -8,7 +8,12 @@ import subprocess
 
 import pytest
 
-from conftest import GOLDEN_DIR, SDK_DIR, UPDATE_GOLDEN, require_node
+import toolharness
+from toolharness import GOLDEN_DIR, SDK_DIR, UPDATE_GOLDEN, require_node
+
+# The harness's fixtures (tests/tool has no conftest.py: see toolharness.py).
+msup = toolharness.msup
+make_supervisor = toolharness.make_supervisor
 
 FORMATS = ("codeinterp", "openai", "anthropic", "mcp", "json-schema")
 
