@@ -9,6 +9,7 @@ packaging/policy.yaml). Needs Debian's python3-msgpack.
 """
 import os
 import shutil
+import struct
 import sys
 
 import msgpack
@@ -154,10 +155,45 @@ def mp_values():
     return out
 
 
+# Inputs that once broke a decoder, replayed by every run (docs/testing.md).
+REGRESSIONS = {
+    "fuzz_plan": {
+        # An array32 header declaring 2**32-1 elements: plan_decode() once let msgpack-c
+        # allocate 128 GiB for it before anything checked the count.
+        "regress-array32-header": b"\xdd\xff\xff\xff\xff",
+        # The fuzzer's own find: a mutated plan whose inner count asked for 64 GiB.
+        "regress-unvalidated-count": bytes.fromhex(
+            "8ca4636f6465b5696d706f7274206f700000000000000005cdfffea3676964cdff"
+            "feab6d656d6f72794279746573ce20000000aa6370752d5365636f6e64731ea966"
+            "696c654279746e73ce01000000a96f70656e46696c657340a9703d6f6365737365"
+            "7310a8746d704279746573ce01000000aa65780000000000000005dd634365696c"
+            "696e67cdfa00a864656e794b6900a864656e794b696c6cc3a6696e7075747390"),
+    },
+}
+
+
+def zygote_msg(kind, token=0, uid=0, gid=0, error=0, pid=0, n_fds=0):
+    """One fuzz_zygote input: the descriptor count, then a ZygoteMsg (little-endian)."""
+    return bytes([n_fds]) + struct.pack("<IIQIIii", 0x7a79676f, kind, token, uid, gid, error, pid)
+
+
+def zygote_msgs():
+    return {
+        "ready": zygote_msg(1),
+        "spawn": zygote_msg(2, token=1, uid=65534, gid=65534, n_fds=5),
+        "spawned": zygote_msg(3, token=1, pid=4242, n_fds=1),
+        "spawned_eagain": zygote_msg(3, token=2, error=11),
+        "idle": zygote_msg(4),
+        "negative_error": zygote_msg(3, token=3, error=-11),
+        "short": zygote_msg(1)[:20],
+    }
+
+
 def write(target, seeds):
     d = os.path.join(CORPUS, target)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
+    seeds = dict(seeds, **REGRESSIONS.get(target, {}))
     for name, data in sorted(seeds.items()):
         if isinstance(data, str):
             data = data.encode()
@@ -175,6 +211,7 @@ def main():
         "fuzz_report": write("fuzz_report", {k: pack(v) for k, v in reports().items()}),
         "fuzz_policy": write("fuzz_policy", policies),
         "fuzz_plan": write("fuzz_plan", {k: pack(v) for k, v in plans().items()}),
+        "fuzz_zygote": write("fuzz_zygote", zygote_msgs()),
         "fuzz_mp": write("fuzz_mp", dict(mp_values(), **{"request_" + k: v for k, v in reqs.items()})),
     }
     for t, n in counts.items():
