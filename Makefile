@@ -34,9 +34,11 @@ sanitize: deps
 # The format check, cppcheck, unit tests (plain and under ASan/UBSan), a bounded run of
 # every fuzz target, the integration suite over the real socket in both worker start
 # modes, and once more with the supervisor itself built with ASan/UBSan (a leak or
-# memory error fails its exit status).
-test: build check-format lint-python unit-python cppcheck sanitize fuzz-smoke
+# memory error fails its exit status). The tool face (tests/tool) runs once, against the
+# plain build.
+test: build check-format lint-python unit-python cppcheck sanitize fuzz-smoke sdk-types
 	ctest --test-dir $(BUILD) --output-on-failure
+	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/tool
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote $(PYTEST) -q tests/integration
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=exec $(PYTEST) -q tests/integration
 	$(MAKE) integration-asan
@@ -83,10 +85,21 @@ format:
 check-format:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 
+# The npm packages the tool-face tests need, into tests/sdk-types/node_modules only
+# (again only when package-lock.json changed).
+.PHONY: sdk-types tool-test
+sdk-types:
+	@scripts/install-sdk-types.sh
+
+# The tool face: describe/tool goldens, the SDK type check, the renderings, the MCP server
+# driven by the official MCP client. CODEINTERP_UPDATE_GOLDEN=1 rewrites tests/golden/.
+tool-test: build sdk-types
+	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/tool
+
 # The Python: pyflakes (Debian's python3-pyflakes) on the worker's runner, its numeric module and the tests.
 .PHONY: lint-python unit-python
 lint-python: deps
-	pyflakes3 worker/runner.py worker/codeinterp_numeric.py tests/python tests/integration tests/bench
+	pyflakes3 worker/runner.py worker/codeinterp_numeric.py tests/python tests/integration tests/bench tests/tool
 
 # The worker's runner and numeric module (worker/*.py) as Python; needs no build.
 unit-python: deps

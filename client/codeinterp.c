@@ -11,7 +11,9 @@
 
 #include "client/json.h"
 #include "client/libcodeinterp.h"
+#include "client/mcp.h"
 #include "client/replay.h"
+#include "client/tool.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/util.h"
@@ -36,11 +38,18 @@ static void help(void) {
                "      --attach ID=FILE[:MEDIA_TYPE]\n"
                "                           register FILE as attachment ID (original bytes + text)\n"
                "      --text ID=FILE       the canonical text for attachment ID (default: the file itself)\n"
+               "      --model-text         print what the model sees: outcome, output, omissions (text)\n"
+               "      --cards              print the user's progress cards on stderr (metadata only)\n"
+               "  tool [--format F]        print the code_interpreter tool definition; F: codeinterp\n"
+               "                           (default), openai, anthropic, mcp, json-schema\n"
+               "  mcp [--source ID=FILE] [--attach ID=FILE[:MEDIA_TYPE]]\n"
+               "                           serve the tool over the Model Context Protocol on stdio\n"
                "      --save FILE          also write a replay record of the call to FILE (JSON)\n"
                "  replay FILE              run a call saved with exec --save again and report whether the\n"
                "                           code, inputs, outcome and channels are identical (exit 0 identical,\n"
                "                           1 not, 2 error)\n"
                "  hello                    print the supervisor's versions, policy and limits (JSON)\n"
+               "  describe                 print the describe reply: the tool definition (JSON)\n"
                "  status                   print the supervisor's queue counters (JSON)\n"
                "\n"
                "  --socket PATH            the supervisor's socket (default $CODEINTERP_SOCKET, else\n"
@@ -138,12 +147,22 @@ static void print_channel(FILE *f, const msgpack_object *ch, const char *name) {
 typedef struct ProgressState {
         bool live;
         bool shown;
+        bool cards; /* --cards: one card line per message on stderr */
 } ProgressState;
+
+/* --cards: the user's progress card (ci_render_progress_card), one line each. */
+static void print_card(const msgpack_object *m) {
+        _cleanup_free_ char *card = NULL;
+        if (ci_render_progress_card(m, &card) >= 0)
+                fprintf(stderr, "%s\n", card);
+}
 
 static void on_progress(const msgpack_object *m, void *userdata) {
         ProgressState *st = userdata;
         char phase[32];
 
+        if (st->cards)
+                print_card(m);
         if (!st->live)
                 return;
         str_or(ci_get(m, "phase"), phase, sizeof phase, "?");
@@ -181,7 +200,7 @@ static int parse_mount(char *arg, bool attachment, Mount *m) {
 }
 
 static int cmd_exec(int argc, char **argv) {
-        enum { ARG_SUMMARY = 0x100, ARG_JSON, ARG_SOURCE, ARG_ATTACH, ARG_TEXT, ARG_SAVE };
+        enum { ARG_SUMMARY = 0x100, ARG_JSON, ARG_SOURCE, ARG_ATTACH, ARG_TEXT, ARG_SAVE, ARG_MODEL_TEXT, ARG_CARDS };
         static const struct option options[] = {
                 { "summary", required_argument, NULL, ARG_SUMMARY },
                 { "json", no_argument, NULL, ARG_JSON },
@@ -189,11 +208,13 @@ static int cmd_exec(int argc, char **argv) {
                 { "attach", required_argument, NULL, ARG_ATTACH },
                 { "text", required_argument, NULL, ARG_TEXT },
                 { "save", required_argument, NULL, ARG_SAVE },
+                { "model-text", no_argument, NULL, ARG_MODEL_TEXT },
+                { "cards", no_argument, NULL, ARG_CARDS },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         const char *summary = "codeinterp exec", *code_arg = NULL, *save_path = NULL;
-        bool json = false;
+        bool json = false, model_text = false;
         Mount mounts[MAX_SOURCES] = {};
         size_t n_mounts = 0;
         struct {
@@ -219,6 +240,12 @@ static int cmd_exec(int argc, char **argv) {
                         break;
                 case ARG_JSON:
                         json = true;
+                        break;
+                case ARG_MODEL_TEXT:
+                        model_text = true;
+                        break;
+                case ARG_CARDS:
+                        ps.cards = true;
                         break;
                 case ARG_SOURCE:
                 case ARG_ATTACH:
@@ -357,7 +384,7 @@ static int cmd_exec(int argc, char **argv) {
                 x.n_source_ids = n_mounts;
         }
 
-        ps.live = !json && isatty(STDERR_FILENO);
+        ps.live = !json && !model_text && !ps.cards && isatty(STDERR_FILENO);
         k = ci_execute(c, &x, on_progress, &ps, &res);
         if (ps.shown)
                 fputs("\r\033[K", stderr);
@@ -380,6 +407,20 @@ static int cmd_exec(int argc, char **argv) {
                         ci_message_done(&res);
                         return EXIT_USAGE;
                 }
+        }
+        if (ps.cards && !strcmp(ci_message_type(&res) ?: "", "result"))
+                print_card(m);
+        if (model_text) {
+                _cleanup_free_ char *text = NULL;
+                const char *type = ci_message_type(&res) ?: "";
+                str_or(ci_get(m, !strcmp(type, "error") ? "code" : "outcome"), outcome, sizeof outcome, "?");
+                status = ci_outcome_exit_status(outcome);
+                if (ci_render_model_text(m, &text) < 0)
+                        status = EXIT_CONNECT;
+                else
+                        fputs(text, stdout);
+                ci_message_done(&res);
+                return status;
         }
         if (!strcmp(ci_message_type(&res) ?: "", "error")) {
                 str_or(ci_get(m, "code"), outcome, sizeof outcome, "?");
@@ -435,7 +476,9 @@ static int cmd_simple(const char *what) {
                 fprintf(stderr, "codeinterp: cannot connect to the supervisor: %s\n", strerror(-k));
                 return EXIT_CONNECT;
         }
-        k = !strcmp(what, "hello") ? ci_hello(c, &m) : ci_status(c, &m);
+        k = !strcmp(what, "hello")      ? ci_hello(c, &m)
+            : !strcmp(what, "describe") ? ci_describe(c, &m)
+                                        : ci_status(c, &m);
         ci_close(c);
         if (k < 0) {
                 fprintf(stderr, "codeinterp: %s failed: %s\n", what, strerror(-k));
@@ -479,10 +522,12 @@ int main(int argc, char **argv) {
         const char *cmd = argv[optind];
         if (!strcmp(cmd, "exec"))
                 return cmd_exec(argc - optind, argv + optind);
-        if (!strcmp(cmd, "hello") || !strcmp(cmd, "describe"))
-                return cmd_simple("hello");
-        if (!strcmp(cmd, "status"))
-                return cmd_simple("status");
+        if (!strcmp(cmd, "hello") || !strcmp(cmd, "describe") || !strcmp(cmd, "status"))
+                return cmd_simple(cmd);
+        if (!strcmp(cmd, "tool"))
+                return tool_main(arg_socket, argc - optind, argv + optind);
+        if (!strcmp(cmd, "mcp"))
+                return mcp_main(arg_socket, argc - optind, argv + optind);
         if (!strcmp(cmd, "replay"))
                 return replay_main(arg_socket, argc - optind, argv + optind);
         fprintf(stderr, "codeinterp: unknown command \"%s\"; see --help\n", cmd);

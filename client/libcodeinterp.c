@@ -172,6 +172,10 @@ int ci_status(CiClient *c, CiMessage *ret) {
         return simple(c, "status", ret);
 }
 
+int ci_describe(CiClient *c, CiMessage *ret) {
+        return simple(c, "describe", ret);
+}
+
 int ci_invocation_open(CiClient *c, char ret_id[CI_INVOCATION_ID_MAX + 1], CiMessage *ret_error) {
         CiMessage m;
         const msgpack_object *inv;

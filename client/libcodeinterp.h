@@ -56,6 +56,9 @@ void ci_message_done(CiMessage *m);
  * returned as 0 with ret holding it: check ci_message_type()). */
 int ci_hello(CiClient *c, CiMessage *ret);
 int ci_status(CiClient *c, CiMessage *ret);
+/* The tool definition: a reply whose "tool" map holds name, description, guidance and
+ * inputSchema (docs/protocol.md#describe). */
+int ci_describe(CiClient *c, CiMessage *ret);
 int ci_invocation_open(CiClient *c, char ret_id[CI_INVOCATION_ID_MAX + 1], CiMessage *ret_error);
 int ci_invocation_close(CiClient *c, const char *invocation, CiMessage *ret);
 int ci_source_put(CiClient *c, const char *invocation, const CiSource *s, CiMessage *ret);
@@ -71,3 +74,19 @@ const msgpack_object *ci_get(const msgpack_object *map, const char *key);
 
 /* Exit status for an outcome name (documented in docs/client.md). */
 int ci_outcome_exit_status(const char *outcome);
+
+/* Rendering (client/render.c, docs/client.md#rendering). Both return a malloc'd,
+ * NUL-terminated UTF-8 string in *ret (free() it), or -ENOMEM / -EINVAL (msg is not a map).
+ *
+ * ci_render_model_text: what the model sees for a "result" or "error" message: the outcome,
+ * stdout, stderr, value and exception, each with an explicit note of the exact number of
+ * characters omitted; timeout, cancelled and worker_error as runtime outcomes; an error's
+ * code and message. Its size is bounded by the message's (itself bounded by maxResultBytes)
+ * plus CI_RENDER_OVERHEAD_MAX bytes.
+ *
+ * ci_render_progress_card: one line for the user from a "progress" or "result" message:
+ * phase, elapsed time, queue position, output sizes and omission counts, the outcome name.
+ * Never code, output, value, source ids, paths, exception text, detail or limit. */
+#define CI_RENDER_OVERHEAD_MAX 4096
+int ci_render_model_text(const msgpack_object *msg, char **ret);
+int ci_render_progress_card(const msgpack_object *msg, char **ret);

@@ -2,12 +2,15 @@
 # Install the Debian packages codeinterp builds and tests with, if any is missing.
 set -eu
 PKGS="build-essential cmake pkg-config libseccomp-dev libcap-dev libpython3.11-dev python3 \
-libmsgpack-dev libsystemd-dev libyaml-dev libcmocka-dev python3-pytest python3-msgpack python3-pyflakes clang-format \
+libmsgpack-dev libsystemd-dev libyaml-dev libjson-c-dev libcmocka-dev python3-pytest python3-msgpack python3-pyflakes clang-format \
 clang libclang-rt-14-dev cppcheck"
 missing=""
 for p in $PKGS; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# node and npm for tests/sdk-types (any install will do: Debian's, or one already on PATH).
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
 echo "install-deps: installing:$missing"
 if [ "$(id -u)" -ne 0 ]; then

@@ -39,6 +39,7 @@ static const char *const op_names[_PROTO_OP_MAX] = {
         [PROTO_OP_INVOCATION_OPEN] = "invocation.open",
         [PROTO_OP_INVOCATION_CLOSE] = "invocation.close",
         [PROTO_OP_SOURCE_PUT] = "source.put",
+        [PROTO_OP_DESCRIBE] = "describe",
 };
 
 const char *proto_op_to_string(ProtoOp op) {
@@ -58,6 +59,7 @@ static const char *const allowed_fields[_PROTO_OP_MAX][9] = {
         [PROTO_OP_INVOCATION_CLOSE] = { "invocation", NULL },
         [PROTO_OP_SOURCE_PUT] = { "invocation", "sourceId", "kind", "text", "original", "mediaType", "fileName",
                                   "origin", NULL },
+        [PROTO_OP_DESCRIBE] = { NULL },
 };
 
 static int fail(ProtoError *err, Outcome code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -648,4 +650,133 @@ int proto_pack_result(MpWriter *w, ProtoResult *r, size_t max_bytes) {
         if ((k = mp_writer_error(w)) < 0)
                 return k;
         return w->sb.size <= max_bytes ? 0 : -E2BIG;
+}
+
+/* ---- describe: the code_interpreter tool ---- */
+
+static const char tool_description[] =
+        "Run a short Python 3.11 program in a new, isolated sandbox and get back what it printed, the "
+        "value of its last expression, or the exception it raised. Use it for calculations, parsing, "
+        "counting, sorting, filtering, aggregation, deduplication and checks over explicit data.";
+
+/* The guidance for the coordinating model, with the policy's live bounds. Our words for the
+ * rules in docs/protocol.md (outcomes, fitting, sources) and docs/client.md (rendering). */
+static char *tool_guidance(const Policy *p) {
+        char *s = NULL;
+        unsigned keep = p->max_output_characters - p->max_output_characters / 4;
+
+        if (asprintf(&s,
+                     "When to use it: whenever your answer creates or transforms structured, machine-readable "
+                     "data (numbers, tables, lists, JSON, CSV) or depends on arithmetic, compute it with this "
+                     "tool. Never simulate a calculation in prose or present arithmetic you did not run as a "
+                     "computed result.\n"
+                     "\n"
+                     "Every call starts fresh: a new Python process with no variables, imports or files from "
+                     "earlier calls. Put everything a call needs into its code or into the sources it names.\n"
+                     "\n"
+                     "Inputs: the code sees data only through sourceIds. Name at most %d unique source ids that "
+                     "this conversation offers; never invent ids or paths. Each named source is mounted "
+                     "read-only: the global input_files maps each id to the path of its text "
+                     "(/inputs/<id>.txt), and input_assets maps the id of each attachment to "
+                     "{\"text\": path, \"original\": path, \"mediaType\": str}. Both are {} when nothing is "
+                     "mounted.\n"
+                     "\n"
+                     "Not available: network access, package installation (pip or otherwise), other host "
+                     "files, and files handed back after the call. The Python standard library is available.\n"
+                     "\n"
+                     "What comes back: the outcome, stdout, stderr, and the repr() of the value of the final "
+                     "expression statement (none if it ends with ';' or is None). Each of these keeps at most "
+                     "%u characters: the first %u and the last %u. When more was produced the middle is cut "
+                     "out, and the reply says so with the exact number of characters omitted; treat such "
+                     "text as incomplete and print summaries or counts rather than whole tables. An uncaught "
+                     "exception comes back as outcome python_exception with its type, message and traceback; "
+                     "correct the code and call again if that helps. timeout (the whole call, queueing "
+                     "included, may take %u ms) and cancelled are decided by the runtime; they are not "
+                     "program output, and any output shown with them is partial. Errors such as "
+                     "invalid_input, unavailable_source or quota_exhausted mean that no code ran.\n"
+                     "\n"
+                     "Bounds: code at most %u characters, summary at most %d characters, at most %u calls per "
+                     "invocation, %llu bytes of memory and %u CPU seconds per call.\n"
+                     "\n"
+                     "Numbers: the module codeinterp_numeric normalises values before arithmetic. "
+                     "to_number(x) accepts int, float and finite numeric strings such as \"9\", \"7.5\" or "
+                     "\"1e-1\", and raises NumericError for booleans, empty or malformed strings, NaN and "
+                     "infinities. mean(values, missing=...), total(values, missing=...) and count(values, "
+                     "missing=...) return Aggregate(value, n, missing), where n is how many values were "
+                     "used. A missing value (None) never counts as zero: missing=\"reject\" raises "
+                     "MissingValueError, missing=\"omit\" uses only the values present (report n), "
+                     "missing=\"propagate\" gives value None. Say which policy you chose.\n"
+                     "\n"
+                     "An ok outcome shows what this code computed from these inputs under these limits; it "
+                     "does not show that the inputs are true or that the code does what its summary says.",
+                     PROTO_MAX_SOURCE_IDS, p->max_output_characters, keep, p->max_output_characters - keep,
+                     p->timeout_ms, p->max_code_characters, PROTO_SUMMARY_MAX_CHARS, p->max_calls,
+                     (unsigned long long) p->memory_bytes, p->cpu_seconds) < 0)
+                return NULL;
+        return s;
+}
+
+/* The input schema (JSON Schema, as msgpack): the execute fields a model chooses. */
+static void pack_input_schema(msgpack_packer *pk, const Policy *p) {
+        msgpack_pack_map(pk, 4);
+        mp_pack_kv_str(pk, "type", "object");
+        mp_pack_cstr(pk, "properties");
+        msgpack_pack_map(pk, 3);
+
+        mp_pack_cstr(pk, "summary");
+        msgpack_pack_map(pk, 3);
+        mp_pack_kv_str(pk, "type", "string");
+        mp_pack_kv_uint(pk, "maxLength", PROTO_SUMMARY_MAX_CHARS);
+        mp_pack_kv_str(pk, "description",
+                       "One line for the user saying what this calculation does. Shown to the user; not "
+                       "visible to the code.");
+
+        mp_pack_cstr(pk, "code");
+        msgpack_pack_map(pk, 4);
+        mp_pack_kv_str(pk, "type", "string");
+        mp_pack_kv_uint(pk, "minLength", 1);
+        mp_pack_kv_uint(pk, "maxLength", p->max_code_characters);
+        mp_pack_kv_str(pk, "description",
+                       "Python 3.11 source. Runs top to bottom in a fresh interpreter; the repr() of a final "
+                       "expression statement is returned as the value.");
+
+        mp_pack_cstr(pk, "sourceIds");
+        msgpack_pack_map(pk, 6);
+        mp_pack_kv_str(pk, "type", "array");
+        mp_pack_cstr(pk, "items");
+        msgpack_pack_map(pk, 4);
+        mp_pack_kv_str(pk, "type", "string");
+        mp_pack_kv_uint(pk, "minLength", 1);
+        mp_pack_kv_uint(pk, "maxLength", PROTO_SOURCE_ID_MAX);
+        mp_pack_kv_str(pk, "pattern", PROTO_SOURCE_ID_PATTERN);
+        mp_pack_kv_uint(pk, "maxItems", PROTO_MAX_SOURCE_IDS);
+        mp_pack_kv_bool(pk, "uniqueItems", true);
+        mp_pack_cstr(pk, "default");
+        msgpack_pack_array(pk, 0);
+        mp_pack_kv_str(pk, "description",
+                       "Ids of the sources offered in this conversation to mount for this call (see "
+                       "input_files and input_assets). Empty or absent: no inputs.");
+
+        mp_pack_cstr(pk, "required");
+        msgpack_pack_array(pk, 2);
+        mp_pack_cstr(pk, "summary");
+        mp_pack_cstr(pk, "code");
+        mp_pack_kv_bool(pk, "additionalProperties", false);
+}
+
+int proto_pack_describe(MpWriter *w, uint64_t id, const Policy *p) {
+        msgpack_packer *pk = &w->pk;
+        _cleanup_free_ char *guidance = tool_guidance(p);
+
+        if (!guidance)
+                return -ENOMEM;
+        pack_reply_head(pk, id, PROTO_OP_DESCRIBE, 1);
+        mp_pack_cstr(pk, "tool");
+        msgpack_pack_map(pk, 4);
+        mp_pack_kv_str(pk, "name", PROTO_TOOL_NAME);
+        mp_pack_kv_str(pk, "description", tool_description);
+        mp_pack_kv_str(pk, "guidance", guidance);
+        mp_pack_cstr(pk, "inputSchema");
+        pack_input_schema(pk, p);
+        return mp_writer_error(w);
 }

@@ -23,6 +23,10 @@
 #define PROTO_INVOCATION_ID_LEN 32 /* hex characters */
 #define PROTO_MEDIA_TYPE_MAX 127
 #define PROTO_META_MAX_CHARS 2048
+/* What proto_source_id_valid() accepts, as a JSON Schema (ECMA-262) pattern for the tool's
+ * input schema; tests/unit/test_protocol.c checks that the two agree. */
+#define PROTO_SOURCE_ID_PATTERN "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
+#define PROTO_TOOL_NAME "code_interpreter"
 #define PROTO_MAX_DEPTH 8 /* requests nest at most: map > array > ... */
 
 /* Whatever the protocol admits, a worker's plan can carry. */
@@ -37,6 +41,7 @@ typedef enum ProtoOp {
         PROTO_OP_INVOCATION_OPEN,
         PROTO_OP_INVOCATION_CLOSE,
         PROTO_OP_SOURCE_PUT,
+        PROTO_OP_DESCRIBE,
         _PROTO_OP_MAX,
 } ProtoOp;
 
@@ -90,6 +95,9 @@ const char *proto_op_to_string(ProtoOp op);
 
 int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const char *message);
 int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p);
+/* The one code_interpreter tool definition (name, description, guidance, inputSchema)
+ * with this policy's bounds; docs/protocol.md#describe. */
+int proto_pack_describe(MpWriter *w, uint64_t id, const Policy *p);
 
 typedef struct ProtoStatus {
         uint32_t queued, running, capacity;

@@ -346,6 +346,13 @@ static void handle_hello(Connection *c, const ProtoRequest *req) {
         conn_send_packed(c, &w, proto_pack_hello(&w, req->id, c->server->policy));
 }
 
+static void handle_describe(Connection *c, const ProtoRequest *req) {
+        MpWriter w;
+
+        mp_writer_init(&w, 0);
+        conn_send_packed(c, &w, proto_pack_describe(&w, req->id, c->server->policy));
+}
+
 static void handle_status(Connection *c, const ProtoRequest *req) {
         Server *s = c->server;
         SchedStats st;
@@ -508,6 +515,9 @@ static void handle_frame(Connection *c, const uint8_t *buf, size_t len) {
                 break;
         case PROTO_OP_SOURCE_PUT:
                 handle_source_put(c, &req);
+                break;
+        case PROTO_OP_DESCRIBE:
+                handle_describe(c, &req);
                 break;
         default:
                 send_error(c, true, req.id, OUTCOME_INVALID_INPUT, "unknown op");

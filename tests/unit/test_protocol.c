@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -281,12 +282,43 @@ static void test_mutations(void **state) {
         msgpack_sbuffer_destroy(&sb);
 }
 
+/* The tool schema's source-id pattern (PROTO_SOURCE_ID_PATTERN, also a POSIX ERE) accepts
+ * exactly what proto_source_id_valid() accepts: every string of up to 3 characters over an
+ * alphabet with every class of character, and the length bounds. */
+static void test_source_id_pattern(void **state) {
+        static const char alphabet[] = "aZ9_.-/ é";
+        const size_t n = sizeof alphabet - 1;
+        char s[80];
+        regex_t re;
+
+        assert_int_equal(regcomp(&re, PROTO_SOURCE_ID_PATTERN, REG_EXTENDED | REG_NOSUB), 0);
+        for (size_t len = 1; len <= 3; len++) {
+                size_t count = 1;
+                for (size_t i = 0; i < len; i++)
+                        count *= n;
+                for (size_t v = 0; v < count; v++) {
+                        size_t x = v;
+                        for (size_t i = 0; i < len; i++, x /= n)
+                                s[i] = alphabet[x % n];
+                        s[len] = 0;
+                        assert_int_equal(regexec(&re, s, 0, NULL, 0) == 0, proto_source_id_valid(s, len));
+                }
+        }
+        memset(s, 'a', sizeof s);
+        for (size_t len = 60; len < sizeof s; len++) {
+                s[len] = 0;
+                assert_int_equal(regexec(&re, s, 0, NULL, 0) == 0, proto_source_id_valid(s, len));
+                s[len] = 'a';
+        }
+        regfree(&re);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_execute_ok),      cmocka_unit_test(test_execute_rejections),
                 cmocka_unit_test(test_code_characters), cmocka_unit_test(test_envelope),
                 cmocka_unit_test(test_source_put),      cmocka_unit_test(test_mp_validate),
-                cmocka_unit_test(test_mutations),
+                cmocka_unit_test(test_mutations),       cmocka_unit_test(test_source_id_pattern),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }

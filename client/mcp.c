@@ -1,0 +1,734 @@
+/* SPDX-License-Identifier: MIT */
+/* `codeinterp mcp`: a Model Context Protocol server on stdio (JSON-RPC 2.0, one message per
+ * line) offering the code_interpreter tool. One MCP session is one codeinterp invocation:
+ * sources given on the command line are registered in it at start, and maxCalls counts per
+ * session. One poll() loop reads stdin and the supervisor's socket, so pings and
+ * cancellations are answered while calls run. docs/client.md#codeinterp-mcp. */
+#include "client/mcp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/libcodeinterp.h"
+#include "client/tool.h"
+#include "common/cleanup.h"
+#include "common/mp.h"
+#include "common/util.h"
+
+#define EXIT_USAGE 2
+#define EXIT_CONNECT 12
+#define MCP_MAX_LINE (32u << 20)  /* one JSON-RPC message; beyond it: parse error, line skipped */
+#define MCP_MAX_FILE (256u << 20) /* a --source/--attach file */
+#define MCP_MAX_SOURCES 16        /* --source/--attach options */
+#define MCP_MAX_CALLS 8           /* tools/call running at once */
+#define MCP_MAX_SOURCE_IDS 64     /* sourceIds passed on (codeinterpd itself allows 4) */
+#define MCP_JSON_DEPTH 64
+
+#define RPC_PARSE_ERROR -32700
+#define RPC_INVALID_REQUEST -32600
+#define RPC_METHOD_NOT_FOUND -32601
+#define RPC_INVALID_PARAMS -32602
+#define RPC_INTERNAL_ERROR -32603
+
+/* Newest first: an unknown version from the client is answered with the first. */
+static const char *const protocol_versions[] = { "2025-06-18", "2025-03-26", "2024-11-05" };
+
+typedef struct McpSource {
+        char *id;
+        char *file;
+        char *media_type; /* attachments */
+        bool attachment;
+} McpSource;
+
+typedef struct McpCall {
+        bool used;
+        json_object *rpc_id;         /* the tools/call request's id (a reference we own) */
+        json_object *progress_token; /* NULL: the client asked for no progress */
+        uint64_t request_id;         /* the execute request's id on the supervisor connection */
+        uint64_t call_id;
+        bool has_call_id;
+        bool cancelled; /* notifications/cancelled arrived: cancel, and send no response */
+        bool cancel_sent;
+        uint64_t progress;
+} McpCall;
+
+typedef struct Mcp {
+        CiClient *client;
+        char invocation[CI_INVOCATION_ID_MAX + 1];
+        json_object *tool; /* the tools/list entry */
+        char *tool_name;
+        char *instructions;
+        McpCall calls[MCP_MAX_CALLS];
+        char *in;
+        size_t in_len, in_cap;
+        bool in_skipping; /* inside a line longer than MCP_MAX_LINE */
+} Mcp;
+
+static void tokener_freep(json_tokener **t) {
+        if (*t)
+                json_tokener_free(*t);
+}
+
+static int read_file(const char *path, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                if (len == cap) {
+                        if (cap >= MCP_MAX_FILE)
+                                return -EFBIG;
+                        cap = cap ? cap * 2 : 65536;
+                        char *n = realloc(buf, cap + 1);
+                        if (!n)
+                                return -ENOMEM;
+                        buf = n;
+                }
+                ssize_t n = read(fd, buf + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        if (!buf && !(buf = malloc(1)))
+                return -ENOMEM;
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+/* ---- output ---- */
+
+static int send_json(json_object *msg) {
+        const char *s = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        int k = 0;
+
+        if (!s || fputs(s, stdout) < 0 || fputc('\n', stdout) < 0 || fflush(stdout) != 0)
+                k = -EIO;
+        json_object_put(msg);
+        return k;
+}
+
+static json_object *rpc_head(json_object *id) {
+        json_object *m = json_object_new_object();
+        if (!m)
+                return NULL;
+        json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+        if (id)
+                json_object_object_add(m, "id", json_object_get(id));
+        else
+                json_object_object_add(m, "id", NULL);
+        return m;
+}
+
+/* Takes result. */
+static int send_result(json_object *id, json_object *result) {
+        json_object *m = rpc_head(id);
+        if (!m) {
+                json_object_put(result);
+                return -ENOMEM;
+        }
+        json_object_object_add(m, "result", result);
+        return send_json(m);
+}
+
+static int send_error(json_object *id, int code, const char *message) {
+        json_object *m = rpc_head(id), *e = json_object_new_object();
+        if (!m || !e) {
+                json_object_put(m);
+                json_object_put(e);
+                return -ENOMEM;
+        }
+        json_object_object_add(e, "code", json_object_new_int(code));
+        json_object_object_add(e, "message", json_object_new_string(message));
+        json_object_object_add(m, "error", e);
+        return send_json(m);
+}
+
+/* A tools/call result: the model-visible text, isError for every outcome but ok. */
+static int send_tool_result(json_object *id, const char *text, bool is_error) {
+        json_object *r = json_object_new_object(), *content = json_object_new_array(), *item = json_object_new_object();
+        if (!r || !content || !item) {
+                json_object_put(r);
+                json_object_put(content);
+                json_object_put(item);
+                return -ENOMEM;
+        }
+        json_object_object_add(item, "type", json_object_new_string("text"));
+        json_object_object_add(item, "text", json_object_new_string(text));
+        json_object_array_add(content, item);
+        json_object_object_add(r, "content", content);
+        json_object_object_add(r, "isError", json_object_new_boolean(is_error));
+        return send_result(id, r);
+}
+
+/* An error the server decides itself (bad arguments, too many calls), rendered exactly as
+ * the supervisor's error of that code would be. */
+static int send_local_error(json_object *id, const char *code, const char *message) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        msgpack_unpacked u;
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, 4);
+        mp_pack_kv_nil(&pk, "id");
+        mp_pack_kv_str(&pk, "type", "error");
+        mp_pack_kv_str(&pk, "code", code);
+        mp_pack_kv_str(&pk, "message", message);
+        msgpack_unpacked_init(&u);
+        k = msgpack_unpack_next(&u, sb.data, sb.size, NULL) == MSGPACK_UNPACK_SUCCESS ? 0 : -ENOMEM;
+        if (k >= 0)
+                k = ci_render_model_text(&u.data, &text);
+        msgpack_unpacked_destroy(&u);
+        msgpack_sbuffer_destroy(&sb);
+        if (k < 0)
+                return send_error(id, RPC_INTERNAL_ERROR, "out of memory");
+        return send_tool_result(id, text, true);
+}
+
+/* ---- calls ---- */
+
+static void call_free(McpCall *call) {
+        json_object_put(call->rpc_id);
+        json_object_put(call->progress_token);
+        *call = (McpCall){};
+}
+
+static McpCall *call_by_request(Mcp *m, uint64_t request_id) {
+        for (size_t i = 0; i < MCP_MAX_CALLS; i++)
+                if (m->calls[i].used && m->calls[i].request_id == request_id)
+                        return &m->calls[i];
+        return NULL;
+}
+
+static int call_send_cancel(Mcp *m, McpCall *call) {
+        uint64_t id;
+        int k;
+
+        if (!call->cancelled || call->cancel_sent || !call->has_call_id)
+                return 0;
+        k = ci_cancel(m->client, call->call_id, &id);
+        if (k >= 0)
+                call->cancel_sent = true;
+        return k;
+}
+
+static int on_progress(Mcp *m, McpCall *call, const msgpack_object *msg) {
+        const msgpack_object *cid = ci_get(msg, "callId");
+        _cleanup_free_ char *card = NULL;
+        json_object *n, *params;
+        int k;
+
+        if (mp_is_uint(cid) && !call->has_call_id) {
+                call->call_id = cid->via.u64;
+                call->has_call_id = true;
+                if ((k = call_send_cancel(m, call)) < 0)
+                        return k;
+        }
+        if (!call->progress_token || call->cancelled)
+                return 0;
+        if (ci_render_progress_card(msg, &card) < 0)
+                return 0; /* progress is best effort */
+        n = json_object_new_object();
+        params = json_object_new_object();
+        if (!n || !params) {
+                json_object_put(n);
+                json_object_put(params);
+                return 0;
+        }
+        json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(n, "method", json_object_new_string("notifications/progress"));
+        json_object_object_add(params, "progressToken", json_object_get(call->progress_token));
+        json_object_object_add(params, "progress", json_object_new_uint64(++call->progress));
+        json_object_object_add(params, "message", json_object_new_string(card));
+        json_object_object_add(n, "params", params);
+        return send_json(n);
+}
+
+static int on_final(McpCall *call, const msgpack_object *msg) {
+        _cleanup_free_ char *text = NULL;
+        int k = 0;
+
+        /* A cancelled request gets no response (MCP: cancellation). */
+        if (!call->cancelled) {
+                if (ci_render_model_text(msg, &text) < 0)
+                        k = send_error(call->rpc_id, RPC_INTERNAL_ERROR, "cannot render the result");
+                else
+                        k = send_tool_result(call->rpc_id, text,
+                                             !mp_str_eq(ci_get(msg, "type"), "result") ||
+                                                     !mp_str_eq(ci_get(msg, "outcome"), "ok"));
+        }
+        call_free(call);
+        return k;
+}
+
+/* One message from the supervisor. */
+static int on_supervisor(Mcp *m) {
+        CiMessage msg;
+        int k = ci_recv(m->client, &msg);
+
+        if (k < 0)
+                return k;
+        const msgpack_object *d = &msg.unpacked.data, *id = ci_get(d, "id");
+        McpCall *call = id && mp_is_uint(id) ? call_by_request(m, id->via.u64) : NULL;
+        if (call && mp_str_eq(ci_get(d, "type"), "progress"))
+                k = on_progress(m, call, d);
+        else if (call && (mp_str_eq(ci_get(d, "type"), "result") || mp_str_eq(ci_get(d, "type"), "error")))
+                k = on_final(call, d);
+        else if (id && id->type == MSGPACK_OBJECT_NIL) {
+                const msgpack_object *msg_o = ci_get(d, "message");
+                fprintf(stderr, "codeinterp mcp: the supervisor reports: %.*s\n",
+                        mp_is_str(msg_o) ? (int) MIN(msg_o->via.str.size, 512u) : 0,
+                        mp_is_str(msg_o) ? msg_o->via.str.ptr : "");
+        }
+        /* Replies to cancel requests need nothing. */
+        ci_message_done(&msg);
+        return k;
+}
+
+/* ---- requests ---- */
+
+static json_object *get(json_object *obj, const char *key) {
+        json_object *v = NULL;
+        return obj && json_object_is_type(obj, json_type_object) && json_object_object_get_ex(obj, key, &v) ? v : NULL;
+}
+
+static bool is_string(json_object *o) {
+        return o && json_object_is_type(o, json_type_string);
+}
+
+static int handle_initialize(Mcp *m, json_object *id, json_object *params) {
+        json_object *v = get(params, "protocolVersion");
+        const char *version = protocol_versions[0];
+        json_object *r = json_object_new_object(), *caps = json_object_new_object(), *tools = json_object_new_object(),
+                    *info = json_object_new_object();
+
+        if (!r || !caps || !tools || !info) {
+                json_object_put(r);
+                json_object_put(caps);
+                json_object_put(tools);
+                json_object_put(info);
+                return send_error(id, RPC_INTERNAL_ERROR, "out of memory");
+        }
+        for (size_t i = 0; is_string(v) && i < ELEMENTSOF(protocol_versions); i++)
+                if (!strcmp(json_object_get_string(v), protocol_versions[i]))
+                        version = protocol_versions[i];
+        json_object_object_add(r, "protocolVersion", json_object_new_string(version));
+        json_object_object_add(tools, "listChanged", json_object_new_boolean(false));
+        json_object_object_add(caps, "tools", tools);
+        json_object_object_add(r, "capabilities", caps);
+        json_object_object_add(info, "name", json_object_new_string("codeinterp"));
+        json_object_object_add(info, "version", json_object_new_string(CODEINTERP_VERSION));
+        json_object_object_add(r, "serverInfo", info);
+        json_object_object_add(r, "instructions", json_object_new_string(m->instructions));
+        return send_result(id, r);
+}
+
+static int handle_tools_list(Mcp *m, json_object *id) {
+        json_object *r = json_object_new_object(), *list = json_object_new_array();
+
+        if (!r || !list) {
+                json_object_put(r);
+                json_object_put(list);
+                return send_error(id, RPC_INTERNAL_ERROR, "out of memory");
+        }
+        json_object_array_add(list, json_object_get(m->tool));
+        json_object_object_add(r, "tools", list);
+        return send_result(id, r);
+}
+
+/* A string argument without NUL bytes (which the protocol's strings cannot carry here). */
+static bool plain_string(json_object *o) {
+        return is_string(o) && strlen(json_object_get_string(o)) == (size_t) json_object_get_string_len(o);
+}
+
+static int handle_tools_call(Mcp *m, json_object *id, json_object *params) {
+        json_object *name = get(params, "name"), *args = get(params, "arguments");
+        json_object *summary, *code, *ids, *token;
+        const char *source_ids[MCP_MAX_SOURCE_IDS];
+        size_t n_ids = 0;
+        McpCall *call = NULL;
+        int k;
+
+        if (!params || !json_object_is_type(params, json_type_object))
+                return send_error(id, RPC_INVALID_PARAMS, "tools/call needs params");
+        if (!is_string(name) || strcmp(json_object_get_string(name), m->tool_name) != 0)
+                return send_error(id, RPC_INVALID_PARAMS, "unknown tool (this server offers code_interpreter)");
+        if (args && !json_object_is_type(args, json_type_object))
+                return send_error(id, RPC_INVALID_PARAMS, "arguments must be an object");
+
+        /* The argument values: checked here for their JSON types only; codeinterpd checks
+         * the bounds and answers invalid_input, rendered like any other outcome. */
+        if (args) {
+                json_object_object_foreach(args, key, val) {
+                        (void) val;
+                        if (strcmp(key, "summary") != 0 && strcmp(key, "code") != 0 && strcmp(key, "sourceIds") != 0)
+                                return send_local_error(id, "invalid_input",
+                                                        "unknown argument (the tool takes summary, code, sourceIds)");
+                }
+        }
+        summary = get(args, "summary");
+        code = get(args, "code");
+        ids = get(args, "sourceIds");
+        if (!plain_string(summary))
+                return send_local_error(id, "invalid_input", "argument \"summary\" must be a string");
+        if (!is_string(code))
+                return send_local_error(id, "invalid_input", "argument \"code\" must be a string");
+        if (ids && !json_object_is_type(ids, json_type_array))
+                return send_local_error(id, "invalid_input", "argument \"sourceIds\" must be an array of strings");
+        if (ids && json_object_array_length(ids) > MCP_MAX_SOURCE_IDS)
+                return send_local_error(id, "invalid_input", "too many sourceIds");
+        for (size_t i = 0; ids && i < json_object_array_length(ids); i++) {
+                json_object *s = json_object_array_get_idx(ids, i);
+                if (!plain_string(s))
+                        return send_local_error(id, "invalid_input",
+                                                "argument \"sourceIds\" must be an array of strings");
+                source_ids[n_ids++] = json_object_get_string(s);
+        }
+        for (size_t i = 0; i < MCP_MAX_CALLS && !call; i++)
+                if (!m->calls[i].used)
+                        call = &m->calls[i];
+        if (!call)
+                return send_local_error(id, "overloaded", "too many calls running in this session");
+
+        CiExecute x = {
+                .summary = json_object_get_string(summary),
+                .code = json_object_get_string(code),
+                .code_len = (size_t) json_object_get_string_len(code),
+                .invocation = m->invocation,
+                .source_ids = source_ids,
+                .n_source_ids = n_ids,
+        };
+        k = ci_execute_send(m->client, &x, &call->request_id);
+        if (k < 0)
+                return k; /* the supervisor is gone: the caller ends the session */
+        call->used = true;
+        call->rpc_id = json_object_get(id);
+        token = get(get(params, "_meta"), "progressToken");
+        if (token && (is_string(token) || json_object_is_type(token, json_type_int)))
+                call->progress_token = json_object_get(token);
+        return 0;
+}
+
+static void handle_cancelled(Mcp *m, json_object *params) {
+        json_object *rid = get(params, "requestId");
+
+        if (!rid)
+                return;
+        for (size_t i = 0; i < MCP_MAX_CALLS; i++) {
+                McpCall *call = &m->calls[i];
+                if (call->used && json_object_equal(call->rpc_id, rid)) {
+                        call->cancelled = true;
+                        if (call_send_cancel(m, call) < 0)
+                                fprintf(stderr, "codeinterp mcp: cannot send cancel to the supervisor\n");
+                }
+        }
+}
+
+/* One JSON-RPC message (one line). Returns < 0 only when the session must end. */
+static int handle_line(Mcp *m, const char *line, size_t len) {
+        _cleanup_(tokener_freep) json_tokener *tok = json_tokener_new_ex(MCP_JSON_DEPTH);
+        json_object *msg, *id, *method, *params;
+        size_t end;
+        int k = 0;
+
+        if (!tok)
+                return -ENOMEM;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        msg = json_tokener_parse_ex(tok, line, (int) len);
+        end = json_tokener_get_parse_end(tok);
+        while (msg && end < len && strchr(" \t\r", line[end]))
+                end++;
+        if (!msg || json_tokener_get_error(tok) != json_tokener_success || end != len) {
+                json_object_put(msg);
+                return send_error(NULL, RPC_PARSE_ERROR, "parse error: not one JSON value");
+        }
+        id = get(msg, "id");
+        method = get(msg, "method");
+        params = get(msg, "params");
+        if (!json_object_is_type(msg, json_type_object) || !is_string(get(msg, "jsonrpc")) ||
+            strcmp(json_object_get_string(get(msg, "jsonrpc")), "2.0") != 0 || !is_string(method) ||
+            (id && !is_string(id) && !json_object_is_type(id, json_type_int))) {
+                /* Responses from the client (we send no requests) are ignored. */
+                if (!(json_object_is_type(msg, json_type_object) && (get(msg, "result") || get(msg, "error"))))
+                        k = send_error(id && (is_string(id) || json_object_is_type(id, json_type_int)) ? id : NULL,
+                                       RPC_INVALID_REQUEST, "invalid request");
+                json_object_put(msg);
+                return k;
+        }
+        const char *name = json_object_get_string(method);
+        if (!json_object_object_get_ex(msg, "id", NULL)) { /* a notification: never answered */
+                if (!strcmp(name, "notifications/cancelled"))
+                        handle_cancelled(m, params);
+        } else if (!strcmp(name, "initialize"))
+                k = handle_initialize(m, id, params);
+        else if (!strcmp(name, "ping"))
+                k = send_result(id, json_object_new_object());
+        else if (!strcmp(name, "tools/list"))
+                k = handle_tools_list(m, id);
+        else if (!strcmp(name, "tools/call"))
+                k = handle_tools_call(m, id, params);
+        else
+                k = send_error(id, RPC_METHOD_NOT_FOUND, "method not found");
+        json_object_put(msg);
+        return k;
+}
+
+/* Read what stdin has and handle every complete line. 0 at end of input. */
+static int on_stdin(Mcp *m) {
+        char chunk[65536];
+        ssize_t n = read(STDIN_FILENO, chunk, sizeof chunk);
+        int k;
+
+        if (n < 0)
+                return errno == EINTR || errno == EAGAIN ? 1 : -errno;
+        if (n == 0)
+                return 0;
+        for (ssize_t i = 0; i < n; i++) {
+                char c = chunk[i];
+                if (c == '\n') {
+                        if (m->in_skipping)
+                                k = send_error(NULL, RPC_PARSE_ERROR, "parse error: message too long");
+                        else if (m->in_len > 0 && !(m->in_len == 1 && m->in[0] == '\r'))
+                                k = handle_line(m, m->in, m->in_len);
+                        else
+                                k = 0;
+                        m->in_len = 0;
+                        m->in_skipping = false;
+                        if (k < 0)
+                                return k;
+                        continue;
+                }
+                if (m->in_skipping)
+                        continue;
+                if (m->in_len == MCP_MAX_LINE) {
+                        m->in_skipping = true;
+                        continue;
+                }
+                if (m->in_len == m->in_cap) {
+                        size_t cap = m->in_cap ? MIN(m->in_cap * 2, (size_t) MCP_MAX_LINE) : 65536;
+                        char *p = realloc(m->in, cap);
+                        if (!p)
+                                return -ENOMEM;
+                        m->in = p;
+                        m->in_cap = cap;
+                }
+                m->in[m->in_len++] = c;
+        }
+        return 1;
+}
+
+/* ---- start ---- */
+
+static int parse_source(char *arg, bool attachment, McpSource *s) {
+        char *eq = strchr(arg, '=');
+
+        if (!eq || eq == arg || !eq[1])
+                return -EINVAL;
+        *eq = 0;
+        *s = (McpSource){ .id = arg, .file = eq + 1, .attachment = attachment };
+        if (attachment) {
+                char *colon = strrchr(s->file, ':');
+                if (colon && strchr(colon, '/'))
+                        *colon = 0, s->media_type = colon + 1;
+        }
+        return 0;
+}
+
+/* Register the sources in the session's invocation; append their list to *desc. */
+static int register_sources(Mcp *m, const McpSource *sources, size_t n, FILE *desc) {
+        for (size_t i = 0; i < n; i++) {
+                const McpSource *src = &sources[i];
+                _cleanup_free_ char *data = NULL;
+                size_t len = 0;
+                CiMessage rep;
+                int k = read_file(src->file, &data, &len);
+
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp mcp: cannot read \"%s\": %s\n", src->file, strerror(-k));
+                        return -EINVAL;
+                }
+                const char *base = strrchr(src->file, '/');
+                CiSource s = {
+                        .id = src->id,
+                        .attachment = src->attachment,
+                        .text = data,
+                        .text_len = len,
+                        .original = data,
+                        .original_len = len,
+                        .media_type = src->media_type,
+                        .file_name = base ? base + 1 : src->file,
+                };
+                if ((k = ci_source_put(m->client, m->invocation, &s, &rep)) < 0)
+                        return k;
+                if (!mp_str_eq(ci_get(&rep.unpacked.data, "type"), "reply")) {
+                        const msgpack_object *msg = ci_get(&rep.unpacked.data, "message");
+                        fprintf(stderr, "codeinterp mcp: source %s was refused: %.*s\n", src->id,
+                                mp_is_str(msg) ? (int) MIN(msg->via.str.size, 512u) : 0,
+                                mp_is_str(msg) ? msg->via.str.ptr : "");
+                        ci_message_done(&rep);
+                        return -EINVAL;
+                }
+                ci_message_done(&rep);
+                if (i == 0)
+                        fputs("Sources offered in this session (name them in sourceIds):", desc);
+                if (src->attachment)
+                        fprintf(desc, "\n- %s: attachment, %s, %zu bytes", src->id,
+                                src->media_type ?: "application/octet-stream", len);
+                else
+                        fprintf(desc, "\n- %s: text, %zu bytes", src->id, len);
+        }
+        if (n == 0)
+                fputs("No sources are offered in this session: leave sourceIds empty.", desc);
+        return 0;
+}
+
+static int start(Mcp *m, const char *socket, const McpSource *sources, size_t n) {
+        _cleanup_free_ char *extra = NULL;
+        size_t extra_len;
+        CiMessage d = {}, err = {};
+        FILE *f;
+        int k;
+
+        if ((k = ci_connect(socket, &m->client)) < 0) {
+                fprintf(stderr, "codeinterp mcp: cannot connect to the supervisor: %s\n", strerror(-k));
+                return k;
+        }
+        if ((k = ci_describe(m->client, &d)) < 0 || !mp_str_eq(ci_get(&d.unpacked.data, "type"), "reply")) {
+                fprintf(stderr, "codeinterp mcp: describe failed\n");
+                ci_message_done(&d);
+                return k < 0 ? k : -EPROTO;
+        }
+        if ((k = ci_invocation_open(m->client, m->invocation, &err)) < 0) {
+                fprintf(stderr, "codeinterp mcp: invocation.open failed\n");
+                ci_message_done(&err);
+                ci_message_done(&d);
+                return k;
+        }
+        f = open_memstream(&extra, &extra_len);
+        if (!f) {
+                ci_message_done(&d);
+                return -ENOMEM;
+        }
+        k = register_sources(m, sources, n, f);
+        if (fclose(f) != 0 && k >= 0)
+                k = -ENOMEM;
+        const msgpack_object *tool = ci_get(&d.unpacked.data, "tool"), *guidance = ci_get(tool, "guidance");
+        if (k >= 0 && !(m->tool_name = mp_strdup(ci_get(tool, "name"))))
+                k = -EPROTO;
+        if (k >= 0)
+                k = tool_export(tool, TOOL_FORMAT_MCP, extra, &m->tool);
+        if (k >= 0 && mp_is_str(guidance) &&
+            asprintf(&m->instructions, "%.*s\n\n%s", (int) guidance->via.str.size, guidance->via.str.ptr, extra) < 0) {
+                m->instructions = NULL;
+                k = -ENOMEM;
+        }
+        ci_message_done(&d);
+        return k;
+}
+
+static void help(void) {
+        printf("Usage: codeinterp [--socket PATH] mcp [--source ID=FILE ...] [--attach ID=FILE[:MEDIA_TYPE] ...]\n"
+               "\n"
+               "Serve the code_interpreter tool over the Model Context Protocol on stdin/stdout\n"
+               "(JSON-RPC 2.0, one message per line). The session is one invocation: the sources\n"
+               "are registered at start and offered to the model by id; maxCalls counts per session.\n");
+}
+
+int mcp_main(const char *socket, int argc, char **argv) {
+        static const struct option options[] = {
+                { "source", required_argument, NULL, 's' },
+                { "attach", required_argument, NULL, 'a' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        McpSource sources[MCP_MAX_SOURCES];
+        size_t n_sources = 0;
+        Mcp m = {};
+        int opt, k, status = 0;
+
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (opt) {
+                case 's':
+                case 'a':
+                        if (n_sources == MCP_MAX_SOURCES || parse_source(optarg, opt == 'a', &sources[n_sources]) < 0) {
+                                fprintf(stderr, "codeinterp mcp: bad or too many --source/--attach \"%s\"\n", optarg);
+                                return EXIT_USAGE;
+                        }
+                        n_sources++;
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                default:
+                        return EXIT_USAGE;
+                }
+        if (optind != argc) {
+                fprintf(stderr, "codeinterp mcp: unexpected argument \"%s\"\n", argv[optind]);
+                return EXIT_USAGE;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        k = start(&m, socket, sources, n_sources);
+        if (k < 0)
+                status = k == -EINVAL ? EXIT_USAGE : EXIT_CONNECT;
+        while (k >= 0) {
+                struct pollfd fds[2] = {
+                        { .fd = STDIN_FILENO, .events = POLLIN },
+                        { .fd = ci_fd(m.client), .events = POLLIN },
+                };
+                if (poll(fds, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        k = -errno;
+                        break;
+                }
+                if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        if ((k = on_supervisor(&m)) < 0) {
+                                fprintf(stderr, "codeinterp mcp: lost the supervisor: %s\n", strerror(-k));
+                                status = EXIT_CONNECT;
+                                break;
+                        }
+                }
+                if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        k = on_stdin(&m);
+                        if (k == 0)
+                                break; /* end of input: the session is over */
+                        if (k < 0) {
+                                fprintf(stderr, "codeinterp mcp: %s\n", strerror(-k));
+                                status = EXIT_CONNECT;
+                        }
+                }
+        }
+        /* Calls still running get an answer the client can match. */
+        for (size_t i = 0; i < MCP_MAX_CALLS; i++)
+                if (m.calls[i].used) {
+                        if (status != 0 && !m.calls[i].cancelled)
+                                send_error(m.calls[i].rpc_id, RPC_INTERNAL_ERROR, "lost the supervisor");
+                        call_free(&m.calls[i]);
+                }
+        json_object_put(m.tool);
+        free(m.instructions);
+        free(m.tool_name);
+        free(m.in);
+        ci_close(m.client);
+        return status;
+}

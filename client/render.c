@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/* The two renderings of a call: the text the model sees, and the user's progress card.
+ * The format is documented, with examples, in docs/client.md#rendering. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/libcodeinterp.h"
+#include "common/cleanup.h"
+#include "common/mp.h"
+#include "common/util.h"
+
+static uint64_t uint_or0(const msgpack_object *o) {
+        return mp_is_uint(o) ? o->via.u64 : 0;
+}
+
+static bool is_map(const msgpack_object *o) {
+        return o && o->type == MSGPACK_OBJECT_MAP;
+}
+
+/* Names the runtime defines (a closed set): only these are ever copied into a rendering
+ * as words. Anything else is shown as "?", so a forged or garbled message cannot smuggle
+ * text through a field that should hold a name. */
+static const char *const known_outcomes[] = {
+        "ok",
+        "python_exception",
+        "timeout",
+        "cancelled",
+        "invalid_input",
+        "unavailable_source",
+        "quota_exhausted",
+        "resource_limit",
+        "worker_error",
+        "overloaded",
+        "not_found",
+        "permission_denied",
+};
+static const char *const known_phases[] = { "requested", "queued", "started", "running", "finished" };
+static const char *const known_limits[] = { "memory", "cpu", "file_size", "processes" };
+
+static const char *known_name(const msgpack_object *o, const char *const *names, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (mp_str_eq(o, names[i]))
+                        return names[i];
+        return NULL;
+}
+
+static const char *outcome_of(const msgpack_object *o) {
+        return known_name(o, known_outcomes, ELEMENTSOF(known_outcomes));
+}
+
+/* Bytes of text up to code point offset at (or all of it). */
+static size_t byte_offset(const char *p, size_t n, uint64_t at) {
+        uint64_t chars = 0;
+        size_t i;
+
+        for (i = 0; i < n; i++)
+                if (((uint8_t) p[i] & 0xC0) != 0x80) {
+                        if (chars == at)
+                                return i;
+                        chars++;
+                }
+        return n;
+}
+
+/* One fitted channel as a section: a header with its size, the kept text, and the cut
+ * marked in place with the exact number of characters left out. */
+static void render_channel(FILE *f, const char *label, const msgpack_object *ch) {
+        const msgpack_object *text = mp_map_get(ch, "text");
+        uint64_t total = uint_or0(mp_map_get(ch, "totalCharacters"));
+        uint64_t omitted = uint_or0(mp_map_get(ch, "omittedCharacters"));
+        uint64_t replaced = uint_or0(mp_map_get(ch, "replacedCharacters"));
+        const char *p = "";
+        size_t n = 0, split;
+
+        if (mp_is_str(text)) {
+                p = text->via.str.ptr;
+                n = text->via.str.size;
+        }
+        fprintf(f, "--- %s (%" PRIu64 " characters", label, total);
+        if (omitted > 0)
+                fprintf(f, "; %" PRIu64 " omitted where marked, not shown", omitted);
+        if (replaced > 0)
+                fprintf(f, "; %" PRIu64 " invalid UTF-8 sequences shown as U+FFFD", replaced);
+        fputs(") ---\n", f);
+        split = omitted > 0 ? byte_offset(p, n, uint_or0(mp_map_get(ch, "omittedAt"))) : n;
+        fwrite(p, 1, split, f);
+        if (omitted > 0) {
+                if (split > 0 && p[split - 1] != '\n')
+                        fputc('\n', f);
+                fprintf(f, "[... %" PRIu64 " characters omitted ...]\n", omitted);
+        }
+        fwrite(p + split, 1, n - split, f);
+        /* End the section on a line boundary (the marker already ends one). */
+        char last = n > split ? p[n - 1] : omitted > 0 ? '\n' : split > 0 ? p[split - 1] : '\n';
+        if (last != '\n')
+                fputc('\n', f);
+}
+
+/* A channel that exists and has something in it (or had, before fitting). */
+static bool channel_nonempty(const msgpack_object *ch) {
+        return is_map(ch) && uint_or0(mp_map_get(ch, "totalCharacters")) > 0;
+}
+
+static void render_str_field(FILE *f, const msgpack_object *o) {
+        if (mp_is_str(o))
+                fwrite(o->via.str.ptr, 1, MIN(o->via.str.size, 1024u), f);
+}
+
+static void render_error(FILE *f, const msgpack_object *m) {
+        const char *code = outcome_of(mp_map_get(m, "code"));
+        static const struct {
+                const char *code, *hint;
+        } hints[] = {
+                { "invalid_input", "Correct the arguments (see the tool's input schema) and call again." },
+                { "unavailable_source", "Use only source ids this conversation offers." },
+                { "quota_exhausted", "No more calls are allowed in this session; answer without the tool." },
+                { "overloaded", "The service is busy; calling again later may work." },
+                { "worker_error", "The sandbox failed, not the code; calling again may work." },
+                { "cancelled", "The service is shutting down." },
+                { "not_found", "The session's invocation is gone (closed or expired)." },
+        };
+
+        fprintf(f, "outcome: %s\n", code ?: "?");
+        fputs("No code ran: the request was rejected before execution.\n", f);
+        fputs("reason: ", f);
+        render_str_field(f, mp_map_get(m, "message"));
+        fputc('\n', f);
+        for (size_t i = 0; code && i < ELEMENTSOF(hints); i++)
+                if (!strcmp(code, hints[i].code))
+                        fprintf(f, "%s\n", hints[i].hint);
+}
+
+static void render_result(FILE *f, const msgpack_object *m) {
+        const char *outcome = outcome_of(mp_map_get(m, "outcome"));
+        const char *limit = known_name(mp_map_get(m, "limit"), known_limits, ELEMENTSOF(known_limits));
+        const msgpack_object *out = mp_map_get(m, "stdout"), *err = mp_map_get(m, "stderr");
+        const msgpack_object *value = mp_map_get(m, "result"), *exc = mp_map_get(m, "exception");
+        const msgpack_object *detail = mp_map_get(m, "detail"), *partial = mp_map_get(m, "partial");
+        bool runtime = false;
+
+        fprintf(f, "outcome: %s", outcome ?: "?");
+        if (limit)
+                fprintf(f, " (%s)", limit);
+        fputc('\n', f);
+        fprintf(f, "elapsed: %" PRIu64 " ms\n", uint_or0(mp_map_get(m, "elapsedMs")));
+        if (!outcome)
+                fputs("The runtime sent an outcome this client does not know.\n", f);
+        else if (!strcmp(outcome, "timeout")) {
+                fputs("The runtime stopped the call because its deadline passed. This is not Python output.\n", f);
+                runtime = true;
+        } else if (!strcmp(outcome, "cancelled")) {
+                fputs("The runtime cancelled the call before it finished. This is not Python output.\n", f);
+                runtime = true;
+        } else if (!strcmp(outcome, "worker_error")) {
+                fputs("The sandbox failed, not the code; calling again may work. This is not Python output.\n", f);
+                runtime = true;
+        } else if (!strcmp(outcome, "resource_limit"))
+                fputs("A sandbox limit ended the code.\n", f);
+        if (mp_is_str(detail)) {
+                fputs("detail: ", f);
+                render_str_field(f, detail);
+                fputc('\n', f);
+        }
+        if (runtime || (partial && partial->type == MSGPACK_OBJECT_BOOLEAN && partial->via.boolean))
+                fputs("Any output below is partial: what had arrived when the worker was stopped.\n", f);
+
+        if (is_map(exc)) {
+                const msgpack_object *type = mp_map_get(exc, "type");
+                fputs("exception: ", f);
+                if (mp_is_str(type))
+                        fwrite(type->via.str.ptr, 1, MIN(type->via.str.size, 256u), f);
+                fputc('\n', f);
+        }
+        if (channel_nonempty(out))
+                render_channel(f, "stdout", out);
+        if (channel_nonempty(err))
+                render_channel(f, "stderr", err);
+        if (is_map(exc)) {
+                if (is_map(mp_map_get(exc, "message")))
+                        render_channel(f, "exception message", mp_map_get(exc, "message"));
+                if (channel_nonempty(mp_map_get(exc, "traceback")))
+                        render_channel(f, "traceback", mp_map_get(exc, "traceback"));
+        }
+        if (is_map(value))
+                render_channel(f, "value", value);
+        if (!channel_nonempty(out) && !channel_nonempty(err) && !is_map(value) && !is_map(exc))
+                fputs(outcome && !strcmp(outcome, "ok") ? "(no output and no value: end the code with an expression "
+                                                          "or print() to see a result)\n"
+                                                        : "(no output)\n",
+                      f);
+}
+
+static int finish(FILE *f, char **buf, char **ret) {
+        int k = ferror(f) ? -ENOMEM : 0;
+
+        if (fclose(f) != 0 && k == 0)
+                k = -ENOMEM;
+        if (k < 0) {
+                free(*buf);
+                return k;
+        }
+        *ret = *buf;
+        return 0;
+}
+
+int ci_render_model_text(const msgpack_object *m, char **ret) {
+        char *buf = NULL;
+        size_t len;
+        FILE *f;
+
+        if (!is_map(m))
+                return -EINVAL;
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        if (mp_str_eq(mp_map_get(m, "type"), "error"))
+                render_error(f, m);
+        else
+                render_result(f, m);
+        return finish(f, &buf, ret);
+}
+
+static void card_sizes(FILE *f, const char *name, uint64_t chars, uint64_t omitted) {
+        fprintf(f, " · %s %" PRIu64 " characters", name, chars);
+        if (omitted > 0)
+                fprintf(f, " (%" PRIu64 " omitted)", omitted);
+}
+
+int ci_render_progress_card(const msgpack_object *m, char **ret) {
+        char *buf = NULL;
+        size_t len;
+        FILE *f;
+
+        if (!is_map(m))
+                return -EINVAL;
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        uint64_t ms = uint_or0(mp_map_get(m, "elapsedMs"));
+        fputs("code_interpreter: ", f);
+        if (mp_str_eq(mp_map_get(m, "type"), "result")) {
+                const msgpack_object *out = mp_map_get(m, "stdout"), *err = mp_map_get(m, "stderr");
+                fprintf(f, "finished: %s", outcome_of(mp_map_get(m, "outcome")) ?: "?");
+                fprintf(f, " · %" PRIu64 ".%01" PRIu64 " s", ms / 1000, ms % 1000 / 100);
+                card_sizes(f, "stdout", uint_or0(mp_map_get(out, "totalCharacters")),
+                           uint_or0(mp_map_get(out, "omittedCharacters")));
+                card_sizes(f, "stderr", uint_or0(mp_map_get(err, "totalCharacters")),
+                           uint_or0(mp_map_get(err, "omittedCharacters")));
+        } else {
+                const char *phase = known_name(mp_map_get(m, "phase"), known_phases, ELEMENTSOF(known_phases));
+                const char *outcome = outcome_of(mp_map_get(m, "outcome"));
+                fputs(phase ?: "?", f);
+                if (outcome)
+                        fprintf(f, ": %s", outcome);
+                fprintf(f, " · %" PRIu64 ".%01" PRIu64 " s", ms / 1000, ms % 1000 / 100);
+                if (mp_is_uint(mp_map_get(m, "queuePosition")))
+                        fprintf(f, " · queue position %" PRIu64, uint_or0(mp_map_get(m, "queuePosition")));
+                card_sizes(f, "stdout", uint_or0(mp_map_get(m, "stdoutCharacters")),
+                           uint_or0(mp_map_get(m, "stdoutOmittedCharacters")));
+                card_sizes(f, "stderr", uint_or0(mp_map_get(m, "stderrCharacters")),
+                           uint_or0(mp_map_get(m, "stderrOmittedCharacters")));
+        }
+        return finish(f, &buf, ret);
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* The code_interpreter tool definition (the supervisor's describe reply) exported in each
+ * agent runtime's format; `codeinterp tool` (docs/client.md#codeinterp-tool). */
+#pragma once
+
+#include <json-c/json.h>
+#include <msgpack.h>
+
+typedef enum ToolFormat {
+        TOOL_FORMAT_CODEINTERP,  /* the describe reply's tool map as it is */
+        TOOL_FORMAT_OPENAI,      /* {"type": "function", "name", "description", "parameters", "strict"} */
+        TOOL_FORMAT_ANTHROPIC,   /* {"name", "description", "input_schema"} */
+        TOOL_FORMAT_MCP,         /* {"name", "description", "inputSchema"} */
+        TOOL_FORMAT_JSON_SCHEMA, /* the bare input schema */
+} ToolFormat;
+
+/* Output flags for every JSON this command prints. */
+#define TOOL_JSON_FLAGS (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+int tool_format_from_string(const char *s, ToolFormat *ret);
+
+/* msgpack to json-c (strings must be valid UTF-8 for json-c to print them faithfully; nil
+ * and bin become null). NULL on ENOMEM, and for nil. */
+json_object *tool_json_from_msgpack(const msgpack_object *o);
+
+/* Build the export of the describe reply's "tool" map. The description is the tool's
+ * description, a blank line, its guidance, and, when extra is not NULL, a blank line and
+ * extra (the MCP server lists its sources there). -EPROTO if tool lacks a field. */
+int tool_export(const msgpack_object *tool, ToolFormat fmt, const char *extra, json_object **ret);
+
+/* `codeinterp [--socket P] tool [--format F]`: argv[0] is "tool". Returns the exit status. */
+int tool_main(const char *socket, int argc, char **argv);

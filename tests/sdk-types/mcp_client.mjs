@@ -1,0 +1,65 @@
+// Drives `codeinterp mcp` with the official MCP TypeScript client, as an agent runtime
+// would, and prints what it saw as one JSON object for tests/tool/test_mcp.py to check.
+// Usage: node mcp_client.mjs CODEINTERP SOCKET SOURCE_FILE
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const [codeinterp, socket, sourceFile] = process.argv.slice(2);
+const NORTHSTAR = [
+  "measured_runtime_hours = [9.0, 7.5]",
+  "assert all(isinstance(value, (int, float)) for value in measured_runtime_hours)",
+  "mean_runtime_hours = sum(measured_runtime_hours) / len(measured_runtime_hours)",
+  "mean_runtime_hours",
+].join("\n");
+
+const transport = new StdioClientTransport({
+  command: codeinterp,
+  args: ["--socket", socket, "mcp", "--source", `runtimes=${sourceFile}`],
+  stderr: "inherit",
+});
+const client = new Client({ name: "codeinterp-test", version: "1.0.0" });
+await client.connect(transport);
+
+const report = { progress: {} };
+const call = (name, code, sourceIds = [], options = {}) =>
+  client.callTool({ name: "code_interpreter", arguments: { summary: name, code, sourceIds } }, undefined, {
+    timeout: 60000,
+    onprogress: (p) => (report.progress[name] ??= []).push(p),
+    ...options,
+  });
+
+report.server = client.getServerVersion();
+report.instructions = client.getInstructions();
+report.tools = (await client.listTools()).tools;
+report.northstar = await call("northstar", NORTHSTAR);
+report.source = await call("source", 'open(input_files["runtimes"]).read()', ["runtimes"]);
+report.exception = await call("exception", "secret_value = 'do-not-show'\nraise ValueError('bad ' + secret_value)");
+
+// A call that runs until it is cancelled; a ping is answered meanwhile. (Its progress
+// is sure to arrive before the result: the SDK drops notifications that arrive in the
+// same read as their response, as they do for calls of a few milliseconds.)
+const controller = new AbortController();
+let started;
+const running = new Promise((resolve) => (started = resolve));
+const t0 = Date.now();
+const sleeper = call("sleeper", "print('SECRET-OUTPUT', flush=True)\nimport time\ntime.sleep(30)", [], {
+  signal: controller.signal,
+  onprogress: (p) => {
+    (report.progress.sleeper ??= []).push(p);
+    if (/started|running/.test(p.message ?? "")) started();
+  },
+});
+await running;
+const p0 = Date.now();
+await client.ping();
+report.pingMsWhileRunning = Date.now() - p0;
+controller.abort("the test cancels");
+try {
+  await sleeper;
+  report.cancel = { resolved: true };
+} catch (e) {
+  report.cancel = { resolved: false, error: String(e), ms: Date.now() - t0 };
+}
+report.after = await call("after", NORTHSTAR);
+await client.close();
+console.log(JSON.stringify(report));

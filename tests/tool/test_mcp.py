@@ -1,0 +1,295 @@
+"""`codeinterp mcp`: driven by the official MCP TypeScript client (tests/sdk-types/
+mcp_client.mjs), and line by line for the JSON-RPC edge cases: malformed JSON, unknown
+methods, bad arguments, notifications, quota per session."""
+import json
+import os
+import select
+import subprocess
+import time
+
+import pytest
+
+import toolharness
+from toolharness import CLIENT, GOLDEN_DIR, NORTHSTAR, SDK_DIR, require_node, status
+
+# The harness's fixtures (tests/tool has no conftest.py: see toolharness.py).
+msup = toolharness.msup
+make_supervisor = toolharness.make_supervisor
+
+SECRETS = ("SECRET", "measured_runtime", "8.25", "runtimes", "9.0,7.5", "do-not-show", "ValueError", "time.sleep", "/inputs")
+
+
+@pytest.fixture(scope="module")
+def sdk_report(msup, tmp_path_factory):
+    require_node()
+    src = tmp_path_factory.mktemp("mcp") / "runtimes.csv"
+    src.write_text("9.0,7.5\n")
+    out = subprocess.run(["node", os.path.join(SDK_DIR, "mcp_client.mjs"), CLIENT, msup.socket, str(src)],
+                         capture_output=True, timeout=180)
+    assert out.returncode == 0, out.stderr.decode()
+    return json.loads(out.stdout)
+
+
+def text_of(result):
+    assert [c["type"] for c in result["content"]] == ["text"]
+    return result["content"][0]["text"]
+
+
+def test_sdk_lists_the_one_tool(sdk_report):
+    with open(os.path.join(GOLDEN_DIR, "tool-mcp.json")) as f:
+        golden = json.load(f)
+    (t,) = sdk_report["tools"]
+    assert t["name"] == "code_interpreter"
+    assert t["inputSchema"] == golden["inputSchema"]
+    assert t["description"] == (golden["description"] + "\n\nSources offered in this session (name them in "
+                                "sourceIds):\n- runtimes: text, 8 bytes")
+    assert sdk_report["server"]["name"] == "codeinterp"
+    assert "- runtimes: text, 8 bytes" in sdk_report["instructions"]
+    assert "Every call starts fresh" in sdk_report["instructions"]
+
+
+def test_sdk_northstar_and_source(sdk_report):
+    assert sdk_report["northstar"]["isError"] is False
+    assert "--- value (4 characters) ---\n8.25\n" in text_of(sdk_report["northstar"])
+    assert sdk_report["source"]["isError"] is False
+    assert "'9.0,7.5\\n'" in text_of(sdk_report["source"])
+
+
+def test_sdk_python_exception_is_error(sdk_report):
+    assert sdk_report["exception"]["isError"] is True
+    t = text_of(sdk_report["exception"])
+    assert t.startswith("outcome: python_exception\n") and "exception: ValueError" in t and "bad do-not-show" in t
+
+
+def test_sdk_cancel_then_next_call(msup, sdk_report):
+    assert sdk_report["pingMsWhileRunning"] < 5000
+    assert sdk_report["cancel"]["resolved"] is False  # the client rejects the aborted call itself
+    assert sdk_report["cancel"]["ms"] < 20000
+    # The call really was cancelled in the supervisor (the code would sleep for 30 s).
+    deadline = time.monotonic() + 10
+    while status(msup)["running"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert status(msup)["running"] == 0
+    assert sdk_report["after"]["isError"] is False
+    assert "8.25" in text_of(sdk_report["after"])
+
+
+def test_sdk_progress_is_metadata_only(sdk_report):
+    progress = sdk_report["progress"]
+    # Fast calls' progress may be dropped by the SDK (see mcp_client.mjs); the sleeper's is not.
+    assert [p["message"].split(" · ")[0] for p in progress["sleeper"][:3]] == [
+        "code_interpreter: requested", "code_interpreter: queued", "code_interpreter: started"]
+    for name, events in progress.items():
+        for p in events:
+            assert p["message"].startswith("code_interpreter: "), p
+            for s in SECRETS:
+                assert s not in json.dumps(p), (name, s, p)
+
+
+class RawMcp:
+    """codeinterp mcp spoken to line by line."""
+
+    def __init__(self, sup, *args):
+        self.p = subprocess.Popen([CLIENT, "--socket", sup.socket, "mcp", *args], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.buf = b""
+
+    def send_raw(self, data):
+        self.p.stdin.write(data)
+        self.p.stdin.flush()
+
+    def send(self, obj):
+        self.send_raw(json.dumps(obj).encode() + b"\n")
+
+    def recv(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            assert left > 0, "no answer from codeinterp mcp"
+            r, _, _ = select.select([self.p.stdout], [], [], left)
+            if r:
+                chunk = os.read(self.p.stdout.fileno(), 65536)
+                assert chunk, "codeinterp mcp exited: %r" % self.p.stderr.read()
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, rid, method, params=None):
+        m = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            m["params"] = params
+        self.send(m)
+        return self.recv()
+
+    def call(self, rid, arguments, name="code_interpreter"):
+        return self.request(rid, "tools/call", {"name": name, "arguments": arguments})
+
+    def close(self):
+        self.p.stdin.close()
+        rc = self.p.wait(timeout=10)
+        self.p.stdout.close()
+        self.p.stderr.close()
+        return rc
+
+
+@pytest.fixture
+def raw(msup):
+    r = RawMcp(msup)
+    yield r
+    if r.p.poll() is None:
+        assert r.close() == 0
+
+
+def test_initialize_negotiates_the_version(raw):
+    r = raw.request(1, "initialize", {"protocolVersion": "2024-11-05", "capabilities": {},
+                                      "clientInfo": {"name": "t", "version": "1"}})
+    assert r["id"] == 1 and r["result"]["protocolVersion"] == "2024-11-05"
+    assert r["result"]["capabilities"] == {"tools": {"listChanged": False}}
+    r = raw.request(2, "initialize", {"protocolVersion": "1999-01-01"})
+    assert r["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_malformed_and_unknown(raw):
+    raw.send_raw(b"{not json\n")
+    assert raw.recv() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700,
+                                                                  "message": "parse error: not one JSON value"}}
+    raw.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"} trailing\n')
+    assert raw.recv()["error"]["code"] == -32700
+    raw.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method": "p\xffng"}\n')
+    assert raw.recv()["error"]["code"] == -32700
+    raw.send_raw(b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]\n')
+    assert raw.recv()["error"]["code"] == -32600
+    raw.send({"jsonrpc": "1.0", "id": 2, "method": "ping"})
+    assert raw.recv() == {"jsonrpc": "2.0", "id": 2, "error": {"code": -32600, "message": "invalid request"}}
+    assert raw.request(3, "resources/list")["error"]["code"] == -32601
+    assert raw.request("four", "no/such/method")["error"] == {"code": -32601, "message": "method not found"}
+    # Notifications get no answer, known or not: the next line answers the ping.
+    raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    raw.send({"jsonrpc": "2.0", "method": "notifications/whatever", "params": {"x": 1}})
+    raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}})
+    assert raw.request(5, "ping") == {"jsonrpc": "2.0", "id": 5, "result": {}}
+
+
+def test_bad_tool_calls(raw):
+    assert raw.request(1, "tools/call")["error"]["code"] == -32602
+    assert raw.call(2, {"summary": "s", "code": "1"}, name="python")["error"]["code"] == -32602
+    assert raw.request(3, "tools/call", {"name": "code_interpreter", "arguments": [1]})["error"]["code"] == -32602
+    for rid, args, outcome in [
+            (4, {"summary": "s", "code": 5}, "invalid_input"),
+            (5, {"code": "1"}, "invalid_input"),
+            (6, {"summary": "s", "code": "1", "packages": ["numpy"]}, "invalid_input"),
+            (7, {"summary": "s", "code": "1", "sourceIds": "runtimes"}, "invalid_input"),
+            (8, {"summary": "s", "code": "   "}, "invalid_input"),
+            (9, {"summary": "s", "code": "1", "sourceIds": ["a", "b", "c", "d", "e"]}, "invalid_input"),
+            (10, {"summary": "s", "code": "1", "sourceIds": ["../etc/passwd"]}, "invalid_input"),
+            (11, {"summary": "s", "code": "1", "sourceIds": ["nope"]}, "unavailable_source")]:
+        r = raw.call(rid, args)
+        assert r["id"] == rid and r["result"]["isError"] is True, r
+        assert text_of(r["result"]).startswith("outcome: %s\nNo code ran" % outcome), r
+    # Still serving.
+    r = raw.call(12, {"summary": "s", "code": NORTHSTAR})
+    assert r["result"]["isError"] is False and "8.25" in text_of(r["result"])
+
+
+def test_progress_notifications_are_metadata_only(raw):
+    raw.send({"jsonrpc": "2.0", "id": "c1", "method": "tools/call",
+              "params": {"name": "code_interpreter", "_meta": {"progressToken": "tok"},
+                         "arguments": {"summary": "SECRET-SUMMARY", "code": "print('SECRET-OUT')\n"
+                                       "raise ValueError('SECRET-EXC')"}}})
+    notes = []
+    while True:
+        m = raw.recv()
+        if "id" in m:
+            break
+        notes.append(m)
+    assert m["id"] == "c1" and m["result"]["isError"] is True and "SECRET-EXC" in text_of(m["result"])
+    phases = [n["params"]["message"].split(" · ")[0] for n in notes]
+    assert [p for p in phases if p != "code_interpreter: running"] == [  # heartbeats only if slow
+        "code_interpreter: requested", "code_interpreter: queued", "code_interpreter: started",
+        "code_interpreter: finished: python_exception"]
+    assert [n["params"]["progress"] for n in notes] == list(range(1, len(notes) + 1))
+    for n in notes:
+        assert n["method"] == "notifications/progress" and n["params"]["progressToken"] == "tok"
+        assert "SECRET" not in json.dumps(n) and "ValueError" not in json.dumps(n)
+    assert "stdout 11 characters" in notes[-1]["params"]["message"]
+    # Without a progress token, no notifications: the next line is the answer.
+    r = raw.call("c2", {"summary": "s", "code": "1"})
+    assert r["id"] == "c2"
+
+
+def test_cancel_by_notification_and_ping_meanwhile(msup, raw):
+    raw.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+              "params": {"name": "code_interpreter", "_meta": {"progressToken": 7},
+                         "arguments": {"summary": "s", "code": "import time\ntime.sleep(30)"}}})
+    while True:  # progress until the worker runs
+        m = raw.recv()
+        assert m["method"] == "notifications/progress" and m["params"]["progressToken"] == 7
+        if "started" in m["params"]["message"]:
+            break
+    assert raw.request(2, "ping")["result"] == {}
+    t0 = time.monotonic()
+    raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "x"}})
+    deadline = time.monotonic() + 10
+    while status(msup)["running"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert status(msup)["running"] == 0 and time.monotonic() - t0 < 10
+    # The cancelled request gets no response; the next request is answered.
+    r = raw.call(3, {"summary": "s", "code": "6 * 7"})
+    assert r["id"] == 3 and "42" in text_of(r["result"])
+
+
+def test_quota_counts_per_session(make_supervisor):
+    sup = make_supervisor("maxCalls: 2\n")
+    first = RawMcp(sup)
+    for rid in (1, 2):
+        assert first.call(rid, {"summary": "s", "code": "1"})["result"]["isError"] is False
+    r = first.call(3, {"summary": "s", "code": "1"})
+    assert r["result"]["isError"] is True and text_of(r["result"]).startswith("outcome: quota_exhausted\n")
+    assert first.close() == 0
+    # A new session is a new invocation.
+    second = RawMcp(sup)
+    assert second.call(1, {"summary": "s", "code": "1"})["result"]["isError"] is False
+    assert second.close() == 0
+
+
+def test_bad_command_line(msup, tmp_path):
+    out = subprocess.run([CLIENT, "--socket", msup.socket, "mcp", "--source", "x=%s" % (tmp_path / "missing")],
+                         capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2 and b"cannot read" in out.stderr
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok")
+    out = subprocess.run([CLIENT, "--socket", msup.socket, "mcp", "--source", ".hidden=%s" % bad],
+                         capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2 and b"refused" in out.stderr
+    out = subprocess.run([CLIENT, "--socket", "/nonexistent/sock", "mcp"], capture_output=True, timeout=30,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 12
+
+
+def test_hostile_lines_do_not_break_the_server(raw):
+    """Whatever arrives, every request line gets one answer and the server keeps serving."""
+    lines = [
+        b"[" * 100000,                                   # nesting far past the parser's depth
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}',   # id must be a string or an integer
+        b'{"jsonrpc": "2.0", "id": 1, "method": 7}',
+        b'{"jsonrpc": "2.0", "id": 1e400, "method": "ping"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "code"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": 5}}',
+        b'\x00\x01\x02',
+        b'"just a string"',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "method": "tools/list"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "code_interpreter", '
+        b'"arguments": {"summary": "s\\u0000x", "code": "1"}}}',
+        b"{" + b'"k": "' + b"x" * (2 << 20) + b'"',       # 2 MiB, unterminated
+    ]
+    for line in lines:
+        raw.send_raw(line + b"\n")
+        m = raw.recv()
+        assert m["jsonrpc"] == "2.0" and ("error" in m or "result" in m), (line[:80], m)
+        if "result" in m and "content" in m["result"]:
+            assert m["result"]["isError"] is True
+    # A line beyond the 32 MiB bound is skipped to its end and answered once.
+    raw.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "x": "' + b"x" * (33 << 20) + b'"}\n')
+    assert raw.recv()["error"] == {"code": -32700, "message": "parse error: message too long"}
+    assert raw.request(99, "ping") == {"jsonrpc": "2.0", "id": 99, "result": {}}

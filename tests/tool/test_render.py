@@ -1,0 +1,123 @@
+"""The model-visible text (`codeinterp exec --model-text`) and the user's progress card
+(`--cards`) for real results from a real supervisor."""
+import re
+import signal
+import subprocess
+import time
+
+import toolharness
+from toolharness import CLIENT, NORTHSTAR
+
+# The harness's fixtures (tests/tool has no conftest.py: see toolharness.py).
+msup = toolharness.msup
+make_supervisor = toolharness.make_supervisor
+
+
+def model_text(sup, code, *args):
+    out = sup.client("exec", "--model-text", *args, "-c", code)
+    return out.returncode, out.stdout.decode(), out.stderr.decode()
+
+
+def test_ok(msup):
+    rc, text, _ = model_text(msup, NORTHSTAR)
+    assert rc == 0
+    assert re.fullmatch(r"outcome: ok\nelapsed: \d+ ms\n--- value \(4 characters\) ---\n8\.25\n", text), text
+
+
+def test_ok_stdout_and_no_value(msup):
+    rc, text, _ = model_text(msup, "print('hello')\nprint('wörld')")
+    assert rc == 0
+    assert text.split("\n", 2)[2] == "--- stdout (12 characters) ---\nhello\nwörld\n"
+    rc, text, _ = model_text(msup, "x = 1")
+    assert "(no output and no value" in text
+
+
+def test_python_exception(msup):
+    rc, text, _ = model_text(msup, "print('before')\n{}['missing']")
+    assert rc == 1
+    lines = text.splitlines()
+    assert lines[0] == "outcome: python_exception"
+    assert "exception: KeyError" in lines
+    assert "--- stdout (7 characters) ---\nbefore\n" in text
+    assert "--- exception message (9 characters) ---\n'missing'\n" in text
+    assert re.search(r"--- traceback \(\d+ characters\) ---\nTraceback \(most recent call last\):\n"
+                     r"  File \"<code>\", line 2, in <module>\n", text), text
+    assert "not Python output" not in text
+
+
+def test_omitted_output_is_counted(make_supervisor):
+    sup = make_supervisor("maxOutputCharacters: 1000\n")
+    rc, text, _ = model_text(sup, "print(''.join(str(i % 10) for i in range(3000)), end='')\n'v' * 1500")
+    assert rc == 0
+    digits = "".join(str(i % 10) for i in range(3000))
+    assert ("--- stdout (3000 characters; 2000 omitted where marked, not shown) ---\n" + digits[:750] +
+            "\n[... 2000 characters omitted ...]\n" + digits[-250:] + "\n") in text, text
+    # The value is repr()'d: 1502 characters with the quotes.
+    assert ("--- value (1502 characters; 502 omitted where marked, not shown) ---\n'" + "v" * 749 +
+            "\n[... 502 characters omitted ...]\n" + "v" * 249 + "'\n") in text, text
+
+
+def test_timeout_is_a_runtime_outcome(make_supervisor):
+    sup = make_supervisor("timeoutMs: 1000\n")
+    rc, text, _ = model_text(sup, "print('working', flush=True)\nimport time\ntime.sleep(30)")
+    assert rc == 3
+    assert text.startswith("outcome: timeout\n")
+    assert "The runtime stopped the call because its deadline passed. This is not Python output." in text
+    assert "partial" in text
+    assert "--- stdout (8 characters) ---\nworking\n" in text
+    assert "exception:" not in text and "Traceback" not in text
+
+
+def test_cancelled_is_a_runtime_outcome(make_supervisor):
+    sup = make_supervisor()
+    p = subprocess.Popen([CLIENT, "--socket", sup.socket, "exec", "--model-text", "--cards", "-c",
+                          "print('working', flush=True)\nimport time\ntime.sleep(30)"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Wait for the worker to start (the card says so), then shut the supervisor down.
+    line = b""
+    deadline = time.monotonic() + 20
+    while b"started" not in line and time.monotonic() < deadline:
+        line = p.stderr.readline()
+    assert b"started" in line
+    time.sleep(0.3)
+    sup.proc.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=30)
+    text = out.decode()
+    assert p.returncode == 4, text
+    assert text.startswith("outcome: cancelled\n")
+    assert "The runtime cancelled the call before it finished. This is not Python output." in text
+    assert "exception:" not in text and "Traceback" not in text
+
+
+def test_error_reply(make_supervisor):
+    sup = make_supervisor("maxCodeCharacters: 10\n")
+    rc, text, _ = model_text(sup, "x = 1 + 2 + 3 + 4")
+    assert rc == 6
+    assert text == ("outcome: invalid_input\nNo code ran: the request was rejected before execution.\n"
+                    "reason: code has 17 characters, more than maxCodeCharacters (10)\n"
+                    "Correct the arguments (see the tool's input schema) and call again.\n")
+
+
+def test_cards_carry_metadata_only(msup, tmp_path):
+    src = tmp_path / "secret.csv"
+    src.write_text("SECRET-SOURCE-TEXT-4711\n")
+    code = ("token = 'SECRET-CODE-1234'\n"
+            "print('SECRET-OUTPUT-' + '5678')\n"
+            "import sys; print('SECRET-ERR-' + '9012', file=sys.stderr)\n"
+            "open(input_files['secretsrc']).read()\n"
+            "raise ValueError('SECRET-EXC-' + '3456')")
+    out = msup.client("exec", "--model-text", "--cards", "--summary", "SECRET-SUMMARY-777",
+                      "--source", "secretsrc=%s" % src, "-c", code)
+    assert out.returncode == 1
+    cards = out.stderr.decode()
+    lines = cards.splitlines()
+    # requested, queued, started, finished (progress), finished (result)
+    assert [ln.split(":")[1].split("·")[0].strip() for ln in lines[:3]] == ["requested", "queued", "started"]
+    assert lines[-1].startswith("code_interpreter: finished: python_exception · ")
+    assert "stdout 19 characters" in lines[-1] and "stderr 16 characters" in lines[-1]
+    for secret in ("SECRET", "secretsrc", "secret.csv", str(tmp_path), "ValueError", "token", "/inputs",
+                   "Traceback"):
+        assert secret not in cards, secret
+    # ...while the model does see them.
+    text = out.stdout.decode()
+    assert "SECRET-OUTPUT-5678" in text and "SECRET-EXC-3456" in text and "exception: ValueError" in text

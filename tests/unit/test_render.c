@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/* client/render.c: the model-visible text and the progress card, from messages built
+ * here, including forged ones that put secrets where names belong. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/libcodeinterp.h"
+#include "common/mp.h"
+
+typedef struct Msg {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        msgpack_unpacked u;
+} Msg;
+
+static void msg_begin(Msg *m, size_t n) {
+        msgpack_sbuffer_init(&m->sb);
+        msgpack_packer_init(&m->pk, &m->sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&m->pk, n);
+}
+
+static const msgpack_object *msg_end(Msg *m) {
+        msgpack_unpacked_init(&m->u);
+        assert_int_equal(msgpack_unpack_next(&m->u, m->sb.data, m->sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+        return &m->u.data;
+}
+
+static void msg_done(Msg *m) {
+        msgpack_unpacked_destroy(&m->u);
+        msgpack_sbuffer_destroy(&m->sb);
+}
+
+static void pack_channel(msgpack_packer *pk, const char *key, const char *text, uint64_t total, uint64_t omitted,
+                         uint64_t at) {
+        mp_pack_cstr(pk, key);
+        msgpack_pack_map(pk, 4);
+        mp_pack_kv_str(pk, "text", text);
+        mp_pack_kv_uint(pk, "totalCharacters", total);
+        mp_pack_kv_uint(pk, "omittedCharacters", omitted);
+        mp_pack_kv_uint(pk, "omittedAt", at);
+}
+
+static char *model_text(const msgpack_object *o) {
+        char *s = NULL;
+        assert_int_equal(ci_render_model_text(o, &s), 0);
+        return s;
+}
+
+static char *card(const msgpack_object *o) {
+        char *s = NULL;
+        assert_int_equal(ci_render_progress_card(o, &s), 0);
+        return s;
+}
+
+/* A cancelled call with partial output: a runtime outcome, never Python output. */
+static void test_cancelled(void **state) {
+        Msg m;
+        msg_begin(&m, 7);
+        mp_pack_kv_str(&m.pk, "type", "result");
+        mp_pack_kv_str(&m.pk, "outcome", "cancelled");
+        mp_pack_kv_str(&m.pk, "detail", "cancelled by a cancel request");
+        mp_pack_kv_bool(&m.pk, "partial", true);
+        mp_pack_kv_uint(&m.pk, "elapsedMs", 1234);
+        pack_channel(&m.pk, "stdout", "so far\n", 7, 0, 7);
+        pack_channel(&m.pk, "stderr", "", 0, 0, 0);
+        char *s = model_text(msg_end(&m));
+        assert_string_equal(s, "outcome: cancelled\n"
+                               "elapsed: 1234 ms\n"
+                               "The runtime cancelled the call before it finished. This is not Python output.\n"
+                               "detail: cancelled by a cancel request\n"
+                               "Any output below is partial: what had arrived when the worker was stopped.\n"
+                               "--- stdout (7 characters) ---\n"
+                               "so far\n");
+        free(s);
+        msg_done(&m);
+}
+
+/* The cut is marked where omittedAt says, in characters (not bytes), with the exact count. */
+static void test_omitted_multibyte(void **state) {
+        Msg m;
+        msg_begin(&m, 4);
+        mp_pack_kv_str(&m.pk, "type", "result");
+        mp_pack_kv_str(&m.pk, "outcome", "ok");
+        pack_channel(&m.pk, "stdout", "ééé", 103, 100, 2); /* kept: "éé" + "é" */
+        pack_channel(&m.pk, "result", "'x'", 3, 0, 3);
+        char *s = model_text(msg_end(&m));
+        assert_string_equal(s, "outcome: ok\n"
+                               "elapsed: 0 ms\n"
+                               "--- stdout (103 characters; 100 omitted where marked, not shown) ---\n"
+                               "éé\n"
+                               "[... 100 characters omitted ...]\n"
+                               "é\n"
+                               "--- value (3 characters) ---\n"
+                               "'x'\n");
+        free(s);
+        msg_done(&m);
+}
+
+static void test_error_replies(void **state) {
+        static const struct {
+                const char *code, *hint;
+        } cases[] = {
+                { "quota_exhausted", "No more calls are allowed in this session" },
+                { "unavailable_source", "Use only source ids this conversation offers." },
+                { "overloaded", "calling again later may work" },
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                Msg m;
+                msg_begin(&m, 4);
+                mp_pack_kv_uint(&m.pk, "id", 3);
+                mp_pack_kv_str(&m.pk, "type", "error");
+                mp_pack_kv_str(&m.pk, "code", cases[i].code);
+                mp_pack_kv_str(&m.pk, "message", "the reason");
+                char *s = model_text(msg_end(&m));
+                assert_non_null(strstr(s, "No code ran"));
+                assert_non_null(strstr(s, "reason: the reason\n"));
+                assert_non_null(strstr(s, cases[i].hint));
+                assert_true(strncmp(s, "outcome: ", 9) == 0 &&
+                            strncmp(s + 9, cases[i].code, strlen(cases[i].code)) == 0);
+                free(s);
+                msg_done(&m);
+        }
+}
+
+static void test_worker_error(void **state) {
+        Msg m;
+        msg_begin(&m, 3);
+        mp_pack_kv_str(&m.pk, "type", "result");
+        mp_pack_kv_str(&m.pk, "outcome", "worker_error");
+        mp_pack_kv_str(&m.pk, "detail", "could not start a worker");
+        char *s = model_text(msg_end(&m));
+        assert_non_null(strstr(s, "The sandbox failed, not the code"));
+        assert_non_null(strstr(s, "detail: could not start a worker\n"));
+        free(s);
+        msg_done(&m);
+}
+
+/* A forged progress message with secrets in every field, names included: the card shows
+ * only numbers and known names. */
+static void test_card_privacy(void **state) {
+        Msg m;
+        msg_begin(&m, 12);
+        mp_pack_kv_str(&m.pk, "type", "progress");
+        mp_pack_kv_str(&m.pk, "phase", "SECRET-PHASE");
+        mp_pack_kv_str(&m.pk, "outcome", "SECRET-OUTCOME");
+        mp_pack_kv_uint(&m.pk, "elapsedMs", 2500);
+        mp_pack_kv_uint(&m.pk, "queuePosition", 3);
+        mp_pack_kv_uint(&m.pk, "stdoutCharacters", 70000);
+        mp_pack_kv_uint(&m.pk, "stdoutOmittedCharacters", 6000);
+        mp_pack_kv_uint(&m.pk, "stderrCharacters", 5);
+        mp_pack_kv_str(&m.pk, "code", "SECRET-CODE");
+        mp_pack_kv_str(&m.pk, "summary", "SECRET-SUMMARY");
+        mp_pack_kv_str(&m.pk, "detail", "SECRET-DETAIL /inputs/x.txt");
+        mp_pack_cstr(&m.pk, "sourceIds");
+        msgpack_pack_array(&m.pk, 1);
+        mp_pack_cstr(&m.pk, "SECRET-ID");
+        char *s = card(msg_end(&m));
+        assert_string_equal(s, "code_interpreter: ? · 2.5 s · queue position 3 · stdout 70000 characters (6000 "
+                               "omitted) · stderr 5 characters");
+        free(s);
+        msg_done(&m);
+
+        /* A result: everything in it but the outcome and the sizes stays out. */
+        msg_begin(&m, 8);
+        mp_pack_kv_str(&m.pk, "type", "result");
+        mp_pack_kv_str(&m.pk, "outcome", "python_exception");
+        mp_pack_kv_str(&m.pk, "limit", "memory");
+        mp_pack_kv_str(&m.pk, "detail", "SECRET-DETAIL");
+        mp_pack_kv_uint(&m.pk, "elapsedMs", 40);
+        pack_channel(&m.pk, "stdout", "SECRET-OUT", 10, 0, 10);
+        pack_channel(&m.pk, "stderr", "SECRET-ERR", 10, 0, 10);
+        mp_pack_cstr(&m.pk, "exception");
+        msgpack_pack_map(&m.pk, 1);
+        mp_pack_kv_str(&m.pk, "type", "SECRET-TYPE");
+        s = card(msg_end(&m));
+        assert_string_equal(s, "code_interpreter: finished: python_exception · 0.0 s · stdout 10 characters · "
+                               "stderr 10 characters");
+        free(s);
+        msg_done(&m);
+}
+
+static void test_not_a_map(void **state) {
+        msgpack_object nil = { .type = MSGPACK_OBJECT_NIL };
+        char *s = NULL;
+        assert_int_equal(ci_render_model_text(&nil, &s), -EINVAL);
+        assert_int_equal(ci_render_progress_card(&nil, &s), -EINVAL);
+        assert_null(s);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_cancelled),     cmocka_unit_test(test_omitted_multibyte),
+                cmocka_unit_test(test_error_replies), cmocka_unit_test(test_worker_error),
+                cmocka_unit_test(test_card_privacy),  cmocka_unit_test(test_not_a_map),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
