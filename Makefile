@@ -50,11 +50,25 @@ integration-asan: build sanitize
 demo: build
 	@tests/demo.sh $(abspath $(BUILD))
 
+# The C files to format: git's list in a git checkout (this directory is its top),
+# otherwise (a release tarball, no git) every .c/.h under the source folders. An empty
+# list is an error, never a silent pass.
+C_SOURCE_DIRS = client common policy supervisor tests worker
+list_c_files = if [ "$$(git rev-parse --is-inside-work-tree 2>/dev/null)" = true ] && \
+		[ -z "$$(git rev-parse --show-prefix 2>/dev/null)" ]; then \
+		git ls-files '*.c' '*.h'; \
+	else \
+		find $(C_SOURCE_DIRS) -type f \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort; \
+	fi
+c_files_or_fail = files=$$($(list_c_files)); \
+	if [ -z "$$files" ]; then echo "$@: found no C files to check (neither git ls-files nor find over $(C_SOURCE_DIRS))" >&2; exit 1; fi; \
+	echo "$@: $$(echo "$$files" | wc -l) C files"
+
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	@$(c_files_or_fail); clang-format -i $$files
 
 check-format:
-	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+	@$(c_files_or_fail); clang-format --dry-run -Werror $$files
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin
