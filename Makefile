@@ -7,7 +7,8 @@ CMAKE_FLAGS += -DCODEINTERP_WERROR=ON
 endif
 PYTEST = /usr/bin/python3 -m pytest
 
-.PHONY: all deps build test unit integration integration-asan sanitize demo clean format check-format bench
+.PHONY: all deps build test unit integration integration-asan sanitize demo clean format check-format bench \
+	fresh-system-check
 
 all: build
 
@@ -72,6 +73,11 @@ check-format:
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin
+
+# A fresh minimal Debian 12 root (debootstrap, cached under /var/tmp) runs the README's
+# commands from a copy of HEAD without .git (docs/operations.md). Root; ~20 minutes.
+fresh-system-check:
+	scripts/fresh-system-check.sh
 
 # Benchmarks and soaks are not part of `make test` (see docs/performance.md).
 bench: build
