@@ -63,7 +63,7 @@ die() { say "$*"; exit 1; }
 now() { date +%s; }
 phase_start=0
 phase() { phase_start=$(now); say "== $*"; }
-phase_done() { say "   $1: $(($(now) - phase_start)) s"; printf '%-34s %6s s\n' "$1" "$(($(now) - phase_start))" >>"$timings"; }
+phase_done() { say "   $1: $(($(now) - phase_start)) s"; printf '%-40s %5s s\n' "$1" "$(($(now) - phase_start))" >>"$timings"; }
 
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, mount namespaces, and codeinterpd itself)"
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -113,9 +113,10 @@ cleanup() {
         status=$?
         trap - EXIT INT TERM
         if [ -n "$nspid" ] && kill -0 "$nspid" 2>/dev/null; then
-                # unshare --kill-child: its death SIGKILLs the namespace's pid 1, and with
-                # it every process of the private pid namespace.
-                kill -TERM "$nspid" 2>/dev/null || true
+                # unshare blocks SIGINT and SIGTERM while it waits, and the namespace's
+                # pid 1 ignores signals it has no handler for: SIGKILL unshare, and
+                # --kill-child SIGKILLs pid 1, which takes the whole pid namespace.
+                kill -KILL "$nspid" 2>/dev/null || true
                 wait "$nspid" 2>/dev/null || true
         fi
         # Mounts were made only in the private namespace; refuse to delete if the host
@@ -224,9 +225,9 @@ rc=$?
 nspid=""
 set -e
 while read -r secs what; do
-        printf '%-34s %6s s\n' "$what" "$secs" >>"$timings"
+        printf '%-40s %5s s\n' "$what" "$secs" >>"$timings"
 done <"$root/fresh-timings"
-printf '%-34s %6s s\n' "inside, all" "$(($(now) - inside_start))" >>"$timings"
-printf '%-34s %6s s\n' "total" "$(($(now) - total_start))" >>"$timings"
+printf '%-40s %5s s\n' "inside, all" "$(($(now) - inside_start))" >>"$timings"
+printf '%-40s %5s s\n' "total" "$(($(now) - total_start))" >>"$timings"
 [ "$rc" -eq 0 ] || die "FAILED inside the fresh root (exit $rc)"
 say "PASSED: on a fresh minimal Debian 12, make demo printed 8.25 and make test passed"
