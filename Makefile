@@ -75,7 +75,7 @@ clean:
 	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin
 
 # A fresh minimal Debian 12 root (debootstrap, cached under /var/tmp) runs the README's
-# commands from a copy of HEAD without .git (docs/operations.md). Root; ~20 minutes.
+# commands from a copy of HEAD without .git (docs/operations.md). Root; ~5 minutes.
 fresh-system-check:
 	scripts/fresh-system-check.sh
 

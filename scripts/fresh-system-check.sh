@@ -22,7 +22,8 @@
 # CODEINTERP_FRESH_SECURITY_MIRROR (default: what the host's apt sources use for
 # bookworm and bookworm-security), CODEINTERP_FRESH_REBUILD=1 (debootstrap again),
 # CODEINTERP_FRESH_KEEP=1 (keep the run's root for inspection).
-# Needs root, debootstrap (installed if missing), util-linux. Takes ~20-25 minutes.
+# Needs root, debootstrap (installed if missing), util-linux. About 5 minutes on a
+# 2-core machine near a Debian mirror (docs/operations.md has the phase times).
 set -eu
 
 if [ "${1:-}" = "--inside" ]; then
