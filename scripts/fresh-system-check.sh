@@ -21,7 +21,8 @@
 # Environment: CODEINTERP_FRESH_CACHE (cache directory), CODEINTERP_FRESH_MIRROR and
 # CODEINTERP_FRESH_SECURITY_MIRROR (default: what the host's apt sources use for
 # bookworm and bookworm-security), CODEINTERP_FRESH_REBUILD=1 (debootstrap again),
-# CODEINTERP_FRESH_KEEP=1 (keep the run's root for inspection).
+# CODEINTERP_FRESH_KEEP=1 (keep the run's root for inspection), CODEINTERP_FRESH_NICE
+# (niceness of the run inside, default 10: the machine is shared).
 # Needs root, debootstrap (installed if missing), util-linux. About 5 minutes on a
 # 2-core machine near a Debian mirror (docs/operations.md has the phase times).
 set -eu
@@ -218,7 +219,7 @@ EOF
 phase "enter the root (pivot_root) and run apt-get install make, make demo, make test"
 inside_start=$(now)
 set +e
-nice -n 10 unshare --mount --propagation private --pid --fork --kill-child \
+nice -n "${CODEINTERP_FRESH_NICE:-10}" unshare --mount --propagation private --pid --fork --kill-child \
         /bin/sh "$here/scripts/fresh-system-check.sh" --inside "$root" &
 nspid=$!
 wait "$nspid"
