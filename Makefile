@@ -8,7 +8,7 @@ endif
 PYTEST = /usr/bin/python3 -m pytest
 
 .PHONY: all deps build test unit integration integration-asan sanitize demo clean format check-format bench \
-	fuzz-build fuzz-smoke fuzz-long cppcheck
+	fuzz-build fuzz-smoke fuzz-long cppcheck fresh-system-check
 
 all: build
 
@@ -79,11 +79,25 @@ cppcheck: deps
 demo: build
 	@tests/demo.sh $(abspath $(BUILD))
 
+# The C files to format: git's list in a git checkout (this directory is its top),
+# otherwise (a release tarball, no git) every .c/.h under the source folders. An empty
+# list is an error, never a silent pass.
+C_SOURCE_DIRS = client common contract policy supervisor tests worker
+list_c_files = if [ "$$(git rev-parse --is-inside-work-tree 2>/dev/null)" = true ] && \
+		[ -z "$$(git rev-parse --show-prefix 2>/dev/null)" ]; then \
+		git ls-files '*.c' '*.h'; \
+	else \
+		find $(C_SOURCE_DIRS) -type f \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort; \
+	fi
+c_files_or_fail = files=$$($(list_c_files)); \
+	if [ -z "$$files" ]; then echo "$@: found no C files to check (neither git ls-files nor find over $(C_SOURCE_DIRS))" >&2; exit 1; fi; \
+	echo "$@: $$(echo "$$files" | wc -l) C files"
+
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	@$(c_files_or_fail); clang-format -i $$files
 
 check-format:
-	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+	@$(c_files_or_fail); clang-format --dry-run -Werror $$files
 
 # The npm packages the tool-face tests need, into tests/sdk-types/node_modules only
 # (again only when package-lock.json changed).
@@ -107,6 +121,11 @@ unit-python: deps
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin $(BUILD)-fuzz
+
+# A fresh minimal Debian 12 root (debootstrap, cached under /var/tmp) runs the README's
+# commands from a copy of HEAD without .git (docs/operations.md). Root; ~5 minutes.
+fresh-system-check:
+	scripts/fresh-system-check.sh
 
 # Benchmarks and soaks are not part of `make test` (see docs/performance.md).
 bench: build

@@ -1,9 +1,43 @@
 #!/bin/sh
 # Install the Debian packages codeinterp builds and tests with, if any is missing.
+# The one list of them: add a tool here (one per line, with what needs it) and
+# `make deps`, `make test` and scripts/fresh-system-check.sh pick it up.
+# A minimal Debian 12 (debootstrap --variant=minbase) plus `make` is enough to start
+# from; scripts/fresh-system-check.sh proves it.
 set -eu
-PKGS="build-essential cmake pkg-config libseccomp-dev libcap-dev libpython3.11-dev python3 \
-libmsgpack-dev libsystemd-dev libyaml-dev libjson-c-dev libcmocka-dev python3-pytest python3-msgpack python3-pyflakes clang-format \
-clang libclang-rt-14-dev cppcheck"
+PKGS="
+make
+build-essential
+cmake
+pkg-config
+libseccomp-dev
+libcap-dev
+libpython3.11-dev
+libpython3-dev
+python3
+libmsgpack-dev
+libsystemd-dev
+libyaml-dev
+libjson-c-dev
+libcmocka-dev
+python3-pytest
+python3-msgpack
+python3-pyflakes
+clang-format
+clang
+libclang-rt-14-dev
+cppcheck
+util-linux
+coreutils
+"
+# build-essential: gcc, make, libc headers.  libpython3-dev: python3-embed.pc, which
+# CMakeLists.txt asks pkg-config for (libpython3.11-dev alone has only python-3.11-embed.pc).
+# libjson-c-dev: codeinterp tool and mcp.  python3-pyflakes: make lint-python.
+# clang-format: make check-format.  clang, libclang-rt-14-dev: the libFuzzer targets
+# (make fuzz-smoke).  cppcheck: make cppcheck.  util-linux: unshare
+# (tests/integration/conftest.py) and prlimit (tests/integration/test_faults.py).
+# coreutils: timeout.  git is not needed: make check-format lists the C files with
+# find when there is no git checkout.
 missing=""
 for p in $PKGS; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
