@@ -117,7 +117,9 @@ def test_cpu_limit(lconn, limits_sup):
     assert r["stdout"]["text"] == "spinning\n"
     # Ended by RLIMIT_CPU (soft 1 s: SIGXCPU, hard 2 s: SIGKILL), long before timeoutMs.
     assert r["exitStatus"]["signal"] in (signal.SIGXCPU, signal.SIGKILL)
-    assert r["exitStatus"]["cpuMs"] >= 900  # about cpuSeconds of CPU was used
+    # About cpuSeconds of CPU was used: rusage's runtime can be below the tick-sampled
+    # time the limit counts on a loaded guest (823 ms seen at a 1 s limit).
+    assert r["exitStatus"]["cpuMs"] >= 500, r["exitStatus"]
     assert r["timing"]["elapsedMs"] < 9000 and wall < 9
     assert wait_no_workers(limits_sup) == []
 
