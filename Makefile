@@ -113,7 +113,7 @@ tool-test: build sdk-types
 # The Python: pyflakes (Debian's python3-pyflakes) on the worker's runner, its numeric module and the tests.
 .PHONY: lint-python unit-python
 lint-python: deps
-	pyflakes3 worker/runner.py worker/codeinterp_numeric.py tests/python tests/integration tests/bench tests/tool
+	/usr/bin/python3 -m pyflakes worker/runner.py worker/codeinterp_numeric.py tests/python tests/integration tests/bench tests/tool
 
 # The worker's runner and numeric module (worker/*.py) as Python; needs no build.
 unit-python: deps
