@@ -12,10 +12,12 @@
  * files again, so a changed file shows up as a differing input. */
 #include "client/replay.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,7 +26,6 @@
 #include <unistd.h>
 
 #include "client/json.h"
-#include "client/json_parse.h"
 #include "client/libcodeinterp.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
@@ -33,19 +34,31 @@
 
 #define REPLAY_VERSION 1
 #define MAX_FILE (256u << 20) /* as exec's */
-#define MAX_SOURCES 8         /* what exec accepts on its command line */
+/* A record holds one message (the client takes up to 64 MiB) written as JSON,
+ * where escapes and base64 make it larger. */
+#define MAX_RECORD (256u << 20)
+/* How deep the record's values may nest, in json-c's count (the record object
+ * is the first level); a record written by exec --save nests about 6 deep. */
+#define MAX_RECORD_DEPTH 64
+#define MAX_SOURCES 8 /* what exec accepts on its command line */
 #define EXIT_IDENTICAL 0
 #define EXIT_DIFFERENT 1
 #define EXIT_ERROR 2
 
-static int read_path(const char *path, char **ret, size_t *ret_len) {
+static_assert(MAX_RECORD < INT_MAX, "json_tokener_parse_ex() takes an int length");
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_tokener *, json_tokener_free)
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put)
+
+/* The file's bytes, NUL-terminated (not counted in *ret_len). */
+static int read_path(const char *path, size_t max, char **ret, size_t *ret_len) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         void *buf;
         int k;
 
         if (fd < 0)
                 return -errno;
-        k = read_fd_all(fd, MAX_FILE, &buf, ret_len);
+        k = read_fd_all(fd, max, &buf, ret_len);
         if (k < 0)
                 return k;
         *ret = buf;
@@ -56,7 +69,7 @@ static int read_path(const char *path, char **ret, size_t *ret_len) {
 static int digest_file(const char *path, char hex[65], size_t *ret_len) {
         _cleanup_free_ char *data = NULL;
         size_t len;
-        int k = read_path(path, &data, &len);
+        int k = read_path(path, MAX_FILE, &data, &len);
 
         if (k < 0)
                 return k;
@@ -249,18 +262,120 @@ static void describe_channel(const msgpack_object *ch, char *buf, size_t n) {
                 snprintf(buf, n, "a map");
 }
 
+/* A json-c value as a msgpack object in zone, the form replay compares with the
+ * message it gets now: objects become maps (str keys, in the record's order),
+ * arrays arrays, strings str (bytes as they are: base64 stays a string),
+ * integers positive or negative integers (uint64 ids keep their range), other
+ * numbers float64, booleans booleans, null nil. The tokener bounds the depth. */
+static int mp_from_json(json_object *j, msgpack_zone *zone, msgpack_object *ret) {
+        msgpack_object o = { .type = MSGPACK_OBJECT_NIL };
+        size_t n, i = 0;
+        int k;
+
+        switch (json_object_get_type(j)) {
+        case json_type_null:
+                break;
+        case json_type_boolean:
+                o.type = MSGPACK_OBJECT_BOOLEAN;
+                o.via.boolean = json_object_get_boolean(j);
+                break;
+        case json_type_int:
+                o.via.i64 = json_object_get_int64(j);
+                if (o.via.i64 < 0)
+                        o.type = MSGPACK_OBJECT_NEGATIVE_INTEGER;
+                else {
+                        o.type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+                        o.via.u64 = json_object_get_uint64(j); /* beyond INT64_MAX too */
+                }
+                break;
+        case json_type_double:
+                o.type = MSGPACK_OBJECT_FLOAT64;
+                o.via.f64 = json_object_get_double(j);
+                break;
+        case json_type_string:
+                n = (size_t) json_object_get_string_len(j);
+                o.type = MSGPACK_OBJECT_STR;
+                o.via.str.size = (uint32_t) n;
+                o.via.str.ptr = msgpack_zone_malloc(zone, n + 1);
+                if (!o.via.str.ptr)
+                        return -ENOMEM;
+                memcpy((char *) o.via.str.ptr, json_object_get_string(j), n + 1);
+                break;
+        case json_type_array:
+                n = json_object_array_length(j);
+                if (n > UINT32_MAX)
+                        return -EBADMSG;
+                o.type = MSGPACK_OBJECT_ARRAY;
+                o.via.array.size = (uint32_t) n;
+                if (n == 0)
+                        break;
+                o.via.array.ptr = msgpack_zone_malloc(zone, n * sizeof *o.via.array.ptr);
+                if (!o.via.array.ptr)
+                        return -ENOMEM;
+                for (i = 0; i < n; i++) {
+                        k = mp_from_json(json_object_array_get_idx(j, i), zone, &o.via.array.ptr[i]);
+                        if (k < 0)
+                                return k;
+                }
+                break;
+        case json_type_object:
+                n = (size_t) json_object_object_length(j);
+                o.type = MSGPACK_OBJECT_MAP;
+                o.via.map.size = (uint32_t) n;
+                if (n == 0)
+                        break;
+                o.via.map.ptr = msgpack_zone_malloc(zone, n * sizeof *o.via.map.ptr);
+                if (!o.via.map.ptr)
+                        return -ENOMEM;
+                json_object_object_foreach(j, key, val) {
+                        msgpack_object_kv *kv = &o.via.map.ptr[i++];
+                        size_t key_len = strlen(key);
+
+                        kv->key.type = MSGPACK_OBJECT_STR;
+                        kv->key.via.str.size = (uint32_t) key_len;
+                        kv->key.via.str.ptr = msgpack_zone_malloc(zone, key_len + 1);
+                        if (!kv->key.via.str.ptr)
+                                return -ENOMEM;
+                        memcpy((char *) kv->key.via.str.ptr, key, key_len + 1);
+                        k = mp_from_json(val, zone, &kv->val);
+                        if (k < 0)
+                                return k;
+                }
+                break;
+        }
+        *ret = o;
+        return 0;
+}
+
+/* The record: JSON (json-c's strict grammar, one value, surrounding whitespace
+ * allowed) with the fields replay needs, as msgpack objects in zone. */
 static int load_record(const char *path, msgpack_zone *zone, msgpack_object *ret) {
+        _cleanup_(json_tokener_freep) json_tokener *tok = NULL;
+        _cleanup_(json_object_putp) json_object *root = NULL;
         _cleanup_free_ char *text = NULL;
         size_t len;
-        int k = read_path(path, &text, &len);
+        int k = read_path(path, MAX_RECORD, &text, &len);
 
         if (k < 0) {
                 fprintf(stderr, "codeinterp: replay: cannot read \"%s\": %s\n", path, strerror(-k));
                 return k;
         }
-        k = ci_json_parse(text, len, zone, ret);
-        if (k < 0) {
+        tok = json_tokener_new_ex(MAX_RECORD_DEPTH);
+        if (!tok) {
+                fprintf(stderr, "codeinterp: replay: cannot read \"%s\": %s\n", path, strerror(ENOMEM));
+                return -ENOMEM;
+        }
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+        /* The length includes the final NUL, so the tokener knows the input ends
+         * there (a NUL before it ends the parse early and is caught below). */
+        root = json_tokener_parse_ex(tok, text, (int) (len + 1));
+        if (json_tokener_get_error(tok) != json_tokener_success || json_tokener_get_parse_end(tok) != len) {
                 fprintf(stderr, "codeinterp: replay: \"%s\" is not JSON\n", path);
+                return -EBADMSG;
+        }
+        k = mp_from_json(root, zone, ret);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: replay: cannot read \"%s\": %s\n", path, strerror(-k));
                 return k;
         }
         const msgpack_object *v = ci_get(ret, "codeinterpReplay");
@@ -294,12 +409,12 @@ static int read_source(Source *s) {
         int k;
 
         if (s->attachment) {
-                k = read_path(s->file, &s->original, &s->original_len);
+                k = read_path(s->file, MAX_FILE, &s->original, &s->original_len);
                 if (k < 0)
                         return k;
                 sha256_hex(s->original, s->original_len, s->original_hex);
         }
-        k = read_path(s->text_file ?: s->file, &s->text, &s->text_len);
+        k = read_path(s->text_file ?: s->file, MAX_FILE, &s->text, &s->text_len);
         if (k < 0)
                 return k;
         sha256_hex(s->text, s->text_len, s->text_hex);
