@@ -38,6 +38,8 @@ class AsyncClient:
 
     async def connect(self) -> "AsyncClient":
         """Open the connection and start the reader task."""
+        if self._writer is not None:
+            raise RuntimeError("already connected")
         self._reader, self._writer = await asyncio.open_unix_connection(self.path)
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
         return self
@@ -60,7 +62,8 @@ class AsyncClient:
         self._fail(ConnectionLost("the client closed the connection"))
 
     async def __aenter__(self) -> "AsyncClient":
-        return await self.connect()
+        """Connect, unless :meth:`connect` has already been awaited."""
+        return self if self._writer is not None else await self.connect()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
@@ -105,6 +108,9 @@ class AsyncClient:
         try:
             self._writer.write(encode_frame({"op": op, "id": rid, **fields}))
             await self._writer.drain()
+        except (BrokenPipeError, ConnectionResetError) as e:
+            del self._pending[rid]
+            raise ConnectionLost("the connection is closed") from e
         except BaseException:
             del self._pending[rid]
             raise

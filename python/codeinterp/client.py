@@ -10,7 +10,7 @@ import collections
 from typing import Any, Callable, Deque, Dict, Iterable, Mapping, Optional, Sequence, Union
 
 from .connection import Connection
-from .errors import CodeinterpError, ProtocolError, error_from_message
+from .errors import CodeinterpError, ConnectionLost, ProtocolError, error_from_message
 from .records import Hello, InvocationInfo, Progress, Result, Source, Status, from_wire
 
 ProgressCallback = Callable[[Progress], Any]
@@ -105,6 +105,9 @@ class Client:
         self._pending[rid] = collections.deque()
         try:
             self.connection.send({"op": op, "id": rid, **fields})
+        except (BrokenPipeError, ConnectionResetError) as e:
+            del self._pending[rid]
+            raise ConnectionLost("the connection is closed") from e
         except BaseException:
             del self._pending[rid]
             raise

@@ -95,10 +95,10 @@ class Daemon:
         deadline = time.monotonic() + start_timeout
         while not os.path.exists(self.socket):
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                what = "exited" if self.proc.returncode is not None else "did not start"
                 log = self.read_log()
                 self.stop()
-                raise RuntimeError("codeinterpd %s: %s" % (
-                    "exited" if self.proc.returncode is not None else "did not start", log))
+                raise RuntimeError("codeinterpd %s: %s" % (what, log))
             time.sleep(0.01)
 
     def wait_ready(self, timeout: float = 10.0) -> "Daemon":
