@@ -219,3 +219,12 @@ def test_from_wire_checks_the_documented_fields(client):
     raw["timing"] = {"elapsedMs": "1"}
     with pytest.raises(ProtocolError, match="Result.timing.elapsedMs: expected int"):
         from_wire(Result, raw)
+
+
+def test_omission_counts_characters_not_bytes(small_client):
+    r = small_client.execute("print('\u00e9' * 200, end='')", "two-byte characters")
+    assert r.stdout.total_characters == 200 and r.stdout.total_bytes == 400
+    assert r.stdout.omitted_characters == 100 and r.stdout.omitted_bytes == 200
+    assert r.model_text() == (
+        "outcome: ok\nelapsed: %d ms\nstdout: 200 characters, 100 omitted\n" % r.elapsed_ms
+        + "\u00e9" * 75 + "\n[... stdout: 100 characters (200 bytes) omitted ...]\n" + "\u00e9" * 25 + "\n")
