@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from . import render
+
 
 class CodeinterpError(Exception):
     """Base class of every error this package raises.
@@ -29,6 +31,11 @@ class CodeinterpError(Exception):
         self.message = message
         self.request_id = request_id
         self.raw = raw
+
+    def model_text(self) -> str:
+        """The text the model sees for this rejection (docs/client.md, "Model text and
+        progress cards"): no code ran, the reason, and a hint."""
+        return render.error_model_text(self)
 
 
 class InvalidInput(CodeinterpError):

@@ -230,8 +230,13 @@ class Result:
         return self.outcome == "ok"
 
     def model_text(self) -> str:
-        """The bounded text the model sees (docs/client.md, "Model text")."""
+        """The bounded text the model sees (docs/client.md, "Model text and progress
+        cards")."""
         return render.model_text(self)
+
+    def card(self) -> str:
+        """The user's card for the finished call: metadata only."""
+        return render.result_card(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,7 +256,8 @@ class Progress:
     raw: Any = _raw()
 
     def card(self) -> str:
-        """A one-line progress card for users (docs/client.md, "Progress cards")."""
+        """A one-line progress card for users: metadata only (docs/client.md, "Model
+        text and progress cards")."""
         return render.progress_card(self)
 
 

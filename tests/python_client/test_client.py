@@ -52,7 +52,9 @@ def test_northstar_result_has_every_field(client):
     assert r.timing.elapsed_ms == r.elapsed_ms and r.timing.worker_started
     assert r.exit_status is not None and r.exit_status.code == 0 and r.exit_status.signal is None
     assert r.id == 1 and r.call_id >= 1
-    assert r.model_text() == "outcome: ok\nelapsed: %d ms\nvalue: 4 characters\n8.25\n" % r.elapsed_ms
+    assert r.model_text() == "outcome: ok\nelapsed: %d ms\n--- value (4 characters) ---\n8.25\n" % r.elapsed_ms
+    assert r.card() == "code_interpreter: finished: ok · %d.%d s · stdout 0 characters · stderr 0 characters" % (
+        r.elapsed_ms // 1000, r.elapsed_ms % 1000 // 100)
     assert all(isinstance(p, Progress) and p.call_id == r.call_id and p.id == r.id for p in phases)
     assert [p.phase for p in phases][:3] == ["requested", "queued", "started"]
     assert phases[-1].phase == "finished" and phases[-1].outcome == "ok"
@@ -66,9 +68,10 @@ def test_python_exception_is_returned_not_raised(client):
     assert r.exception.traceback.text.endswith("ZeroDivisionError: division by zero\n")
     tb = r.exception.traceback
     assert r.model_text() == (
-        "outcome: python_exception\nelapsed: %d ms\nstdout: 3 characters\nhi\n"
-        "exception: ZeroDivisionError\nmessage: 16 characters\ndivision by zero\n"
-        "traceback: %d characters\n%s" % (r.elapsed_ms, tb.total_characters, tb.text))
+        "outcome: python_exception\nelapsed: %d ms\nexception: ZeroDivisionError\n"
+        "--- stdout (3 characters) ---\nhi\n"
+        "--- exception message (16 characters) ---\ndivision by zero\n"
+        "--- traceback (%d characters) ---\n%s" % (r.elapsed_ms, tb.total_characters, tb.text))
 
 
 def test_stdout_stderr_and_replaced_bytes(client):
@@ -79,9 +82,9 @@ def test_stdout_stderr_and_replaced_bytes(client):
     assert r.stderr.text == "err"
     assert r.model_text() == (
         "outcome: ok\nelapsed: %d ms\n"
-        "stdout: 6 characters, 1 invalid UTF-8 sequences replaced\nout\n\ufffd\n"
-        "stderr: 3 characters\nerr\n"
-        "value: 3 characters\n'v'\n" % r.elapsed_ms)
+        "--- stdout (6 characters; 1 invalid UTF-8 sequences shown as U+FFFD) ---\nout\n\ufffd\n"
+        "--- stderr (3 characters) ---\nerr\n"
+        "--- value (3 characters) ---\n'v'\n" % r.elapsed_ms)
 
 
 def test_omitted_output_is_counted_in_the_model_text(small_client):
@@ -91,8 +94,9 @@ def test_omitted_output_is_counted_in_the_model_text(small_client):
     assert r.stdout.omitted_bytes == 901 and r.stdout.omitted_at == 75
     assert r.stdout.text == "a" * 75 + "c" * 24 + "\n"
     assert r.model_text() == (
-        "outcome: ok\nelapsed: %d ms\nstdout: 1001 characters, 901 omitted\n" % r.elapsed_ms
-        + "a" * 75 + "\n[... stdout: 901 characters (901 bytes) omitted ...]\n" + "c" * 24 + "\n")
+        "outcome: ok\nelapsed: %d ms\n--- stdout (1001 characters; 901 omitted where marked, not shown) ---\n"
+        % r.elapsed_ms + "a" * 75 + "\n[... 901 characters omitted ...]\n" + "c" * 24 + "\n"
+    )
 
 
 def test_timeout_is_a_runtime_outcome(small_client):
@@ -101,9 +105,11 @@ def test_timeout_is_a_runtime_outcome(small_client):
     assert r.detail == "the deadline passed while the code was running"
     assert r.stdout.text == "started\n"
     assert r.model_text() == (
-        "outcome: timeout\ndetail: the deadline passed while the code was running\nelapsed: %d ms\n"
-        "partial: the worker did not finish; the output below is what had arrived by then\n"
-        "stdout: 8 characters\nstarted\n" % r.elapsed_ms)
+        "outcome: timeout\nelapsed: %d ms\n"
+        "The runtime stopped the call because its deadline passed. This is not Python output.\n"
+        "detail: the deadline passed while the code was running\n"
+        "Any output below is partial: what had arrived when the worker was stopped.\n"
+        "--- stdout (8 characters) ---\nstarted\n" % r.elapsed_ms)
 
 
 def test_cancel_from_a_progress_callback(client):
@@ -116,7 +122,11 @@ def test_cancel_from_a_progress_callback(client):
     r = client.execute("import time\ntime.sleep(60)", "sleep", on_progress=on_progress)
     assert states == ["running"]
     assert r.outcome == "cancelled" and r.detail == "cancelled while running" and r.partial
-    assert r.model_text().startswith("outcome: cancelled\ndetail: cancelled while running\nelapsed: ")
+    assert r.model_text() == (
+        "outcome: cancelled\nelapsed: %d ms\n"
+        "The runtime cancelled the call before it finished. This is not Python output.\n"
+        "detail: cancelled while running\n"
+        "Any output below is partial: what had arrived when the worker was stopped.\n(no output)\n" % r.elapsed_ms)
     with pytest.raises(NotFound) as e:
         client.cancel(r.call_id)
     assert e.value.code == "not_found" and e.value.request_id == client._next_id - 1
@@ -127,6 +137,9 @@ def test_rejections_are_raised(client):
         client.execute("   ", "blank")
     assert e.value.code == "invalid_input" and e.value.request_id == client._next_id - 1
     assert e.value.raw["type"] == "error" and e.value.message
+    assert e.value.model_text() == (
+        "outcome: invalid_input\nNo code ran: the request was rejected before execution.\nreason: %s\n"
+        "Correct the arguments (see the tool's input schema) and call again.\n" % e.value.message)
     with pytest.raises(UnavailableSource) as e:
         client.execute("1", "no such source", ["nope"])
     assert "sourceIds[0]" in e.value.message
@@ -226,5 +239,5 @@ def test_omission_counts_characters_not_bytes(small_client):
     assert r.stdout.total_characters == 200 and r.stdout.total_bytes == 400
     assert r.stdout.omitted_characters == 100 and r.stdout.omitted_bytes == 200
     assert r.model_text() == (
-        "outcome: ok\nelapsed: %d ms\nstdout: 200 characters, 100 omitted\n" % r.elapsed_ms
-        + "\u00e9" * 75 + "\n[... stdout: 100 characters (200 bytes) omitted ...]\n" + "\u00e9" * 25 + "\n")
+        "outcome: ok\nelapsed: %d ms\n--- stdout (200 characters; 100 omitted where marked, not shown) ---\n"
+        % r.elapsed_ms + "\u00e9" * 75 + "\n[... 100 characters omitted ...]\n" + "\u00e9" * 25 + "\n")
