@@ -38,6 +38,7 @@ test: build check-format lint-python unit-python sanitize
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote $(PYTEST) -q tests/integration
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=exec $(PYTEST) -q tests/integration
 	$(MAKE) integration-asan
+	$(MAKE) python-client
 
 # The supervisor under ASan/UBSan with the ordinary worker (a worker cannot run
 # under ASan: its address-space limit is far below ASan's shadow mappings).
@@ -59,11 +60,16 @@ check-format:
 # The Python: pyflakes (Debian's python3-pyflakes) on the worker's runner and the tests.
 .PHONY: lint-python unit-python
 lint-python: deps
-	pyflakes3 worker/runner.py tests/python tests/integration tests/bench
+	pyflakes3 worker/runner.py python tests/python tests/python_client tests/integration tests/bench
 
 # The worker's runner (worker/runner.py) as Python; needs no build.
 unit-python: deps
 	$(PYTEST) -q tests/python
+
+# The Python client (python/codeinterp) against a real supervisor.
+.PHONY: python-client
+python-client: build
+	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/python_client
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin
