@@ -65,6 +65,15 @@ class Connection:
             self.sock.close()
             raise
 
+    @classmethod
+    def from_socket(cls, sock: socket.socket) -> "Connection":
+        """A Connection over an already connected stream socket (a socketpair, an
+        accepted connection, a descriptor passed by socket activation)."""
+        conn = cls.__new__(cls)
+        conn.path = ""
+        conn.sock = sock
+        return conn
+
     def fileno(self) -> int:
         """The socket's descriptor (for select/poll)."""
         return self.sock.fileno()

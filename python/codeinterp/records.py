@@ -63,7 +63,7 @@ def from_wire(cls: type[T], m: Any, where: Optional[str] = None) -> T:
         raise ProtocolError("%s: expected a map, got %r" % (where, type(m).__name__))
     hints = _hints(cls)
     kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         if f.name == "raw":
             kwargs["raw"] = m
             continue

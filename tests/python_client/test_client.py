@@ -196,8 +196,10 @@ def test_describe(client):
         if "unknown op" in e.message:
             pytest.skip("this codeinterpd has no describe op: %s" % e.message)
         raise
-    assert isinstance(d, dict) and d
-    assert "code_interpreter" in repr(d)
+    tool = d["tool"]
+    assert tool["name"] == "code_interpreter"
+    assert tool["inputSchema"]["required"] == ["summary", "code"]
+    assert tool["inputSchema"]["properties"]["code"]["maxLength"] == client.hello().limits.max_code_characters
 
 
 def test_connection_level_error_is_raised(daemon):
@@ -241,3 +243,16 @@ def test_omission_counts_characters_not_bytes(small_client):
     assert r.model_text() == (
         "outcome: ok\nelapsed: %d ms\n--- stdout (200 characters; 100 omitted where marked, not shown) ---\n"
         % r.elapsed_ms + "\u00e9" * 75 + "\n[... 100 characters omitted ...]\n" + "\u00e9" * 25 + "\n")
+
+
+def test_connection_over_a_socketpair():
+    import socket
+    a, b = socket.socketpair()
+    with codeinterp.Connection.from_socket(a) as x, codeinterp.Connection.from_socket(b) as y:
+        x.send({"id": 1, "bytes": b"\x00\xff", "text": "\u00e9"})
+        assert y.recv_raw_frame() == b"\x83\xa2id\x01\xa5bytes\xc4\x02\x00\xff\xa4text\xa2\xc3\xa9"
+        x.send_raw(b"\x00\x00\x00\x01\xc0")
+        assert y.recv() is None
+        x.close()
+        with pytest.raises(codeinterp.ConnectionLost):
+            y.recv()

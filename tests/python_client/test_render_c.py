@@ -41,10 +41,7 @@ def c_render(cli, messages):
         server.settimeout(20)
 
         def serve():
-            s, _ = server.accept()
-            conn = Connection.__new__(Connection)
-            conn.sock = s
-            with conn:
+            with Connection.from_socket(server.accept()[0]) as conn:
                 rid = conn.recv()["id"]
                 conn.send_raw(b"".join(encode_frame(dict(m, id=rid)) for m in messages))
                 try:
