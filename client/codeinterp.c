@@ -11,6 +11,7 @@
 
 #include "client/json.h"
 #include "client/libcodeinterp.h"
+#include "client/replay.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/util.h"
@@ -35,6 +36,10 @@ static void help(void) {
                "      --attach ID=FILE[:MEDIA_TYPE]\n"
                "                           register FILE as attachment ID (original bytes + text)\n"
                "      --text ID=FILE       the canonical text for attachment ID (default: the file itself)\n"
+               "      --save FILE          also write a replay record of the call to FILE (JSON)\n"
+               "  replay FILE              run a call saved with exec --save again and report whether the\n"
+               "                           code, inputs, outcome and channels are identical (exit 0 identical,\n"
+               "                           1 not, 2 error)\n"
                "  hello                    print the supervisor's versions, policy and limits (JSON)\n"
                "  status                   print the supervisor's queue counters (JSON)\n"
                "\n"
@@ -176,23 +181,24 @@ static int parse_mount(char *arg, bool attachment, Mount *m) {
 }
 
 static int cmd_exec(int argc, char **argv) {
-        enum { ARG_SUMMARY = 0x100, ARG_JSON, ARG_SOURCE, ARG_ATTACH, ARG_TEXT };
+        enum { ARG_SUMMARY = 0x100, ARG_JSON, ARG_SOURCE, ARG_ATTACH, ARG_TEXT, ARG_SAVE };
         static const struct option options[] = {
                 { "summary", required_argument, NULL, ARG_SUMMARY },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "source", required_argument, NULL, ARG_SOURCE },
                 { "attach", required_argument, NULL, ARG_ATTACH },
                 { "text", required_argument, NULL, ARG_TEXT },
+                { "save", required_argument, NULL, ARG_SAVE },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        const char *summary = "codeinterp exec", *code_arg = NULL;
+        const char *summary = "codeinterp exec", *code_arg = NULL, *save_path = NULL;
         bool json = false;
         Mount mounts[MAX_SOURCES] = {};
         size_t n_mounts = 0;
         struct {
                 char *id, *file;
-        } texts[8];
+        } texts[8] = {};
         size_t n_texts = 0;
         _cleanup_free_ char *code = NULL;
         size_t code_len;
@@ -238,6 +244,9 @@ static int cmd_exec(int argc, char **argv) {
                         texts[n_texts++].file = eq + 1;
                         break;
                 }
+                case ARG_SAVE:
+                        save_path = optarg;
+                        break;
                 case 'h':
                         help();
                         return 0;
@@ -360,6 +369,18 @@ static int cmd_exec(int argc, char **argv) {
 
         const msgpack_object *m = &res.unpacked.data;
         char outcome[32], buf[1024];
+        if (save_path) {
+                ReplaySource rs[MAX_SOURCES];
+                for (size_t i = 0; i < n_mounts; i++)
+                        rs[i] = (ReplaySource){ mounts[i].id, mounts[i].attachment, mounts[i].file, mounts[i].text_file,
+                                                mounts[i].media_type };
+                k = replay_save(save_path, summary, code, code_len, rs, n_mounts, m);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: cannot save the record to \"%s\": %s\n", save_path, strerror(-k));
+                        ci_message_done(&res);
+                        return EXIT_USAGE;
+                }
+        }
         if (!strcmp(ci_message_type(&res) ?: "", "error")) {
                 str_or(ci_get(m, "code"), outcome, sizeof outcome, "?");
                 if (json) {
@@ -462,6 +483,8 @@ int main(int argc, char **argv) {
                 return cmd_simple("hello");
         if (!strcmp(cmd, "status"))
                 return cmd_simple("status");
+        if (!strcmp(cmd, "replay"))
+                return replay_main(arg_socket, argc - optind, argv + optind);
         fprintf(stderr, "codeinterp: unknown command \"%s\"; see --help\n", cmd);
         return EXIT_USAGE;
 }

@@ -66,7 +66,10 @@ int plan_decode(void *buf, size_t len, WorkerPlan *ret) {
         int r;
 
         msgpack_unpacked_init(&p.unpacked);
-        if (msgpack_unpack_next(&p.unpacked, buf, len, NULL) != MSGPACK_UNPACK_SUCCESS) {
+        /* Validate before msgpack-c allocates for the declared counts: 5 bytes must not
+         * be able to ask for gigabytes (found by fuzz_plan). */
+        if (mp_validate(buf, len, PLAN_MAX_DEPTH, NULL) < 0 ||
+            msgpack_unpack_next(&p.unpacked, buf, len, NULL) != MSGPACK_UNPACK_SUCCESS) {
                 r = -EBADMSG;
                 goto fail;
         }

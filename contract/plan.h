@@ -17,6 +17,8 @@
  * protocol's bounds are tied to these by _Static_assert (supervisor/protocol.h). */
 #define PLAN_MAX_INPUTS 4
 #define PLAN_INPUT_ID_MAX 64
+/* A plan nests at most: map > inputs array > input map > value. */
+#define PLAN_MAX_DEPTH 4
 /* The largest plan a worker reads. */
 #define PLAN_MAX_BYTES (1u << 30)
 

@@ -2,7 +2,8 @@
 # Install the Debian packages codeinterp builds and tests with, if any is missing.
 set -eu
 PKGS="build-essential cmake pkg-config libseccomp-dev libcap-dev libpython3.11-dev python3 \
-libmsgpack-dev libsystemd-dev libyaml-dev libcmocka-dev python3-pytest python3-msgpack python3-pyflakes clang-format"
+libmsgpack-dev libsystemd-dev libyaml-dev libcmocka-dev python3-pytest python3-msgpack python3-pyflakes clang-format \
+clang libclang-rt-14-dev cppcheck"
 missing=""
 for p in $PKGS; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

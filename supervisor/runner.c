@@ -147,12 +147,17 @@ static void set_detail(RunnerResult *res, Outcome o, const char *fmt, ...) {
 /* Killed from outside: the reason is the outcome, whatever the worker did. */
 static bool classify_kill(const Runner *r, RunnerResult *res) {
         res->partial = r->kill != RUNNER_KILL_NONE;
+        bool worker = res->pid > 0; /* else killed while the zygote was making it */
+
         switch (r->kill) {
         case RUNNER_KILL_TIMEOUT:
-                set_detail(res, OUTCOME_TIMEOUT, "the deadline passed while the code was running");
+                set_detail(res, OUTCOME_TIMEOUT,
+                           worker ? "the deadline passed while the code was running"
+                                  : "the deadline passed before a worker was started");
                 return true;
         case RUNNER_KILL_CANCEL:
-                set_detail(res, OUTCOME_CANCELLED, "cancelled while running");
+                set_detail(res, OUTCOME_CANCELLED,
+                           worker ? "cancelled while running" : "cancelled before a worker was started");
                 return true;
         case RUNNER_KILL_SHUTDOWN:
                 set_detail(res, OUTCOME_CANCELLED, "the supervisor is shutting down");

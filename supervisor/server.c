@@ -130,11 +130,16 @@ static int conn_send(Connection *c, const msgpack_sbuffer *sb) {
         return conn_update_events(c);
 }
 
+/* Give up on a connection: nothing more is sent, and it is freed on the loop's next
+ * turn (not here: the caller may be inside a callback that still uses it). Shutting
+ * the socket down makes epoll report EPOLLHUP at once even when the peer has stopped
+ * reading and the socket will never be writable again. */
 static void conn_drop(Connection *c) {
         c->closing = true;
         c->out_len = c->out_off = 0;
+        if (c->fd >= 0)
+                (void) shutdown(c->fd, SHUT_RDWR);
         conn_update_events(c);
-        sd_event_source_set_io_events(c->source, EPOLLOUT); /* fires at once: frees the conn */
 }
 
 /* Send what w holds; packed is what packing returned. A message that could not be

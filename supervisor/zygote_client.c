@@ -410,32 +410,43 @@ static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* One answer: hand it to its request. */
+/* Whether an answer is one this zygote may give: to a request in flight, naming (on
+ * success) a child of ours. A pidfd of any other process is not a worker: it is
+ * neither killed nor used. */
+static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
+        siginfo_t si = {};
+        const ZygotePending *p;
+
+        for (p = z->pending; p && p->token != rep->token; p = p->next)
+                ;
+        if (!p)
+                return false;
+        if (rep->error != 0)
+                return true;
+        /* WNOWAIT: only asks; ECHILD if it is not our child. */
+        return waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+/* One answer (answer_plausible() has found its request): hand it over. */
 static void deliver(ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
         ZygotePending **pp, *p;
-        char cause[96];
 
-        for (pp = &z->pending; *pp && (*pp)->token != rep->token; pp = &(*pp)->next)
+        for (pp = &z->pending; (*pp)->token != rep->token; pp = &(*pp)->next)
                 ;
         p = *pp;
-        if (!p || !p->fn) {
-                /* Unknown (already abandoned and dropped) or abandoned: the worker must not
-                 * run anything. It is our child and is reaped as a stray. */
-                if (!p)
-                        log_warning("Zygote %u answered an unknown request", z->generation);
+        *pp = p->next;
+        if (!p->fn) {
+                /* Abandoned: the worker must not run anything. It is our child and is
+                 * reaped as a stray. */
                 pidfd_kill(pidfd);
                 if (pidfd >= 0)
                         close(pidfd);
         } else if (rep->error != 0) {
                 log_warning("Zygote %u failed to start a worker: %s", z->generation, strerror(rep->error));
-                snprintf(cause, sizeof cause, "the zygote could not make a worker");
-                p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, cause, 0, -1, p->userdata);
+                p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", 0, -1, p->userdata);
         } else
                 p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL, rep->pid, pidfd, p->userdata);
-        if (p) {
-                *pp = p->next;
-                free(p);
-        }
+        free(p);
 }
 
 static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -450,7 +461,7 @@ static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata
                 k = zygote_msg_recv(z->ctl, &rep, fds, &n_fds, MSG_DONTWAIT);
                 if (k == -EAGAIN || k == -EINTR)
                         break;
-                if (k >= 0 && rep.kind != ZYGOTE_MSG_SPAWNED) {
+                if (k >= 0 && (rep.kind != ZYGOTE_MSG_SPAWNED || !answer_plausible(z, &rep, n_fds ? fds[0] : -1))) {
                         fdpass_close_all(fds, n_fds);
                         k = -EBADMSG;
                 }

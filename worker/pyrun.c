@@ -10,7 +10,11 @@
  * dict, and it binds every stdlib object it needs (including private copies of
  * traceback and linecache) before any user code runs, so code that deletes
  * builtins or monkey-patches stdlib modules cannot break the report. The C side
- * only passes data in, reads the report by key and writes the result bytes. */
+ * only passes data in, reads the report by key and writes the result bytes.
+ *
+ * worker/codeinterp_numeric.py (the numeric and missingness rules) is embedded the
+ * same way as numeric_source and handed to the runner as the text _NUMERIC; the
+ * runner installs a meta path finder that serves it to "import codeinterp_numeric". */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,6 +31,8 @@
 
 /* static const unsigned char runner_source[]: worker/runner.py, NUL-terminated. */
 #include "runner_source.h"
+/* static const unsigned char numeric_source[]: worker/codeinterp_numeric.py, NUL-terminated. */
+#include "numeric_source.h"
 
 #ifndef CODEINTERP_PY_STDLIB
 #error "CODEINTERP_PY_STDLIB (e.g. \"/usr/lib/python3.11\") must be defined by the build"
@@ -76,6 +82,8 @@ static const char *const preload_modules[] = {
         "math",      "statistics", "json",   "csv",    "re",       "decimal", "fractions", "datetime", "collections",
         "itertools", "functools",  "random", "string", "textwrap", "io",      "traceback", "ast",      "linecache",
 };
+/* And the module the runner serves from numeric_source. */
+#define PRELOAD_NUMERIC "codeinterp_numeric"
 
 static int config_set(PyConfig *config, wchar_t **field, const wchar_t *value) {
         PyStatus status = PyConfig_SetString(config, field, value);
@@ -139,13 +147,14 @@ static int pyrun_configure(PyConfig *config) {
 
 /* Compile and run the runner into a private namespace; bind its run(). */
 static int pyrun_runner_setup(void) {
-        _cleanup_pyobj_ PyObject *globals = NULL, *builtins = NULL, *name = NULL, *paths = NULL, *code = NULL,
-                                 *ret = NULL;
+        _cleanup_pyobj_ PyObject *globals = NULL, *builtins = NULL, *name = NULL, *paths = NULL, *numeric = NULL,
+                                 *code = NULL, *ret = NULL;
         const char *source = (const char *) runner_source;
+        const char *numeric_text = (const char *) numeric_source;
         PyObject *run;
 
-        /* embed.cmake refuses a NUL byte; this is the C string the compiler sees. */
-        if (strlen(source) != sizeof runner_source - 1)
+        /* embed.cmake refuses a NUL byte; these are the C strings the compiler sees. */
+        if (strlen(source) != sizeof runner_source - 1 || strlen(numeric_text) != sizeof numeric_source - 1)
                 return -EBADMSG;
 
         for (size_t i = 0; i < ELEMENTSOF(report_keys); i++)
@@ -159,10 +168,12 @@ static int pyrun_runner_setup(void) {
         builtins = PyDict_Copy(PyEval_GetBuiltins());
         name = PyUnicode_FromString("codeinterp.runner");
         paths = Py_BuildValue("(ss)", CODEINTERP_PY_STDLIB, CODEINTERP_PY_DYNLOAD);
-        if (!globals || !builtins || !name || !paths)
+        numeric = PyUnicode_FromStringAndSize(numeric_text, (Py_ssize_t) (sizeof numeric_source - 1));
+        if (!globals || !builtins || !name || !paths || !numeric)
                 goto fail;
         if (PyDict_SetItemString(globals, "__builtins__", builtins) < 0 ||
-            PyDict_SetItemString(globals, "__name__", name) < 0 || PyDict_SetItemString(globals, "_PATHS", paths) < 0)
+            PyDict_SetItemString(globals, "__name__", name) < 0 || PyDict_SetItemString(globals, "_PATHS", paths) < 0 ||
+            PyDict_SetItemString(globals, "_NUMERIC", numeric) < 0)
                 goto fail;
 
         code = Py_CompileString(source, "<codeinterp-runner>", Py_file_input);
@@ -219,21 +230,32 @@ int pyrun_init(void) {
 
 static int resolve_reseed(void);
 
+static int preload_module(const char *name) {
+        PyObject *m = PyImport_ImportModule(name);
+        if (!m) {
+                /* ImportError means the stdlib is incomplete (e.g. a missing Debian package). */
+                int r = PyErr_ExceptionMatches(PyExc_ImportError) ? -ENOENT : -EIO;
+                PyErr_Clear();
+                return r;
+        }
+        Py_DECREF(m);
+        return 0;
+}
+
 int pyrun_preload(void) {
+        int r;
+
         if (!runner_run)
                 return -ENXIO;
 
         for (size_t i = 0; i < ELEMENTSOF(preload_modules); i++) {
-                PyObject *m = PyImport_ImportModule(preload_modules[i]);
-                if (!m) {
-                        /* The failing module is preload_modules[i]; ImportError means the
-                         * stdlib is incomplete (e.g. a missing Debian package). */
-                        int r = PyErr_ExceptionMatches(PyExc_ImportError) ? -ENOENT : -EIO;
-                        PyErr_Clear();
+                r = preload_module(preload_modules[i]);
+                if (r < 0)
                         return r;
-                }
-                Py_DECREF(m);
         }
+        r = preload_module(PRELOAD_NUMERIC);
+        if (r < 0)
+                return r;
         return resolve_reseed();
 }
 

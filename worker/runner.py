@@ -9,6 +9,9 @@
 #   __builtins__  a snapshot (copy) of the builtins dict
 #   __name__      "codeinterp.runner"
 #   _PATHS        the import path: (stdlib directory, lib-dynload directory)
+#   _NUMERIC      the text of worker/codeinterp_numeric.py (embedded the same
+#                 way), served to "import codeinterp_numeric" by the finder
+#                 below
 #
 # Every stdlib object the runner needs is bound here, before any user code
 # runs, so user code that deletes builtins or patches stdlib modules cannot
@@ -19,6 +22,7 @@ import ast as _ast
 import errno as _errno
 import __future__ as _future
 import importlib.util as _importlib_util
+import importlib.machinery as _importlib_machinery
 import linecache as _shared_linecache
 import builtins as _builtins
 import _warnings
@@ -84,6 +88,54 @@ class PackageInstallBlocker:
         pass
 
 
+_NUMERIC_NAME = "codeinterp_numeric"
+_NUMERIC_FILENAME = "<codeinterp_numeric>"
+_NUMERIC_CODE = compile(_G["_NUMERIC"], _NUMERIC_FILENAME, "exec", dont_inherit=True)
+_NUMERIC_LINES = _G["_NUMERIC"].splitlines(True)
+# Its lines for tracebacks through it (see _register).
+_NUMERIC_ENTRY = (len(_G["_NUMERIC"]), None, _NUMERIC_LINES, _NUMERIC_FILENAME)
+# The module's own builtins: a copy per import of the builtins as they are now,
+# so user code that deletes or replaces builtins does not reach the module's
+# functions (and the module does not expose the runner's snapshot).
+_NUMERIC_BUILTINS = dict(_G["__builtins__"])
+_ModuleSpec = _importlib_machinery.ModuleSpec
+_dict_copy = dict.copy
+_dict_update = dict.update
+del _G["_NUMERIC"]
+
+
+class NumericModuleFinder:
+    """Meta path finder and loader serving codeinterp_numeric from the text
+    embedded in the worker binary (never from disk). Each import after the
+    module was removed from sys.modules runs the compiled text again into a
+    fresh module."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        if fullname != _NUMERIC_NAME:
+            return None
+        return _ModuleSpec(_NUMERIC_NAME, NumericModuleFinder, origin=_NUMERIC_FILENAME)
+
+    @staticmethod
+    def invalidate_caches():
+        pass
+
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @staticmethod
+    def exec_module(module):
+        namespace = module.__dict__
+        _dict_update(namespace, {"__builtins__": _dict_copy(_NUMERIC_BUILTINS)})
+        exec(_NUMERIC_CODE, namespace)
+
+    @staticmethod
+    def get_source(fullname):
+        return "".join(_NUMERIC_LINES) if fullname == _NUMERIC_NAME else None
+
+
+_sys.meta_path.insert(0, NumericModuleFinder)
 _sys.meta_path.insert(0, PackageInstallBlocker)
 for _name in list(_sys.modules):
     if _name.partition(".")[0] in _BLOCKED:
@@ -132,8 +184,10 @@ def _split_lines(text):
 def _register(text, lines):
     entry = (len(text), None, lines, _FILENAME)
     _cache[_FILENAME] = entry
+    _cache[_NUMERIC_FILENAME] = _NUMERIC_ENTRY
     try:
         _shared_linecache.cache[_FILENAME] = entry
+        _shared_linecache.cache[_NUMERIC_FILENAME] = _NUMERIC_ENTRY
     except BaseException:
         pass
 

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target for the policy loader: any input yields 0 or -EINVAL, a failure
  * leaves the policy untouched and explains itself in one line, a success has a digest.
- * Build: clang -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
- *          tests/fuzz/fuzz_policy.c policy/policy.c common/sha256.c -lyaml */
+ * Built with -DCODEINTERP_FUZZ=ON (tests/fuzz/CMakeLists.txt); run by make fuzz-smoke. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>

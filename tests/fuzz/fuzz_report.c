@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target for the worker report parser: the report pipe is reachable from the
- * user's code, so every byte is hostile. Build:
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
- *     -DCODEINTERP_PY_STDLIB='"/usr/lib/python3.11"' -DCODEINTERP_PY_LIBDIR='"/usr/lib/x86_64-linux-gnu"' \
- *     tests/fuzz/fuzz_report.c worker/report.c supervisor/fit.c common/mp.c common/util.c \
- *     worker/sandbox.c policy/seccomp.c -lmsgpackc -lseccomp -lcap -o /tmp/fuzz_report
- *   /tmp/fuzz_report -max_len=4096 */
+ * user's code, so every byte is hostile.
+ * Built with -DCODEINTERP_FUZZ=ON (tests/fuzz/CMakeLists.txt); run by make fuzz-smoke. */
 #include <stddef.h>
 #include <stdint.h>
 

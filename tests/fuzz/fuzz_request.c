@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer target for the request decoder (the supervisor's first contact with
- * client bytes). Build:
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. \
- *     -DCODEINTERP_VERSION='"fuzz"' -DCODEINTERP_PY_VERSION='"3"' \
- *     tests/fuzz/fuzz_request.c supervisor/protocol.c common/mp.c common/util.c \
- *     policy/policy.c common/sha256.c -lmsgpackc -lyaml -o /tmp/fuzz_request
- *   /tmp/fuzz_request -max_len=4096 */
+ * client bytes).
+ * Built with -DCODEINTERP_FUZZ=ON (tests/fuzz/CMakeLists.txt); run by make fuzz-smoke. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

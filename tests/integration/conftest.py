@@ -291,3 +291,9 @@ def status(sup):
         c.close()
     assert r["type"] == "reply", r
     return r
+
+
+# ---- Markers (appended; nothing above changed). ----
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a test that takes several seconds (fault injection, soaks)")

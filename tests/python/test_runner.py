@@ -2,8 +2,8 @@
 
 The runner is loaded the way pyrun_init() loads it (worker/pyrun.c,
 pyrun_runner_setup): its text compiled as "<codeinterp-runner>" and executed
-into a fresh namespace holding only a copy of the builtins dict, __name__ and
-_PATHS. run() then gets the code as bytes, the inputs as a tuple and the
+into a fresh namespace holding only a copy of the builtins dict, __name__,
+_PATHS and _NUMERIC (the text of worker/codeinterp_numeric.py). run() then gets the code as bytes, the inputs as a tuple and the
 namespace to run in.
 
 Two ways to run it:
@@ -30,6 +30,8 @@ import tempfile
 import pytest
 
 RUNNER = pathlib.Path(__file__).resolve().parents[2] / "worker" / "runner.py"
+# The numeric module's text: pyrun.c hands it to the runner as _NUMERIC.
+NUMERIC = RUNNER.with_name("codeinterp_numeric.py")
 RUNNER_FILENAME = "<codeinterp-runner>"  # pyrun.c, Py_CompileString
 RUNNER_NAME = "codeinterp.runner"  # pyrun.c, __name__
 # What the C side sets as _PATHS: CODEINTERP_PY_STDLIB and CODEINTERP_PY_DYNLOAD, taken
@@ -42,7 +44,8 @@ LIMITS = {None, "memory", "file_size", "processes"}
 def load_runner(paths):
     """The runner's namespace, made as pyrun_runner_setup() makes it."""
     source = RUNNER.read_bytes()
-    namespace = {"__builtins__": dict(builtins.__dict__), "__name__": RUNNER_NAME, "_PATHS": tuple(paths)}
+    namespace = {"__builtins__": dict(builtins.__dict__), "__name__": RUNNER_NAME, "_PATHS": tuple(paths),
+                 "_NUMERIC": NUMERIC.read_text(encoding="utf-8")}
     exec(compile(source, RUNNER_FILENAME, "exec", dont_inherit=True), namespace)
     # Only for pytest's own failure reports: the runner's lines by its compile name.
     text = source.decode()
@@ -105,6 +108,8 @@ def _child():
     out = open(report_path, "wb")
     write, dumps, type_ = out.write, pickle.dumps, type
     namespace = {"__builtins__": dict(builtins.__dict__), "__name__": "codeinterp.runner", "_PATHS": paths}
+    with open(os.path.join(os.path.dirname(runner_path), "codeinterp_numeric.py"), encoding="utf-8") as f:
+        namespace["_NUMERIC"] = f.read()
     with open(runner_path, "rb") as f:
         exec(compile(f.read(), "<codeinterp-runner>", "exec", dont_inherit=True), namespace)
     run = namespace["run"]

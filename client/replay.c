@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: MIT */
+/* Replay records: codeinterp exec --save FILE writes one, codeinterp replay FILE
+ * runs the call again and says whether the code, the inputs, the outcome and
+ * every channel are identical. The record is one JSON object:
+ *
+ *   {"codeinterpReplay": 1, "summary": ..., "code": ..., "codeSha256": ...,
+ *    "sources": [{"id", "kind", "file", "textFile", "mediaType", "fileName",
+ *                 "bytes", "sha256", "originalBytes", "originalSha256"}, ...],
+ *    "message": <the result or error message, as exec --json prints it>}
+ *
+ * Sources are recorded by file and digest, not by content: replay reads the
+ * files again, so a changed file shows up as a differing input. */
+#include "client/replay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/json.h"
+#include "client/json_parse.h"
+#include "client/libcodeinterp.h"
+#include "common/cleanup.h"
+#include "common/mp.h"
+#include "common/sha256.h"
+#include "common/util.h"
+
+#define REPLAY_VERSION 1
+#define MAX_FILE (256u << 20) /* as exec's */
+#define MAX_SOURCES 8         /* what exec accepts on its command line */
+#define EXIT_IDENTICAL 0
+#define EXIT_DIFFERENT 1
+#define EXIT_ERROR 2
+
+static int read_path(const char *path, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        void *buf;
+        int k;
+
+        if (fd < 0)
+                return -errno;
+        k = read_fd_all(fd, MAX_FILE, &buf, ret_len);
+        if (k < 0)
+                return k;
+        *ret = buf;
+        return 0;
+}
+
+/* The digest and size of a file's bytes now. */
+static int digest_file(const char *path, char hex[65], size_t *ret_len) {
+        _cleanup_free_ char *data = NULL;
+        size_t len;
+        int k = read_path(path, &data, &len);
+
+        if (k < 0)
+                return k;
+        sha256_hex(data, len, hex);
+        *ret_len = len;
+        return 0;
+}
+
+static void pack_str_or_nil(msgpack_packer *pk, const char *s) {
+        if (s)
+                mp_pack_cstr(pk, s);
+        else
+                msgpack_pack_nil(pk);
+}
+
+int replay_save(const char *path, const char *summary, const char *code, size_t code_len, const ReplaySource *sources,
+                size_t n_sources, const msgpack_object *message) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        msgpack_unpacked up;
+        char hex[65];
+        int k;
+
+        if (!path || !code || (!sources && n_sources > 0) || !message)
+                return -EINVAL;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, 6);
+        mp_pack_kv_uint(&pk, "codeinterpReplay", REPLAY_VERSION);
+        mp_pack_kv_str(&pk, "summary", summary ?: "");
+        mp_pack_cstr(&pk, "code");
+        mp_pack_strn(&pk, code, code_len);
+        sha256_hex(code, code_len, hex);
+        mp_pack_kv_str(&pk, "codeSha256", hex);
+        mp_pack_cstr(&pk, "sources");
+        msgpack_pack_array(&pk, n_sources);
+        for (size_t i = 0; i < n_sources; i++) {
+                const ReplaySource *s = &sources[i];
+                _cleanup_free_ char *file = realpath(s->file, NULL);
+                _cleanup_free_ char *text_file = s->text_file ? realpath(s->text_file, NULL) : NULL;
+                const char *base = strrchr(s->file, '/');
+                char text_hex[65], orig_hex[65] = "";
+                size_t text_len = 0, orig_len = 0;
+
+                if (!file || (s->text_file && !text_file)) {
+                        k = -errno;
+                        goto finish;
+                }
+                k = digest_file(text_file ?: file, text_hex, &text_len);
+                if (k >= 0 && s->attachment)
+                        k = digest_file(file, orig_hex, &orig_len);
+                if (k < 0)
+                        goto finish;
+                msgpack_pack_map(&pk, s->attachment ? 10 : 5);
+                mp_pack_kv_str(&pk, "id", s->id);
+                mp_pack_kv_str(&pk, "kind", s->attachment ? "attachment" : "read_source");
+                mp_pack_kv_str(&pk, "file", file);
+                mp_pack_kv_uint(&pk, "bytes", text_len);
+                mp_pack_kv_str(&pk, "sha256", text_hex);
+                if (s->attachment) {
+                        mp_pack_cstr(&pk, "textFile");
+                        pack_str_or_nil(&pk, text_file);
+                        mp_pack_cstr(&pk, "mediaType");
+                        pack_str_or_nil(&pk, s->media_type);
+                        mp_pack_kv_str(&pk, "fileName", base ? base + 1 : s->file);
+                        mp_pack_kv_uint(&pk, "originalBytes", orig_len);
+                        mp_pack_kv_str(&pk, "originalSha256", orig_hex);
+                }
+        }
+        mp_pack_cstr(&pk, "message");
+        msgpack_pack_object(&pk, *message);
+
+        msgpack_unpacked_init(&up);
+        if (msgpack_unpack_next(&up, sb.data, sb.size, NULL) != MSGPACK_UNPACK_SUCCESS) {
+                msgpack_unpacked_destroy(&up);
+                k = -ENOMEM;
+                goto finish;
+        }
+        k = -ENOMEM;
+        if (asprintf(&tmp, "%s.tmp", path) >= 0 && (f = fopen(tmp, "we"))) {
+                ci_json_write(f, &up.data);
+                fputc('\n', f);
+                k = fflush(f) == 0 && !ferror(f) ? 0 : -errno;
+                if (k == 0 && rename(tmp, path) < 0)
+                        k = -errno;
+                if (k < 0)
+                        (void) unlink(tmp);
+        } else if (tmp)
+                k = -errno;
+        msgpack_unpacked_destroy(&up);
+finish:
+        msgpack_sbuffer_destroy(&sb);
+        return k;
+}
+
+/* ---- replay ---- */
+
+typedef struct Source {
+        char *id;
+        bool attachment;
+        char *file, *text_file, *media_type, *file_name;
+        const msgpack_object *rec; /* the record's entry */
+        char *text, *original;     /* read now */
+        size_t text_len, original_len;
+        char text_hex[65], original_hex[65];
+} Source;
+
+static void source_done(Source *s) {
+        free(s->id);
+        free(s->file);
+        free(s->text_file);
+        free(s->media_type);
+        free(s->file_name);
+        free(s->text);
+        free(s->original);
+}
+
+static char *json_of(const msgpack_object *o) {
+        static const msgpack_object nil = { .type = MSGPACK_OBJECT_NIL };
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+
+        if (!f)
+                return NULL;
+        ci_json_write(f, o ?: &nil);
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+/* Compare two objects by their JSON text (the record holds the JSON form). */
+static bool same(const msgpack_object *a, const msgpack_object *b) {
+        _cleanup_free_ char *ja = json_of(a), *jb = json_of(b);
+        return ja && jb && strcmp(ja, jb) == 0;
+}
+
+static const char *str_or(const msgpack_object *o, char *buf, size_t n, const char *dflt) {
+        if (!mp_is_str(o))
+                return dflt;
+        snprintf(buf, n, "%.*s", (int) o->via.str.size, o->via.str.ptr);
+        return buf;
+}
+
+/* "ok", "resource_limit (memory)", "error invalid_input", ... */
+static void outcome_of(const msgpack_object *m, char *buf, size_t n) {
+        char a[48], b[48];
+
+        if (mp_str_eq(ci_get(m, "type"), "error")) {
+                snprintf(buf, n, "error %s", str_or(ci_get(m, "code"), a, sizeof a, "?"));
+                return;
+        }
+        str_or(ci_get(m, "outcome"), a, sizeof a, "?");
+        if (mp_is_str(ci_get(m, "limit")))
+                snprintf(buf, n, "%s (%s)", a, str_or(ci_get(m, "limit"), b, sizeof b, "?"));
+        else
+                snprintf(buf, n, "%s", a);
+}
+
+/* evidence.inputs' entry for id in message m, or NULL. */
+static const msgpack_object *evidence_input(const msgpack_object *m, const char *id) {
+        const msgpack_object *inputs = ci_get(ci_get(m, "evidence"), "inputs");
+
+        if (!inputs || inputs->type != MSGPACK_OBJECT_ARRAY)
+                return NULL;
+        for (uint32_t i = 0; i < inputs->via.array.size; i++)
+                if (mp_str_eq(ci_get(&inputs->via.array.ptr[i], "sourceId"), id))
+                        return &inputs->via.array.ptr[i];
+        return NULL;
+}
+
+/* A digest: from the message's evidence if it has one, else dflt. */
+static const char *digest_of(const msgpack_object *entry, const char *key, char buf[65], const char *dflt) {
+        return str_or(ci_get(entry, key), buf, 65, dflt);
+}
+
+static void describe_channel(const msgpack_object *ch, char *buf, size_t n) {
+        if (!ch || ch->type != MSGPACK_OBJECT_MAP) {
+                snprintf(buf, n, "none");
+                return;
+        }
+        const msgpack_object *total = ci_get(ch, "totalCharacters");
+        if (mp_is_uint(total))
+                snprintf(buf, n, "%" PRIu64 " characters", total->via.u64);
+        else
+                snprintf(buf, n, "a map");
+}
+
+static int load_record(const char *path, msgpack_zone *zone, msgpack_object *ret) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int k = read_path(path, &text, &len);
+
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: replay: cannot read \"%s\": %s\n", path, strerror(-k));
+                return k;
+        }
+        k = ci_json_parse(text, len, zone, ret);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: replay: \"%s\" is not JSON\n", path);
+                return k;
+        }
+        const msgpack_object *v = ci_get(ret, "codeinterpReplay");
+        if (!mp_is_uint(v) || v->via.u64 != REPLAY_VERSION || !mp_is_str(ci_get(ret, "code")) ||
+            !mp_is_str(ci_get(ret, "summary")) || !ci_get(ret, "sources") ||
+            ci_get(ret, "sources")->type != MSGPACK_OBJECT_ARRAY || !ci_get(ret, "message") ||
+            ci_get(ret, "message")->type != MSGPACK_OBJECT_MAP) {
+                fprintf(stderr, "codeinterp: replay: \"%s\" is not a codeinterp replay record (version %d)\n", path,
+                        REPLAY_VERSION);
+                return -EBADMSG;
+        }
+        return 0;
+}
+
+static int load_source(const msgpack_object *rec, Source *s) {
+        s->rec = rec;
+        if (rec->type != MSGPACK_OBJECT_MAP || !mp_is_str(ci_get(rec, "id")) || !mp_is_str(ci_get(rec, "file")))
+                return -EBADMSG;
+        s->id = mp_strdup(ci_get(rec, "id"));
+        s->attachment = mp_str_eq(ci_get(rec, "kind"), "attachment");
+        s->file = mp_strdup(ci_get(rec, "file"));
+        s->text_file = mp_is_str(ci_get(rec, "textFile")) ? mp_strdup(ci_get(rec, "textFile")) : NULL;
+        s->media_type = mp_is_str(ci_get(rec, "mediaType")) ? mp_strdup(ci_get(rec, "mediaType")) : NULL;
+        s->file_name = mp_is_str(ci_get(rec, "fileName")) ? mp_strdup(ci_get(rec, "fileName")) : NULL;
+        if (!s->id || !s->file)
+                return -ENOMEM;
+        return 0;
+}
+
+static int read_source(Source *s) {
+        int k;
+
+        if (s->attachment) {
+                k = read_path(s->file, &s->original, &s->original_len);
+                if (k < 0)
+                        return k;
+                sha256_hex(s->original, s->original_len, s->original_hex);
+        }
+        k = read_path(s->text_file ?: s->file, &s->text, &s->text_len);
+        if (k < 0)
+                return k;
+        sha256_hex(s->text, s->text_len, s->text_hex);
+        return 0;
+}
+
+/* Open an invocation and register the sources (if any), then execute. 0, or the
+ * exit status EXIT_ERROR after saying why. */
+static int run_call(CiClient *c, const char *summary, const char *code, size_t code_len, Source *sources, size_t n,
+                    CiMessage *ret) {
+        char inv[CI_INVOCATION_ID_MAX + 1], code_buf[32], msg[512];
+        const char *ids[MAX_SOURCES];
+        CiExecute x = { .summary = summary, .code = code, .code_len = code_len };
+        int k;
+
+        if (n > 0) {
+                CiMessage err = {};
+                k = ci_invocation_open(c, inv, &err);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: replay: invocation.open failed: %s\n",
+                                err.buf ? str_or(ci_get(&err.unpacked.data, "code"), code_buf, sizeof code_buf, "?")
+                                        : strerror(-k));
+                        ci_message_done(&err);
+                        return EXIT_ERROR;
+                }
+                for (size_t i = 0; i < n; i++) {
+                        Source *s = &sources[i];
+                        CiSource cs = {
+                                .id = s->id,
+                                .attachment = s->attachment,
+                                .text = s->text,
+                                .text_len = s->text_len,
+                                .original = s->original,
+                                .original_len = s->original_len,
+                                .media_type = s->media_type,
+                                .file_name = s->file_name,
+                        };
+                        CiMessage rep;
+
+                        k = ci_source_put(c, inv, &cs, &rep);
+                        if (k < 0) {
+                                fprintf(stderr, "codeinterp: replay: source.put failed: %s\n", strerror(-k));
+                                return EXIT_ERROR;
+                        }
+                        if (strcmp(ci_message_type(&rep) ?: "", "reply") != 0) {
+                                fprintf(stderr, "codeinterp: replay: source %s rejected (%s): %s\n", s->id,
+                                        str_or(ci_get(&rep.unpacked.data, "code"), code_buf, sizeof code_buf, "?"),
+                                        str_or(ci_get(&rep.unpacked.data, "message"), msg, sizeof msg, ""));
+                                ci_message_done(&rep);
+                                return EXIT_ERROR;
+                        }
+                        ci_message_done(&rep);
+                        ids[i] = s->id;
+                }
+                x.invocation = inv;
+                x.source_ids = ids;
+                x.n_source_ids = n;
+        }
+        k = ci_execute(c, &x, NULL, NULL, ret);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: replay: lost the supervisor: %s\n", strerror(-k));
+                return EXIT_ERROR;
+        }
+        return 0;
+}
+
+typedef struct Report {
+        char differing[512];
+        bool different;
+} Report;
+
+static void verdict(Report *r, const char *name, bool identical, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+static void verdict(Report *r, const char *name, bool identical, const char *fmt, ...) {
+        va_list ap;
+
+        printf("%-10s %s", name, identical ? "identical" : "DIFFERS");
+        if (fmt) {
+                fputs(": ", stdout);
+                va_start(ap, fmt);
+                vprintf(fmt, ap);
+                va_end(ap);
+        }
+        fputc('\n', stdout);
+        if (!identical) {
+                size_t len = strlen(r->differing);
+                snprintf(r->differing + len, sizeof r->differing - len, "%s%s", r->different ? ", " : "", name);
+                r->different = true;
+        }
+}
+
+/* Informational: runtime, policy and limits are reported, not judged. */
+static void note(const char *name, const msgpack_object *rec, const msgpack_object *now) {
+        _cleanup_free_ char *a = json_of(rec), *b = json_of(now);
+
+        if (!a || !b)
+                return;
+        if (strcmp(a, b) == 0)
+                printf("%-10s same: %s\n", name, a);
+        else
+                printf("%-10s not the same (noted, not judged): recorded %s, replayed %s\n", name, a, b);
+}
+
+static void compare(const msgpack_object *record, const Source *sources, size_t n, const msgpack_object *now,
+                    Report *r) {
+        const msgpack_object *was = ci_get(record, "message");
+        const msgpack_object *code = ci_get(record, "code");
+        char rec_hex[65], now_hex[65], hex[65], a[128], b[128];
+
+        /* The code: what the record says was run, against what was run now. */
+        sha256_hex(code->via.str.ptr, code->via.str.size, hex);
+        digest_of(ci_get(was, "evidence"), "codeSha256", rec_hex,
+                  str_or(ci_get(record, "codeSha256"), a, sizeof a, "(none)"));
+        digest_of(ci_get(now, "evidence"), "codeSha256", now_hex, hex);
+        if (strcmp(rec_hex, now_hex) == 0)
+                verdict(r, "code", true, "sha256 %s", now_hex);
+        else
+                verdict(r, "code", false, "sha256 %s recorded, %s replayed (the record's code was changed?)", rec_hex,
+                        now_hex);
+
+        for (size_t i = 0; i < n; i++) {
+                const Source *s = &sources[i];
+                const msgpack_object *ew = evidence_input(was, s->id), *en = evidence_input(now, s->id);
+                char name[96], rec_o[65], now_o[65];
+                bool ok;
+
+                snprintf(name, sizeof name, "input %s", s->id);
+                digest_of(ew, "sha256", rec_hex, str_or(ci_get(s->rec, "sha256"), a, sizeof a, "(none)"));
+                digest_of(en, "sha256", now_hex, s->text_hex);
+                ok = strcmp(rec_hex, now_hex) == 0;
+                if (s->attachment) {
+                        digest_of(ew, "originalSha256", rec_o,
+                                  str_or(ci_get(s->rec, "originalSha256"), b, sizeof b, "(none)"));
+                        digest_of(en, "originalSha256", now_o, s->original_hex);
+                        ok = ok && strcmp(rec_o, now_o) == 0;
+                }
+                if (ok)
+                        verdict(r, name, true, "sha256 %s", now_hex);
+                else if (s->attachment)
+                        verdict(r, name, false,
+                                "text sha256 %s recorded, %s replayed; original sha256 %s recorded, %s replayed (files "
+                                "%s, %s)",
+                                rec_hex, now_hex, rec_o, now_o, s->file, s->text_file ?: s->file);
+                else
+                        verdict(r, name, false, "sha256 %s recorded, %s replayed (file %s)", rec_hex, now_hex, s->file);
+        }
+
+        outcome_of(was, a, sizeof a);
+        outcome_of(now, b, sizeof b);
+        if (strcmp(a, b) == 0)
+                verdict(r, "outcome", true, "%s", a);
+        else
+                verdict(r, "outcome", false, "%s recorded, %s replayed", a, b);
+
+        static const char *const channels[] = { "stdout", "stderr", "result", "exception" };
+        for (size_t i = 0; i < ELEMENTSOF(channels); i++) {
+                const msgpack_object *cw = ci_get(was, channels[i]), *cn = ci_get(now, channels[i]);
+                if (same(cw, cn))
+                        verdict(r, channels[i], true, NULL);
+                else if (!strcmp(channels[i], "exception"))
+                        verdict(r, channels[i], false, "%s recorded, %s replayed",
+                                str_or(ci_get(cw, "type"), a, sizeof a, "none"),
+                                str_or(ci_get(cn, "type"), b, sizeof b, "none"));
+                else {
+                        describe_channel(cw, a, sizeof a);
+                        describe_channel(cn, b, sizeof b);
+                        if (strcmp(a, b) == 0)
+                                verdict(r, channels[i], false, "%s each, not the same", a);
+                        else
+                                verdict(r, channels[i], false, "%s recorded, %s replayed", a, b);
+                }
+        }
+
+        static const char *const notes[] = { "runtime", "policy", "limits" };
+        for (size_t i = 0; i < ELEMENTSOF(notes); i++)
+                note(notes[i], ci_get(ci_get(was, "evidence"), notes[i]), ci_get(ci_get(now, "evidence"), notes[i]));
+}
+
+static void replay_help(void) {
+        printf("Usage: codeinterp replay FILE\n"
+               "\n"
+               "Run the call recorded by \"codeinterp exec --save FILE\" again and report whether the code\n"
+               "digest, each input digest, the outcome and every channel (stdout, stderr, result,\n"
+               "exception) are identical. Runtime, policy and limits are shown, not judged.\n"
+               "Exit status: 0 identical, 1 not identical, 2 error.\n");
+}
+
+int replay_main(const char *socket, int argc, char **argv) {
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        msgpack_zone *zone = NULL;
+        msgpack_object record;
+        Source sources[MAX_SOURCES] = {};
+        size_t n = 0;
+        CiClient *c = NULL;
+        CiMessage now = {};
+        Report report = {};
+        _cleanup_free_ char *summary = NULL;
+        int opt, k, status = EXIT_ERROR;
+
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+                switch (opt) {
+                case 'h':
+                        replay_help();
+                        return 0;
+                default:
+                        return EXIT_ERROR;
+                }
+        if (optind + 1 != argc) {
+                fprintf(stderr, "codeinterp: replay needs one FILE (a record from exec --save)\n");
+                return EXIT_ERROR;
+        }
+
+        zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+        if (!zone)
+                return EXIT_ERROR;
+        if (load_record(argv[optind], zone, &record) < 0)
+                goto finish;
+
+        const msgpack_object *recs = ci_get(&record, "sources");
+        if (recs->via.array.size > MAX_SOURCES) {
+                fprintf(stderr, "codeinterp: replay: more than %d sources in the record\n", MAX_SOURCES);
+                goto finish;
+        }
+        for (uint32_t i = 0; i < recs->via.array.size; i++) {
+                Source *s = &sources[n++];
+                k = load_source(&recs->via.array.ptr[i], s);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: replay: source %" PRIu32 " of the record is malformed\n", i + 1);
+                        goto finish;
+                }
+                k = read_source(s);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: replay: cannot read the file for input %s (%s): %s\n", s->id,
+                                s->file, strerror(-k));
+                        goto finish;
+                }
+        }
+
+        k = ci_connect(socket, &c);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: replay: cannot connect to the supervisor: %s\n", strerror(-k));
+                goto finish;
+        }
+        const msgpack_object *code = ci_get(&record, "code");
+        summary = mp_strdup(ci_get(&record, "summary"));
+        if (!summary)
+                goto finish;
+        if (run_call(c, summary, code->via.str.ptr, code->via.str.size, sources, n, &now) != 0)
+                goto finish;
+
+        compare(&record, sources, n, &now.unpacked.data, &report);
+        if (report.different)
+                printf("replay: NOT identical: %s\n", report.differing);
+        else
+                printf("replay: identical\n");
+        fflush(stdout);
+        status = report.different ? EXIT_DIFFERENT : EXIT_IDENTICAL;
+
+finish:
+        ci_message_done(&now);
+        ci_close(c);
+        for (size_t i = 0; i < n; i++)
+                source_done(&sources[i]);
+        msgpack_zone_free(zone);
+        return status;
+}
