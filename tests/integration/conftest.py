@@ -1,84 +1,42 @@
 """Integration harness: a real codeinterpd on a temporary socket, spoken to over the
-real protocol (4-byte big-endian length + one msgpack map)."""
+real protocol (4-byte big-endian length + one msgpack map) through the Python client
+(python/codeinterp): Conn is its low-level Connection plus request ids and a backlog,
+Supervisor is its testing.Daemon plus this suite's policy defaults."""
 import os
-import shutil
-import signal
-import socket
-import struct
 import subprocess
-import tempfile
+import sys
 import time
 
 import msgpack
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+
+from codeinterp import Connection  # noqa: E402
+from codeinterp.testing import MUST_SANDBOX, Daemon, require_sandbox, sandbox_available  # noqa: E402
+
 BUILD = os.environ.get("CODEINTERP_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 DAEMON = os.path.join(BUILD, "bin", "codeinterpd")
 CLIENT = os.path.join(BUILD, "bin", "codeinterp")
-MUST_SANDBOX = os.environ.get("CODEINTERP_MUST_SANDBOX") == "1"
+
+# Names the test modules import from here (with those defined below).
+__all__ = ["MUST_SANDBOX", "require_sandbox", "sandbox_available"]
 
 
-def sandbox_available():
-    """Root and user namespaces: what the supervisor needs. In CI a missing capability
-    is a failure, not a skip (CODEINTERP_MUST_SANDBOX=1)."""
-    if os.geteuid() != 0:
-        return False, "codeinterpd needs root"
-    try:
-        out = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--pid", "--net",
-                              "--fork", "true"], capture_output=True, timeout=10)
-        if out.returncode != 0:
-            return False, "cannot create namespaces: " + out.stderr.decode(errors="replace")
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return False, "cannot create namespaces: %s" % e
-    return True, ""
-
-
-def require_sandbox():
-    ok, why = sandbox_available()
-    if not ok:
-        if MUST_SANDBOX:
-            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but the kernel cannot sandbox: " + why)
-        pytest.skip(why)
-
-
-class Conn:
-    """One client connection."""
+class Conn(Connection):
+    """One client connection: frames (send_raw, send, recv, recv_raw_frame, sock) from
+    codeinterp.Connection, plus request ids and a backlog of messages read while
+    waiting for another request's answer (recv returns those first)."""
 
     def __init__(self, path, timeout=60):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(path)
+        super().__init__(path, timeout)
         self.next_id = 1
         self.backlog = []
-
-    def close(self):
-        self.sock.close()
-
-    def send_raw(self, data):
-        self.sock.sendall(data)
-
-    def send(self, obj):
-        body = msgpack.packb(obj, use_bin_type=True)
-        self.sock.sendall(struct.pack(">I", len(body)) + body)
-
-    def _recv_exact(self, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise EOFError("connection closed by the supervisor")
-            buf += chunk
-        return buf
 
     def recv(self):
         if self.backlog:
             return self.backlog.pop(0)
-        (n,) = struct.unpack(">I", self._recv_exact(4))
-        return msgpack.unpackb(self._recv_exact(n), raw=False)
-
-    def recv_raw_frame(self):
-        (n,) = struct.unpack(">I", self._recv_exact(4))
-        return self._recv_exact(n)
+        return super().recv()
 
     def request(self, op, **fields):
         rid = self.next_id
@@ -119,61 +77,24 @@ class Conn:
 WORKER_START = os.environ.get("CODEINTERP_WORKER_START", "zygote")
 
 
-class Supervisor:
+class Supervisor(Daemon):
+    """codeinterpd from BUILD in the suite's worker start mode; connect() gives a Conn.
+    dir, socket, log_path, policy_path, proc, log, conns, read_log() and stop() (which
+    returns the exit status) come from codeinterp.testing.Daemon."""
+
     def __init__(self, policy=None, extra_args=()):
         if policy is None or "workerStart" not in policy:
             policy = "workerStart: %s\n" % WORKER_START + (policy or "")
-        self.dir = tempfile.mkdtemp(prefix="codeinterp-test-")
-        self.socket = os.path.join(self.dir, "ci.sock")
-        self.log_path = os.path.join(self.dir, "codeinterpd.log")
-        args = [DAEMON, "--socket", self.socket]
-        if policy:
-            self.policy_path = os.path.join(self.dir, "policy.yaml")
-            with open(self.policy_path, "w") as f:
-                f.write(policy)
-            args += ["--policy", self.policy_path]
-        args += list(extra_args)
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while not os.path.exists(self.socket):
-            if self.proc.poll() is not None:
-                raise RuntimeError("codeinterpd exited: " + self.read_log())
-            if time.monotonic() > deadline:
-                raise RuntimeError("codeinterpd did not start: " + self.read_log())
-            time.sleep(0.01)
-        self.conns = []
+        super().__init__(DAEMON, policy, extra_args)
 
     def connect(self, timeout=60):
         c = Conn(self.socket, timeout)
         self.conns.append(c)
         return c
 
-    def read_log(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
     def client(self, *args, input=None, timeout=60):
         return subprocess.run([CLIENT, "--socket", self.socket] + list(args), input=input,
                               capture_output=True, timeout=timeout)
-
-    def stop(self):
-        for c in self.conns:
-            try:
-                c.close()
-            except OSError:
-                pass
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        rc = self.proc.returncode
-        shutil.rmtree(self.dir, ignore_errors=True)
-        return rc
 
 
 def pids_named(comm):
@@ -304,18 +225,7 @@ def wait_no_workers(sup, timeout=2.0):
 def wait_ready(sup, timeout=10.0):
     """Wait until the supervisor accepts connections. The socket file appears at bind(),
     a moment before listen(): connecting in between is refused (ECONNREFUSED)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.connect(sup.socket)
-            return sup
-        except (ConnectionRefusedError, FileNotFoundError):
-            if sup.proc.poll() is not None or time.monotonic() > deadline:
-                raise
-            time.sleep(0.005)
-        finally:
-            s.close()
+    return sup.wait_ready(timeout)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,24 @@
+"""A Python client for codeinterpd (docs/protocol.md, docs/client.md).
+
+    from codeinterp import Client
+    with Client("/run/codeinterp/codeinterp.sock") as c:
+        r = c.execute("sum([9.0, 7.5]) / 2", summary="Northstar mean runtime")
+        print(r.outcome, r.result.text)     # ok 8.25
+        print(r.model_text())
+
+Pure Python; needs only msgpack (Debian's python3-msgpack).
+"""
+from .client import Client, Invocation
+from .connection import Connection, default_socket
+from .errors import (Cancelled, CodeinterpError, ConnectionLost, InvalidInput, NotFound, Overloaded,
+                     PermissionDenied, ProtocolError, QuotaExhausted, UnavailableSource, WorkerError)
+from .records import (Channel, Evidence, ExceptionInfo, ExitStatus, Hello, InvocationInfo, Limits, PolicyInfo,
+                      Progress, Result, Runtime, Source, Status, Timing, WorkerErrorInfo)
+
+__all__ = [
+    "Client", "Invocation", "Connection", "default_socket",
+    "CodeinterpError", "InvalidInput", "UnavailableSource", "QuotaExhausted", "Overloaded", "NotFound",
+    "PermissionDenied", "WorkerError", "Cancelled", "ProtocolError", "ConnectionLost",
+    "Channel", "Evidence", "ExceptionInfo", "ExitStatus", "Hello", "InvocationInfo", "Limits", "PolicyInfo",
+    "Progress", "Result", "Runtime", "Source", "Status", "Timing", "WorkerErrorInfo",
+]

@@ -1,0 +1,230 @@
+"""The asyncio client: the API of :class:`codeinterp.Client`, with coroutines.
+
+One reader task per connection demultiplexes the supervisor's messages by
+request id, so any number of :meth:`AsyncClient.execute` calls (and
+:meth:`AsyncClient.cancel`) can run at once on one connection. Progress
+callbacks run in the task that awaits the execute; a callback may return an
+awaitable, which is awaited. For a time limit, wrap a call in
+``asyncio.wait_for`` (cancelling an execute's task does not cancel the call in
+the supervisor; :meth:`AsyncClient.cancel` does).
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Sequence, Union
+
+from .client import (attachment_fields, describe_fields, execute_answer, execute_fields, read_source_fields,
+                     reply_fields)
+from .connection import decode_body, default_socket, encode_frame, frame_length
+from .errors import CodeinterpError, ConnectionLost, ProtocolError, error_from_message
+from .records import Hello, InvocationInfo, Progress, Result, Source, Status, from_wire
+
+AsyncProgressCallback = Callable[[Progress], Union[None, Awaitable[None]]]
+
+
+class AsyncClient:
+    """One asyncio connection to ``codeinterpd``: ``async with AsyncClient(path) as c``
+    (or ``await AsyncClient(path).connect()`` and ``await c.close()``)."""
+
+    def __init__(self, socket_path: Optional[str] = None) -> None:
+        self.path = socket_path or default_socket()
+        self._reader: Optional[asyncio.StreamReader] = None
+        self._writer: Optional[asyncio.StreamWriter] = None
+        self._task: Optional[asyncio.Task[None]] = None
+        self._next_id = 1
+        self._pending: Dict[int, asyncio.Queue[Any]] = {}
+        self._failure: Optional[BaseException] = None
+
+    async def connect(self) -> "AsyncClient":
+        """Open the connection and start the reader task."""
+        if self._writer is not None:
+            raise RuntimeError("already connected")
+        self._reader, self._writer = await asyncio.open_unix_connection(self.path)
+        self._task = asyncio.get_running_loop().create_task(self._read_loop())
+        return self
+
+    async def close(self) -> None:
+        """Close the connection: the supervisor cancels its calls and invocations;
+        calls still awaited here raise ConnectionLost."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        if self._writer is not None:
+            self._writer.close()
+            try:
+                await self._writer.wait_closed()
+            except OSError:
+                pass
+        self._fail(ConnectionLost("the client closed the connection"))
+
+    async def __aenter__(self) -> "AsyncClient":
+        """Connect, unless :meth:`connect` has already been awaited."""
+        return self if self._writer is not None else await self.connect()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- plumbing --
+
+    def _fail(self, e: BaseException) -> None:
+        """Every waiter, present and future, gets e."""
+        if self._failure is None:
+            self._failure = e
+        for queue in self._pending.values():
+            queue.put_nowait(e)
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        try:
+            while True:
+                header = await self._reader.readexactly(4)
+                m = decode_body(await self._reader.readexactly(frame_length(header)))
+                mid = m.get("id") if isinstance(m, Mapping) else None
+                if mid is None:
+                    if isinstance(m, Mapping) and m.get("type") == "error":
+                        self._fail(error_from_message(m))
+                        continue
+                    raise ProtocolError("a message without a request id: %r" % (m,))
+                queue = self._pending.get(mid)
+                if queue is not None:
+                    queue.put_nowait(m)
+        except asyncio.IncompleteReadError:
+            self._fail(ConnectionLost("connection closed by the supervisor"))
+        except (OSError, CodeinterpError) as e:
+            self._fail(e)
+
+    async def _send(self, op: str, fields: Mapping[str, Any]) -> int:
+        if self._writer is None:
+            raise RuntimeError("not connected: use `async with AsyncClient(...)` or connect()")
+        if self._failure is not None:
+            raise self._failure
+        rid = self._next_id
+        self._next_id += 1
+        self._pending[rid] = asyncio.Queue()
+        try:
+            self._writer.write(encode_frame({"op": op, "id": rid, **fields}))
+            await self._writer.drain()
+        except (BrokenPipeError, ConnectionResetError) as e:
+            del self._pending[rid]
+            raise ConnectionLost("the connection is closed") from e
+        except BaseException:
+            del self._pending[rid]
+            raise
+        return rid
+
+    async def _next_for(self, rid: int) -> Any:
+        m = await self._pending[rid].get()
+        if isinstance(m, BaseException):
+            raise m
+        return m
+
+    async def _call(self, op: str, **fields: Any) -> Mapping[str, Any]:
+        rid = await self._send(op, fields)
+        try:
+            return reply_fields(await self._next_for(rid), op)
+        finally:
+            del self._pending[rid]
+
+    # -- ops --
+
+    async def hello(self) -> Hello:
+        """As :meth:`codeinterp.Client.hello`."""
+        return from_wire(Hello, await self._call("hello"))
+
+    async def describe(self) -> dict[str, Any]:
+        """As :meth:`codeinterp.Client.describe`."""
+        return describe_fields(await self._call("describe"))
+
+    async def status(self) -> Status:
+        """As :meth:`codeinterp.Client.status`."""
+        return from_wire(Status, await self._call("status"))
+
+    async def cancel(self, call_id: int) -> str:
+        """As :meth:`codeinterp.Client.cancel`."""
+        state = (await self._call("cancel", callId=call_id)).get("state")
+        if not isinstance(state, str):
+            raise ProtocolError("cancel reply without a state")
+        return state
+
+    async def execute(self, code: str, summary: str, source_ids: Sequence[str] = (),
+                      on_progress: Optional[AsyncProgressCallback] = None, *,
+                      invocation: Optional[str] = None) -> Result:
+        """As :meth:`codeinterp.Client.execute`; other calls may run meanwhile."""
+        rid = await self._send("execute", execute_fields(code, summary, source_ids, invocation))
+        try:
+            while True:
+                answer = execute_answer(await self._next_for(rid))
+                if isinstance(answer, Result):
+                    return answer
+                if on_progress is not None:
+                    ret = on_progress(answer)
+                    if inspect.isawaitable(ret):
+                        await ret
+        finally:
+            del self._pending[rid]
+
+    def invocation(self) -> "AsyncInvocation":
+        """An invocation: ``async with client.invocation() as inv``."""
+        return AsyncInvocation(self)
+
+
+class AsyncInvocation:
+    """As :class:`codeinterp.Invocation`, with coroutines and ``async with``."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self.client = client
+        self.info: Optional[InvocationInfo] = None
+        self.closed = False
+
+    @property
+    def id(self) -> str:
+        """The invocation's id; RuntimeError before it is open."""
+        if self.info is None:
+            raise RuntimeError("the invocation is not open")
+        return self.info.invocation
+
+    async def open(self) -> "AsyncInvocation":
+        """Send ``invocation.open``."""
+        if self.info is not None:
+            raise RuntimeError("the invocation is already open")
+        self.info = from_wire(InvocationInfo, await self.client._call("invocation.open"))
+        return self
+
+    async def close(self) -> None:
+        """Send ``invocation.close`` (once)."""
+        if self.info is None or self.closed:
+            return
+        self.closed = True
+        await self.client._call("invocation.close", invocation=self.id)
+
+    async def __aenter__(self) -> "AsyncInvocation":
+        return await self.open()
+
+    async def __aexit__(self, exc_type: Optional[type], *exc: object) -> None:
+        if exc_type is None:
+            await self.close()
+            return
+        try:
+            await self.close()
+        except (CodeinterpError, OSError):
+            pass  # the block's own exception says more
+
+    async def put_source(self, source_id: str, text: str, origin: Optional[str] = None) -> Source:
+        """As :meth:`codeinterp.Invocation.put_source`."""
+        return from_wire(Source, await self.client._call("source.put", **read_source_fields(
+            self.id, source_id, text, origin)))
+
+    async def put_attachment(self, source_id: str, original: Union[bytes, str], text: str, media_type: str,
+                             file_name: str) -> Source:
+        """As :meth:`codeinterp.Invocation.put_attachment`."""
+        return from_wire(Source, await self.client._call("source.put", **attachment_fields(
+            self.id, source_id, original, text, media_type, file_name)))
+
+    async def execute(self, code: str, summary: str, source_ids: Sequence[str] = (),
+                      on_progress: Optional[AsyncProgressCallback] = None) -> Result:
+        """As :meth:`codeinterp.Invocation.execute`."""
+        return await self.client.execute(code, summary, source_ids, on_progress, invocation=self.id)

@@ -1,0 +1,306 @@
+"""Typed views of the supervisor's messages (docs/protocol.md).
+
+Every record is a frozen dataclass whose field names are the snake_case of the
+wire names (``omittedCharacters`` is ``omitted_characters``): the wire name of
+a field is derived from its Python name by :func:`wire_name`, so each name is
+written once, here. :func:`from_wire` builds a record from a decoded message
+and checks the documented fields' presence and types; fields the client does
+not know are ignored (they stay in ``raw`` of the top-level records).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from typing import Any, Mapping, Optional, TypeVar
+
+from . import render
+from .errors import ProtocolError
+
+T = TypeVar("T")
+
+
+def wire_name(field: str) -> str:
+    """``omitted_characters`` -> ``omittedCharacters``."""
+    head, *rest = field.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _convert(tp: Any, value: Any, where: str) -> Any:
+    """value checked against (and built into) the annotation tp."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        (inner,) = [o for o in options if o is not type(None)]
+        return _convert(inner, value, where)
+    if origin is tuple:
+        (inner, _ellipsis) = typing.get_args(tp)
+        if not isinstance(value, (list, tuple)):
+            raise ProtocolError("%s: expected an array, got %r" % (where, type(value).__name__))
+        return tuple(_convert(inner, v, "%s[%d]" % (where, i)) for i, v in enumerate(value))
+    if dataclasses.is_dataclass(tp):
+        return from_wire(tp, value, where)
+    if tp is Any:
+        return value
+    if tp is int and isinstance(value, bool) or not isinstance(value, tp):
+        raise ProtocolError("%s: expected %s, got %r" % (where, tp.__name__, type(value).__name__))
+    return value
+
+
+def from_wire(cls: type[T], m: Any, where: Optional[str] = None) -> T:
+    """Build the dataclass cls from the wire map m. A field without a default must
+    be present; ``raw`` (when cls has it) gets m itself."""
+    where = where or cls.__name__
+    if not isinstance(m, Mapping):
+        raise ProtocolError("%s: expected a map, got %r" % (where, type(m).__name__))
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name == "raw":
+            kwargs["raw"] = m
+            continue
+        key = wire_name(f.name)
+        if key not in m:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ProtocolError("%s: %r is missing" % (where, key))
+            continue
+        kwargs[f.name] = _convert(hints[f.name], m[key], "%s.%s" % (where, key))
+    return cls(**kwargs)
+
+
+def _raw() -> Any:
+    """The ``raw`` field of top-level records: the decoded message, not compared."""
+    return dataclasses.field(default=None, repr=False, compare=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class Channel:
+    """A fitted output channel (stdout, stderr, the value, an exception's message or
+    traceback). ``total_characters == len(text) + omitted_characters`` always."""
+
+    text: str
+    total_characters: int
+    total_bytes: int
+    omitted_characters: int
+    omitted_bytes: int
+    omitted_at: int
+    replaced_characters: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ExceptionInfo:
+    """The uncaught exception: qualified type name, ``str(exc)`` and the traceback."""
+
+    type: str
+    message: Channel
+    traceback: Channel
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Admission to finish (``elapsed_ms``/``elapsed_us``), queued and running time."""
+
+    elapsed_ms: int
+    elapsed_us: int
+    queue_ms: int
+    run_ms: int
+    worker_started: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ExitStatus:
+    """How the worker ended: exit code or signal, CPU time and peak RSS."""
+
+    pid: int
+    code: Optional[int]
+    signal: Optional[int]
+    cpu_ms: int
+    max_rss_kb: int
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerErrorInfo:
+    """The sandbox setup step that failed in the worker, and its errno."""
+
+    stage: str
+    errno: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A registered source: the ``source.put`` reply, or one entry of
+    ``evidence.inputs``. The attachment fields are None for a ``read_source``;
+    ``media_type`` is given in evidence only."""
+
+    source_id: str
+    kind: str
+    bytes: int
+    sha256: str
+    original_bytes: Optional[int] = None
+    original_sha256: Optional[str] = None
+    media_type: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Runtime:
+    """What ran the call: versions, worker start mode, seccomp mode, Landlock ABI."""
+
+    codeinterp: str
+    python: str
+    worker_start: str
+    seccomp: str
+    landlock: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyInfo:
+    """The effective policy's name and digest (``hello`` adds ``worker_start``)."""
+
+    name: str
+    sha256: str
+    worker_start: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """A call's limits, as in ``hello`` and in every result's evidence."""
+
+    max_calls: int
+    timeout_ms: int
+    max_code_characters: int
+    max_output_characters: int
+    max_result_bytes: int
+    memory_bytes: int
+    cpu_seconds: int
+    max_file_bytes: int
+    max_open_files: int
+    max_processes: int
+    tmp_bytes: int
+    max_message_bytes: int
+    max_source_bytes: int
+    max_source_ids: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What identifies the call: the code's digest, the mounted inputs, the runtime,
+    the policy and the limits."""
+
+    code_sha256: str
+    code_characters: int
+    inputs: tuple[Source, ...]
+    runtime: Runtime
+    policy: PolicyInfo
+    limits: Limits
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """A ``result`` message: one per admitted call, whatever its outcome."""
+
+    id: int
+    call_id: int
+    outcome: str
+    limit: Optional[str]
+    detail: Optional[str]
+    partial: bool
+    stdout: Channel
+    stderr: Channel
+    result: Optional[Channel]
+    exception: Optional[ExceptionInfo]
+    elapsed_ms: int
+    timing: Timing
+    exit_status: Optional[ExitStatus]
+    worker_error: Optional[WorkerErrorInfo]
+    evidence: Evidence
+    raw: Any = _raw()
+
+    @property
+    def ok(self) -> bool:
+        """True for the outcome ``ok`` (the code ran to its end without an uncaught
+        exception; it says nothing about whether it computed the right thing)."""
+        return self.outcome == "ok"
+
+    def model_text(self) -> str:
+        """The bounded text the model sees (docs/client.md, "Model text and progress
+        cards")."""
+        return render.model_text(self)
+
+    def card(self) -> str:
+        """The user's card for the finished call: metadata only."""
+        return render.result_card(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """A ``progress`` message: metadata only, for display, never for the model."""
+
+    id: int
+    call_id: int
+    phase: str
+    elapsed_ms: int
+    queue_position: Optional[int]
+    stdout_characters: int
+    stderr_characters: int
+    stdout_omitted_characters: int
+    stderr_omitted_characters: int
+    outcome: Optional[str]
+    raw: Any = _raw()
+
+    def card(self) -> str:
+        """A one-line progress card for users: metadata only (docs/client.md, "Model
+        text and progress cards")."""
+        return render.progress_card(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Hello:
+    """The ``hello`` reply: protocol and versions, policy, limits, outcome names."""
+
+    protocol: int
+    version: str
+    python: str
+    policy: PolicyInfo
+    limits: Limits
+    outcomes: tuple[str, ...]
+    raw: Any = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class Status:
+    """The ``status`` reply: process-wide counters of the supervisor."""
+
+    queued: int
+    running: int
+    capacity: int
+    admitted_total: int
+    started_total: int
+    finished_total: int
+    max_running_seen: int
+    worker_start_failures: int
+    worker_start_failures_in_row: int
+    last_worker_start_error: Optional[str]
+    connections: int
+    pid: int
+    worker_start: str
+    zygote_pid: Optional[int]
+    zygote_generation: int
+    zygote_ready: bool
+    raw: Any = _raw()
+
+
+@dataclasses.dataclass(frozen=True)
+class InvocationInfo:
+    """The ``invocation.open`` reply."""
+
+    invocation: str
+    max_calls: int
+    idle_ttl_ms: int

@@ -1,0 +1,146 @@
+"""Rendering for the model and for users, byte for byte as libcodeinterp's
+``ci_render_model_text`` and ``ci_render_progress_card`` (``codeinterp exec
+--model-text --cards``). The format is specified in docs/client.md ("Model text
+and progress cards").
+
+Only names from the runtime's closed sets (outcomes, phases, limits) are copied
+into a rendering as words; anything else shows as ``?``, so a forged or garbled
+message cannot pass text through a field that should hold a name.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from .errors import CodeinterpError
+    from .records import Channel, Progress, Result
+
+OUTCOMES = ("ok", "python_exception", "timeout", "cancelled", "invalid_input", "unavailable_source",
+            "quota_exhausted", "resource_limit", "worker_error", "overloaded", "not_found", "permission_denied")
+PHASES = ("requested", "queued", "started", "running", "finished")
+LIMITS = ("memory", "cpu", "file_size", "processes")
+
+# Outcomes the runtime decided (not the code): their output is partial, never Python output.
+RUNTIME_NOTES = {
+    "timeout": "The runtime stopped the call because its deadline passed. This is not Python output.",
+    "cancelled": "The runtime cancelled the call before it finished. This is not Python output.",
+    "worker_error": "The sandbox failed, not the code; calling again may work. This is not Python output.",
+}
+RESOURCE_LIMIT_NOTE = "A sandbox limit ended the code."
+UNKNOWN_OUTCOME_NOTE = "The runtime sent an outcome this client does not know."
+PARTIAL_NOTE = "Any output below is partial: what had arrived when the worker was stopped."
+NO_VALUE_NOTE = "(no output and no value: end the code with an expression or print() to see a result)"
+NO_OUTPUT_NOTE = "(no output)"
+
+REJECTED_NOTE = "No code ran: the request was rejected before execution."
+ERROR_HINTS = {
+    "invalid_input": "Correct the arguments (see the tool's input schema) and call again.",
+    "unavailable_source": "Use only source ids this conversation offers.",
+    "quota_exhausted": "No more calls are allowed in this session; answer without the tool.",
+    "overloaded": "The service is busy; calling again later may work.",
+    "worker_error": "The sandbox failed, not the code; calling again may work.",
+    "cancelled": "The service is shutting down.",
+    "not_found": "The session's invocation is gone (closed or expired).",
+}
+
+
+def _known(value: object, names: tuple[str, ...]) -> Optional[str]:
+    return value if isinstance(value, str) and value in names else None
+
+
+def _prefix(text: str, max_bytes: int) -> str:
+    """At most max_bytes UTF-8 bytes of text, never half a code point."""
+    return text.encode()[:max_bytes].decode("utf-8", "ignore")
+
+
+def channel_section(label: str, ch: Channel) -> str:
+    """``--- LABEL (N characters[; K omitted where marked, not shown][; R invalid UTF-8
+    sequences shown as U+FFFD]) ---``, then the kept text with the omitted run marked
+    in place on a line of its own; ends with a newline unless it is empty."""
+    header = "--- %s (%d characters" % (label, ch.total_characters)
+    if ch.omitted_characters > 0:
+        header += "; %d omitted where marked, not shown" % ch.omitted_characters
+    if ch.replaced_characters > 0:
+        header += "; %d invalid UTF-8 sequences shown as U+FFFD" % ch.replaced_characters
+    body = ch.text
+    if ch.omitted_characters > 0:
+        head, tail = body[:ch.omitted_at], body[ch.omitted_at:]
+        if head and not head.endswith("\n"):
+            head += "\n"
+        body = "%s[... %d characters omitted ...]\n%s" % (head, ch.omitted_characters, tail)
+    if body and not body.endswith("\n"):
+        body += "\n"
+    return header + ") ---\n" + body
+
+
+def model_text(r: Result) -> str:
+    """The text the model sees for a result: the outcome and what it means, the
+    elapsed time, the runtime's detail, then the exception type, stdout, stderr,
+    the exception message and traceback, and the value, each with exact counts."""
+    outcome = _known(r.outcome, OUTCOMES)
+    limit = _known(r.limit, LIMITS)
+    out = ["outcome: %s%s\n" % (outcome or "?", " (%s)" % limit if limit else ""),
+           "elapsed: %d ms\n" % r.elapsed_ms]
+    if outcome is None:
+        out.append(UNKNOWN_OUTCOME_NOTE + "\n")
+    elif outcome in RUNTIME_NOTES:
+        out.append(RUNTIME_NOTES[outcome] + "\n")
+    elif outcome == "resource_limit":
+        out.append(RESOURCE_LIMIT_NOTE + "\n")
+    if r.detail is not None:
+        out.append("detail: %s\n" % _prefix(r.detail, 1024))
+    if outcome in RUNTIME_NOTES or r.partial:
+        out.append(PARTIAL_NOTE + "\n")
+    if r.exception is not None:
+        out.append("exception: %s\n" % _prefix(r.exception.type, 256))
+    if r.stdout.total_characters > 0:
+        out.append(channel_section("stdout", r.stdout))
+    if r.stderr.total_characters > 0:
+        out.append(channel_section("stderr", r.stderr))
+    if r.exception is not None:
+        out.append(channel_section("exception message", r.exception.message))
+        if r.exception.traceback.total_characters > 0:
+            out.append(channel_section("traceback", r.exception.traceback))
+    if r.result is not None:
+        out.append(channel_section("value", r.result))
+    if (r.stdout.total_characters == 0 and r.stderr.total_characters == 0 and r.result is None
+            and r.exception is None):
+        out.append((NO_VALUE_NOTE if outcome == "ok" else NO_OUTPUT_NOTE) + "\n")
+    return "".join(out)
+
+
+def error_model_text(e: CodeinterpError) -> str:
+    """The text the model sees for a rejected request (an ``error`` message)."""
+    code = _known(e.code, OUTCOMES)
+    out = ["outcome: %s\n" % (code or "?"), REJECTED_NOTE + "\n", "reason: %s\n" % _prefix(e.message, 1024)]
+    if code in ERROR_HINTS:
+        out.append(ERROR_HINTS[code] + "\n")
+    return "".join(out)
+
+
+def _seconds(ms: int) -> str:
+    return "%d.%d s" % (ms // 1000, ms % 1000 // 100)
+
+
+def _sizes(name: str, characters: int, omitted: int) -> str:
+    return " · %s %d characters%s" % (name, characters, " (%d omitted)" % omitted if omitted > 0 else "")
+
+
+def progress_card(p: Progress) -> str:
+    """``code_interpreter: PHASE[: OUTCOME] · S.D s[ · queue position N] · stdout N
+    characters[ (K omitted)] · stderr N characters[ (K omitted)]``. Metadata only."""
+    outcome = _known(p.outcome, OUTCOMES)
+    card = "code_interpreter: %s%s · %s" % (_known(p.phase, PHASES) or "?", ": " + outcome if outcome else "",
+                                           _seconds(p.elapsed_ms))
+    if p.queue_position is not None:
+        card += " · queue position %d" % p.queue_position
+    return (card + _sizes("stdout", p.stdout_characters, p.stdout_omitted_characters)
+            + _sizes("stderr", p.stderr_characters, p.stderr_omitted_characters))
+
+
+def result_card(r: Result) -> str:
+    """The card of a finished call, from its result: ``code_interpreter: finished:
+    OUTCOME · S.D s · stdout ... · stderr ...``. Metadata only."""
+    return ("code_interpreter: finished: %s · %s" % (_known(r.outcome, OUTCOMES) or "?", _seconds(r.elapsed_ms))
+            + _sizes("stdout", r.stdout.total_characters, r.stdout.omitted_characters)
+            + _sizes("stderr", r.stderr.total_characters, r.stderr.omitted_characters))

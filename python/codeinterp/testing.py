@@ -1,0 +1,178 @@
+"""Test support: a private ``codeinterpd`` on a temporary socket, and pytest fixtures.
+
+Enable the fixtures with ``pytest -p codeinterp.testing`` (or
+``pytest_plugins = ["codeinterp.testing"]`` in a top-level conftest.py, or by
+importing ``codeinterp_daemon`` and ``codeinterp_client`` into a conftest.py):
+
+- ``codeinterp_policy``: the policy text (None: the built-in defaults);
+  override it in a test module to start the supervisor with another policy.
+- ``codeinterp_daemon``: a started :class:`Daemon`, ready for connections; when
+  the test ends it is stopped with SIGTERM and must have exited 0.
+- ``codeinterp_client``: a :class:`codeinterp.Client` connected to it.
+
+The binary is ``$CODEINTERP_BUILD/bin/codeinterpd`` when ``CODEINTERP_BUILD`` is
+set, else ``codeinterpd`` on ``PATH``. The supervisor needs root and user
+namespaces: without them the fixtures skip, unless ``CODEINTERP_MUST_SANDBOX=1``,
+which turns the skip into a failure.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
+
+import pytest
+
+from .client import Client
+
+MUST_SANDBOX = os.environ.get("CODEINTERP_MUST_SANDBOX") == "1"
+
+
+def find_daemon() -> str:
+    """The codeinterpd binary: ``$CODEINTERP_BUILD/bin/codeinterpd``, else from PATH."""
+    build = os.environ.get("CODEINTERP_BUILD")
+    if build:
+        return os.path.join(build, "bin", "codeinterpd")
+    found = shutil.which("codeinterpd")
+    if found is None:
+        raise FileNotFoundError("codeinterpd: set CODEINTERP_BUILD to a build tree or put it on PATH")
+    return found
+
+
+def sandbox_available() -> Tuple[bool, str]:
+    """(True, "") when this process is root and can create the namespaces the
+    supervisor needs; otherwise (False, why)."""
+    if os.geteuid() != 0:
+        return False, "codeinterpd needs root"
+    try:
+        out = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--pid", "--net",
+                              "--fork", "true"], capture_output=True, timeout=10)
+        if out.returncode != 0:
+            return False, "cannot create namespaces: " + out.stderr.decode(errors="replace")
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, "cannot create namespaces: %s" % e
+    return True, ""
+
+
+def require_sandbox() -> None:
+    """Skip the test when the kernel cannot sandbox (fail with CODEINTERP_MUST_SANDBOX=1)."""
+    ok, why = sandbox_available()
+    if not ok:
+        if MUST_SANDBOX:
+            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but the kernel cannot sandbox: " + why)
+        pytest.skip(why)
+
+
+class Daemon:
+    """A ``codeinterpd`` on a socket in a new temporary directory, with its log there.
+
+    The constructor returns once the socket file exists (it appears at bind(), a
+    moment before listen(): :meth:`wait_ready` waits until connections are
+    accepted). :meth:`stop` closes the connections made through :meth:`connect`,
+    stops the supervisor and removes the directory.
+    """
+
+    def __init__(self, binary: Optional[str] = None, policy: Optional[str] = None, extra_args: Sequence[str] = (),
+                 start_timeout: float = 10.0) -> None:
+        self.dir = tempfile.mkdtemp(prefix="codeinterp-test-")
+        self.socket = os.path.join(self.dir, "ci.sock")
+        self.log_path = os.path.join(self.dir, "codeinterpd.log")
+        args = [binary or find_daemon(), "--socket", self.socket]
+        if policy:
+            self.policy_path = os.path.join(self.dir, "policy.yaml")
+            with open(self.policy_path, "w") as f:
+                f.write(policy)
+            args += ["--policy", self.policy_path]
+        args += list(extra_args)
+        self.conns: List[Any] = []
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + start_timeout
+        while not os.path.exists(self.socket):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                what = "exited" if self.proc.returncode is not None else "did not start"
+                log = self.read_log()
+                self.stop()
+                raise RuntimeError("codeinterpd %s: %s" % (what, log))
+            time.sleep(0.01)
+
+    def wait_ready(self, timeout: float = 10.0) -> "Daemon":
+        """Wait until the supervisor accepts connections."""
+        deadline = time.monotonic() + timeout
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(self.socket)
+                return self
+            except (ConnectionRefusedError, FileNotFoundError):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
+            finally:
+                s.close()
+
+    def connect(self, timeout: Optional[float] = 60) -> Client:
+        """A Client connected to this supervisor, closed by :meth:`stop`."""
+        c = Client(self.socket, timeout)
+        self.conns.append(c)
+        return c
+
+    def read_log(self) -> str:
+        """The supervisor's stdout and stderr so far."""
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, timeout: float = 15.0) -> Optional[int]:
+        """Close the connections, SIGTERM the supervisor (SIGKILL after timeout),
+        remove the directory; returns its exit status (negative: a signal)."""
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        rc = self.proc.returncode
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return rc
+
+
+@pytest.fixture
+def codeinterp_policy() -> Optional[str]:
+    """The policy text for ``codeinterp_daemon`` (None: the defaults). Override it."""
+    return None
+
+
+@pytest.fixture
+def codeinterp_daemon(codeinterp_policy: Optional[str]) -> Iterator[Daemon]:
+    """A private supervisor for one test; it must exit 0 when stopped."""
+    require_sandbox()
+    d = Daemon(policy=codeinterp_policy)
+    try:
+        d.wait_ready()
+    except BaseException:
+        d.stop()
+        raise
+    yield d
+    rc = d.stop()
+    assert rc == 0, "codeinterpd exited with %r" % rc
+
+
+@pytest.fixture
+def codeinterp_client(codeinterp_daemon: Daemon) -> Client:
+    """A Client connected to ``codeinterp_daemon``."""
+    return codeinterp_daemon.connect()

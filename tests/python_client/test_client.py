@@ -1,0 +1,258 @@
+"""The blocking client: ops, typed results, raised errors, invocations, sources."""
+import hashlib
+
+import pytest
+from conftest import NORTHSTAR
+
+import codeinterp
+from codeinterp import (Channel, Client, InvalidInput, NotFound, Progress, ProtocolError, QuotaExhausted, Result,
+                        UnavailableSource)
+from codeinterp.records import from_wire
+
+
+def sha256(data):
+    return hashlib.sha256(data if isinstance(data, bytes) else data.encode()).hexdigest()
+
+
+def test_hello_is_typed(client):
+    h = client.hello()
+    assert isinstance(h, codeinterp.Hello)
+    assert h.protocol == 1
+    assert h.python.startswith("3.")
+    assert h.policy.worker_start in ("exec", "zygote")
+    assert len(h.policy.sha256) == 64
+    assert h.limits.max_output_characters == 64000 and h.limits.max_source_ids == 4
+    assert h.outcomes[:2] == ("ok", "python_exception") and "permission_denied" in h.outcomes
+    assert h.raw["limits"]["timeoutMs"] == h.limits.timeout_ms == 30000
+
+
+def test_status_is_typed(client, daemon):
+    s = client.status()
+    assert s.pid == daemon.proc.pid
+    assert s.connections >= 1 and s.capacity >= 1
+    assert s.worker_start in ("exec", "zygote")
+    assert (s.zygote_pid is None) == (s.worker_start == "exec")
+
+
+def test_northstar_result_has_every_field(client):
+    phases = []
+    r = client.execute(NORTHSTAR, "Northstar mean runtime", on_progress=phases.append)
+    assert isinstance(r, Result)
+    assert r.outcome == "ok" and r.ok
+    assert r.result == Channel(text="8.25", total_characters=4, total_bytes=4, omitted_characters=0,
+                               omitted_bytes=0, omitted_at=4, replaced_characters=0)
+    assert r.stdout.text == "" and r.stdout.total_characters == 0
+    assert r.exception is None and r.limit is None and r.detail is None and not r.partial
+    assert r.worker_error is None
+    assert r.evidence.code_sha256 == sha256(NORTHSTAR)
+    assert r.evidence.code_characters == len(NORTHSTAR)
+    assert r.evidence.inputs == ()
+    assert r.evidence.limits.max_calls == 10
+    assert r.evidence.runtime.python.startswith("3.")
+    assert r.timing.elapsed_ms == r.elapsed_ms and r.timing.worker_started
+    assert r.exit_status is not None and r.exit_status.code == 0 and r.exit_status.signal is None
+    assert r.id == 1 and r.call_id >= 1
+    assert r.model_text() == "outcome: ok\nelapsed: %d ms\n--- value (4 characters) ---\n8.25\n" % r.elapsed_ms
+    assert r.card() == "code_interpreter: finished: ok · %d.%d s · stdout 0 characters · stderr 0 characters" % (
+        r.elapsed_ms // 1000, r.elapsed_ms % 1000 // 100)
+    assert all(isinstance(p, Progress) and p.call_id == r.call_id and p.id == r.id for p in phases)
+    assert [p.phase for p in phases][:3] == ["requested", "queued", "started"]
+    assert phases[-1].phase == "finished" and phases[-1].outcome == "ok"
+
+
+def test_python_exception_is_returned_not_raised(client):
+    r = client.execute('print("hi")\n1/0', "divide")
+    assert r.outcome == "python_exception" and r.result is None
+    assert r.exception.type == "ZeroDivisionError"
+    assert r.exception.message.text == "division by zero"
+    assert r.exception.traceback.text.endswith("ZeroDivisionError: division by zero\n")
+    tb = r.exception.traceback
+    assert r.model_text() == (
+        "outcome: python_exception\nelapsed: %d ms\nexception: ZeroDivisionError\n"
+        "--- stdout (3 characters) ---\nhi\n"
+        "--- exception message (16 characters) ---\ndivision by zero\n"
+        "--- traceback (%d characters) ---\n%s" % (r.elapsed_ms, tb.total_characters, tb.text))
+
+
+def test_stdout_stderr_and_replaced_bytes(client):
+    r = client.execute("import os, sys\nprint('out')\nsys.stderr.write('err')\nsys.stderr.flush()\n"
+                       "os.write(1, b'\\xff\\n')\n'v'", "channels")
+    assert r.outcome == "ok"
+    assert r.stdout.text == "out\n\ufffd\n" and r.stdout.replaced_characters == 1
+    assert r.stderr.text == "err"
+    assert r.model_text() == (
+        "outcome: ok\nelapsed: %d ms\n"
+        "--- stdout (6 characters; 1 invalid UTF-8 sequences shown as U+FFFD) ---\nout\n\ufffd\n"
+        "--- stderr (3 characters) ---\nerr\n"
+        "--- value (3 characters) ---\n'v'\n" % r.elapsed_ms)
+
+
+def test_omitted_output_is_counted_in_the_model_text(small_client):
+    r = small_client.execute("print('a' * 75 + 'b' * 900 + 'c' * 25)", "long line")
+    # C = 100: the first 75 and the last 25 characters are kept (the last is the newline).
+    assert r.stdout.total_characters == 1001 and r.stdout.omitted_characters == 901
+    assert r.stdout.omitted_bytes == 901 and r.stdout.omitted_at == 75
+    assert r.stdout.text == "a" * 75 + "c" * 24 + "\n"
+    assert r.model_text() == (
+        "outcome: ok\nelapsed: %d ms\n--- stdout (1001 characters; 901 omitted where marked, not shown) ---\n"
+        % r.elapsed_ms + "a" * 75 + "\n[... 901 characters omitted ...]\n" + "c" * 24 + "\n"
+    )
+
+
+def test_timeout_is_a_runtime_outcome(small_client):
+    r = small_client.execute("import time\nprint('started', flush=True)\ntime.sleep(60)", "sleep")
+    assert r.outcome == "timeout" and r.partial and r.exception is None
+    assert r.detail == "the deadline passed while the code was running"
+    assert r.stdout.text == "started\n"
+    assert r.model_text() == (
+        "outcome: timeout\nelapsed: %d ms\n"
+        "The runtime stopped the call because its deadline passed. This is not Python output.\n"
+        "detail: the deadline passed while the code was running\n"
+        "Any output below is partial: what had arrived when the worker was stopped.\n"
+        "--- stdout (8 characters) ---\nstarted\n" % r.elapsed_ms)
+
+
+def test_cancel_from_a_progress_callback(client):
+    states = []
+
+    def on_progress(p):
+        if p.phase == "started":
+            states.append(client.cancel(p.call_id))
+
+    r = client.execute("import time\ntime.sleep(60)", "sleep", on_progress=on_progress)
+    assert states == ["running"]
+    assert r.outcome == "cancelled" and r.detail == "cancelled while running" and r.partial
+    assert r.model_text() == (
+        "outcome: cancelled\nelapsed: %d ms\n"
+        "The runtime cancelled the call before it finished. This is not Python output.\n"
+        "detail: cancelled while running\n"
+        "Any output below is partial: what had arrived when the worker was stopped.\n(no output)\n" % r.elapsed_ms)
+    with pytest.raises(NotFound) as e:
+        client.cancel(r.call_id)
+    assert e.value.code == "not_found" and e.value.request_id == client._next_id - 1
+
+
+def test_rejections_are_raised(client):
+    with pytest.raises(InvalidInput) as e:
+        client.execute("   ", "blank")
+    assert e.value.code == "invalid_input" and e.value.request_id == client._next_id - 1
+    assert e.value.raw["type"] == "error" and e.value.message
+    assert e.value.model_text() == (
+        "outcome: invalid_input\nNo code ran: the request was rejected before execution.\nreason: %s\n"
+        "Correct the arguments (see the tool's input schema) and call again.\n" % e.value.message)
+    with pytest.raises(UnavailableSource) as e:
+        client.execute("1", "no such source", ["nope"])
+    assert "sourceIds[0]" in e.value.message
+    with pytest.raises(NotFound):
+        client.execute("1", "no such invocation", invocation="0" * 32)
+    # The connection keeps working.
+    assert client.execute("6 * 7", "still there").result.text == "42"
+
+
+def test_invocation_sources_and_quota(small_client):
+    text = "9.0\n7.5\n"
+    with small_client.invocation() as inv:
+        assert len(inv.id) == 32 and inv.info.max_calls == 2
+        s = inv.put_source("runtimes", text, origin="https://example.org/runtimes")
+        assert s == codeinterp.Source(source_id="runtimes", kind="read_source", bytes=len(text), sha256=sha256(text))
+        a = inv.put_attachment("wb.xlsx", b"PK\x03\x04\x00", "a,b\n", "application/vnd.ms-excel", "book.xlsx")
+        assert a.kind == "attachment" and a.original_bytes == 5 and a.original_sha256 == sha256(b"PK\x03\x04\x00")
+        r = inv.execute("vals = open(input_files['runtimes']).read().split()\n"
+                        "(sum(map(float, vals)) / len(vals), input_assets['wb.xlsx']['mediaType'],"
+                        " open(input_assets['wb.xlsx']['original'], 'rb').read())",
+                        "mean", ["runtimes", "wb.xlsx"])
+        assert r.outcome == "ok", r.model_text()
+        assert r.result.text == "(8.25, 'application/vnd.ms-excel', b'PK\\x03\\x04\\x00')"
+        assert [i.source_id for i in r.evidence.inputs] == ["runtimes", "wb.xlsx"]
+        assert r.evidence.inputs[0].sha256 == sha256(text) and r.evidence.inputs[0].media_type is None
+        assert r.evidence.inputs[1].media_type == "application/vnd.ms-excel"
+        assert inv.execute("2", "second").result.text == "2"
+        with pytest.raises(QuotaExhausted):
+            inv.execute("3", "third")
+        with pytest.raises(InvalidInput):
+            inv.put_source("runtimes", "again")
+        invocation_id = inv.id
+    assert inv.closed
+    with pytest.raises(UnavailableSource):
+        small_client.execute("1", "closed invocation", ["runtimes"], invocation=invocation_id)
+    with pytest.raises(NotFound):
+        small_client.execute("1", "closed invocation", invocation=invocation_id)
+
+
+def test_invocation_exit_does_not_hide_the_block_error(small_client):
+    with pytest.raises(KeyError):
+        with small_client.invocation() as inv:
+            inv.close()  # closed already: leaving the block sends nothing more
+            raise KeyError("from the block")
+    assert small_client.hello().protocol == 1
+
+
+def test_describe(client):
+    """The describe op returns the tool definition; a supervisor without it answers
+    invalid_input "unknown op" (then this test skips, saying so)."""
+    try:
+        d = client.describe()
+    except InvalidInput as e:
+        if "unknown op" in e.message:
+            pytest.skip("this codeinterpd has no describe op: %s" % e.message)
+        raise
+    tool = d["tool"]
+    assert tool["name"] == "code_interpreter"
+    assert tool["inputSchema"]["required"] == ["summary", "code"]
+    assert tool["inputSchema"]["properties"]["code"]["maxLength"] == client.hello().limits.max_code_characters
+
+
+def test_connection_level_error_is_raised(daemon):
+    """An error with a nil id (here: a frame that is not msgpack) reaches the waiter."""
+    c = Client(daemon.socket, 30)
+    try:
+        c.connection.send_raw(b"\x00\x00\x00\x01\xc1")
+        with pytest.raises(InvalidInput) as e:
+            c.hello()
+        assert e.value.request_id is None
+        assert c.hello().protocol == 1
+    finally:
+        c.close()
+
+
+def test_low_level_connection(daemon):
+    with codeinterp.Connection(daemon.socket, 30) as conn:
+        conn.send({"op": "hello", "id": 7})
+        m = conn.recv()
+        assert m["id"] == 7 and m["type"] == "reply" and m["protocol"] == 1
+        conn.send_raw(b"\x00\x00\x00\x00")
+        m = conn.recv()
+        assert m["id"] is None and m["type"] == "error" and m["code"] == "invalid_input"
+
+
+def test_from_wire_checks_the_documented_fields(client):
+    raw = dict(client.execute("1", "one").raw)
+    assert from_wire(Result, raw).result.text == "1"
+    del raw["timing"]
+    with pytest.raises(ProtocolError, match="'timing' is missing"):
+        from_wire(Result, raw)
+    raw["timing"] = {"elapsedMs": "1"}
+    with pytest.raises(ProtocolError, match="Result.timing.elapsedMs: expected int"):
+        from_wire(Result, raw)
+
+
+def test_omission_counts_characters_not_bytes(small_client):
+    r = small_client.execute("print('\u00e9' * 200, end='')", "two-byte characters")
+    assert r.stdout.total_characters == 200 and r.stdout.total_bytes == 400
+    assert r.stdout.omitted_characters == 100 and r.stdout.omitted_bytes == 200
+    assert r.model_text() == (
+        "outcome: ok\nelapsed: %d ms\n--- stdout (200 characters; 100 omitted where marked, not shown) ---\n"
+        % r.elapsed_ms + "\u00e9" * 75 + "\n[... 100 characters omitted ...]\n" + "\u00e9" * 25 + "\n")
+
+
+def test_connection_over_a_socketpair():
+    import socket
+    a, b = socket.socketpair()
+    with codeinterp.Connection.from_socket(a) as x, codeinterp.Connection.from_socket(b) as y:
+        x.send({"id": 1, "bytes": b"\x00\xff", "text": "\u00e9"})
+        assert y.recv_raw_frame() == b"\x83\xa2id\x01\xa5bytes\xc4\x02\x00\xff\xa4text\xa2\xc3\xa9"
+        x.send_raw(b"\x00\x00\x00\x01\xc0")
+        assert y.recv() is None
+        x.close()
+        with pytest.raises(codeinterp.ConnectionLost):
+            y.recv()

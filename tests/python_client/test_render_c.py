@@ -1,0 +1,111 @@
+"""The Python rendering against the C one (libcodeinterp, `codeinterp exec --model-text
+--cards`), on the same messages: results and progress recorded from a real supervisor,
+some edited into outcomes that are hard to provoke, replayed to the C client by a fake
+supervisor. Skips when that codeinterp has no --model-text. The C client is
+$CODEINTERP_CLI, else $CODEINTERP_BUILD/bin/codeinterp."""
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+
+import pytest
+
+from codeinterp import Result
+from codeinterp.connection import Connection, encode_frame
+from codeinterp.errors import error_from_message
+from codeinterp.records import Progress, from_wire
+
+CLI = os.environ.get("CODEINTERP_CLI") or os.path.join(os.environ["CODEINTERP_BUILD"], "bin", "codeinterp")
+
+
+@pytest.fixture(scope="module")
+def cli():
+    try:
+        helptext = subprocess.run([CLI, "exec", "--help"], capture_output=True, timeout=10)
+    except OSError as e:
+        pytest.skip("no codeinterp client: %s" % e)
+    if b"--model-text" not in helptext.stdout + helptext.stderr:
+        pytest.skip("%s has no --model-text (the C renderer is not on this branch yet)" % CLI)
+    return CLI
+
+
+def c_render(cli, messages):
+    """Run `codeinterp exec --model-text --cards` against a fake supervisor that answers
+    its execute with messages (their ids set to the request's); returns (stdout, stderr)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "fake.sock")
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(path)
+        server.listen(1)
+        server.settimeout(20)
+
+        def serve():
+            with Connection.from_socket(server.accept()[0]) as conn:
+                rid = conn.recv()["id"]
+                conn.send_raw(b"".join(encode_frame(dict(m, id=rid)) for m in messages))
+                try:
+                    conn.recv()  # until the client goes
+                except EOFError:
+                    pass
+
+        t = threading.Thread(target=serve)
+        t.start()
+        try:
+            out = subprocess.run([cli, "--socket", path, "exec", "--model-text", "--cards", "-c", "1"],
+                                 capture_output=True, timeout=30)
+        finally:
+            t.join(30)
+            server.close()
+    return out.stdout.decode(), out.stderr.decode()
+
+
+def recorded(client, small_client):
+    """(progress messages, result) pairs from real calls, plus edited results."""
+    calls = []
+
+    def run(c, code):
+        progress = []
+        r = c.execute(code, "render", on_progress=progress.append)
+        calls.append(([p.raw for p in progress], dict(r.raw)))
+        return calls[-1][1]
+
+    run(client, "sum([9.0, 7.5]) / 2")
+    run(client, "x = 1")
+    run(client, "import os, sys\nprint('out')\nsys.stderr.write('err')\nsys.stderr.flush()\nos.write(1, b'\\xff')\n'v'")
+    run(client, "print('before')\n{}['missing']")
+    run(client, "raise ValueError()")
+    run(client, "class \u00c4rger(Exception): pass\nraise \u00c4rger('\u00fcbel')")
+    run(small_client, "print(''.join(str(i % 10) for i in range(300)), end='')\n'\u00e9' * 150")
+    run(small_client, "print('x' * 99)\nprint('\u00e9' * 300)")
+    timeout = run(small_client, "import time\nprint('working', flush=True)\ntime.sleep(60)")
+    for edit in ({"outcome": "cancelled", "detail": "cancelled while running"},
+                 {"outcome": "worker_error", "detail": "the worker died from signal 31", "partial": True,
+                  "workerError": {"stage": "seccomp", "errno": 1}},
+                 {"outcome": "resource_limit", "limit": "cpu", "detail": "CPU time limit (30 s) reached",
+                  "partial": False},
+                 {"outcome": "not-an-outcome", "limit": "not-a-limit", "partial": False}):
+        calls.append(([], dict(timeout, **edit)))
+    return calls
+
+
+def test_model_text_and_cards_match_the_c_renderer(cli, client, small_client):
+    for progress, raw in recorded(client, small_client):
+        r = from_wire(Result, raw)
+        out, err = c_render(cli, progress + [raw])
+        assert out == r.model_text(), (out, r.model_text())
+        cards = [from_wire(Progress, p).card() for p in progress] + [r.card()]
+        assert err.splitlines() == cards
+
+
+@pytest.mark.parametrize("code,message", [
+    ("invalid_input", "code has 17 characters, more than maxCodeCharacters (10)"),
+    ("unavailable_source", "sourceIds[0] is not available to this call"),
+    ("quota_exhausted", "the invocation has spent its 10 calls"),
+    ("permission_denied", "peer uid 1000 is not allowed"),
+    ("something_new", "a code this client does not know"),
+])
+def test_rejection_text_matches_the_c_renderer(cli, code, message):
+    m = {"id": 1, "type": "error", "code": code, "message": message}
+    out, _ = c_render(cli, [m])
+    assert out == error_from_message(m).model_text()
