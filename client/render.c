@@ -104,9 +104,20 @@ static bool channel_nonempty(const msgpack_object *ch) {
         return is_map(ch) && uint_or0(mp_map_get(ch, "totalCharacters")) > 0;
 }
 
+/* At most max bytes of s, never half a code point: a cut inside a multi-byte sequence
+ * backs up to its lead byte (the Python client's rendering does the same). */
+static void write_utf8_prefix(FILE *f, const char *s, size_t len, size_t max) {
+        size_t n = MIN(len, max);
+
+        if (n < len)
+                while (n > 0 && ((unsigned char) s[n] & 0xC0) == 0x80)
+                        n--;
+        fwrite(s, 1, n, f);
+}
+
 static void render_str_field(FILE *f, const msgpack_object *o) {
         if (mp_is_str(o))
-                fwrite(o->via.str.ptr, 1, MIN(o->via.str.size, 1024u), f);
+                write_utf8_prefix(f, o->via.str.ptr, o->via.str.size, 1024);
 }
 
 static void render_error(FILE *f, const msgpack_object *m) {
@@ -171,7 +182,7 @@ static void render_result(FILE *f, const msgpack_object *m) {
                 const msgpack_object *type = mp_map_get(exc, "type");
                 fputs("exception: ", f);
                 if (mp_is_str(type))
-                        fwrite(type->via.str.ptr, 1, MIN(type->via.str.size, 256u), f);
+                        write_utf8_prefix(f, type->via.str.ptr, type->via.str.size, 256);
                 fputc('\n', f);
         }
         if (channel_nonempty(out))
