@@ -344,6 +344,8 @@ static int cmd_exec(int argc, char **argv) {
                         k = read_file(m->file, &data, &data_len);
                         if (k >= 0 && m->text_file)
                                 k = read_file(m->text_file, &text, &text_len);
+                        else if (k >= 0 && m->attachment)
+                                k = ci_attachment_text(m->id, data, data_len, m->media_type, &text, &text_len);
                         if (k < 0) {
                                 fprintf(stderr, "codeinterp: cannot read the file for %s: %s\n", m->id, strerror(-k));
                                 ci_close(c);
@@ -353,8 +355,8 @@ static int cmd_exec(int argc, char **argv) {
                         CiSource s = {
                                 .id = m->id,
                                 .attachment = m->attachment,
-                                .text = m->text_file ? text : data,
-                                .text_len = m->text_file ? text_len : data_len,
+                                .text = m->text_file || text ? text : data,
+                                .text_len = m->text_file || text ? text_len : data_len,
                                 .original = data,
                                 .original_len = data_len,
                                 .media_type = m->media_type,

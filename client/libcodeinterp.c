@@ -316,3 +316,23 @@ int ci_outcome_exit_status(const char *o) {
                         return table[i].status;
         return 12;
 }
+
+int ci_attachment_text(const char *id, const void *data, size_t len, const char *media_type, char **ret_text,
+                       size_t *ret_len) {
+        uint64_t chars;
+        char *text;
+        int n;
+
+        if (utf8_count(data, len, &chars) >= 0) {
+                *ret_text = NULL;
+                *ret_len = len;
+                return 0;
+        }
+        n = asprintf(&text, "[binary attachment: %s, %zu bytes; the original bytes are /inputs/%s.original]",
+                     media_type && *media_type ? media_type : "application/octet-stream", len, id);
+        if (n < 0)
+                return -ENOMEM;
+        *ret_text = text;
+        *ret_len = (size_t) n;
+        return 1;
+}

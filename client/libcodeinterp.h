@@ -68,6 +68,13 @@ int ci_execute(CiClient *c, const CiExecute *x, CiProgressFn cb, void *userdata,
 int ci_execute_send(CiClient *c, const CiExecute *x, uint64_t *ret_id);
 int ci_cancel(CiClient *c, uint64_t call_id, uint64_t *ret_id);
 
+/* The canonical text of an attachment registered without one (docs/client.md): its
+ * bytes when they are valid UTF-8 (returns 0, *ret_text NULL: use the bytes), else one
+ * line describing it, "[binary attachment: MEDIA_TYPE, N bytes; the original bytes are
+ * /inputs/ID.original]" (returns 1, *ret_text malloc'd and NUL-terminated). -ENOMEM. */
+int ci_attachment_text(const char *id, const void *data, size_t len, const char *media_type, char **ret_text,
+                       size_t *ret_len);
+
 /* "reply" | "error" | "result" | "progress" | NULL */
 const char *ci_message_type(const CiMessage *m);
 const msgpack_object *ci_get(const msgpack_object *map, const char *key);

@@ -78,6 +78,26 @@ static int digest_file(const char *path, char hex[65], size_t *ret_len) {
         return 0;
 }
 
+/* The digest of the canonical text as exec registered it: the --text file, the file
+ * itself, or for a binary attachment without --text its description. */
+static int digest_text(const ReplaySource *s, const char *file, const char *text_file, char hex[65], size_t *ret_len) {
+        _cleanup_free_ char *data = NULL, *desc = NULL;
+        size_t len, desc_len;
+        int k;
+
+        if (!s->attachment || text_file)
+                return digest_file(text_file ?: file, hex, ret_len);
+        k = read_path(file, MAX_FILE, &data, &len);
+        if (k < 0)
+                return k;
+        k = ci_attachment_text(s->id, data, len, s->media_type, &desc, &desc_len);
+        if (k < 0)
+                return k;
+        sha256_hex(desc ?: data, desc ? desc_len : len, hex);
+        *ret_len = desc ? desc_len : len;
+        return 0;
+}
+
 static void pack_str_or_nil(msgpack_packer *pk, const char *s) {
         if (s)
                 mp_pack_cstr(pk, s);
@@ -120,7 +140,7 @@ int replay_save(const char *path, const char *summary, const char *code, size_t 
                         k = -errno;
                         goto finish;
                 }
-                k = digest_file(text_file ?: file, text_hex, &text_len);
+                k = digest_text(s, file, text_file, text_hex, &text_len);
                 if (k >= 0 && s->attachment)
                         k = digest_file(file, orig_hex, &orig_len);
                 if (k < 0)
@@ -414,7 +434,14 @@ static int read_source(Source *s) {
                         return k;
                 sha256_hex(s->original, s->original_len, s->original_hex);
         }
-        k = read_path(s->text_file ?: s->file, MAX_FILE, &s->text, &s->text_len);
+        if (s->attachment && !s->text_file) {
+                /* The same canonical text exec chose: the bytes, or for binary ones a
+                 * description. */
+                k = ci_attachment_text(s->id, s->original, s->original_len, s->media_type, &s->text, &s->text_len);
+                if (k == 0)
+                        k = read_path(s->file, MAX_FILE, &s->text, &s->text_len);
+        } else
+                k = read_path(s->text_file ?: s->file, MAX_FILE, &s->text, &s->text_len);
         if (k < 0)
                 return k;
         sha256_hex(s->text, s->text_len, s->text_hex);

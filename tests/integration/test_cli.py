@@ -232,3 +232,48 @@ def test_sigterm_idle_exits_zero(make_supervisor):
     assert not os.path.exists(s.socket)
     # The open connection is closed, not left hanging.
     assert c.sock.recv(1) == b""
+
+
+# ---- attachments whose bytes are not text ----
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe\x00binary"
+
+
+def test_exec_binary_attachment_without_text(msup, tmp_path):
+    """An attachment whose bytes are not UTF-8 and that has no --text: its canonical
+    text is a one-line description; the original bytes arrive untouched."""
+    f = tmp_path / "chart.png"
+    f.write_bytes(PNG)
+    code = ("a = input_assets['img']\n"
+            "print(open(a['text']).read())\n"
+            "print(open(a['original'], 'rb').read() == %r)\n"
+            "print(input_files['img'] == a['text'] == '/inputs/img.txt')\n"
+            "a['mediaType']" % PNG)
+    out = msup.client("exec", "--json", "--attach", "img=%s:image/png" % f, "-c", code)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["outcome"] == "ok", r
+    desc = "[binary attachment: image/png, %d bytes; the original bytes are /inputs/img.original]" % len(PNG)
+    assert r["stdout"]["text"] == desc + "\nTrue\nTrue\n"
+    assert r["result"]["text"] == "'image/png'"
+    inp = r["evidence"]["inputs"][0]
+    assert inp["bytes"] == len(desc) and inp["originalBytes"] == len(PNG)
+
+
+def test_exec_utf8_attachment_is_its_own_text(msup, tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_text("héllo\n")
+    out = msup.client("exec", "--attach", "n=%s:text/plain" % f, "-c", "open(input_assets['n']['text']).read()")
+    assert out.returncode == 0, out.stderr
+    assert text(out.stdout) == "'héllo\\n'\n"
+
+
+def test_replay_of_a_binary_attachment_is_identical(msup, tmp_path):
+    f = tmp_path / "chart.png"
+    f.write_bytes(PNG)
+    rec = tmp_path / "call.json"
+    out = msup.client("exec", "--json", "--save", str(rec), "--attach", "img=%s:image/png" % f,
+                      "-c", "len(open('/inputs/img.original', 'rb').read())")
+    assert out.returncode == 0, out.stderr
+    again = msup.client("replay", str(rec))
+    assert again.returncode == 0, (again.stdout, again.stderr)
