@@ -79,37 +79,7 @@ static void tokener_freep(json_tokener **t) {
 }
 
 static int read_file(const char *path, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap = 0;
-
-        if (fd < 0)
-                return -errno;
-        for (;;) {
-                if (len == cap) {
-                        if (cap >= MCP_MAX_FILE)
-                                return -EFBIG;
-                        cap = cap ? cap * 2 : 65536;
-                        char *n = realloc(buf, cap + 1);
-                        if (!n)
-                                return -ENOMEM;
-                        buf = n;
-                }
-                ssize_t n = read(fd, buf + len, cap - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        if (!buf && !(buf = malloc(1)))
-                return -ENOMEM;
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
+        return read_file_all(path, MCP_MAX_FILE, ret, ret_len);
 }
 
 /* ---- output ---- */

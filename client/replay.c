@@ -50,26 +50,11 @@ static_assert(MAX_RECORD < INT_MAX, "json_tokener_parse_ex() takes an int length
 DEFINE_TRIVIAL_CLEANUP_FUNC(json_tokener *, json_tokener_free)
 DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put)
 
-/* The file's bytes, NUL-terminated (not counted in *ret_len). */
-static int read_path(const char *path, size_t max, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        void *buf;
-        int k;
-
-        if (fd < 0)
-                return -errno;
-        k = read_fd_all(fd, max, &buf, ret_len);
-        if (k < 0)
-                return k;
-        *ret = buf;
-        return 0;
-}
-
 /* The digest and size of a file's bytes now. */
 static int digest_file(const char *path, char hex[65], size_t *ret_len) {
         _cleanup_free_ char *data = NULL;
         size_t len;
-        int k = read_path(path, MAX_FILE, &data, &len);
+        int k = read_file_all(path, MAX_FILE, &data, &len);
 
         if (k < 0)
                 return k;
@@ -87,7 +72,7 @@ static int digest_text(const ReplaySource *s, const char *file, const char *text
 
         if (!s->attachment || text_file)
                 return digest_file(text_file ?: file, hex, ret_len);
-        k = read_path(file, MAX_FILE, &data, &len);
+        k = read_file_all(file, MAX_FILE, &data, &len);
         if (k < 0)
                 return k;
         k = ci_attachment_text(s->id, data, len, s->media_type, &desc, &desc_len);
@@ -374,7 +359,7 @@ static int load_record(const char *path, msgpack_zone *zone, msgpack_object *ret
         _cleanup_(json_object_putp) json_object *root = NULL;
         _cleanup_free_ char *text = NULL;
         size_t len;
-        int k = read_path(path, MAX_RECORD, &text, &len);
+        int k = read_file_all(path, MAX_RECORD, &text, &len);
 
         if (k < 0) {
                 fprintf(stderr, "codeinterp: replay: cannot read \"%s\": %s\n", path, strerror(-k));
@@ -429,7 +414,7 @@ static int read_source(Source *s) {
         int k;
 
         if (s->attachment) {
-                k = read_path(s->file, MAX_FILE, &s->original, &s->original_len);
+                k = read_file_all(s->file, MAX_FILE, &s->original, &s->original_len);
                 if (k < 0)
                         return k;
                 sha256_hex(s->original, s->original_len, s->original_hex);
@@ -439,9 +424,9 @@ static int read_source(Source *s) {
                  * description. */
                 k = ci_attachment_text(s->id, s->original, s->original_len, s->media_type, &s->text, &s->text_len);
                 if (k == 0)
-                        k = read_path(s->file, MAX_FILE, &s->text, &s->text_len);
+                        k = read_file_all(s->file, MAX_FILE, &s->text, &s->text_len);
         } else
-                k = read_path(s->text_file ?: s->file, MAX_FILE, &s->text, &s->text_len);
+                k = read_file_all(s->text_file ?: s->file, MAX_FILE, &s->text, &s->text_len);
         if (k < 0)
                 return k;
         sha256_hex(s->text, s->text_len, s->text_hex);

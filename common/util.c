@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -57,6 +58,7 @@ int read_full(int fd, void *buf, size_t len) {
 int read_fd_all(int fd, size_t max, void **ret_buf, size_t *ret_len) {
         _cleanup_free_ uint8_t *buf = NULL;
         size_t len = 0, cap = 0;
+        bool seekable = true;
 
         for (;;) {
                 if (len == cap) {
@@ -69,7 +71,11 @@ int read_fd_all(int fd, size_t max, void **ret_buf, size_t *ret_len) {
                         buf = nb;
                         cap = ncap;
                 }
-                ssize_t n = pread(fd, buf + len, cap - len, (off_t) len);
+                ssize_t n = seekable ? pread(fd, buf + len, cap - len, (off_t) len) : read(fd, buf + len, cap - len);
+                if (n < 0 && errno == ESPIPE && seekable) {
+                        seekable = false; /* a pipe or socket: read it from where it is */
+                        continue;
+                }
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -86,6 +92,21 @@ int read_fd_all(int fd, size_t max, void **ret_buf, size_t *ret_len) {
         buf[len] = 0;
         *ret_buf = TAKE_PTR(buf);
         *ret_len = len;
+        return 0;
+}
+
+int read_file_all(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -1;
+        void *buf;
+        int k;
+
+        fd = strcmp(path, "-") == 0 ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3) : open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        k = read_fd_all(fd, max, &buf, ret_len);
+        if (k < 0)
+                return k;
+        *ret = buf;
         return 0;
 }
 

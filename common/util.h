@@ -10,9 +10,13 @@
 int write_full(int fd, const void *buf, size_t len);
 /* Read exactly len bytes; -EPIPE on early EOF. */
 int read_full(int fd, void *buf, size_t len);
-/* Read a whole fd (regular file or memfd) from offset 0, up to max bytes (-EFBIG beyond).
- * The buffer has a NUL after the last byte, not counted in *ret_len. */
+/* Read a whole fd, up to max bytes (-EFBIG beyond): a regular file or memfd from offset
+ * 0, a pipe or socket from where it is. The buffer has a NUL after the last byte, not
+ * counted in *ret_len. */
 int read_fd_all(int fd, size_t max, void **ret_buf, size_t *ret_len);
+/* The whole file at path ("-": standard input), up to max bytes (-EFBIG beyond),
+ * NUL-terminated (the NUL is not counted in *ret_len). */
+int read_file_all(const char *path, size_t max, char **ret, size_t *ret_len);
 /* A sealed, close-on-exec memfd holding data. */
 int memfd_from_buffer(const char *name, const void *data, size_t len, int *ret_fd);
 /* Frame helpers: 4-byte big-endian length prefix. */
