@@ -43,6 +43,7 @@ test: build check-format lint-python unit-python cppcheck sanitize fuzz-smoke sd
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=exec $(PYTEST) -q tests/integration
 	$(MAKE) integration-asan
 	$(MAKE) python-client
+	$(MAKE) deployment-test
 
 # The supervisor under ASan/UBSan with the ordinary worker (a worker cannot run
 # under ASan: its address-space limit is far below ASan's shadow mappings).
@@ -114,11 +115,17 @@ tool-test: build sdk-types
 # The Python: pyflakes (Debian's python3-pyflakes) on the worker's runner, its numeric module and the tests.
 .PHONY: lint-python unit-python
 lint-python: deps
-	/usr/bin/python3 -m pyflakes worker/runner.py worker/codeinterp_numeric.py python tests/python tests/python_client tests/integration tests/bench tests/tool
+	/usr/bin/python3 -m pyflakes worker/runner.py worker/codeinterp_numeric.py python tests/python tests/python_client tests/integration tests/bench tests/tool tests/deployment
 
 # The worker's runner and numeric module (worker/*.py) as Python; needs no build.
 unit-python: deps
 	$(PYTEST) -q tests/python
+
+# The Kubernetes manifests (packaging/kubernetes/, docs/deployment.md), parsed and checked;
+# their policy is loaded by the built codeinterpd --check-config.
+.PHONY: deployment-test
+deployment-test: build
+	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/deployment
 
 # The Python client (python/codeinterp) against a real supervisor.
 .PHONY: python-client

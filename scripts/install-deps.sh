@@ -23,6 +23,7 @@ libcmocka-dev
 python3-pytest
 python3-msgpack
 python3-pyflakes
+python3-yaml
 clang-format
 clang
 libclang-rt-14-dev

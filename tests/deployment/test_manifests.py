@@ -1,0 +1,283 @@
+"""The Kubernetes manifests in packaging/kubernetes/ (docs/deployment.md), parsed and
+checked field by field; the policy in the ConfigMap is loaded by the real
+`codeinterpd --check-config`.
+
+    make deployment-test      (builds first; CODEINTERP_BUILD names the build)
+"""
+import json
+import os
+import posixpath
+import re
+import subprocess
+
+import pytest
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+K8S = os.path.join(ROOT, "packaging", "kubernetes")
+BUILD = os.environ.get("CODEINTERP_BUILD", os.path.join(ROOT, "build"))
+MIB = 1 << 20
+# Supervisor, zygote and its pre-started workers, beyond what the policy bounds.
+BASELINE = 128 * MIB
+# What codeinterpd needs, as documented (daemonset.yaml, docs/deployment.md).
+NEEDED_CAPS = {"SETUID", "SETGID", "SETPCAP"}
+ALLOWED_CAPS = NEEDED_CAPS | {"SYS_ADMIN"}
+# System calls the supervisor, zygote and worker make while building a sandbox.
+SANDBOX_SYSCALLS = {
+    "clone", "clone3", "unshare", "mount", "umount2", "pivot_root", "sethostname",
+    "setresuid", "setresgid", "setgroups", "capset", "prctl", "setrlimit", "prlimit64",
+    "seccomp", "memfd_create", "execveat", "pidfd_open", "pidfd_send_signal",
+    "close_range", "landlock_create_ruleset", "landlock_add_rule",
+    "landlock_restrict_self", "waitid", "socketpair", "sendmsg", "recvmsg",
+}
+
+
+def load(name):
+    with open(os.path.join(K8S, name)) as f:
+        return [d for d in yaml.safe_load_all(f) if d is not None]
+
+
+def one(docs, kind):
+    found = [d for d in docs if d.get("kind") == kind]
+    assert len(found) == 1, f"expected one {kind}, found {len(found)}"
+    return found[0]
+
+
+def quantity(q):
+    """A Kubernetes memory quantity in bytes."""
+    m = re.fullmatch(r"([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?", str(q))
+    assert m, f"unsupported quantity {q!r}"
+    mult = {None: 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
+            "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}[m.group(2)]
+    return int(m.group(1)) * mult
+
+
+def option(command, name):
+    assert command.count(name) == 1, f"{name} must appear once in {command}"
+    return command[command.index(name) + 1]
+
+
+def container(pod_spec, name):
+    found = [c for c in pod_spec["containers"] if c["name"] == name]
+    assert len(found) == 1, f"no container {name}"
+    return found[0]
+
+
+def mount_of(c, volume):
+    found = [m for m in c.get("volumeMounts", []) if m["name"] == volume]
+    assert len(found) == 1, f"container {c['name']} does not mount {volume}"
+    return found[0]
+
+
+def volume_for_path(pod_spec, c, path):
+    """The volume c mounts at exactly the directory of path, and that mount."""
+    d = posixpath.dirname(path)
+    found = [m for m in c.get("volumeMounts", []) if m["mountPath"].rstrip("/") == d]
+    assert len(found) == 1, f"{c['name']}: no volume mounted at {d} (for {path})"
+    vols = [v for v in pod_spec["volumes"] if v["name"] == found[0]["name"]]
+    assert len(vols) == 1
+    return vols[0], found[0]
+
+
+@pytest.fixture(scope="module")
+def configmap():
+    return one(load("policy-configmap.yaml"), "ConfigMap")
+
+
+@pytest.fixture(scope="module")
+def policy(configmap):
+    text = configmap["data"]["policy.yaml"]
+    doc = yaml.safe_load(text)
+    assert isinstance(doc, dict)
+    with open(os.path.join(ROOT, "packaging", "policy.yaml")) as f:
+        merged = yaml.safe_load(f)  # every key with its default
+    unknown = set(doc) - set(merged) - {"socketGroup"}
+    assert not unknown, f"keys the policy does not know: {unknown}"
+    merged.update(doc)
+    return merged
+
+
+@pytest.fixture(scope="module")
+def daemonset_docs():
+    return load("daemonset.yaml")
+
+
+@pytest.fixture(scope="module")
+def daemonset(daemonset_docs):
+    return one(daemonset_docs, "DaemonSet")
+
+
+@pytest.fixture(scope="module")
+def sidecar():
+    return one(load("sidecar-pod.yaml"), "Pod")
+
+
+def supervisor_pods(daemonset, sidecar):
+    return [("daemonset", daemonset["spec"]["template"]["spec"]), ("sidecar", sidecar["spec"])]
+
+
+def test_kinds_and_api_versions(daemonset_docs, configmap, sidecar):
+    kinds = {(d["apiVersion"], d["kind"]) for d in daemonset_docs}
+    assert kinds == {("v1", "Namespace"), ("apps/v1", "DaemonSet")}
+    assert (configmap["apiVersion"], configmap["kind"]) == ("v1", "ConfigMap")
+    assert (sidecar["apiVersion"], sidecar["kind"]) == ("v1", "Pod")
+    ns = one(daemonset_docs, "Namespace")["metadata"]["name"]
+    for d in (one(daemonset_docs, "DaemonSet"), configmap, sidecar):
+        assert d["metadata"]["namespace"] == ns
+
+
+def test_daemonset_selector_matches_template(daemonset):
+    labels = daemonset["spec"]["template"]["metadata"]["labels"]
+    for k, v in daemonset["spec"]["selector"]["matchLabels"].items():
+        assert labels.get(k) == v
+
+
+def test_daemonset_socket_in_host_directory(daemonset):
+    spec = daemonset["spec"]["template"]["spec"]
+    c = container(spec, "codeinterpd")
+    sock = option(c["command"], "--socket")
+    vol, m = volume_for_path(spec, c, sock)
+    assert "hostPath" in vol, "the DaemonSet's socket directory must be a hostPath"
+    assert vol["hostPath"]["path"].rstrip("/") == posixpath.dirname(sock)
+    assert vol["hostPath"].get("type") in ("Directory", "DirectoryOrCreate")
+    assert not m.get("readOnly"), "codeinterpd creates its socket there"
+
+
+def test_supervisor_command(daemonset, sidecar):
+    for where, spec in supervisor_pods(daemonset, sidecar):
+        cmd = container(spec, "codeinterpd")["command"]
+        assert cmd[0] == "codeinterpd", where
+        assert option(cmd, "--worker") == "/usr/libexec/codeinterp/codeinterp-worker", where
+        assert option(cmd, "--socket").startswith("/"), where
+        assert "--check-config" not in cmd
+
+
+def test_policy_mounted_from_the_configmap(daemonset, sidecar, configmap):
+    for where, spec in supervisor_pods(daemonset, sidecar):
+        c = container(spec, "codeinterpd")
+        path = option(c["command"], "--policy")
+        vol, m = volume_for_path(spec, c, path)
+        assert vol["configMap"]["name"] == configmap["metadata"]["name"], where
+        items = {i["path"]: i["key"] for i in vol["configMap"].get("items", [])}
+        key = items.get(posixpath.basename(path), posixpath.basename(path))
+        assert key in configmap["data"], where
+        assert m.get("readOnly") is True, where
+
+
+def test_policy_loads_in_the_real_codeinterpd(configmap, policy, tmp_path):
+    binary = os.path.join(BUILD, "bin", "codeinterpd")
+    if not os.access(binary, os.X_OK):
+        if os.environ.get("CODEINTERP_BUILD"):
+            pytest.fail(f"{binary} is missing (make build)")
+        pytest.skip(f"{binary} is missing: run make build or make deployment-test")
+    f = tmp_path / "policy.yaml"
+    f.write_text(configmap["data"]["policy.yaml"])
+    r = subprocess.run([binary, "--check-config", "--policy", str(f)],
+                       capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    # 2: the policy does not load. 1: a host check failed (not root, no namespaces...).
+    assert r.returncode != 2, out
+    if os.geteuid() == 0 or os.environ.get("CODEINTERP_MUST_SANDBOX") == "1":
+        assert r.returncode == 0, out
+    assert f"active workers: {policy['maxActiveWorkers']}," in out, out
+
+
+def test_memory_limit_covers_the_policy(daemonset, sidecar, policy):
+    workers = policy["maxActiveWorkers"]
+    assert workers > 0, "maxActiveWorkers must be explicit: 0 means the node's CPUs"
+    need = (workers * (policy["memoryBytes"] + policy["tmpBytes"] + policy["maxInvocationBytes"])
+            + policy["maxConnections"] * policy["maxInvocationsPerConnection"]
+            * policy["maxInvocationBytes"]
+            + BASELINE)
+    for where, spec in supervisor_pods(daemonset, sidecar):
+        res = container(spec, "codeinterpd")["resources"]
+        limit = quantity(res["limits"]["memory"])
+        assert limit >= need, f"{where}: limit {limit} < {need} bytes"
+        assert limit >= workers * policy["memoryBytes"] + BASELINE
+        assert quantity(res["requests"]["memory"]) == limit, f"{where}: request != limit"
+        assert "cpu" not in res["limits"], f"{where}: a CPU limit turns into timeouts"
+        assert float(res["requests"]["cpu"]) >= workers
+
+
+def test_security_context(daemonset, sidecar):
+    for where, spec in supervisor_pods(daemonset, sidecar):
+        sc = container(spec, "codeinterpd")["securityContext"]
+        assert sc["runAsUser"] == 0 and sc["runAsNonRoot"] is False, where
+        assert sc.get("privileged") is not True, where
+        caps = sc["capabilities"]
+        assert caps["drop"] == ["ALL"], where
+        add = set(caps["add"])
+        assert NEEDED_CAPS <= add <= ALLOWED_CAPS, f"{where}: {add}"
+        # The API refuses allowPrivilegeEscalation: false together with SYS_ADMIN.
+        assert sc["allowPrivilegeEscalation"] is ("SYS_ADMIN" in add), where
+        seccomp = sc["seccompProfile"]
+        assert seccomp["type"] in ("Unconfined", "Localhost"), where
+        if seccomp["type"] == "Localhost":
+            assert seccomp["localhostProfile"].endswith("codeinterpd.json")
+        assert sc["appArmorProfile"]["type"] in ("Unconfined", "Localhost"), where
+        assert sc.get("procMount", "Default") == "Default", where
+        assert sc["readOnlyRootFilesystem"] is True, where
+        assert not spec.get("hostPID") and not spec.get("hostNetwork"), where
+
+
+def test_probes_use_the_same_socket(daemonset, sidecar, policy):
+    for where, spec in supervisor_pods(daemonset, sidecar):
+        c = container(spec, "codeinterpd")
+        sock = option(c["command"], "--socket")
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            cmd = c[probe]["exec"]["command"]
+            assert cmd[0] == "codeinterp", f"{where} {probe}"
+            assert option(cmd, "--socket") == sock, f"{where} {probe}"
+            assert cmd[-1] == "status", f"{where} {probe}"
+        # The probes connect as the container's user (root): the policy must let it in.
+        uids, gids = policy["allowedUids"], policy["allowedGids"]
+        assert (not uids and not gids) or 0 in uids, "the probes (uid 0) would be refused"
+
+
+def test_sidecar_shares_the_socket_through_an_emptydir(sidecar, policy):
+    spec = sidecar["spec"]
+    sup = container(spec, "codeinterpd")
+    sock = option(sup["command"], "--socket")
+    vol, _ = volume_for_path(spec, sup, sock)
+    assert "emptyDir" in vol and "hostPath" not in vol
+    agents = [c for c in spec["containers"] if c["name"] != "codeinterpd"]
+    assert agents, "the sidecar pod has no agent container"
+    for agent in agents:
+        m = mount_of(agent, vol["name"])
+        assert m["mountPath"].rstrip("/") == posixpath.dirname(sock)
+        env = {e["name"]: e.get("value") for e in agent.get("env", [])}
+        assert env.get("CODEINTERP_SOCKET") == sock
+        # The agent's primary gid must pass the peer check, and own the socket.
+        gid = agent["securityContext"]["runAsGroup"]
+        assert gid in policy["allowedGids"] or agent["securityContext"]["runAsUser"] in policy["allowedUids"]
+        assert policy.get("socketGroup") == gid
+
+
+def test_localhost_seccomp_profile_allows_the_sandbox():
+    with open(os.path.join(K8S, "seccomp-codeinterpd.json")) as f:
+        prof = json.load(f)
+    assert prof["defaultAction"] == "SCMP_ACT_ALLOW"
+    assert prof["architectures"] == ["SCMP_ARCH_X86_64"]
+    denied = set()
+    for rule in prof["syscalls"]:
+        assert rule["action"] == "SCMP_ACT_ERRNO"
+        denied |= set(rule["names"])
+    assert denied, "the profile denies nothing"
+    assert not denied & SANDBOX_SYSCALLS, denied & SANDBOX_SYSCALLS
+    assert {"ptrace", "kexec_load", "init_module", "reboot"} <= denied
+
+
+def test_containerfile(daemonset):
+    with open(os.path.join(K8S, "Containerfile")) as f:
+        lines = [ln.strip() for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
+    assert lines[0] == "FROM debian:bookworm-slim"
+    text = "\n".join(lines)
+    assert re.search(r"^COPY codeinterp_\*\.deb /tmp/$", text, re.M)
+    assert "apt-get install -y --no-install-recommends /tmp/codeinterp_*.deb" in text
+    entry = json.loads(re.search(r"^ENTRYPOINT (.*)$", text, re.M).group(1))
+    cmd = json.loads(re.search(r"^CMD (.*)$", text, re.M).group(1))
+    image_cmd = entry + cmd
+    ds_cmd = container(daemonset["spec"]["template"]["spec"], "codeinterpd")["command"]
+    assert image_cmd == ds_cmd, "the image's default command differs from the DaemonSet's"
+    volume = json.loads(re.search(r"^VOLUME (.*)$", text, re.M).group(1))
+    assert volume == [posixpath.dirname(option(ds_cmd, "--socket"))]
