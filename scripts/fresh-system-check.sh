@@ -55,7 +55,7 @@ if [ "${1:-}" = "--inside" ]; then
         # From here on only the new root's programs exist.
         umount -l /.oldroot
         rmdir /.oldroot
-        exec env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+        exec env -i HOME=/root TERM=dumb LANG=C.UTF-8 NODE_EXTRA_CA_CERTS=/etc/fresh-host-extra-ca.crt \
                 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
                 /bin/sh /fresh-check-inside.sh
 fi
@@ -176,6 +176,14 @@ mkdir "$root"
 tar --numeric-owner --xattrs -C "$root" -xpf "$tarball"
 rm -f "$root/etc/resolv.conf"
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's extra certificate authorities are part of its network too (a network whose
+# egress re-signs TLS, as this workplace's does, needs them for the npm registry): a
+# user of this network would add them to a fresh system the same way. They are given
+# to node (NODE_EXTRA_CA_CERTS), which the root's npm then trusts; nothing else changes.
+: >"$root/etc/fresh-host-extra-ca.crt"
+for crt in /usr/local/share/ca-certificates/*.crt; do
+        [ -f "$crt" ] && cat "$crt" >>"$root/etc/fresh-host-extra-ca.crt"
+done
 cat >"$root/etc/apt/sources.list" <<EOF
 deb $mirror bookworm main
 deb $mirror bookworm-updates main
