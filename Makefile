@@ -42,6 +42,7 @@ test: build check-format lint-python unit-python cppcheck sanitize fuzz-smoke sd
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote $(PYTEST) -q tests/integration
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=exec $(PYTEST) -q tests/integration
 	$(MAKE) integration-asan
+	$(MAKE) adversarial
 
 # The supervisor under ASan/UBSan with the ordinary worker (a worker cannot run
 # under ASan: its address-space limit is far below ASan's shadow mappings).
@@ -113,7 +114,8 @@ tool-test: build sdk-types
 # The Python: pyflakes (Debian's python3-pyflakes) on the worker's runner, its numeric module and the tests.
 .PHONY: lint-python unit-python
 lint-python: deps
-	pyflakes3 worker/runner.py worker/codeinterp_numeric.py tests/python tests/integration tests/bench tests/tool
+	pyflakes3 worker/runner.py worker/codeinterp_numeric.py tests/python tests/integration tests/bench tests/tool \
+		tests/adversarial
 
 # The worker's runner and numeric module (worker/*.py) as Python; needs no build.
 unit-python: deps
@@ -130,3 +132,14 @@ fresh-system-check:
 # Benchmarks and soaks are not part of `make test` (see docs/performance.md).
 bench: build
 	CODEINTERP_BUILD=$(abspath $(BUILD)) /usr/bin/python3 tests/bench/bench.py
+
+# The adversarial suite (tests/adversarial, docs/security.md "Adversarial suite"): every
+# escape and abuse attempt inside the sandbox, in errno and kill mode; and the validation
+# mode, which runs each attempt outside the sandbox (root in a temp dir, or an unshare'd
+# user namespace) and checks that it escapes there.
+.PHONY: adversarial adversarial-validate
+adversarial: build
+	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q -p no:cacheprovider tests/adversarial
+
+adversarial-validate:
+	/usr/bin/python3 tests/adversarial/validate.py

@@ -427,8 +427,17 @@ FAMILIES = [
     ("qipcrtr", 42, 2, 0), ("smc", 43, 1, 0), ("mctp", 45, 2, 0), ("appletalk", 5, 2, 0),
     ("ax25", 3, 5, 0), ("x25", 9, 5, 0), ("sctp", 2, 1, 132), ("kcm", 41, 2, 0),
 ]
+# Families this host's kernel does not have (EAFNOSUPPORT/EPROTONOSUPPORT as root on the host
+# too): the sandbox attempt still runs, it cannot be validated here.
+NOT_BUILT = {"alg_hash", "can_raw", "tipc_rdm", "bluetooth_hci", "pfkey", "llc", "rds", "qipcrtr", "smc", "mctp",
+             "appletalk", "ax25", "x25", "sctp", "kcm"}
 for name, fam, typ, proto in FAMILIES:
-    add("net.socket_" + name, NET, "import socket\nsocket.socket(%d, %d, %d)\nescaped()" % (fam, typ, proto))
+    why = None
+    if name in NOT_BUILT:
+        why = "address family or protocol not built into this kernel (refused as root on the host too)"
+    elif name == "inet_icmp_dgram":
+        why = "net.ipv4.ping_group_range is '1 0' on this host: EACCES as root on the host too"
+    add("net.socket_" + name, NET, "import socket\nsocket.socket(%d, %d, %d)\nescaped()" % (fam, typ, proto), why=why)
 add("net.raw_syscall_socket", NET, "r, e = syscall(41, 2, 1, 0)\nif r >= 0:\n    escaped()")
 add("net.socketpair", NET, "import socket\nsocket.socketpair()\nescaped()")
 add("net.connect_host_loopback_tcp", NET, """import socket
@@ -557,8 +566,8 @@ if any(t.name == 'adv-leak' for t in threading.enumerate()):
     escaped()""", pre="import threading, time\nthreading.Thread(target=time.sleep, args=(30,), name='adv-leak', daemon=True).start()")
 add("py.atexit_after_the_report", PY, "pass",
     pre="import atexit\natexit.register(lambda: escaped('atexit'))")
-add("py.profile_hook_from_previous_call", PY, "len('x')",
-    pre="import sys\nsys.setprofile(lambda f, e, a: (sys.setprofile(None), escaped('profile')))")
+add("py.profile_hook_from_previous_call", PY, "def adv_probe():\n    pass\nadv_probe()",
+    pre="import sys\nsys.setprofile(lambda f, e, a: e == 'call' and f.f_code.co_name == 'adv_probe' and escaped('profile'))")
 add("py.random_seed_from_previous_call", PY, """import random
 r = random.random()
 random.seed(4242)
