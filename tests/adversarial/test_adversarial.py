@@ -175,6 +175,39 @@ def run_attempt(sup, host, a):
     return results, host.effects(sup)
 
 
+# Positive controls, run in the same sandbox: the machinery the attempts rely on works
+# there (so an attempt cannot pass only because ctypes, raw system calls or executable
+# memory are unavailable), and a marker printed in the sandbox is seen.
+CONTROLS = [
+    ("marker_is_detected", "escaped('control')", lambda r: harness.has_marker(*texts(r))),
+    ("raw_syscall_getpid", "syscall(39)", lambda r: r["outcome"] == "ok" and r["result"]["text"] == "(1, 0)"),
+    ("reached_getpid", "reached(39)", lambda r: r["outcome"] == "ok" and r["result"]["text"] == "True"),
+    ("ctypes_shellcode_runs", """import ctypes, mmap
+m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+m.write(b'\\xb8\\x2a\\x00\\x00\\x00\\xc3')
+ctypes.CFUNCTYPE(ctypes.c_long)(ctypes.addressof(ctypes.c_char.from_buffer(m)))()""",
+     lambda r: r["outcome"] == "ok" and r["result"]["text"] == "42"),
+    ("tmp_and_threads_work", """import threading
+open(CTX['tmp'] + '/c', 'w').write('x')
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+open(CTX['tmp'] + '/c').read()""", lambda r: r["outcome"] == "ok" and r["result"]["text"] == "'x'"),
+]
+
+
+def run_controls(sup, host):
+    ctx = host.ctx(sup)
+    conn = harness.Conn(sup.socket, 60)
+    failed = []
+    try:
+        for name, code, ok in CONTROLS:
+            r = conn.execute(harness.prelude(ctx) + "\n" + code, summary="adversarial control")
+            if r.get("type") != "result" or not ok(r):
+                failed.append((name, r.get("outcome"), r.get("result"), r.get("exception")))
+    finally:
+        conn.close()
+    return failed
+
+
 _RUNS = {}
 
 
@@ -187,6 +220,7 @@ def run_mode(mode):
     out = {}
     try:
         with harness.running_supervisor(POLICY + "seccompDenyAction: %s\n" % mode) as sup:
+            out["__controls__"] = run_controls(sup, host)
             with concurrent.futures.ThreadPoolExecutor(2) as ex:
                 futs = {ex.submit(run_attempt, sup, host, a): a for a in ATTEMPTS}
                 for f in concurrent.futures.as_completed(futs):
@@ -223,6 +257,11 @@ def test_attempt_does_not_escape(mode, a):
         problem = CHECKS[a.check](r)
         assert problem is None, problem
     assert not effects, effects
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_controls_work_in_the_sandbox(mode):
+    assert not run_mode(mode)["__controls__"]
 
 
 @pytest.mark.parametrize("mode", MODES)
