@@ -134,12 +134,13 @@ bench: build
 	CODEINTERP_BUILD=$(abspath $(BUILD)) /usr/bin/python3 tests/bench/bench.py
 
 # The adversarial suite (tests/adversarial, docs/security.md "Adversarial suite"): every
-# escape and abuse attempt inside the sandbox, in errno and kill mode; and the validation
-# mode, which runs each attempt outside the sandbox (root in a temp dir, or an unshare'd
-# user namespace) and checks that it escapes there.
+# escape and abuse attempt inside the sandbox, in errno and kill mode, in both worker
+# start modes; and the validation mode, which runs each attempt outside the sandbox (root
+# in a temp dir, or an unshare'd user namespace) and checks that it escapes there.
 .PHONY: adversarial adversarial-validate
 adversarial: build
-	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q -p no:cacheprovider tests/adversarial
+	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote $(PYTEST) -q -p no:cacheprovider tests/adversarial
+	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=exec $(PYTEST) -q -p no:cacheprovider tests/adversarial
 
 adversarial-validate:
 	/usr/bin/python3 tests/adversarial/validate.py
