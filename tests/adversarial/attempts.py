@@ -564,6 +564,16 @@ add("py.linecache_from_previous_call", PY, "import linecache\nif '<adv-leak>' in
 add("py.thread_from_previous_call", PY, """import threading
 if any(t.name == 'adv-leak' for t in threading.enumerate()):
     escaped()""", pre="import threading, time\nthreading.Thread(target=time.sleep, args=(30,), name='adv-leak', daemon=True).start()")
+add("py.frame_locals_from_previous_call", PY, """import gc, types
+for o in gc.get_objects():
+    if isinstance(o, types.GeneratorType) and o.gi_frame is not None and o.gi_frame.f_locals.get('leak') == %s:
+        escaped()
+        break""" % LEAK, pre="""import json
+def _held():
+    leak = %s
+    yield leak
+json._adv_held = _held()
+next(json._adv_held)""" % LEAK)
 add("py.atexit_after_the_report", PY, "pass",
     pre="import atexit\natexit.register(lambda: escaped('atexit'))")
 add("py.profile_hook_from_previous_call", PY, "def adv_probe():\n    pass\nadv_probe()",
