@@ -139,8 +139,11 @@ bench: build
 # in a temp dir, or an unshare'd user namespace) and checks that it escapes there.
 .PHONY: adversarial adversarial-validate
 adversarial: build
-	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote $(PYTEST) -q -p no:cacheprovider tests/adversarial
-	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=exec $(PYTEST) -q -p no:cacheprovider tests/adversarial
+	@rc=0; for start in zygote exec; do \
+		echo "adversarial: workerStart $$start"; \
+		CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=$$start \
+			$(PYTEST) -q -p no:cacheprovider tests/adversarial || rc=1; \
+	done; exit $$rc
 
 adversarial-validate:
 	/usr/bin/python3 tests/adversarial/validate.py
