@@ -44,6 +44,7 @@ test: build check-format lint-python unit-python cppcheck sanitize fuzz-smoke sd
 	$(MAKE) integration-asan
 	$(MAKE) python-client
 	$(MAKE) deployment-test
+	$(MAKE) adversarial
 
 # The supervisor under ASan/UBSan with the ordinary worker (a worker cannot run
 # under ASan: its address-space limit is far below ASan's shadow mappings).
@@ -115,7 +116,8 @@ tool-test: build sdk-types
 # The Python: pyflakes (Debian's python3-pyflakes) on the worker's runner, its numeric module and the tests.
 .PHONY: lint-python unit-python
 lint-python: deps
-	/usr/bin/python3 -m pyflakes worker/runner.py worker/codeinterp_numeric.py python tests/python tests/python_client tests/integration tests/bench tests/tool tests/deployment
+	/usr/bin/python3 -m pyflakes worker/runner.py worker/codeinterp_numeric.py python tests/python tests/python_client \
+		tests/integration tests/bench tests/tool tests/deployment tests/adversarial
 
 # The worker's runner and numeric module (worker/*.py) as Python; needs no build.
 unit-python: deps
@@ -143,3 +145,18 @@ fresh-system-check:
 # Benchmarks and soaks are not part of `make test` (see docs/performance.md).
 bench: build
 	CODEINTERP_BUILD=$(abspath $(BUILD)) /usr/bin/python3 tests/bench/bench.py
+
+# The adversarial suite (tests/adversarial, docs/security.md "Adversarial suite"): every
+# escape and abuse attempt inside the sandbox, in errno and kill mode, in both worker
+# start modes; and the validation mode, which runs each attempt outside the sandbox (root
+# in a temp dir, or an unshare'd user namespace) and checks that it escapes there.
+.PHONY: adversarial adversarial-validate
+adversarial: build
+	@rc=0; for start in zygote exec; do \
+		echo "adversarial: workerStart $$start"; \
+		CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=$$start \
+			$(PYTEST) -q -p no:cacheprovider tests/adversarial || rc=1; \
+	done; exit $$rc
+
+adversarial-validate:
+	/usr/bin/python3 tests/adversarial/validate.py
