@@ -65,7 +65,7 @@ say "built in $(($(now) - start)) s:"
 ls -1 "$out"/*.deb >&2
 
 changes=$(ls "$out"/codeinterp_*.changes)
-lintian --display-info --pedantic --no-tag-display-limit "$changes" >"$out/lintian.log" 2>&1 || true
+lintian --display-info --pedantic --tag-display-limit 0 "$changes" >"$out/lintian.log" 2>&1 || true
 sed 's/^/    /' "$out/lintian.log" >&2
 if grep -q '^E: ' "$out/lintian.log"; then
         die "lintian reports errors (log: $out/lintian.log)"
