@@ -141,6 +141,11 @@ deb:
 test-package: deb
 	scripts/test-package.sh $(abspath $(BUILD))-deb
 
+# Once, by hand: the packages under a real systemd (systemd-nspawn -b; needs systemd-container).
+.PHONY: nspawn-check
+nspawn-check: deb
+	scripts/nspawn-check.sh $(abspath $(BUILD))-deb
+
 # Benchmarks and soaks are not part of `make test` (see docs/performance.md).
 bench: build
 	CODEINTERP_BUILD=$(abspath $(BUILD)) /usr/bin/python3 tests/bench/bench.py
