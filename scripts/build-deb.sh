@@ -44,7 +44,7 @@ rm -rf "$out"
 mkdir -p "$out"
 src="$out/codeinterp-$upstream"
 mkdir "$src"
-tar -C "$here" --exclude=./.git --exclude='./build*' --exclude='__pycache__' -cf - . | tar -C "$src" -xf -
+tar -C "$here" --exclude=./.git --exclude='./build*' --exclude='__pycache__' --exclude=node_modules -cf - . | tar -C "$src" -xf -
 
 # The build dependencies (the profile and options above decide which).
 unmet=$(cd "$src" && dpkg-checkbuilddeps 2>&1 | sed -n 's/.*Unmet build dependencies: //p' | sed 's/([^)]*)//g; s/<[^>]*>//g')
