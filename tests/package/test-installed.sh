@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2034  # sourced by fresh-system-check; PHASE is read by its t()
 # The inside half of `make test-package` (scripts/test-package.sh): run by
 # scripts/fresh-system-check.sh (CODEINTERP_FRESH_INSIDE) as pid 1 of a fresh minimal
 # Debian 12 root, from /src/codeinterp, which holds debs/*.deb and tests/. Sourced
