@@ -73,7 +73,7 @@ fuzz-long: fuzz-build
 #   /* cppcheck-suppress <id> ; <why> */ on the line before.
 CPPCHECK_DEFINES = -D__x86_64__ -D__linux__ -D_GNU_SOURCE -DCODEINTERP_VERSION=\"0\" \
 	-DCODEINTERP_PY_STDLIB=\"/\" -DCODEINTERP_PY_DYNLOAD=\"/\" -DCODEINTERP_PY_LIBDIR=\"/\" \
-	-DCODEINTERP_PY_VERSION=\"3\" -DCODEINTERP_SOURCE_DIR=\"/\"
+	-DCODEINTERP_PY_VERSION=\"3\" -DCODEINTERP_SOURCE_DIR=\"/\" -DCODEINTERP_WORKER_PATH=\"/\"
 CPPCHECK_DIRS = $(wildcard common contract policy supervisor worker client)
 cppcheck: deps
 	cppcheck --quiet --enable=warning,portability --inline-suppr --error-exitcode=1 --platform=unix64 \
@@ -141,6 +141,25 @@ clean:
 # commands from a copy of HEAD without .git (docs/operations.md). Root; ~5 minutes.
 fresh-system-check:
 	scripts/fresh-system-check.sh
+
+# Installing and packaging (docs/operations.md, "Installing" and "Debian packages").
+# install-check: DESTDIR install of a prefix-/usr build into a temporary tree, checked
+# path by path. deb: the Debian packages, into $(BUILD)-deb/. test-package: those
+# packages installed, run and purged on a fresh minimal Debian 12 root.
+.PHONY: install-check deb test-package
+install-check: deps
+	tests/package/check-install.sh $(abspath $(BUILD))-install
+
+deb:
+	scripts/build-deb.sh $(abspath $(BUILD))-deb
+
+test-package: deb
+	scripts/test-package.sh $(abspath $(BUILD))-deb
+
+# Once, by hand: the packages under a real systemd (systemd-nspawn -b; needs systemd-container).
+.PHONY: nspawn-check
+nspawn-check: deb
+	scripts/nspawn-check.sh $(abspath $(BUILD))-deb
 
 # Benchmarks and soaks are not part of `make test` (see docs/performance.md).
 bench: build

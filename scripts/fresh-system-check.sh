@@ -22,7 +22,9 @@
 # CODEINTERP_FRESH_SECURITY_MIRROR (default: what the host's apt sources use for
 # bookworm and bookworm-security), CODEINTERP_FRESH_REBUILD=1 (debootstrap again),
 # CODEINTERP_FRESH_KEEP=1 (keep the run's root for inspection), CODEINTERP_FRESH_NICE
-# (niceness of the run inside, default 10: the machine is shared).
+# (niceness of the run inside, default 10: the machine is shared), CODEINTERP_FRESH_INSIDE
+# (a script run inside instead of the README's steps, from /src/codeinterp, with the same
+# t/PHASE timing helper; scripts/test-package.sh uses it).
 # Needs root, debootstrap (installed if missing), util-linux. About 5 minutes on a
 # 2-core machine near a Debian mirror (docs/operations.md has the phase times).
 set -eu
@@ -222,6 +224,10 @@ PHASE="make test"
 t make test
 echo "fresh-system-check (inside): make test passed"
 EOF
+if [ -n "${CODEINTERP_FRESH_INSIDE:-}" ]; then
+        { sed -n '1,/^t() /p' "$root/fresh-check-inside.sh"; echo 'cd /src/codeinterp'; cat "$CODEINTERP_FRESH_INSIDE"; } >"$root/fresh-check-inside.sh.new"
+        mv "$root/fresh-check-inside.sh.new" "$root/fresh-check-inside.sh"
+fi
 : >"$root/fresh-timings"
 
 phase "enter the root (pivot_root) and run apt-get install make, make demo, make test"
@@ -240,4 +246,8 @@ done <"$root/fresh-timings"
 printf '%-40s %5s s\n' "inside, all" "$(($(now) - inside_start))" >>"$timings"
 printf '%-40s %5s s\n' "total" "$(($(now) - total_start))" >>"$timings"
 [ "$rc" -eq 0 ] || die "FAILED inside the fresh root (exit $rc)"
-say "PASSED: on a fresh minimal Debian 12, make demo printed 8.25 and make test passed"
+if [ -n "${CODEINTERP_FRESH_INSIDE:-}" ]; then
+        say "PASSED: $CODEINTERP_FRESH_INSIDE on a fresh minimal Debian 12"
+else
+        say "PASSED: on a fresh minimal Debian 12, make demo printed 8.25 and make test passed"
+fi

@@ -33,6 +33,10 @@
 #include "supervisor/server.h"
 #include "common/landlock.h"
 
+#ifndef CODEINTERP_WORKER_PATH
+#error "CODEINTERP_WORKER_PATH (the installed codeinterp-worker) comes from cmake/install.cmake"
+#endif
+
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
 #endif
@@ -57,7 +61,8 @@ static void help(void) {
                "  --socket PATH     listen on PATH (created 0600, or 0660 with the policy's socketGroup);\n"
                "                    without it, take the socket from systemd socket activation\n"
                "  --policy FILE     load the YAML policy FILE (default: the built-in reviewed profile)\n"
-               "  --worker PATH     the codeinterp-worker binary (default: next to codeinterpd)\n"
+               "  --worker PATH     the codeinterp-worker binary (default: next to codeinterpd if there,\n"
+               "                    else " CODEINTERP_WORKER_PATH ")\n"
                "  --check-config    load the policy, check that this host can run workers (root,\n"
                "                    namespaces, seccomp, the Python standard library), print, exit\n"
                "  -v, --verbose     log debug messages\n"
@@ -131,7 +136,12 @@ static int load_worker(int *ret_fd) {
                 if (n < 0)
                         return log_error_errno(errno, "Cannot find my own executable: %m");
                 self[n] = 0;
+                /* Next to codeinterpd in a build tree (and only there: an installed
+                 * codeinterpd has none next to it), otherwise the installed one. A build
+                 * tree's supervisor never picks up an installed worker of another version. */
                 snprintf(path, sizeof path, "%s/codeinterp-worker", dirname(self));
+                if (access(path, F_OK) < 0 && errno == ENOENT)
+                        snprintf(path, sizeof path, "%s", CODEINTERP_WORKER_PATH);
         }
         src = open(path, O_RDONLY | O_CLOEXEC);
         if (src < 0)
