@@ -962,7 +962,7 @@ def test_cli_rejects_non_utf8_text(dsup, tmp):
     # text instead (test_cli.py checks it); only a read_source must be text.
     out = dsup.client("exec", "--attach", "wb=" + binp, "-c", "open(input_files['wb']).read()[:19]")
     assert out.returncode == 0, (out.returncode, out.stderr)
-    assert out.stdout == b"'[binary attachment'\n"
+    assert out.stdout == b"'[binary attachment:'\n"
 
 
 def test_cli_bad_source_arguments(dsup, tmp):
