@@ -9,6 +9,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* The entry names the caller's file and line itself (CODE_FILE, CODE_LINE): without this,
+ * sd-journal adds this file's as a second value of each. */
+#define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
 
 static int max_level = LOG_INFO;

@@ -51,7 +51,7 @@ static Server *server = NULL;
 static bool socket_created = false;
 static bool socket_activated = false;
 static uint64_t shutdown_started = 0;
-static uint64_t busy_last = 0; /* CLOCK_MONOTONIC usec when the supervisor was last seen in use */
+static uint64_t unused_since = 0; /* CLOCK_MONOTONIC usec of the first check that found it unused; 0: in use */
 
 static void help(void) {
         printf("Usage: codeinterpd [OPTIONS]\n"
@@ -318,9 +318,13 @@ static int on_idle_check(sd_event_source *s, uint64_t usec, void *userdata) {
 
         if (shutdown_started)
                 return 0;
+        /* Counted from the first check that finds it unused: the exit comes at least
+         * idleExitSeconds after the last use, and at most one check period later. */
         if (idle == 0 || !server_unused(server))
-                busy_last = now;
-        else if (now - busy_last >= (uint64_t) idle * 1000000) {
+                unused_since = 0;
+        else if (unused_since == 0)
+                unused_since = now;
+        else if (now - unused_since >= (uint64_t) idle * 1000000) {
                 log_info("Unused for %u s (idleExitSeconds): exiting; systemd starts codeinterpd again on the next "
                          "connection",
                          idle);
@@ -466,7 +470,6 @@ int main(int argc, char **argv) {
         /* The idle exit is socket activation's: a supervisor on its own --socket has nobody
          * to start it again. */
         if (socket_activated) {
-                busy_last = now_usec();
                 k = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, IDLE_CHECK_USEC, 10000, on_idle_check, NULL);
                 if (k < 0) {
                         log_error_errno(k, "Setting up the idle exit failed: %m");
