@@ -180,7 +180,9 @@ def test_reload_changes_new_calls_and_keeps_running_and_queued_ones():
         running, queued = s.connect(), s.connect()
         rid_running = running.request("execute", summary="t", code=BUSY % 3, sourceIds=[])
         assert wait_until(lambda: status(s)["running"] == 1, 10), status(s)
-        rid_queued = queued.request("execute", summary="t", code="print('queued')", sourceIds=[])
+        # The queued call starts after the reload and needs 1.5 s of CPU: over the new
+        # cpuSeconds (1), within its own (10).
+        rid_queued = queued.request("execute", summary="t", code=BUSY % 1.5, sourceIds=[])
         assert wait_until(lambda: status(s)["queued"] == 1, 10), status(s)
 
         write_policy(s.policy_path, "timeoutMs: 1500\ncpuSeconds: 1\nmaxCalls: 2\nmaxActiveWorkers: 1\n"
@@ -199,9 +201,11 @@ def test_reload_changes_new_calls_and_keeps_running_and_queued_ones():
         r = running.wait(rid_running, types=("result", "error"))
         assert r["outcome"] == "ok" and r["stdout"]["text"] == "done\n", r
         assert r["evidence"]["policy"]["sha256"] == old["policy"]["sha256"]
-        # The queued call waited about 3 s, past the new 1.5 s deadline: it keeps the old one.
+        # The queued call waited about 3 s, past the new 1.5 s deadline, and then ran 1.5 s
+        # of CPU: it keeps the old deadline and limits.
         r = queued.wait(rid_queued, types=("result", "error"))
-        assert r["outcome"] == "ok" and r["evidence"]["policy"]["sha256"] == old["policy"]["sha256"], r
+        assert r["outcome"] == "ok" and r["stdout"]["text"] == "done\n", r
+        assert r["evidence"]["policy"]["sha256"] == old["policy"]["sha256"], r
 
         # New calls get the new limits: 3 s of CPU is over cpuSeconds 1 / timeoutMs 1500.
         c = s.connect()
