@@ -59,8 +59,9 @@ class Managed:
 
         self.log_path = os.path.join(self.dir, "log")
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(args, preexec_fn=as_systemd_would, pass_fds=(3,) if listener else (),
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.start = lambda: subprocess.Popen(args, preexec_fn=as_systemd_would, pass_fds=(3,) if listener else (),
+                                              stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = self.start()
 
     def messages(self, duration):
         """Notify datagrams that arrive within duration seconds."""
@@ -276,10 +277,16 @@ def test_idle_exit_under_socket_activation():
         assert "STOPPING=1" in "\n".join(m.messages(1.0))
         assert "idleExitSeconds" in m.read_log()
         # The socket is systemd's (here the test's): still there, and a client that
-        # connects now waits in its backlog for the next supervisor.
+        # connects now waits in its backlog, its request with it, for the next supervisor,
+        # which systemd starts on that connection (here the test does).
         assert os.path.exists(m.socket)
-        waiting = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        waiting.connect(m.socket)
+        waiting = Conn(m.socket, 30)
+        rid = waiting.request("hello")
+        time.sleep(0.3)
+        m.proc = m.start()
+        m.wait_for("READY=1")
+        assert waiting.wait(rid)["type"] == "reply"
+        assert waiting.execute(NORTHSTAR)["result"]["text"] == "8.25"
         waiting.close()
     finally:
         assert m.stop() == 0
