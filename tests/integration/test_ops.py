@@ -340,12 +340,14 @@ def test_call_finished_journal_fields():
     # sd_journal_send() writes to /run/systemd/journal/socket: in a private mount
     # namespace of the supervisor's own, that is the test's socket. The host's /run is
     # not touched.
-    script = ('mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/journal && '
+    script = ('if [ -d /run/systemd ]; then mount -t tmpfs tmpfs /run/systemd; '
+              'else mount -t tmpfs tmpfs /run && mkdir /run/systemd; fi && mkdir /run/systemd/journal && '
               'mount --bind "$0" /run/systemd/journal && exec "$@"')
     p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, journal_dir,
                           DAEMON, "--socket", sock, "--policy", policy], env=env, stdout=err, stderr=err)
     try:
-        assert wait_until(lambda: os.path.exists(sock) or p.poll() is not None, 10) and p.poll() is None
+        assert wait_until(lambda: os.path.exists(sock) or p.poll() is not None, 10) and p.poll() is None, \
+            open(os.path.join(d, "stderr"), "rb").read()
         time.sleep(0.2)
         c = Conn(sock, 30)
         marker = "SECRET_%d" % os.getpid()
