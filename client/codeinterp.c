@@ -11,6 +11,7 @@
 
 #include "client/json.h"
 #include "client/libcodeinterp.h"
+#include "client/openmetrics.h"
 #include "client/mcp.h"
 #include "client/replay.h"
 #include "client/tool.h"
@@ -50,7 +51,8 @@ static void help(void) {
                "                           1 not, 2 error)\n"
                "  hello                    print the supervisor's versions, policy and limits (JSON)\n"
                "  describe                 print the describe reply: the tool definition (JSON)\n"
-               "  status                   print the supervisor's queue counters (JSON)\n"
+               "  status [--openmetrics]   print the supervisor's counters (JSON), or in the OpenMetrics\n"
+               "                           text format (for node_exporter's textfile collector)\n"
                "\n"
                "  --socket PATH            the supervisor's socket (default $CODEINTERP_SOCKET, else\n"
                "                           " CI_DEFAULT_SOCKET ")\n"
@@ -438,7 +440,7 @@ static int cmd_exec(int argc, char **argv) {
         return status;
 }
 
-static int cmd_simple(const char *what) {
+static int cmd_simple(const char *what, bool openmetrics) {
         CiClient *c;
         CiMessage m;
         int k = ci_connect(arg_socket, &c);
@@ -454,6 +456,15 @@ static int cmd_simple(const char *what) {
         if (k < 0) {
                 fprintf(stderr, "codeinterp: %s failed: %s\n", what, strerror(-k));
                 return EXIT_CONNECT;
+        }
+        if (openmetrics && strcmp(ci_message_type(&m) ?: "", "reply") == 0) {
+                k = ci_openmetrics_write(stdout, &m.unpacked.data);
+                ci_message_done(&m);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: cannot write the status as OpenMetrics: %s\n", strerror(-k));
+                        return EXIT_CONNECT;
+                }
+                return 0;
         }
         ci_json_write(stdout, &m.unpacked.data);
         fputc('\n', stdout);
@@ -493,8 +504,14 @@ int main(int argc, char **argv) {
         const char *cmd = argv[optind];
         if (!strcmp(cmd, "exec"))
                 return cmd_exec(argc - optind, argv + optind);
+        if (!strcmp(cmd, "status") && argc - optind == 2 && !strcmp(argv[optind + 1], "--openmetrics"))
+                return cmd_simple(cmd, true);
+        if (argc - optind > 1 && (!strcmp(cmd, "hello") || !strcmp(cmd, "describe") || !strcmp(cmd, "status"))) {
+                fprintf(stderr, "codeinterp: unexpected argument \"%s\" after %s; see --help\n", argv[optind + 1], cmd);
+                return EXIT_USAGE;
+        }
         if (!strcmp(cmd, "hello") || !strcmp(cmd, "describe") || !strcmp(cmd, "status"))
-                return cmd_simple(cmd);
+                return cmd_simple(cmd, false);
         if (!strcmp(cmd, "tool"))
                 return tool_main(arg_socket, argc - optind, argv + optind);
         if (!strcmp(cmd, "mcp"))

@@ -6,8 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+/* The entry names the caller's file and line itself (CODE_FILE, CODE_LINE): without this,
+ * sd-journal adds this file's as a second value of each. */
+#define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
 
 static int max_level = LOG_INFO;
@@ -39,6 +43,65 @@ static int detect_journal(void) {
         return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
 }
 
+int log_journal_fields(int level, const char *file, int line, const char *message, const char *const *fields, char *buf,
+                       size_t buflen, struct iovec *iov, size_t n_iov) {
+        size_t n = 0, used = 0;
+        int k;
+
+        /* The fixed items, each NUL-terminated in buf; the journal takes them without the NUL. */
+#define ADD(...)                                                                                                       \
+        do {                                                                                                           \
+                if (n >= n_iov || used >= buflen)                                                                      \
+                        return -ENOBUFS;                                                                               \
+                k = snprintf(buf + used, buflen - used, __VA_ARGS__);                                                  \
+                if (k < 0 || (size_t) k >= buflen - used)                                                              \
+                        return -ENOBUFS;                                                                               \
+                iov[n++] = (struct iovec){ .iov_base = buf + used, .iov_len = (size_t) k };                            \
+                used += (size_t) k + 1;                                                                                \
+        } while (0)
+        ADD("MESSAGE=%s", message);
+        ADD("PRIORITY=%i", level);
+        ADD("CODE_FILE=%s", file);
+        ADD("CODE_LINE=%i", line);
+        ADD("SYSLOG_IDENTIFIER=%s", prefix);
+#undef ADD
+        for (size_t i = 0; fields && fields[i]; i++) {
+                if (n >= n_iov || i >= LOG_MAX_FIELDS)
+                        return -ENOBUFS;
+                iov[n++] = (struct iovec){ .iov_base = (void *) fields[i], .iov_len = strlen(fields[i]) };
+        }
+        return (int) n;
+}
+
+static void log_emit(int level, const char *file, int line, const char *const *fields, const char *message) {
+        if (use_journal < 0)
+                use_journal = detect_journal();
+        if (use_journal) {
+                char buf[2048 + 512]; /* the message and the four fixed fields */
+                struct iovec iov[5 + LOG_MAX_FIELDS];
+                int n = log_journal_fields(level, file, line, message, fields, buf, sizeof buf, iov,
+                                           5 + LOG_MAX_FIELDS);
+                if (n > 0 && sd_journal_sendv(iov, n) >= 0)
+                        return;
+        }
+        fprintf(stderr, "%s[%d]: %s\n", prefix, (int) getpid(), message);
+}
+
+int log_struct_internal(int level, const char *file, int line, const char *const *fields, const char *fmt, ...) {
+        char buf[2048];
+        va_list ap;
+        int saved = errno;
+
+        if (level > max_level)
+                return 0;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        log_emit(level, file, line, fields, buf);
+        errno = saved;
+        return 0;
+}
+
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
         char buf[2048];
         va_list ap;
@@ -54,13 +117,7 @@ int log_internal(int level, int error, const char *file, int line, const char *f
         vsnprintf(buf, sizeof buf, fmt, ap);
         va_end(ap);
 
-        if (use_journal < 0)
-                use_journal = detect_journal();
-        if (use_journal)
-                sd_journal_send("MESSAGE=%s", buf, "PRIORITY=%i", level, "CODE_FILE=%s", file, "CODE_LINE=%i", line,
-                                "SYSLOG_IDENTIFIER=%s", prefix, NULL);
-        else
-                fprintf(stderr, "%s[%d]: %s\n", prefix, (int) getpid(), buf);
+        log_emit(level, file, line, NULL, buf);
         errno = saved;
         return -error;
 }

@@ -84,6 +84,7 @@ typedef enum KeyId {
         K_ZYGOTE_MAX_CALLS,
         K_ZYGOTE_MAX_SECONDS,
         K_ZYGOTE_POOL_SIZE,
+        K_IDLE_EXIT_SECONDS,
         _K_MAX,
 } KeyId;
 
@@ -92,12 +93,16 @@ typedef struct KeyDef {
         KeyType type;
         size_t offset; /* of the value (the array for lists) */
         uint64_t min, max;
-        bool limit; /* a limit of every call: reported in hello and in each result's evidence */
+        bool limit;   /* a limit of every call: reported in hello and in each result's evidence */
+        bool restart; /* read once at start: a reload keeps the running value (policy_keep_restart_keys()) */
 } KeyDef;
 
 #define DEF(id, k, t, field, lo, hi)                                                                                   \
         [id] = { .key = k, .type = t, .offset = offsetof(Policy, field), .min = lo, .max = hi }
 /* The same, for a key that is one of a call's limits (policy_limits()). */
+/* The same, for a key that takes effect only at start. */
+#define RESTART(id, k, t, field, lo, hi)                                                                               \
+        [id] = { .key = k, .type = t, .offset = offsetof(Policy, field), .min = lo, .max = hi, .restart = true }
 #define LIMIT(id, k, t, field, lo, hi)                                                                                 \
         [id] = { .key = k, .type = t, .offset = offsetof(Policy, field), .min = lo, .max = hi, .limit = true }
 
@@ -114,8 +119,8 @@ static const KeyDef keys[_K_MAX] = {
         LIMIT(K_MAX_OPEN_FILES, "maxOpenFiles", KEY_U32, open_files, 16, 65536),
         LIMIT(K_MAX_PROCESSES, "maxProcesses", KEY_U32, processes, 1, 4096),
         LIMIT(K_TMP_BYTES, "tmpBytes", KEY_U64, tmp_bytes, 4096, BYTES_1T),
-        DEF(K_WORKER_UID, "workerUid", KEY_U32, worker_uid, 1, UINT32_MAX - 1),
-        DEF(K_WORKER_GID, "workerGid", KEY_U32, worker_gid, 1, UINT32_MAX - 1),
+        RESTART(K_WORKER_UID, "workerUid", KEY_U32, worker_uid, 1, UINT32_MAX - 1),
+        RESTART(K_WORKER_GID, "workerGid", KEY_U32, worker_gid, 1, UINT32_MAX - 1),
         DEF(K_SECCOMP_DENY_ACTION, "seccompDenyAction", KEY_DENY, seccomp_deny, 0, 0),
         LIMIT(K_MAX_MESSAGE_BYTES, "maxMessageBytes", KEY_U32, max_message_bytes, 8192, GIB(1)),
         DEF(K_MAX_WORKER_MESSAGE_BYTES, "maxWorkerMessageBytes", KEY_U32, max_worker_message_bytes, 4096, GIB(1)),
@@ -124,7 +129,7 @@ static const KeyDef keys[_K_MAX] = {
             BYTES_1T),
         DEF(K_ALLOWED_UIDS, "allowedUids", KEY_UID_LIST, allowed_uids, 0, UINT32_MAX - 1),
         DEF(K_ALLOWED_GIDS, "allowedGids", KEY_GID_LIST, allowed_gids, 0, UINT32_MAX - 1),
-        DEF(K_SOCKET_GROUP, "socketGroup", KEY_GROUP, socket_group, 0, UINT32_MAX - 1),
+        RESTART(K_SOCKET_GROUP, "socketGroup", KEY_GROUP, socket_group, 0, UINT32_MAX - 1),
         DEF(K_MAX_INVOCATIONS_PER_CONNECTION, "maxInvocationsPerConnection", KEY_U32, max_invocations_per_connection, 1,
             4096),
         DEF(K_MAX_SOURCES_PER_INVOCATION, "maxSourcesPerInvocation", KEY_U32, max_sources_per_invocation, 0, 65536),
@@ -135,10 +140,11 @@ static const KeyDef keys[_K_MAX] = {
         DEF(K_MAX_QUEUED_CALLS, "maxQueuedCalls", KEY_U32, max_queued_calls, 0, 1000000),
         DEF(K_HEARTBEAT_MS, "heartbeatMs", KEY_U32, heartbeat_ms, 10, 600000),
         DEF(K_MIN_AVAILABLE_MEMORY_BYTES, "minAvailableMemoryBytes", KEY_U64, min_available_memory_bytes, 0, BYTES_1T),
-        DEF(K_WORKER_START, "workerStart", KEY_START, worker_start, 0, 0),
-        DEF(K_ZYGOTE_MAX_CALLS, "zygoteMaxCalls", KEY_U32, zygote_max_calls, 1, 10000000),
-        DEF(K_ZYGOTE_MAX_SECONDS, "zygoteMaxSeconds", KEY_U32, zygote_max_seconds, 1, 604800),
-        DEF(K_ZYGOTE_POOL_SIZE, "zygotePoolSize", KEY_U32, zygote_pool_size, 0, 64),
+        RESTART(K_WORKER_START, "workerStart", KEY_START, worker_start, 0, 0),
+        RESTART(K_ZYGOTE_MAX_CALLS, "zygoteMaxCalls", KEY_U32, zygote_max_calls, 1, 10000000),
+        RESTART(K_ZYGOTE_MAX_SECONDS, "zygoteMaxSeconds", KEY_U32, zygote_max_seconds, 1, 604800),
+        RESTART(K_ZYGOTE_POOL_SIZE, "zygotePoolSize", KEY_U32, zygote_pool_size, 0, 64),
+        DEF(K_IDLE_EXIT_SECONDS, "idleExitSeconds", KEY_U32, idle_exit_seconds, 0, 604800),
 };
 
 static uint32_t *field_u32(Policy *p, const KeyDef *d) {
@@ -237,6 +243,8 @@ void policy_init_defaults(Policy *p) {
                 .zygote_max_calls = 10000,
                 .zygote_max_seconds = 3600,
                 .zygote_pool_size = 2,
+
+                .idle_exit_seconds = 0,
         };
         policy_finalize(p);
 }
@@ -250,6 +258,88 @@ uint32_t policy_active_workers(const Policy *p) {
         if (n < 1)
                 return 1;
         return (uint32_t) MIN(n, (long) keys[K_MAX_ACTIVE_WORKERS].max);
+}
+
+static size_t key_size(const KeyDef *d) {
+        switch (d->type) {
+        case KEY_NAME:
+                return POLICY_NAME_MAX;
+        case KEY_U32:
+                return sizeof(uint32_t);
+        case KEY_U64:
+                return sizeof(uint64_t);
+        case KEY_DENY:
+                return sizeof(PolicyDenyAction);
+        case KEY_START:
+                return sizeof(PolicyWorkerStart);
+        case KEY_UID_LIST:
+        case KEY_GID_LIST:
+                return sizeof(uint32_t) * POLICY_MAX_PEERS;
+        case KEY_GROUP:
+                return sizeof(gid_t);
+        }
+        return 0;
+}
+
+int policy_keep_restart_keys(Policy *p, const Policy *running,
+                             const char *ret_changed[static POLICY_MAX_RESTART_KEYS]) {
+        int n = 0;
+
+        for (size_t i = 0; i < _K_MAX; i++) {
+                const KeyDef *d = &keys[i];
+                size_t size = key_size(d);
+                bool differ;
+
+                if (!d->restart)
+                        continue;
+                /* Only the U32, START and GROUP types are restart keys (checked by the unit test). */
+                differ = memcmp((const uint8_t *) p + d->offset, (const uint8_t *) running + d->offset, size) != 0;
+                if (d->type == KEY_GROUP)
+                        differ = p->has_socket_group != running->has_socket_group ||
+                                 (p->has_socket_group && p->socket_group != running->socket_group);
+                if (!differ)
+                        continue;
+                memcpy((uint8_t *) p + d->offset, (const uint8_t *) running + d->offset, size);
+                if (d->type == KEY_GROUP)
+                        p->has_socket_group = running->has_socket_group;
+                assert(n < POLICY_MAX_RESTART_KEYS);
+                ret_changed[n++] = d->key;
+        }
+        if (n > 0)
+                policy_finalize(p);
+        return n;
+}
+
+bool policy_key_needs_restart(const char *key) {
+        for (size_t i = 0; i < _K_MAX; i++)
+                if (strcmp(keys[i].key, key) == 0)
+                        return keys[i].restart;
+        return false;
+}
+
+/* ---- snapshots ---- */
+
+int policy_snapshot_new(const Policy *p, PolicySnapshot **ret) {
+        PolicySnapshot *s = malloc(sizeof *s);
+
+        if (!s)
+                return -ENOMEM;
+        s->n_ref = 1;
+        s->policy = *p;
+        *ret = s;
+        return 0;
+}
+
+PolicySnapshot *policy_snapshot_ref(PolicySnapshot *s) {
+        if (s)
+                s->n_ref++;
+        return s;
+}
+
+PolicySnapshot *policy_snapshot_unref(PolicySnapshot *s) {
+        if (s && --s->n_ref == 0)
+                free(s);
+        return NULL;
 }
 
 /* ---- digest ---- */

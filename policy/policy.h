@@ -76,6 +76,9 @@ typedef struct Policy {
         uint32_t zygote_max_seconds;    /* zygoteMaxSeconds: 3600 */
         uint32_t zygote_pool_size;      /* zygotePoolSize: 2 workers kept pre-started, 0 = none */
 
+        /* Socket activation. */
+        uint32_t idle_exit_seconds; /* idleExitSeconds: 0 = never; exit when idle this long (activated socket only) */
+
         char sha256[65]; /* hex digest of the effective values, filled by policy_finalize() */
 } Policy;
 
@@ -104,6 +107,25 @@ typedef struct PolicyLimit {
         uint64_t value;
 } PolicyLimit;
 size_t policy_limits(const Policy *p, PolicyLimit ret[static POLICY_MAX_LIMITS]);
+
+/* Reload: keys that are read once at start (workerStart, workerUid, workerGid,
+ * socketGroup, the zygote keys) keep their running values. Copies each such key that
+ * differs from running into p, names it in ret_changed, recomputes the digest if any
+ * did, and returns how many. */
+#define POLICY_MAX_RESTART_KEYS 8
+int policy_keep_restart_keys(Policy *p, const Policy *running, const char *ret_changed[static POLICY_MAX_RESTART_KEYS]);
+bool policy_key_needs_restart(const char *key);
+
+/* A policy shared by reference: the supervisor's current policy, and the one each call
+ * was admitted under, which stays alive (and unchanged) until the call is freed. */
+typedef struct PolicySnapshot {
+        unsigned n_ref;
+        Policy policy;
+} PolicySnapshot;
+/* A snapshot (one reference) holding a copy of *p. */
+int policy_snapshot_new(const Policy *p, PolicySnapshot **ret);
+PolicySnapshot *policy_snapshot_ref(PolicySnapshot *s);
+PolicySnapshot *policy_snapshot_unref(PolicySnapshot *s);
 
 const char *policy_deny_action_to_string(PolicyDenyAction a);
 const char *policy_worker_start_to_string(PolicyWorkerStart s);

@@ -8,7 +8,8 @@
 
 #include "supervisor/runner.h"
 
-int call_new(const char *code, size_t code_len, uint64_t code_chars, Source *const *sources, size_t n, Call **ret) {
+int call_new(PolicySnapshot *policy, const char *code, size_t code_len, uint64_t code_chars, Source *const *sources,
+             size_t n, Call **ret) {
         Call *c;
 
         if (n > PLAN_MAX_INPUTS)
@@ -22,6 +23,7 @@ int call_new(const char *code, size_t code_len, uint64_t code_chars, Source *con
                 return -ENOMEM;
         }
         c->n_ref = 1;
+        c->policy = policy_snapshot_ref(policy);
         memcpy(c->code, code, code_len);
         c->code[code_len] = 0;
         c->code_len = code_len;
@@ -55,7 +57,9 @@ Call *call_unref(Call *c) {
                 return NULL;
         sd_event_source_disable_unref(c->deadline);
         sd_event_source_disable_unref(c->heartbeat);
+        /* The runner reads the call's policy: it goes first. */
         runner_free(c->runner);
+        policy_snapshot_unref(c->policy);
         for (size_t i = 0; i < c->n_inputs; i++)
                 source_unref(c->sources[i]);
         free(c->code);

@@ -30,13 +30,15 @@ typedef struct Call Call;
 
 struct Call {
         unsigned n_ref;
-        uint64_t call_id;    /* supervisor-chosen, unique for the process lifetime */
-        uint64_t request_id; /* the client's id, echoed */
-        Connection *conn;    /* the owning connection; NULL once it is gone */
-        Invocation *inv;     /* its invocation; NULL for an anonymous call or once closed */
-        FairGroup *fair;     /* its fairness group (the invocation's, or the connection's
+        uint64_t call_id;       /* supervisor-chosen, unique for the process lifetime */
+        uint64_t request_id;    /* the client's id, echoed */
+        Connection *conn;       /* the owning connection; NULL once it is gone */
+        Invocation *inv;        /* its invocation; NULL for an anonymous call or once closed */
+        FairGroup *fair;        /* its fairness group (the invocation's, or the connection's
                               * anonymous one); NULL once that group is gone */
-        uid_t uid;           /* the peer's uid: the outer fairness level */
+        uid_t uid;              /* the peer's uid: the outer fairness level */
+        PolicySnapshot *policy; /* the policy it was admitted under (a reference): a reload
+                                 * changes new calls only */
 
         char *code;
         size_t code_len;
@@ -58,8 +60,14 @@ struct Call {
         Call *c_prev, *c_next; /* connection's list */
 };
 
-/* A new call (one reference) for code, mounting sources[0..n) (referenced). */
-int call_new(const char *code, size_t code_len, uint64_t code_chars, Source *const *sources, size_t n, Call **ret);
+/* A new call (one reference) for code under policy, mounting sources[0..n) (the policy
+ * and the sources are referenced). */
+int call_new(PolicySnapshot *policy, const char *code, size_t code_len, uint64_t code_chars, Source *const *sources,
+             size_t n, Call **ret);
+/* The policy the call was admitted under. */
+static inline const Policy *call_policy(const Call *c) {
+        return &c->policy->policy;
+}
 Call *call_ref(Call *c);
 Call *call_unref(Call *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Call *, call_unref)

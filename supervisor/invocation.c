@@ -49,6 +49,10 @@ int inv_registry_new(sd_event *e, const Policy *p, InvCloseFn on_close, void *us
         return 0;
 }
 
+void inv_registry_set_policy(InvRegistry *reg, const Policy *p) {
+        reg->policy = p;
+}
+
 InvRegistry *inv_registry_free(InvRegistry *reg) {
         if (!reg)
                 return NULL;

@@ -59,6 +59,9 @@ struct Invocation {
 typedef void (*InvCloseFn)(Invocation *inv, void *userdata);
 int inv_registry_new(sd_event *e, const Policy *p, InvCloseFn on_close, void *userdata, InvRegistry **ret);
 InvRegistry *inv_registry_free(InvRegistry *reg);
+/* The current policy (reload): bounds checked from now on; idle TTLs already armed run
+ * out as armed. p must stay valid until the next call or inv_registry_free(). */
+void inv_registry_set_policy(InvRegistry *reg, const Policy *p);
 
 /* -EMFILE: the connection already has maxInvocationsPerConnection. */
 int inv_open(InvRegistry *reg, Connection *conn, uid_t uid, bool anonymous, Invocation **ret);

@@ -42,16 +42,20 @@
 #endif
 
 #define SHUTDOWN_GRACE_USEC (5 * 1000000ULL)
+/* How often the idle exit looks whether the supervisor is unused. */
+#define IDLE_CHECK_USEC (250 * 1000ULL)
 
 static const char *arg_socket = NULL;
 static const char *arg_policy = NULL;
 static const char *arg_worker = NULL;
 static bool arg_check = false;
 
-static Policy policy;
+static Policy policy; /* as loaded at start; the server holds the current one */
 static Server *server = NULL;
 static bool socket_created = false;
+static bool socket_activated = false;
 static uint64_t shutdown_started = 0;
+static uint64_t unused_since = 0; /* CLOCK_MONOTONIC usec of the first check that found it unused; 0: in use */
 
 static void help(void) {
         printf("Usage: codeinterpd [OPTIONS]\n"
@@ -72,6 +76,11 @@ static void help(void) {
                "Must run as root: it creates user namespaces and maps the worker's uid into them.\n"
                "SIGTERM or SIGINT: stop accepting, cancel every call (running workers are killed and\n"
                "their callers get outcome \"cancelled\"), remove the socket it created, exit 0.\n"
+               "SIGHUP (systemctl reload): read the --policy FILE again; new calls get the new policy,\n"
+               "queued and running calls keep theirs; an invalid file keeps the old policy (logged).\n"
+               "Under systemd: sd_notify READY=1, RELOADING=1, STOPPING=1, and WATCHDOG=1 at half of\n"
+               "WatchdogSec; with a socket from systemd and the policy's idleExitSeconds, exit 0 when\n"
+               "unused that long (systemd starts it again on the next connection).\n"
                "Protocol: docs/protocol.md. Policy keys: docs/policy.md.\n");
 }
 
@@ -189,6 +198,7 @@ static int make_socket(int *ret_fd) {
                 fd = SD_LISTEN_FDS_START;
                 if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
                         return log_error_errno(errno, "fcntl on the activated socket failed: %m");
+                socket_activated = true;
                 *ret_fd = TAKE_FD(fd);
                 return 0;
         }
@@ -264,6 +274,81 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, 1000, 1000, on_shutdown_tick, NULL);
 }
 
+/* SIGHUP: the policy file again. Only a complete, valid file changes anything; the keys
+ * read only at start keep their running values (with a notice). */
+static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        const char *changed[POLICY_MAX_RESTART_KEYS];
+        PolicySnapshot *snap = NULL;
+        const Policy *cur;
+        Policy np;
+        char err[512];
+        int k, n;
+
+        if (shutdown_started)
+                return 0;
+        if (!arg_policy) {
+                log_notice("Received SIGHUP, but no --policy file was given: nothing to reload");
+                return 0;
+        }
+        (void) sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long) now_usec());
+        cur = server_policy(server);
+        policy_init_defaults(&np);
+        k = policy_load_file(&np, arg_policy, err, sizeof err);
+        if (k < 0) {
+                log_error("Reloading the policy \"%s\" failed, keeping sha256 %.12s…: %s", arg_policy, cur->sha256,
+                          err[0] ? err : strerror(-k));
+                goto done;
+        }
+        n = policy_keep_restart_keys(&np, cur, changed);
+        for (int i = 0; i < n; i++)
+                log_notice("Policy key %s changed in \"%s\"; it takes effect after a restart", changed[i], arg_policy);
+        if (strcmp(np.sha256, cur->sha256) == 0) {
+                log_info("Reloaded the policy \"%s\": unchanged (sha256 %.12s…)", arg_policy, cur->sha256);
+                goto done;
+        }
+        k = policy_snapshot_new(&np, &snap);
+        if (k < 0) {
+                log_error_errno(k, "Reloading the policy failed: %m");
+                goto done;
+        }
+        log_info("Reloaded the policy \"%s\": %s, sha256 %.12s… (was %.12s…); queued and running calls keep theirs",
+                 arg_policy, np.name, np.sha256, cur->sha256);
+        server_set_policy(server, snap);
+        policy_snapshot_unref(snap);
+done:
+        (void) sd_notify(0, "READY=1");
+        return 0;
+}
+
+/* Socket activation's idle exit: unused (no connection, nothing queued, running or
+ * unsent) for idleExitSeconds of the current policy. */
+static int on_idle_check(sd_event_source *s, uint64_t usec, void *userdata) {
+        uint32_t idle = server_policy(server)->idle_exit_seconds;
+        uint64_t now = now_usec();
+
+        if (shutdown_started)
+                return 0;
+        /* Counted from the first check that finds it unused: the exit comes at least
+         * idleExitSeconds after the last use, and at most one check period later. */
+        if (idle == 0 || !server_unused(server))
+                unused_since = 0;
+        else if (unused_since == 0)
+                unused_since = now;
+        else if (now - unused_since >= (uint64_t) idle * 1000000) {
+                log_info("Unused for %u s (idleExitSeconds): exiting; systemd starts codeinterpd again on the next "
+                         "connection",
+                         idle);
+                (void) sd_notify(0, "STOPPING=1");
+                shutdown_started = now;
+                server_shutdown(server);
+                sd_event_exit(sd_event_source_get_event(s), 0);
+                return 0;
+        }
+        sd_event_source_set_time(s, now + IDLE_CHECK_USEC);
+        sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return 0;
+}
+
 static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         if (server)
                 server_reap_strays(server);
@@ -325,6 +410,7 @@ static int check_config(void) {
 
 int main(int argc, char **argv) {
         _cleanup_close_ int listen_fd = -1, worker_fd = -1;
+        PolicySnapshot *snapshot = NULL;
         sd_event *e = NULL;
         sigset_t mask;
         char err[512];
@@ -355,6 +441,7 @@ int main(int argc, char **argv) {
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGHUP);
         sigprocmask(SIG_BLOCK, &mask, NULL);
 
         if (load_worker(&worker_fd) < 0 || make_socket(&listen_fd) < 0)
@@ -365,18 +452,40 @@ int main(int argc, char **argv) {
                 log_error_errno(k, "sd_event_new failed: %m");
                 goto out;
         }
+        /* WATCHDOG=1 from the loop at half of WATCHDOG_USEC, when systemd asks for it: a
+         * loop that stops turning stops them. */
+        k = sd_event_set_watchdog(e, true);
+        if (k < 0) {
+                log_error_errno(k, "Enabling the watchdog failed: %m");
+                goto out;
+        }
+        if (k > 0)
+                log_debug("systemd watchdog enabled");
         if ((k = sd_event_add_signal(e, NULL, SIGTERM, on_signal, NULL)) < 0 ||
+            (k = sd_event_add_signal(e, NULL, SIGHUP, on_reload, NULL)) < 0 ||
             (k = sd_event_add_signal(e, NULL, SIGINT, on_signal, NULL)) < 0 ||
             (k = sd_event_add_signal(e, NULL, SIGCHLD, on_sigchld, NULL)) < 0) {
                 log_error_errno(k, "Installing signal handlers failed: %m");
                 goto out;
         }
-        k = server_new(e, &policy, listen_fd, worker_fd, &server);
+        k = policy_snapshot_new(&policy, &snapshot);
+        if (k >= 0)
+                k = server_new(e, snapshot, listen_fd, worker_fd, &server);
+        snapshot = policy_snapshot_unref(snapshot);
         if (k < 0) {
                 log_error_errno(k, "Starting the server failed: %m");
                 goto out;
         }
         listen_fd = -1;
+        /* The idle exit is socket activation's: a supervisor on its own --socket has nobody
+         * to start it again. */
+        if (socket_activated) {
+                k = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, IDLE_CHECK_USEC, 10000, on_idle_check, NULL);
+                if (k < 0) {
+                        log_error_errno(k, "Setting up the idle exit failed: %m");
+                        goto out;
+                }
+        }
 
         log_info("Listening on %s (policy %s, sha256 %.12s…, %u active workers, %s start)",
                  arg_socket ?: "the systemd-activated socket", policy.name, policy.sha256,

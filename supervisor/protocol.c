@@ -408,10 +408,28 @@ int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p) {
         return mp_writer_error(w);
 }
 
+/* {"leMs": [bounds], "counts": [cumulative, per bound], "sumMs": float, "count": n}; the
+ * +Inf bucket is count. */
+static void pack_histogram(msgpack_packer *pk, const char *key, const Histogram *h) {
+        mp_pack_cstr(pk, key);
+        msgpack_pack_map(pk, 4);
+        mp_pack_cstr(pk, "leMs");
+        msgpack_pack_array(pk, METRICS_N_BUCKETS);
+        for (size_t i = 0; i < METRICS_N_BUCKETS; i++)
+                msgpack_pack_uint64(pk, metrics_bucket_ms[i]);
+        mp_pack_cstr(pk, "counts");
+        msgpack_pack_array(pk, METRICS_N_BUCKETS);
+        for (size_t i = 0; i < METRICS_N_BUCKETS; i++)
+                msgpack_pack_uint64(pk, histogram_cumulative(h, i));
+        mp_pack_cstr(pk, "sumMs");
+        msgpack_pack_double(pk, (double) h->sum_usec / 1000.0);
+        mp_pack_kv_uint(pk, "count", h->count);
+}
+
 int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
         msgpack_packer *pk = &w->pk;
 
-        pack_reply_head(pk, id, PROTO_OP_STATUS, 16);
+        pack_reply_head(pk, id, PROTO_OP_STATUS, 20);
         mp_pack_kv_uint(pk, "queued", st->queued);
         mp_pack_kv_uint(pk, "running", st->running);
         mp_pack_kv_uint(pk, "capacity", st->capacity);
@@ -432,6 +450,13 @@ int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
                 msgpack_pack_nil(pk);
         mp_pack_kv_uint(pk, "zygoteGeneration", st->zygote_generation);
         mp_pack_kv_bool(pk, "zygoteReady", st->zygote_ready);
+        mp_pack_cstr(pk, "outcomes");
+        msgpack_pack_map(pk, _OUTCOME_MAX);
+        for (size_t i = 0; i < _OUTCOME_MAX; i++)
+                mp_pack_kv_uint(pk, outcome_to_string((Outcome) i), st->outcomes[i]);
+        pack_histogram(pk, "queueWaitMs", st->queue_wait);
+        pack_histogram(pk, "runTimeMs", st->run_time);
+        mp_pack_kv_str(pk, "policySha256", st->policy_sha256);
         return mp_writer_error(w);
 }
 

@@ -14,6 +14,7 @@
 #include "common/mp.h"
 #include "contract/fit.h"
 #include "policy/policy.h"
+#include "supervisor/metrics.h"
 #include "supervisor/outcome.h"
 
 #define PROTO_VERSION 1
@@ -112,6 +113,9 @@ typedef struct ProtoStatus {
         pid_t zygote_pid; /* 0: none */
         unsigned zygote_generation;
         bool zygote_ready;
+        const uint64_t *outcomes; /* [_OUTCOME_MAX]: finished calls and refused executes */
+        const Histogram *queue_wait, *run_time;
+        const char *policy_sha256; /* the current policy's */
 } ProtoStatus;
 int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st);
 

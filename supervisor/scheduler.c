@@ -49,6 +49,8 @@ struct Scheduler {
         uint32_t start_failures_in_row;
         uint64_t backoff_until; /* CLOCK_MONOTONIC usec; no start before */
         char last_start_error[160];
+        uint64_t finished_by_outcome[_OUTCOME_MAX];
+        Histogram queue_wait, run_time;
 };
 
 static void list_remove(Call **head, Call *c) {
@@ -213,6 +215,13 @@ static void finish(Scheduler *s, Call *c, RunnerResult *res) {
         c->deadline = sd_event_source_disable_unref(c->deadline);
         c->heartbeat = sd_event_source_disable_unref(c->heartbeat);
         s->finished_total++;
+        if (res->outcome < _OUTCOME_MAX)
+                s->finished_by_outcome[res->outcome]++;
+        if (c->started) {
+                histogram_observe(&s->queue_wait, c->start_usec - c->admit_usec);
+                histogram_observe(&s->run_time, c->end_usec - c->start_usec);
+        } else
+                histogram_observe(&s->queue_wait, c->end_usec - c->admit_usec);
         s->cb.finished(c, res, s->userdata);
 }
 
@@ -239,7 +248,7 @@ static int on_heartbeat(sd_event_source *src, uint64_t usec, void *userdata) {
         if (c->state != CALL_RUNNING)
                 return 0;
         c->sched->cb.progress(c, "running", c->sched->userdata);
-        sd_event_source_set_time(src, usec + (uint64_t) c->sched->policy->heartbeat_ms * 1000);
+        sd_event_source_set_time(src, usec + (uint64_t) call_policy(c)->heartbeat_ms * 1000);
         sd_event_source_set_enabled(src, SD_EVENT_ON);
         return 0;
 }
@@ -251,9 +260,9 @@ static void call_started(Scheduler *s, Call *c) {
         if (s->n_running > s->max_running_seen)
                 s->max_running_seen = s->n_running;
         s->cb.progress(c, "started", s->userdata);
-        if (s->policy->heartbeat_ms > 0 &&
+        if (call_policy(c)->heartbeat_ms > 0 &&
             sd_event_add_time_relative(s->event, &c->heartbeat, CLOCK_MONOTONIC,
-                                       (uint64_t) s->policy->heartbeat_ms * 1000, 1000, on_heartbeat, c) < 0)
+                                       (uint64_t) call_policy(c)->heartbeat_ms * 1000, 1000, on_heartbeat, c) < 0)
                 c->heartbeat = NULL;
 }
 
@@ -335,7 +344,7 @@ static void start_call(Scheduler *s, Call *c) {
         list_append(&s->running, c);
         s->n_running++;
 
-        k = runner_start(s->event, s->policy, &s->spawner, &req, on_runner_done, on_runner_started, c, &c->runner,
+        k = runner_start(s->event, call_policy(c), &s->spawner, &req, on_runner_done, on_runner_started, c, &c->runner,
                          &err);
         if (k == RUNNER_START_LATER) {
                 requeue(s, c);
@@ -424,6 +433,12 @@ Scheduler *sched_free(Scheduler *s) {
         return NULL;
 }
 
+void sched_set_policy(Scheduler *s, const Policy *p) {
+        s->policy = p;
+        s->capacity = policy_active_workers(p);
+        dispatch(s);
+}
+
 void sched_kick(Scheduler *s) {
         dispatch(s);
 }
@@ -438,7 +453,7 @@ int sched_submit(Scheduler *s, Call *c) {
         c->admit_usec = now_usec();
         c->seq = ++s->seq;
         k = sd_event_add_time(s->event, &c->deadline, CLOCK_MONOTONIC,
-                              c->admit_usec + (uint64_t) s->policy->timeout_ms * 1000, 1, on_deadline, c);
+                              c->admit_usec + (uint64_t) call_policy(c)->timeout_ms * 1000, 1, on_deadline, c);
         if (k < 0)
                 return k;
         c->state = CALL_QUEUED;
@@ -494,5 +509,8 @@ void sched_get_stats(const Scheduler *s, SchedStats *ret) {
                 .start_failures_total = s->start_failures_total,
                 .start_failures_in_row = s->start_failures_in_row,
                 .last_start_error = s->last_start_error[0] ? s->last_start_error : NULL,
+                .queue_wait = s->queue_wait,
+                .run_time = s->run_time,
         };
+        memcpy(ret->finished_by_outcome, s->finished_by_outcome, sizeof ret->finished_by_outcome);
 }

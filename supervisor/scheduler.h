@@ -11,6 +11,8 @@
 
 #include "policy/policy.h"
 #include "supervisor/call.h"
+#include "supervisor/metrics.h"
+#include "supervisor/outcome.h"
 #include "supervisor/runner.h"
 
 typedef struct SchedCallbacks {
@@ -32,6 +34,11 @@ typedef struct SchedStats {
         uint64_t start_failures_total;  /* calls that ended because their worker could not start */
         uint32_t start_failures_in_row; /* > 0: starts are failing now (and backing off) */
         const char *last_start_error;   /* the last such failure's detail, or NULL */
+        uint64_t finished_by_outcome[_OUTCOME_MAX];
+        /* One observation per finished call: queue wait (admission to its worker's start,
+         * or to its end when no worker started), and run time (start to end; calls with
+         * a worker only). */
+        Histogram queue_wait, run_time;
 } SchedStats;
 
 int sched_new(sd_event *e, const Policy *p, const RunnerSpawner *sp, const SchedCallbacks *cb, void *userdata,
@@ -43,6 +50,10 @@ int sched_submit(Scheduler *s, Call *c);
 /* Cancel: a queued call finishes as cancelled at once and never starts; a running call's
  * worker is SIGKILLed and it finishes when reaped. Returns -ESRCH if already finished. */
 int sched_cancel(Scheduler *s, Call *c, RunnerKill why);
+/* The current policy (reload): the queue bound, capacity and memory gate follow it at
+ * once; each call keeps the limits, deadline and heartbeat of the policy it was admitted
+ * under (call_policy()). p must stay valid until the next call or sched_free(). */
+void sched_set_policy(Scheduler *s, const Policy *p);
 /* Try to start queued calls (e.g. a zygote became ready). */
 void sched_kick(Scheduler *s);
 /* Cancel everything (shutdown). */

@@ -29,7 +29,8 @@ typedef struct Connection Connection;
 
 struct Server {
         sd_event *event;
-        const Policy *policy;
+        PolicySnapshot *snapshot; /* the current policy: new connections, requests and calls */
+        const Policy *policy;     /* = &snapshot->policy */
         int listen_fd;
         sd_event_source *listen_source;
         Scheduler *sched;
@@ -39,6 +40,7 @@ struct Server {
         sd_event_source *accept_retry; /* accept paused: out of descriptors */
         ZygoteClient *zygote;
         uint64_t next_call_id;
+        uint64_t refused[_OUTCOME_MAX]; /* execute requests refused before admission, by outcome */
         bool shutting_down;
 };
 
@@ -211,7 +213,7 @@ static void on_progress(Call *call, const char *phase, void *userdata) {
 
         if (!c || c->closing)
                 return;
-        send_progress(c, s->policy, call, phase, NULL, s->sched);
+        send_progress(c, call_policy(call), call, phase, NULL, s->sched);
 }
 
 static ProtoSourceInfo source_info(const Source *src) {
@@ -291,15 +293,23 @@ static void send_result(Connection *c, const Policy *p, Call *call, RunnerResult
 }
 
 static void on_finished(Call *call, RunnerResult *res, void *userdata) {
-        Server *s = userdata;
         Connection *c = call->conn;
+        const char *outcome = outcome_to_string(res->outcome);
+        char f_call[40], f_outcome[40], f_elapsed[40], f_uid[40];
 
         if (c && !c->closing)
-                send_progress(c, s->policy, call, "finished", res, NULL);
+                send_progress(c, call_policy(call), call, "finished", res, NULL);
         if (c && !c->closing)
-                send_result(c, s->policy, call, res);
-        log_info("call %llu finished: %s (%s)", (unsigned long long) call->call_id, outcome_to_string(res->outcome),
-                 call->started ? "worker started" : "no worker");
+                send_result(c, call_policy(call), call, res);
+        /* The journal gets the same line with fields to filter on; metadata only. */
+        snprintf(f_call, sizeof f_call, "CALL_ID=%llu", (unsigned long long) call->call_id);
+        snprintf(f_outcome, sizeof f_outcome, "OUTCOME=%s", outcome);
+        snprintf(f_elapsed, sizeof f_elapsed, "ELAPSED_MS=%llu",
+                 (unsigned long long) (call->end_usec - call->admit_usec) / 1000);
+        snprintf(f_uid, sizeof f_uid, "PEER_UID=%u", (unsigned) call->uid);
+        log_struct(LOG_INFO, ((const char *const[]){ f_call, f_outcome, f_elapsed, f_uid, NULL }),
+                   "call %llu finished: %s (%s)", (unsigned long long) call->call_id, outcome,
+                   call->started ? "worker started" : "no worker");
         runner_result_done(res);
 
         if (c)
@@ -359,6 +369,10 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
         MpWriter w;
 
         sched_get_stats(s->sched, &st);
+        uint64_t outcomes[_OUTCOME_MAX];
+
+        for (size_t i = 0; i < _OUTCOME_MAX; i++)
+                outcomes[i] = st.finished_by_outcome[i] + s->refused[i];
         ProtoStatus ps = {
                 .queued = st.queued,
                 .running = st.running,
@@ -376,6 +390,10 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
                 .zygote_pid = s->zygote ? zygote_client_pid(s->zygote) : 0,
                 .zygote_generation = s->zygote ? zygote_client_generation(s->zygote) : 0,
                 .zygote_ready = s->zygote && zygote_client_ready(s->zygote),
+                .outcomes = outcomes,
+                .queue_wait = &st.queue_wait,
+                .run_time = &st.run_time,
+                .policy_sha256 = s->policy->sha256,
         };
         mp_writer_init(&w, 0);
         conn_send_packed(c, &w, proto_pack_status(&w, req->id, &ps));
@@ -449,6 +467,13 @@ static void handle_cancel(Connection *c, const ProtoRequest *req) {
         sched_cancel(c->server->sched, call, RUNNER_KILL_CANCEL);
 }
 
+/* An execute refused before admission: counted by outcome for status. */
+static void refuse_execute(Connection *c, bool has_id, uint64_t id, Outcome code, const char *message) {
+        if (code < _OUTCOME_MAX)
+                c->server->refused[code]++;
+        send_error(c, has_id, id, code, message);
+}
+
 static void handle_execute(Connection *c, const ProtoRequest *req) {
         Server *s = c->server;
         _cleanup_(call_unrefp) Call *call = NULL;
@@ -457,12 +482,12 @@ static void handle_execute(Connection *c, const ProtoRequest *req) {
         int k;
 
         if (s->shutting_down)
-                return send_error(c, true, req->id, OUTCOME_CANCELLED, "the supervisor is shutting down");
+                return refuse_execute(c, true, req->id, OUTCOME_CANCELLED, "the supervisor is shutting down");
         /* Everything that can reject does so before admission: nothing is spent, no worker. */
         if (inv_admit(s->invocations, c, req, &adm, &err) < 0)
-                return send_error(c, err.has_id, err.id, err.code, err.message);
-        if (call_new(req->code.ptr, req->code.len, req->code_chars, adm.sources, adm.n_sources, &call) < 0)
-                return send_error(c, true, req->id, OUTCOME_WORKER_ERROR, "out of memory");
+                return refuse_execute(c, err.has_id, err.id, err.code, err.message);
+        if (call_new(s->snapshot, req->code.ptr, req->code.len, req->code_chars, adm.sources, adm.n_sources, &call) < 0)
+                return refuse_execute(c, true, req->id, OUTCOME_WORKER_ERROR, "out of memory");
         call->call_id = ++s->next_call_id;
         call->request_id = req->id;
         call->conn = c;
@@ -478,9 +503,9 @@ static void handle_execute(Connection *c, const ProtoRequest *req) {
                 conn_call_remove(c, call);
                 call_unref(call); /* never admitted: on_finished() will not run */
                 if (k == -EBUSY)
-                        return send_error(c, true, req->id, OUTCOME_OVERLOADED,
-                                          "the queue is full (maxQueuedCalls); nothing was spent");
-                return send_error(c, true, req->id, OUTCOME_WORKER_ERROR, "could not admit the call");
+                        return refuse_execute(c, true, req->id, OUTCOME_OVERLOADED,
+                                              "the queue is full (maxQueuedCalls); nothing was spent");
+                return refuse_execute(c, true, req->id, OUTCOME_WORKER_ERROR, "could not admit the call");
         }
         /* Admitted: the quota is spent, whatever happens to the call now. */
         inv_charge(adm.inv);
@@ -715,7 +740,7 @@ static void on_zygote_settled(void *userdata) {
         server_reap_strays(userdata);
 }
 
-int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, Server **ret) {
+int server_new(sd_event *e, PolicySnapshot *snapshot, int listen_fd, int worker_exec_fd, Server **ret) {
         static const SchedCallbacks cb = { .finished = on_finished, .progress = on_progress };
         Server *s;
         int k;
@@ -723,7 +748,10 @@ int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, 
         s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
+        const Policy *p = &snapshot->policy;
+
         s->event = e;
+        s->snapshot = policy_snapshot_ref(snapshot);
         s->policy = p;
         s->listen_fd = -1; /* ours only on success: the caller closes it otherwise */
         if (p->worker_start == POLICY_WORKER_START_ZYGOTE &&
@@ -746,6 +774,21 @@ int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, 
         s->listen_fd = listen_fd;
         *ret = s;
         return 0;
+}
+
+void server_set_policy(Server *s, PolicySnapshot *snapshot) {
+        PolicySnapshot *old = s->snapshot;
+
+        s->snapshot = policy_snapshot_ref(snapshot);
+        s->policy = &snapshot->policy;
+        inv_registry_set_policy(s->invocations, s->policy);
+        sched_set_policy(s->sched, s->policy);
+        /* Calls hold their own references: the old policy lives on until the last is freed. */
+        policy_snapshot_unref(old);
+}
+
+const Policy *server_policy(const Server *s) {
+        return s->policy;
 }
 
 void server_shutdown(Server *s) {
@@ -796,6 +839,10 @@ bool server_idle(Server *s) {
         return true;
 }
 
+bool server_unused(Server *s) {
+        return s->n_conns == 0 && !s->shutting_down && server_idle(s);
+}
+
 Server *server_free(Server *s) {
         if (!s)
                 return NULL;
@@ -809,6 +856,7 @@ Server *server_free(Server *s) {
         s->zygote = zygote_client_free(s->zygote);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
+        policy_snapshot_unref(s->snapshot);
         free(s);
         return NULL;
 }

@@ -13,12 +13,19 @@ typedef struct Server Server;
 /* listen_fd: a bound, listening AF_UNIX SOCK_STREAM socket (the server takes it on
  * success only; on failure it is still the caller's to close).
  * worker_exec_fd: sealed copy of codeinterp-worker. */
-int server_new(sd_event *e, const Policy *p, int listen_fd, int worker_exec_fd, Server **ret);
+int server_new(sd_event *e, PolicySnapshot *p, int listen_fd, int worker_exec_fd, Server **ret);
+/* Reload: new connections, requests and calls get p (referenced); queued and running
+ * calls keep the policy they were admitted under. The caller has already kept the
+ * running values of the keys read only at start (policy_keep_restart_keys()). */
+void server_set_policy(Server *s, PolicySnapshot *p);
+const Policy *server_policy(const Server *s);
 /* Stop accepting, cancel every call (running workers are killed, their callers get a
  * typed outcome). Returns once nothing is running; the loop then exits. */
 void server_shutdown(Server *s);
 Server *server_free(Server *s);
 /* Nothing queued, running or unsent. */
 bool server_idle(Server *s);
+/* No connection, and nothing queued, running or unsent (idle exit). */
+bool server_unused(Server *s);
 /* Reap children nobody owns: pre-started workers of a zygote that went away. */
 void server_reap_strays(Server *s);

@@ -31,7 +31,8 @@ typedef struct ZygotePending ZygotePending;
 
 struct ZygoteClient {
         sd_event *event;
-        const Policy *policy;
+        Policy policy_at_start; /* the zygote's keys are read at start only: a reload keeps them */
+        const Policy *policy;   /* = &policy_at_start */
         int worker_exec_fd;
         pid_t pid;
         int pidfd;
@@ -331,7 +332,8 @@ int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteCl
         if (!z)
                 return -ENOMEM;
         z->event = e;
-        z->policy = p;
+        z->policy_at_start = *p;
+        z->policy = &z->policy_at_start;
         z->worker_exec_fd = worker_exec_fd;
         z->pidfd = z->ctl = -1;
         k = zygote_launch(z);

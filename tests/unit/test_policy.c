@@ -72,6 +72,7 @@ static const TestKey test_keys[] = {
         { "zygoteMaxCalls", true, 1, 10000000, "", "1" },
         { "zygoteMaxSeconds", true, 1, 604800, "", "60" },
         { "zygotePoolSize", true, 0, 64, "", "4" },
+        { "idleExitSeconds", true, 0, 604800, "", "30" },
 };
 
 /* Every key, non-default, mutually consistent; flow and block styles, comments, quoting. */
@@ -113,7 +114,8 @@ static const char full_doc[] = "# every key overridden\n"
                                "workerStart: 'exec'\n"
                                "zygoteMaxCalls: 500\n"
                                "zygoteMaxSeconds: 600\n"
-                               "zygotePoolSize: 5\n";
+                               "zygotePoolSize: 5\n"
+                               "idleExitSeconds: 90\n";
 
 /* Byte copies, so that "unchanged" can be checked with memcmp, padding included. */
 static void policy_copy(Policy *dst, const Policy *src) {
@@ -254,6 +256,7 @@ static void test_full_override(void **state) {
         assert_int_equal(p.zygote_max_calls, 500);
         assert_int_equal(p.zygote_max_seconds, 600);
         assert_int_equal(p.zygote_pool_size, 5);
+        assert_int_equal(p.idle_exit_seconds, 90);
 
         assert_true(is_hex64(p.sha256));
         assert_string_not_equal(p.sha256, d.sha256);
@@ -567,6 +570,60 @@ static void test_too_large(void **state) {
 }
 
 /* The canonical form, spelled out: a change here changes every policy digest. */
+/* A reload keeps the running value of every key read only at start, names it, and
+ * recomputes the digest; the other keys take the new values. */
+static void test_keep_restart_keys(void **state) {
+        const char *changed[POLICY_MAX_RESTART_KEYS];
+        Policy running, p, want;
+        char err[256];
+
+        policy_init_defaults(&running);
+        policy_copy(&p, &running);
+        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 0);
+        assert_memory_equal(&p, &running, sizeof p);
+
+        assert_int_equal(load(&p, full_doc, err, sizeof(err)), 0);
+        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 7);
+        assert_string_equal(changed[0], "workerUid");
+        assert_string_equal(changed[1], "workerGid");
+        assert_string_equal(changed[2], "socketGroup");
+        assert_string_equal(changed[3], "workerStart");
+        assert_string_equal(changed[4], "zygoteMaxCalls");
+        assert_string_equal(changed[5], "zygoteMaxSeconds");
+        assert_string_equal(changed[6], "zygotePoolSize");
+        assert_int_equal(p.worker_uid, running.worker_uid);
+        assert_int_equal(p.worker_start, running.worker_start);
+        assert_false(p.has_socket_group);
+        assert_int_equal(p.zygote_pool_size, running.zygote_pool_size);
+        /* The reloadable keys keep the file's values, and the digest is that of what is in effect. */
+        assert_int_equal(p.timeout_ms, 12345);
+        assert_int_equal(p.idle_exit_seconds, 90);
+        policy_copy(&want, &p);
+        policy_finalize(&want);
+        assert_string_equal(p.sha256, want.sha256);
+        assert_true(policy_key_needs_restart("workerStart"));
+        assert_false(policy_key_needs_restart("timeoutMs"));
+        assert_false(policy_key_needs_restart("idleExitSeconds"));
+}
+
+static void test_snapshot(void **state) {
+        PolicySnapshot *s = NULL, *r;
+        Policy p;
+
+        policy_init_defaults(&p);
+        assert_int_equal(policy_snapshot_new(&p, &s), 0);
+        assert_int_equal(s->n_ref, 1);
+        r = policy_snapshot_ref(s);
+        assert_ptr_equal(r, s);
+        assert_int_equal(s->n_ref, 2);
+        assert_string_equal(s->policy.sha256, p.sha256);
+        assert_null(policy_snapshot_unref(s));
+        assert_int_equal(r->n_ref, 1);
+        assert_null(policy_snapshot_unref(r));
+        assert_null(policy_snapshot_unref(NULL));
+        assert_null(policy_snapshot_ref(NULL));
+}
+
 static void test_digest_known_answer(void **state) {
         static const char canonical[] = "name=code_interpreter\n"
                                         "maxCalls=10\n"
@@ -602,7 +659,8 @@ static void test_digest_known_answer(void **state) {
                                         "workerStart=zygote\n"
                                         "zygoteMaxCalls=10000\n"
                                         "zygoteMaxSeconds=3600\n"
-                                        "zygotePoolSize=2\n";
+                                        "zygotePoolSize=2\n"
+                                        "idleExitSeconds=0\n";
         char want[65];
         Policy p;
         char err[256];
@@ -897,6 +955,8 @@ int main(void) {
                 cmocka_unit_test(test_atomic),
                 cmocka_unit_test(test_err_buffer),
                 cmocka_unit_test(test_too_large),
+                cmocka_unit_test(test_keep_restart_keys),
+                cmocka_unit_test(test_snapshot),
                 cmocka_unit_test(test_digest_known_answer),
                 cmocka_unit_test(test_digest),
                 cmocka_unit_test(test_packaging_file),

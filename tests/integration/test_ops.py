@@ -1,0 +1,529 @@
+"""What operators expect of the running service (docs/operations.md): the systemd
+watchdog, reload on SIGHUP, the idle exit under socket activation, journal fields of
+finished calls, and the status counters with their OpenMetrics rendering."""
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import (DAEMON, NORTHSTAR, WORKER_START, Conn, Supervisor, require_sandbox, status, wait_ready,
+                      wait_until)
+
+BUSY = """import time
+t = time.time()
+while time.time() - t < %s:
+    pass
+print("done")
+"""
+
+
+class Managed:
+    """codeinterpd started as systemd would: NOTIFY_SOCKET on a datagram socket the test
+    owns, optionally WATCHDOG_USEC, and either --socket or a socket in LISTEN_FDS."""
+
+    def __init__(self, policy="", watchdog_usec=None, activated=False):
+        require_sandbox()
+        self.dir = tempfile.mkdtemp(prefix="codeinterp-ops-")
+        self.socket = os.path.join(self.dir, "ci.sock")
+        self.policy_path = os.path.join(self.dir, "policy.yaml")
+        with open(self.policy_path, "w") as f:
+            f.write("workerStart: %s\n" % WORKER_START + policy)
+        self.notify_path = os.path.join(self.dir, "notify")
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(self.notify_path)
+        self.listener = None
+        args = [DAEMON, "--policy", self.policy_path]
+        if activated:
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.listener.bind(self.socket)
+            self.listener.listen(16)
+        else:
+            args += ["--socket", self.socket]
+        listener = self.listener
+
+        def as_systemd_would():
+            os.environ["NOTIFY_SOCKET"] = self.notify_path
+            if watchdog_usec:
+                os.environ["WATCHDOG_USEC"] = str(watchdog_usec)
+                os.environ["WATCHDOG_PID"] = str(os.getpid())
+            if listener:
+                os.dup2(listener.fileno(), 3)
+                os.environ["LISTEN_FDS"] = "1"
+                os.environ["LISTEN_PID"] = str(os.getpid())
+
+        self.log_path = os.path.join(self.dir, "log")
+        self.log = open(self.log_path, "wb")
+        self.start = lambda: subprocess.Popen(args, preexec_fn=as_systemd_would, pass_fds=(3,) if listener else (),
+                                              stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = self.start()
+
+    def messages(self, duration):
+        """Notify datagrams that arrive within duration seconds."""
+        out = []
+        deadline = time.monotonic() + duration
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return out
+            self.notify.settimeout(left)
+            try:
+                out.append(self.notify.recv(4096).decode())
+            except socket.timeout:
+                return out
+
+    def wait_for(self, what, timeout=20):
+        deadline = time.monotonic() + timeout
+        seen = []
+        while time.monotonic() < deadline:
+            self.notify.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                m = self.notify.recv(4096).decode()
+            except socket.timeout:
+                break
+            seen.append(m)
+            if what in m.split("\n"):
+                return seen
+        raise AssertionError("no %s from codeinterpd; got %r; log: %s" % (what, seen, self.read_log()))
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        self.notify.close()
+        if self.listener:
+            self.listener.close()
+        for f in os.listdir(self.dir):
+            os.unlink(os.path.join(self.dir, f))
+        os.rmdir(self.dir)
+        return self.proc.returncode
+
+
+def count(msgs, what):
+    return sum(m.split("\n").count(what) for m in msgs)
+
+
+# ---- watchdog ----
+
+def test_watchdog_pings_at_half_the_interval_and_stop_with_the_loop():
+    m = Managed(watchdog_usec=400000)
+    try:
+        m.wait_for("READY=1")
+        # WATCHDOG_USEC 0.4 s: a WATCHDOG=1 about every 0.2 s.
+        msgs = m.messages(2.0)
+        n = count(msgs, "WATCHDOG=1")
+        assert 5 <= n <= 14, (n, msgs)
+        # A loop that does not turn sends nothing.
+        m.proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.1)
+        m.messages(0.05)  # what was sent before the stop
+        stopped = m.messages(1.5)
+        assert count(stopped, "WATCHDOG=1") == 0, stopped
+        m.proc.send_signal(signal.SIGCONT)
+        m.wait_for("WATCHDOG=1", 5)
+        c = Conn(m.socket, 30)
+        assert c.execute(NORTHSTAR)["result"]["text"] == "8.25"
+        c.close()
+    finally:
+        assert m.stop() == 0
+
+
+def test_no_watchdog_unless_systemd_asks():
+    m = Managed()
+    try:
+        m.wait_for("READY=1")
+        assert count(m.messages(1.0), "WATCHDOG=1") == 0
+    finally:
+        assert m.stop() == 0
+
+
+# ---- reload ----
+
+def hello(sock):
+    c = Conn(sock, 20)
+    try:
+        r = c.call("hello")
+    finally:
+        c.close()
+    assert r["type"] == "reply", r
+    return r
+
+
+def write_policy(path, text):
+    # Replace atomically, as an editor or config management would.
+    with open(path + ".new", "w") as f:
+        f.write("workerStart: %s\n" % WORKER_START + text)
+    os.rename(path + ".new", path)
+
+
+def test_reload_changes_new_calls_and_keeps_running_and_queued_ones():
+    s = Supervisor("timeoutMs: 20000\ncpuSeconds: 10\nmaxCalls: 10\nmaxActiveWorkers: 1\n")
+    try:
+        wait_ready(s)
+        old = hello(s.socket)
+        assert old["limits"]["timeoutMs"] == 20000 and old["limits"]["cpuSeconds"] == 10
+        # One call running (3 s of CPU) and one queued behind it (capacity 1).
+        running, queued = s.connect(), s.connect()
+        rid_running = running.request("execute", summary="t", code=BUSY % 3, sourceIds=[])
+        assert wait_until(lambda: status(s)["running"] == 1, 10), status(s)
+        # The queued call starts after the reload and needs 1.5 s of CPU: over the new
+        # cpuSeconds (1), within its own (10).
+        rid_queued = queued.request("execute", summary="t", code=BUSY % 1.5, sourceIds=[])
+        assert wait_until(lambda: status(s)["queued"] == 1, 10), status(s)
+
+        write_policy(s.policy_path, "timeoutMs: 1500\ncpuSeconds: 1\nmaxCalls: 2\nmaxActiveWorkers: 1\n"
+                     "zygotePoolSize: 5\n")
+        s.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: "Reloaded the policy" in s.read_log(), 5), s.read_log()
+        new = hello(s.socket)
+        assert new["policy"]["sha256"] != old["policy"]["sha256"]
+        assert new["limits"]["timeoutMs"] == 1500 and new["limits"]["cpuSeconds"] == 1
+        assert new["policy"]["workerStart"] == WORKER_START
+        assert status(s)["policySha256"] == new["policy"]["sha256"]
+        # A key read only at start keeps its value, with a notice.
+        assert 'Policy key zygotePoolSize changed' in s.read_log()
+
+        # The running call keeps 20 s / 10 s: it runs its 3 s and ends ok.
+        r = running.wait(rid_running, types=("result", "error"))
+        assert r["outcome"] == "ok" and r["stdout"]["text"] == "done\n", r
+        assert r["evidence"]["policy"]["sha256"] == old["policy"]["sha256"]
+        # The queued call waited about 3 s, past the new 1.5 s deadline, and then ran 1.5 s
+        # of CPU: it keeps the old deadline and limits.
+        r = queued.wait(rid_queued, types=("result", "error"))
+        assert r["outcome"] == "ok" and r["stdout"]["text"] == "done\n", r
+        assert r["evidence"]["policy"]["sha256"] == old["policy"]["sha256"], r
+
+        # New calls get the new limits: 3 s of CPU is over cpuSeconds 1 / timeoutMs 1500.
+        c = s.connect()
+        inv = c.call("invocation.open")
+        assert inv["maxCalls"] == 2, inv
+        r = c.execute(BUSY % 3, invocation=inv["invocation"])
+        assert r["outcome"] in ("resource_limit", "timeout"), r
+        assert r["evidence"]["policy"]["sha256"] == new["policy"]["sha256"]
+        assert c.execute("print(2)", invocation=inv["invocation"])["outcome"] == "ok"
+        r = c.execute("print(3)", invocation=inv["invocation"])
+        assert r.get("code") == "quota_exhausted" or r.get("outcome") == "quota_exhausted", r
+    finally:
+        assert s.stop() == 0
+
+
+def test_reload_with_an_invalid_file_keeps_the_old_policy():
+    s = Supervisor("timeoutMs: 20000\n")
+    try:
+        wait_ready(s)
+        before = hello(s.socket)["policy"]["sha256"]
+        write_policy(s.policy_path, "timeoutMs: 20000\nmaxCalls: banana\n")
+        s.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: "Reloading the policy" in s.read_log(), 5), s.read_log()
+        line = [x for x in s.read_log().splitlines() if "Reloading the policy" in x][0]
+        assert "maxCalls" in line and ("keeping sha256 %s" % before[:12]) in line, line
+        assert hello(s.socket)["policy"]["sha256"] == before
+        assert s.proc.poll() is None
+        c = s.connect()
+        r = c.execute(NORTHSTAR)
+        assert r["outcome"] == "ok" and r["evidence"]["policy"]["sha256"] == before
+    finally:
+        assert s.stop() == 0
+
+
+def test_reload_tells_systemd_reloading_then_ready():
+    m = Managed("timeoutMs: 20000\n")
+    try:
+        m.wait_for("READY=1")
+        wait_until(lambda: os.path.exists(m.socket), 5)
+        before = hello(m.socket)["policy"]["sha256"]
+        write_policy(m.policy_path, "timeoutMs: 10000\n")
+        m.proc.send_signal(signal.SIGHUP)
+        seen = m.wait_for("READY=1", 10)
+        text = "\n".join(seen)
+        assert "RELOADING=1" in text and re.search(r"MONOTONIC_USEC=\d+", text), seen
+        assert text.index("RELOADING=1") < text.rindex("READY=1")
+        assert hello(m.socket)["policy"]["sha256"] != before
+    finally:
+        assert m.stop() == 0
+
+
+# ---- idle exit ----
+
+def test_idle_exit_under_socket_activation():
+    m = Managed("idleExitSeconds: 1\n", activated=True)
+    try:
+        m.wait_for("READY=1")
+        # An open connection is use: no exit while it stays, even with nothing running.
+        c = Conn(m.socket, 30)
+        assert c.execute(NORTHSTAR)["result"]["text"] == "8.25"
+        time.sleep(2.0)
+        assert m.proc.poll() is None, m.read_log()
+        c.close()
+        t0 = time.monotonic()
+        assert m.proc.wait(10) == 0, m.read_log()
+        waited = time.monotonic() - t0
+        assert 0.9 <= waited <= 4.0, waited
+        assert "STOPPING=1" in "\n".join(m.messages(1.0))
+        assert "idleExitSeconds" in m.read_log()
+        # The socket is systemd's (here the test's): still there, and a client that
+        # connects now waits in its backlog, its request with it, for the next supervisor,
+        # which systemd starts on that connection (here the test does).
+        assert os.path.exists(m.socket)
+        waiting = Conn(m.socket, 30)
+        rid = waiting.request("hello")
+        time.sleep(0.3)
+        m.proc = m.start()
+        m.wait_for("READY=1")
+        assert waiting.wait(rid)["type"] == "reply"
+        assert waiting.execute(NORTHSTAR)["result"]["text"] == "8.25"
+        waiting.close()
+    finally:
+        assert m.stop() == 0
+
+
+def test_no_idle_exit_with_its_own_socket():
+    m = Managed("idleExitSeconds: 1\n")
+    try:
+        m.wait_for("READY=1")
+        time.sleep(2.5)
+        assert m.proc.poll() is None, m.read_log()
+    finally:
+        assert m.stop() == 0
+
+
+# ---- journal fields ----
+
+def parse_journal_datagram(data):
+    """The journal's native protocol: KEY=value lines, or KEY\\n<le64 size><value>\\n."""
+    fields, i = {}, 0
+    while i < len(data):
+        nl = data.index(b"\n", i)
+        line = data[i:nl]
+        if b"=" in line:
+            k, v = line.split(b"=", 1)
+            i = nl + 1
+        else:
+            k = line
+            (n,) = struct.unpack("<Q", data[nl + 1:nl + 9])
+            v = data[nl + 9:nl + 9 + n]
+            assert data[nl + 9 + n:nl + 10 + n] == b"\n"
+            i = nl + 10 + n
+        fields.setdefault(k.decode(), []).append(v.decode(errors="replace"))
+    return fields
+
+
+def test_call_finished_journal_fields():
+    require_sandbox()
+    d = tempfile.mkdtemp(prefix="codeinterp-journal-")
+    journal_dir = os.path.join(d, "journal")
+    os.mkdir(journal_dir)
+    journal = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    journal.bind(os.path.join(journal_dir, "socket"))
+    sock = os.path.join(d, "ci.sock")
+    policy = os.path.join(d, "policy.yaml")
+    with open(policy, "w") as f:
+        f.write("workerStart: %s\n" % WORKER_START)
+    err = open(os.path.join(d, "stderr"), "wb")
+    st = os.fstat(err.fileno())
+    env = dict(os.environ, JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
+    # sd_journal_send() writes to /run/systemd/journal/socket: in a private mount
+    # namespace of the supervisor's own, that is the test's socket. The host's /run is
+    # not touched.
+    script = ('if [ -d /run/systemd ]; then mount -t tmpfs tmpfs /run/systemd; '
+              'else mount -t tmpfs tmpfs /run && mkdir /run/systemd; fi && mkdir /run/systemd/journal && '
+              'mount --bind "$0" /run/systemd/journal && exec "$@"')
+    p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, journal_dir,
+                          DAEMON, "--socket", sock, "--policy", policy], env=env, stdout=err, stderr=err)
+    try:
+        assert wait_until(lambda: os.path.exists(sock) or p.poll() is not None, 10) and p.poll() is None, \
+            open(os.path.join(d, "stderr"), "rb").read()
+        time.sleep(0.2)
+        c = Conn(sock, 30)
+        marker = "SECRET_%d" % os.getpid()
+        r1 = c.execute("x = '%s'\nprint(x)" % marker)
+        r2 = c.execute("raise ValueError('%s')" % marker)
+        c.close()
+        assert r1["outcome"] == "ok" and r2["outcome"] == "python_exception"
+        entries, raw = [], b""
+        journal.settimeout(1.0)
+        while True:
+            try:
+                data = journal.recv(65536)
+            except socket.timeout:
+                break
+            raw += data
+            entries.append(parse_journal_datagram(data))
+        assert marker.encode() not in raw
+        finished = [e for e in entries if "CALL_ID" in e]
+        assert len(finished) == 2, entries
+        for e, call_id, outcome in ((finished[0], r1["callId"], "ok"), (finished[1], r2["callId"], "python_exception")):
+            assert e["MESSAGE"] == ["call %d finished: %s (worker started)" % (call_id, outcome)], e
+            assert e["CALL_ID"] == [str(call_id)] and e["OUTCOME"] == [outcome], e
+            assert e["PEER_UID"] == [str(os.getuid())] and re.fullmatch(r"\d+", e["ELAPSED_MS"][0]), e
+            assert e["SYSLOG_IDENTIFIER"] == ["codeinterpd"] and e["PRIORITY"] == ["6"], e
+            assert set(e) == {"MESSAGE", "PRIORITY", "CODE_FILE", "CODE_LINE", "SYSLOG_IDENTIFIER", "CALL_ID",
+                              "OUTCOME", "ELAPSED_MS", "PEER_UID"}, e
+        # Other messages go there too, without the call fields.
+        assert any(e.get("MESSAGE", [""])[0].startswith("Listening on") for e in entries)
+        # Nothing went to stderr but the zygote's own lines, if any.
+        with open(os.path.join(d, "stderr"), "rb") as f:
+            assert b"codeinterpd[" not in f.read()
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        err.close()
+        journal.close()
+        subprocess.run(["rm", "-rf", d])
+    assert p.returncode == 0
+
+
+# ---- status counters and OpenMetrics ----
+
+OM_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+OM_LABELS = r'\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*")*)?\}'
+OM_NUMBER = r"(?:[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|[+-]?Inf|NaN)"
+OM_SAMPLE = re.compile(r"^(%s)(%s)? (%s)$" % (OM_NAME, OM_LABELS, OM_NUMBER))
+OM_SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count", "_created")}
+
+
+def parse_openmetrics(text):
+    """A strict reading of the OpenMetrics text format, for what codeinterp emits:
+    returns {family: {"type": t, "samples": [(name, labels, value)]}}; raises AssertionError."""
+    assert text.endswith("# EOF\n"), text[-50:]
+    lines = text[:-1].split("\n")
+    assert lines[-1] == "# EOF" and "# EOF" not in lines[:-1]
+    families, current = {}, None
+    for line in lines[:-1]:
+        assert line, "empty line"
+        if line.startswith("#"):
+            parts = line.split(" ", 3)
+            assert parts[0] == "#" and parts[1] in ("TYPE", "HELP", "UNIT"), line
+            name = parts[2]
+            assert re.fullmatch(OM_NAME, name), line
+            if parts[1] == "TYPE":
+                assert name not in families, "family %s twice" % name
+                assert parts[3] in OM_SUFFIXES, line
+                families[name] = {"type": parts[3], "samples": []}
+                current = name
+            else:
+                assert name == current, "%s before its TYPE: %s" % (parts[1], line)
+                if parts[1] == "UNIT":
+                    assert name.endswith("_" + parts[3]), line
+            continue
+        m = OM_SAMPLE.match(line)
+        assert m, "bad sample line: %r" % line
+        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
+        assert current and any(name == current + s for s in OM_SUFFIXES[families[current]["type"]]), \
+            "sample %s outside its family %s" % (name, current)
+        lab = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', labels))
+        families[current]["samples"].append((name, lab, float(value)))
+    for fam, f in families.items():
+        assert f["samples"], "family %s without samples" % fam
+        if f["type"] == "counter":
+            assert all(v >= 0 for _, _, v in f["samples"])
+        if f["type"] == "histogram":
+            buckets = [(lab["le"], v) for n, lab, v in f["samples"] if n == fam + "_bucket"]
+            les = [float(le) for le, _ in buckets]
+            assert les == sorted(les) and len(set(les)) == len(les) and buckets[-1][0] == "+Inf", buckets
+            counts = [v for _, v in buckets]
+            assert counts == sorted(counts), "buckets not monotone: %r" % buckets
+            total = [v for n, _, v in f["samples"] if n == fam + "_count"]
+            sums = [v for n, _, v in f["samples"] if n == fam + "_sum"]
+            assert total == [counts[-1]] and len(sums) == 1 and sums[0] >= 0, f
+            for le, _ in buckets[:-1]:
+                assert re.fullmatch(r"\d+\.\d+", le), "le %r is not a plain float" % le
+    return families
+
+
+def test_status_counts_outcomes_and_histograms(tmp_path):
+    s = Supervisor("timeoutMs: 3000\nmaxQueuedCalls: 0\nmaxActiveWorkers: 1\n")
+    try:
+        wait_ready(s)
+        c = s.connect()
+        assert c.execute("print(1)")["outcome"] == "ok"
+        assert c.execute("print(2)")["outcome"] == "ok"
+        assert c.execute("1/0")["outcome"] == "python_exception"
+        assert c.execute("while True: pass")["outcome"] in ("timeout", "resource_limit")
+        timeout_like = status(s)["outcomes"]
+        # A second call while one runs and the queue holds none: overloaded, refused.
+        busy = s.connect()
+        rid = busy.request("execute", summary="t", code=BUSY % 1.5, sourceIds=[])
+        assert wait_until(lambda: status(s)["running"] == 1, 10)
+        r = c.execute("print(3)")
+        assert r.get("code") == "overloaded", r
+        assert busy.wait(rid, types=("result", "error"))["outcome"] == "ok"
+        r = c.execute("print(4)", source_ids=["nope"])
+        assert r.get("code") == "unavailable_source" or r.get("outcome") == "unavailable_source", r
+
+        st = status(s)
+        o = st["outcomes"]
+        assert set(o) == set(hello(s.socket)["outcomes"])
+        expect_to = "timeout" if timeout_like["timeout"] else "resource_limit"
+        want = {k: 0 for k in o}
+        want.update({"ok": 3, "python_exception": 1, expect_to: 1, "overloaded": 1, "unavailable_source": 1})
+        assert o == want, o
+        assert st["finishedTotal"] == 5 and st["admittedTotal"] == 5
+        for key in ("queueWaitMs", "runTimeMs"):
+            h = st[key]
+            assert h["count"] == 5, (key, h)
+            assert h["counts"] == sorted(h["counts"]) and h["counts"][-1] <= h["count"]
+            assert len(h["leMs"]) == len(h["counts"]) and h["leMs"] == sorted(h["leMs"])
+        rt = st["runTimeMs"]
+        # Two calls ran for more than a second (the busy loop and the endless one).
+        i = rt["leMs"].index(1000)
+        assert rt["count"] - rt["counts"][i] >= 2, rt
+        assert rt["sumMs"] >= 1500 + 1000, rt
+
+        p = s.client("status", "--openmetrics")
+        assert p.returncode == 0, p.stderr
+        text = p.stdout.decode()
+        fams = parse_openmetrics(text)
+        calls = {lab["outcome"]: v for n, lab, v in fams["codeinterp_calls"]["samples"]}
+        assert fams["codeinterp_calls"]["type"] == "counter"
+        assert calls == {k: float(v) for k, v in want.items()}
+        for fam, key in (("codeinterp_queue_wait_seconds", "queueWaitMs"), ("codeinterp_run_time_seconds",
+                                                                             "runTimeMs")):
+            f = fams[fam]
+            assert f["type"] == "histogram"
+            cnt = [v for n, _, v in f["samples"] if n == fam + "_count"][0]
+            assert cnt == 5
+            sm = [v for n, _, v in f["samples"] if n == fam + "_sum"][0]
+            # status was read again by the client: one more connection, same calls.
+            assert abs(sm - st[key]["sumMs"] / 1000) < 0.001
+        assert fams["codeinterp_worker_start_failures"]["samples"] == [
+            ("codeinterp_worker_start_failures_total", {}, 0.0)]
+    finally:
+        assert s.stop() == 0
+
+
+def test_openmetrics_parser_refuses_what_the_format_forbids():
+    good = ("# TYPE a counter\na_total 1\n# TYPE h histogram\nh_bucket{le=\"0.5\"} 1\n"
+            "h_bucket{le=\"+Inf\"} 2\nh_sum 1.0\nh_count 2\n# EOF\n")
+    parse_openmetrics(good)
+    bad = [
+        good.replace("# EOF\n", ""),                                  # no EOF
+        good.replace("# TYPE a counter\n", ""),                       # sample before TYPE
+        good.replace("h_bucket{le=\"0.5\"} 1", "h_bucket{le=\"0.5\"} 3"),  # not monotone
+        good.replace("h_count 2", "h_count 3"),                       # +Inf != count
+        good.replace("a_total 1", "a_total{outcome=ok} 1"),           # unquoted label
+        good.replace("a_total 1", "a total 1"),                       # bad name
+        good + "x_total 1\n",                                         # after EOF
+    ]
+    for text in bad:
+        with pytest.raises(AssertionError):
+            parse_openmetrics(text)
