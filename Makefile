@@ -42,6 +42,7 @@ test: build check-format lint-python unit-python cppcheck sanitize fuzz-smoke sd
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote $(PYTEST) -q tests/integration
 	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=exec $(PYTEST) -q tests/integration
 	$(MAKE) integration-asan
+	$(MAKE) test-python-versions
 
 # The supervisor under ASan/UBSan with the ordinary worker (a worker cannot run
 # under ASan: its address-space limit is far below ASan's shadow mappings).
@@ -49,7 +50,15 @@ integration-asan: build sanitize
 	@rm -rf $(BUILD)-asan-bin && mkdir -p $(BUILD)-asan-bin/bin
 	@cp $(BUILD)-san/bin/codeinterpd $(BUILD)-asan-bin/bin/
 	@cp $(BUILD)/bin/codeinterp-worker $(BUILD)/bin/codeinterp $(BUILD)-asan-bin/bin/
+	@cp $(BUILD)/python.json $(BUILD)-asan-bin/
 	ASAN_OPTIONS=detect_leaks=1 CODEINTERP_BUILD=$(abspath $(BUILD))-asan-bin $(PYTEST) -q tests/integration
+
+# The core integration tests against every other CPython >= 3.12 on this machine (pyenv),
+# each built in $(BUILD)-py3.X with -DCODEINTERP_PYTHON; skipped with a message when
+# there is none (scripts/test-python-versions.sh).
+.PHONY: test-python-versions
+test-python-versions: deps
+	scripts/test-python-versions.sh $(BUILD) "$(CMAKE_FLAGS)"
 
 # libFuzzer targets (tests/fuzz/, docs/testing.md), built with clang into $(BUILD)-fuzz.
 # fuzz-smoke: each target over its seeds, then 15 s of fuzzing; fuzz-long: 10 million
@@ -120,7 +129,7 @@ unit-python: deps
 	$(PYTEST) -q tests/python
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin $(BUILD)-fuzz $(BUILD)-py3.*
 
 # A fresh minimal Debian 12 root (debootstrap, cached under /var/tmp) runs the README's
 # commands from a copy of HEAD without .git (docs/operations.md). Root; ~5 minutes.

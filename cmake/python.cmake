@@ -158,3 +158,22 @@ string(REPLACE ";" ":" CODEINTERP_PY_RUNTIME "${_py_runtime}")
 message(STATUS "Embedded Python ${CODEINTERP_PY_VERSION} (${CODEINTERP_PYTHON}): stdlib ${CODEINTERP_PY_STDLIB}, "
   "libdir ${CODEINTERP_PY_LIBDIR}, embed ${_py_pc}")
 message(STATUS "Worker runtime binds: ${CODEINTERP_PY_RUNTIME}")
+
+# The same facts for the tests and the benchmark (tests/integration/conftest.py).
+set(_py_runtime_json "")
+foreach(_p ${_py_runtime})
+  string(APPEND _py_runtime_json "\"${_p}\", ")
+endforeach()
+string(REGEX REPLACE ", $" "" _py_runtime_json "${_py_runtime_json}")
+file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/python.json" CONTENT [=[
+{
+  "interpreter": "@CODEINTERP_PYTHON@",
+  "version": "@CODEINTERP_PY_VERSION@",
+  "stdlib": "@CODEINTERP_PY_STDLIB@",
+  "dynload": "@CODEINTERP_PY_DYNLOAD@",
+  "libdir": "@CODEINTERP_PY_LIBDIR@",
+  "prefix": "@CODEINTERP_PY_PREFIX@",
+  "executable": "@CODEINTERP_PY_EXECUTABLE@",
+  "runtime": [@_py_runtime_json@]
+}
+]=] @ONLY)

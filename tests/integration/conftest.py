@@ -9,6 +9,8 @@ import subprocess
 import tempfile
 import time
 
+import json
+
 import msgpack
 import pytest
 
@@ -16,6 +18,27 @@ BUILD = os.environ.get("CODEINTERP_BUILD", os.path.join(os.path.dirname(__file__
 DAEMON = os.path.join(BUILD, "bin", "codeinterpd")
 CLIENT = os.path.join(BUILD, "bin", "codeinterp")
 MUST_SANDBOX = os.environ.get("CODEINTERP_MUST_SANDBOX") == "1"
+
+
+def _python_facts():
+    """The embedded Python this build chose: BUILD/python.json, written by
+    cmake/python.cmake (interpreter, version, stdlib, dynload, libdir, runtime binds)."""
+    with open(os.path.join(BUILD, "python.json")) as f:
+        return json.load(f)
+
+
+PYTHON = _python_facts()
+
+
+def runtime_ancestors():
+    """The directories the worker's root has only because a runtime bind lies below them
+    (e.g. /root for a pyenv interpreter): empty tmpfs directories, not the host's."""
+    out = set()
+    for p in PYTHON["runtime"]:
+        parts = p.strip("/").split("/")
+        for i in range(1, len(parts)):
+            out.add("/" + "/".join(parts[:i]))
+    return out
 
 
 def sandbox_available():
