@@ -79,7 +79,8 @@ fuzz-long: fuzz-build
 #   /* cppcheck-suppress <id> ; <why> */ on the line before.
 CPPCHECK_DEFINES = -D__x86_64__ -D__linux__ -D_GNU_SOURCE -DCODEINTERP_VERSION=\"0\" \
 	-DCODEINTERP_PY_STDLIB=\"/\" -DCODEINTERP_PY_DYNLOAD=\"/\" -DCODEINTERP_PY_LIBDIR=\"/\" \
-	-DCODEINTERP_PY_VERSION=\"3\" -DCODEINTERP_SOURCE_DIR=\"/\"
+	-DCODEINTERP_PY_VERSION=\"3\" -DCODEINTERP_PY_PREFIX=\"/\" -DCODEINTERP_PY_EXECUTABLE=\"/\" \
+	-DCODEINTERP_PY_RUNTIME=\"/\" -DCODEINTERP_PYTHON=\"/\" -DCODEINTERP_SOURCE_DIR=\"/\"
 CPPCHECK_DIRS = $(wildcard common contract policy supervisor worker client)
 cppcheck: deps
 	cppcheck --quiet --enable=warning,portability --inline-suppr --error-exitcode=1 --platform=unix64 \
