@@ -140,3 +140,11 @@ fresh-system-check:
 # Benchmarks and soaks are not part of `make test` (see docs/performance.md).
 bench: build
 	CODEINTERP_BUILD=$(abspath $(BUILD)) /usr/bin/python3 tests/bench/bench.py
+
+# Latency, throughput and page faults per embedded CPython, side by side: the default
+# build and each $(BUILD)-py3.X that test-python-versions builds.
+.PHONY: bench-versions
+bench-versions: build
+	@CODEINTERP_BUILD_ONLY=1 scripts/test-python-versions.sh $(BUILD) "$(CMAKE_FLAGS)"
+	CODEINTERP_BUILD=$(abspath $(BUILD)) /usr/bin/python3 tests/bench/bench.py --versions \
+		$(abspath $(BUILD)) $$(ls -d $(abspath $(BUILD))-py3.* 2>/dev/null)

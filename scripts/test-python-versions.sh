@@ -10,6 +10,7 @@
 # where they exist, and says so when there are none.
 #
 #   scripts/test-python-versions.sh BUILD "CMAKE_FLAGS"
+# With CODEINTERP_BUILD_ONLY=1 it only builds (make bench-versions).
 set -eu
 
 build=${1:-build}
@@ -42,6 +43,7 @@ for py in $interpreters; do
         # shellcheck disable=SC2086 # CMAKE_FLAGS is a list of flags
         cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCODEINTERP_PYTHON="$py" $cmake_flags >/dev/null
         cmake --build "$dir" -j"$(nproc)" --target codeinterpd codeinterp-worker codeinterp
+        [ "${CODEINTERP_BUILD_ONLY:-}" = 1 ] && continue
         for mode in zygote exec; do
                 echo "test-python-versions: Python $minor, $mode mode"
                 # shellcheck disable=SC2086 # a list of test files
