@@ -53,11 +53,13 @@ integration-asan: build sanitize
 	@cp $(BUILD)/python.json $(BUILD)-asan-bin/
 	ASAN_OPTIONS=detect_leaks=1 CODEINTERP_BUILD=$(abspath $(BUILD))-asan-bin $(PYTEST) -q tests/integration
 
-# The core integration tests against every other CPython >= 3.12 on this machine (pyenv),
+# Configure refuses an embed library that is not the chosen interpreter's own; then the
+# core integration tests against every other CPython >= 3.12 on this machine (pyenv),
 # each built in $(BUILD)-py3.X with -DCODEINTERP_PYTHON; skipped with a message when
 # there is none (scripts/test-python-versions.sh).
 .PHONY: test-python-versions
 test-python-versions: deps
+	tests/cmake/python_mismatch.sh
 	scripts/test-python-versions.sh $(BUILD) "$(CMAKE_FLAGS)"
 
 # libFuzzer targets (tests/fuzz/, docs/testing.md), built with clang into $(BUILD)-fuzz.
