@@ -1,9 +1,9 @@
 #!/bin/sh
 # Build codeinterp against every other CPython >= 3.12 this machine has (the newest
 # patch release of each minor version under $PYENV_ROOT/versions, default
-# /root/.pyenv/versions), each in its own build directory BUILD-py3.X, and run the core
-# integration tests (test_core, test_sandbox, test_zygote) against it in both worker
-# start modes. CODEINTERP_PYTHONS="/path/python3.X ..." names the interpreters instead.
+# /root/.pyenv/versions), each in its own build directory BUILD-py3.X, and run the
+# seccomp probe (tests/unit/seccomp_python_probe.c) and the core integration tests
+# (test_core, test_sandbox, test_zygote) against it in both worker start modes. CODEINTERP_PYTHONS="/path/python3.X ..." names the interpreters instead.
 #
 # No such interpreter is not a failure, not even with CODEINTERP_MUST_SANDBOX=1: the
 # default build (Debian's python3) is what `make test` proves; this proves the others
@@ -42,8 +42,11 @@ for py in $interpreters; do
         echo "test-python-versions: Python $minor ($py) in $dir"
         # shellcheck disable=SC2086 # CMAKE_FLAGS is a list of flags
         cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCODEINTERP_PYTHON="$py" $cmake_flags >/dev/null
-        cmake --build "$dir" -j"$(nproc)" --target codeinterpd codeinterp-worker codeinterp
+        cmake --build "$dir" -j"$(nproc)" --target codeinterpd codeinterp-worker codeinterp seccomp_python_probe
         [ "${CODEINTERP_BUILD_ONLY:-}" = 1 ] && continue
+        # This CPython under the worker's seccomp filter, outside any sandbox.
+        "$dir/bin/seccomp_python_probe"
+        "$dir/bin/seccomp_python_probe" kill
         for mode in zygote exec; do
                 echo "test-python-versions: Python $minor, $mode mode"
                 # shellcheck disable=SC2086 # a list of test files
