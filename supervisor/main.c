@@ -31,7 +31,7 @@
 #include "policy/seccomp.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/server.h"
-#include "worker/sandbox.h"
+#include "contract/runtime.h"
 #include "common/landlock.h"
 
 #ifndef MFD_EXEC
@@ -305,7 +305,7 @@ static int check_python(void) {
         printf("  prefix %s, stdlib %s, lib-dynload %s, libpython in %s\n", CODEINTERP_PY_PREFIX, CODEINTERP_PY_STDLIB,
                CODEINTERP_PY_DYNLOAD, CODEINTERP_PY_LIBDIR);
         printf("  worker root binds (read-only, from descriptors opened as root):\n");
-        while ((r = sandbox_runtime_next(&cursor, path)) > 0) {
+        while ((r = runtime_path_next(&cursor, path)) > 0) {
                 _cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
                 if (fd < 0) {
                         printf("    %s: missing (%m)\n", path);

@@ -22,6 +22,7 @@
 #include "common/cleanup.h"
 #include "common/landlock.h"
 #include "contract/fds.h"
+#include "contract/runtime.h"
 #include "common/util.h"
 #include "policy/seccomp.h"
 
@@ -42,26 +43,8 @@ static const cap_value_t carry_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP, CAP_SETUID
         } while (0)
 
 /* What CPython needs, read-only, at the same paths as on the host: the standard
- * library, its extension modules, and the shared libraries they load; chosen at
- * configure time from CODEINTERP_PYTHON's sysconfig and ldd (cmake/python.cmake). */
-static const char runtime_paths[] = CODEINTERP_PY_RUNTIME;
-
-int sandbox_runtime_next(const char **cursor, char ret_path[static PATH_MAX]) {
-        const char *p = *cursor ?: runtime_paths, *end;
-        size_t len;
-
-        if (!*p)
-                return 0;
-        end = strchrnul(p, ':');
-        len = (size_t) (end - p);
-        if (len == 0 || len >= PATH_MAX || p[0] != '/')
-                return -EINVAL;
-        memcpy(ret_path, p, len);
-        ret_path[len] = 0;
-        *cursor = *end ? end + 1 : end;
-        return 1;
-}
-
+ * library, its extension modules, and the shared libraries they load
+ * (contract/runtime.h). */
 void sandbox_runtime_close(SandboxRuntime *rt) {
         for (size_t i = 0; i < rt->n; i++)
                 closep(&rt->fd[i]);
@@ -74,7 +57,7 @@ int sandbox_runtime_open(SandboxRuntime *ret, SetupStage *ret_stage) {
         char path[PATH_MAX];
         int r;
 
-        while ((r = sandbox_runtime_next(&cursor, path)) > 0) {
+        while ((r = runtime_path_next(&cursor, path)) > 0) {
                 int fd;
 
                 if (rt.n >= SANDBOX_RUNTIME_MAX) {
@@ -308,7 +291,7 @@ static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
                 FAIL(SETUP_STAGE_MOUNT_ROOT, errno);
 
         for (size_t i = 0; i < rt->n; i++) {
-                if ((r = sandbox_runtime_next(&cursor, path)) <= 0)
+                if ((r = runtime_path_next(&cursor, path)) <= 0)
                         FAIL(SETUP_STAGE_MOUNT_BIND, r < 0 ? r : EINVAL);
                 if ((r = bind_runtime(rt->fd[i], path)) < 0)
                         FAIL(SETUP_STAGE_MOUNT_BIND, r);

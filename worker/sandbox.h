@@ -23,7 +23,6 @@
 #include <linux/filter.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <limits.h>
 #include <stdint.h>
 #include <sys/capability.h>
 #include <sys/types.h>
@@ -42,16 +41,13 @@ static inline void cap_freep(cap_t *caps) {
 #define _cleanup_cap_free_ _cleanup_(cap_freep)
 
 /* The read-only runtime binds (host path == sandbox path), one descriptor each, in the
- * order of sandbox_runtime_next(). */
+ * order of runtime_path_next() (contract/runtime.h). */
 #define SANDBOX_RUNTIME_MAX 16
 typedef struct SandboxRuntime {
         size_t n;
         int fd[SANDBOX_RUNTIME_MAX];
 } SandboxRuntime;
 
-/* The next configured runtime path: 1 and the path, 0 after the last, -EINVAL on a bad
- * entry. *cursor starts NULL. */
-int sandbox_runtime_next(const char **cursor, char ret_path[static PATH_MAX]);
 int sandbox_runtime_open(SandboxRuntime *ret, SetupStage *ret_stage);
 void sandbox_runtime_close(SandboxRuntime *rt);
 
