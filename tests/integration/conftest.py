@@ -23,7 +23,10 @@ MUST_SANDBOX = os.environ.get("CODEINTERP_MUST_SANDBOX") == "1"
 def _python_facts():
     """The embedded Python this build chose: BUILD/python.json, written by
     cmake/python.cmake (interpreter, version, stdlib, dynload, libdir, runtime binds)."""
-    with open(os.path.join(BUILD, "python.json")) as f:
+    path = os.path.join(BUILD, "python.json")
+    if not os.path.exists(path):
+        raise RuntimeError("%s is missing: reconfigure the build (cmake -S . -B %s, or make build)" % (path, BUILD))
+    with open(path) as f:
         return json.load(f)
 
 
