@@ -10,6 +10,7 @@
 #   CODEINTERP_PY_PREFIX      sys.prefix
 #   CODEINTERP_PY_EXECUTABLE  sys.executable
 #   CODEINTERP_PY_RUNTIME     the worker's read-only binds, ':'-separated (see below)
+#   CODEINTERP_PY_MASK        directories under them the worker hides (site-packages)
 #   PkgConfig::PYEMBED        the imported target to link
 set(CODEINTERP_PYTHON "/usr/bin/python3" CACHE FILEPATH "The Python interpreter whose libpython the worker embeds")
 
@@ -155,9 +156,29 @@ foreach(_p ${_py_runtime})
 endforeach()
 string(REPLACE ";" ":" CODEINTERP_PY_RUNTIME "${_py_runtime}")
 
+# The interpreter's own site-packages (purelib, platlib) when one of the binds above
+# brings it along (pyenv's lives inside its stdlib, with pip in it): the worker mounts
+# an empty read-only tmpfs over it, so the root holds the stdlib and nothing installed.
+execute_process(COMMAND "${CODEINTERP_PYTHON}" -I -S -c
+  "import sysconfig; p = sysconfig.get_paths(); print(p['purelib']); print(p['platlib'])"
+  OUTPUT_VARIABLE _py_site OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+string(REPLACE "\n" ";" _py_site "${_py_site}")
+list(REMOVE_DUPLICATES _py_site)
+set(_py_masks "")
+foreach(_site ${_py_site})
+  foreach(_p ${_py_runtime})
+    string(FIND "${_site}/" "${_p}/" _pos)
+    if(_pos EQUAL 0 AND IS_DIRECTORY "${_site}" AND NOT _site MATCHES ":")
+      list(APPEND _py_masks "${_site}")
+    endif()
+  endforeach()
+endforeach()
+list(REMOVE_DUPLICATES _py_masks)
+string(REPLACE ";" ":" CODEINTERP_PY_MASK "${_py_masks}")
+
 message(STATUS "Embedded Python ${CODEINTERP_PY_VERSION} (${CODEINTERP_PYTHON}): stdlib ${CODEINTERP_PY_STDLIB}, "
   "libdir ${CODEINTERP_PY_LIBDIR}, embed ${_py_pc}")
-message(STATUS "Worker runtime binds: ${CODEINTERP_PY_RUNTIME}")
+message(STATUS "Worker runtime binds: ${CODEINTERP_PY_RUNTIME}; hidden: ${CODEINTERP_PY_MASK}")
 
 # The same facts for the tests and the benchmark (tests/integration/conftest.py).
 set(_py_runtime_json "")
@@ -165,6 +186,11 @@ foreach(_p ${_py_runtime})
   string(APPEND _py_runtime_json "\"${_p}\", ")
 endforeach()
 string(REGEX REPLACE ", $" "" _py_runtime_json "${_py_runtime_json}")
+set(_py_masks_json "")
+foreach(_p ${_py_masks})
+  string(APPEND _py_masks_json "\"${_p}\", ")
+endforeach()
+string(REGEX REPLACE ", $" "" _py_masks_json "${_py_masks_json}")
 file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/python.json" CONTENT [=[
 {
   "interpreter": "@CODEINTERP_PYTHON@",
@@ -174,6 +200,7 @@ file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/python.json" CONTENT [=[
   "libdir": "@CODEINTERP_PY_LIBDIR@",
   "prefix": "@CODEINTERP_PY_PREFIX@",
   "executable": "@CODEINTERP_PY_EXECUTABLE@",
-  "runtime": [@_py_runtime_json@]
+  "runtime": [@_py_runtime_json@],
+  "hidden": [@_py_masks_json@]
 }
 ]=] @ONLY)

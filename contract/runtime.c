@@ -4,14 +4,15 @@
 #include <errno.h>
 #include <string.h>
 
-#ifndef CODEINTERP_PY_RUNTIME
-#error "CODEINTERP_PY_RUNTIME (':'-separated paths) must be defined by the build"
+#if !defined(CODEINTERP_PY_RUNTIME) || !defined(CODEINTERP_PY_MASK)
+#error "CODEINTERP_PY_RUNTIME and CODEINTERP_PY_MASK (':'-separated paths) must be defined by the build"
 #endif
 
-static const char runtime_paths[] = CODEINTERP_PY_RUNTIME;
+const char runtime_binds[] = CODEINTERP_PY_RUNTIME;
+const char runtime_masks[] = CODEINTERP_PY_MASK;
 
-int runtime_path_next(const char **cursor, char ret_path[static PATH_MAX]) {
-        const char *p = *cursor ?: runtime_paths, *end;
+int runtime_path_next(const char *list, const char **cursor, char ret_path[static PATH_MAX]) {
+        const char *p = *cursor ?: list, *end;
         size_t len;
 
         if (!*p)

@@ -305,7 +305,7 @@ static int check_python(void) {
         printf("  prefix %s, stdlib %s, lib-dynload %s, libpython in %s\n", CODEINTERP_PY_PREFIX, CODEINTERP_PY_STDLIB,
                CODEINTERP_PY_DYNLOAD, CODEINTERP_PY_LIBDIR);
         printf("  worker root binds (read-only, from descriptors opened as root):\n");
-        while ((r = runtime_path_next(&cursor, path)) > 0) {
+        while ((r = runtime_path_next(runtime_binds, &cursor, path)) > 0) {
                 _cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
                 if (fd < 0) {
                         printf("    %s: missing (%m)\n", path);
@@ -320,6 +320,9 @@ static int check_python(void) {
                 printf("    a configured runtime path is malformed\n");
                 bad = 1;
         }
+        cursor = NULL;
+        while ((r = runtime_path_next(runtime_masks, &cursor, path)) > 0)
+                printf("    %s: hidden under an empty read-only tmpfs\n", path);
         if (access(CODEINTERP_PY_STDLIB "/os.py", R_OK) < 0) {
                 printf("  the standard library is missing: %m\n");
                 bad = 1;

@@ -57,7 +57,7 @@ int sandbox_runtime_open(SandboxRuntime *ret, SetupStage *ret_stage) {
         char path[PATH_MAX];
         int r;
 
-        while ((r = runtime_path_next(&cursor, path)) > 0) {
+        while ((r = runtime_path_next(runtime_binds, &cursor, path)) > 0) {
                 int fd;
 
                 if (rt.n >= SANDBOX_RUNTIME_MAX) {
@@ -279,6 +279,24 @@ static int bind_runtime(int fd, const char *path) {
         return bind_ro(src, dst, MS_NODEV);
 }
 
+/* Hide a directory below a bind (site-packages) under an empty read-only tmpfs. A
+ * directory that is not there (removed since the build) needs no hiding. */
+static int mask_dir(const char *path) {
+        char dst[PATH_MAX];
+        struct stat st;
+
+        if (snprintf(dst, sizeof dst, "%s%s", NEWROOT, path) >= (int) sizeof dst)
+                return -ENAMETOOLONG;
+        if (stat(dst, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        if (mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,nr_inodes=2,mode=0755") < 0)
+                return -errno;
+        return 0;
+}
+
 static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
         static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", NULL };
         const char *cursor = NULL;
@@ -291,11 +309,17 @@ static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
                 FAIL(SETUP_STAGE_MOUNT_ROOT, errno);
 
         for (size_t i = 0; i < rt->n; i++) {
-                if ((r = runtime_path_next(&cursor, path)) <= 0)
+                if ((r = runtime_path_next(runtime_binds, &cursor, path)) <= 0)
                         FAIL(SETUP_STAGE_MOUNT_BIND, r < 0 ? r : EINVAL);
                 if ((r = bind_runtime(rt->fd[i], path)) < 0)
                         FAIL(SETUP_STAGE_MOUNT_BIND, r);
         }
+        cursor = NULL;
+        while ((r = runtime_path_next(runtime_masks, &cursor, path)) > 0)
+                if ((r = mask_dir(path)) < 0)
+                        FAIL(SETUP_STAGE_MOUNT_BIND, r);
+        if (r < 0)
+                FAIL(SETUP_STAGE_MOUNT_BIND, r);
         /* Merged-/usr layout: /lib -> usr/lib so absolute library paths resolve. */
         if (symlink("usr/lib", NEWROOT "/lib") < 0 && errno != EEXIST)
                 FAIL(SETUP_STAGE_MOUNT_BIND, errno);

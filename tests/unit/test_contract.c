@@ -189,7 +189,7 @@ static void test_runtime_paths(void **state) {
         size_t n = 0;
         int r;
 
-        while ((r = runtime_path_next(&cursor, path)) > 0) {
+        while ((r = runtime_path_next(runtime_binds, &cursor, path)) > 0) {
                 assert_true(n < 16);
                 assert_int_equal(path[0], '/');
                 for (size_t i = 0; i < n; i++)
@@ -204,7 +204,7 @@ static void test_runtime_paths(void **state) {
         assert_int_equal(r, 0);
         assert_true(n >= 2); /* the stdlib and at least the C library's directory */
         assert_true(dynload);
-        assert_int_equal(runtime_path_next(&cursor, path), 0);
+        assert_int_equal(runtime_path_next(runtime_binds, &cursor, path), 0);
 }
 
 int main(void) {
