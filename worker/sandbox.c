@@ -42,9 +42,10 @@ static const cap_value_t carry_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP, CAP_SETUID
                 return -abs(err);                                                                                      \
         } while (0)
 
-/* What CPython needs, read-only, at the same paths as on the host: the standard
- * library, its extension modules, and the shared libraries they load
- * (contract/runtime.h). */
+/* The runtime descriptors: what CPython needs (the standard library, its extension
+ * modules, the shared libraries they load; contract/runtime.h), one O_PATH descriptor
+ * per configured path, opened while the process still has its creator's credentials
+ * and bound later by setup_root(). */
 void sandbox_runtime_close(SandboxRuntime *rt) {
         for (size_t i = 0; i < rt->n; i++)
                 closep(&rt->fd[i]);
