@@ -45,6 +45,7 @@ test: build check-format lint-python unit-python cppcheck sanitize fuzz-smoke sd
 	$(MAKE) python-client
 	$(MAKE) deployment-test
 	$(MAKE) adversarial
+	$(MAKE) test-python-versions
 
 # The supervisor under ASan/UBSan with the ordinary worker (a worker cannot run
 # under ASan: its address-space limit is far below ASan's shadow mappings).
@@ -52,7 +53,17 @@ integration-asan: build sanitize
 	@rm -rf $(BUILD)-asan-bin && mkdir -p $(BUILD)-asan-bin/bin
 	@cp $(BUILD)-san/bin/codeinterpd $(BUILD)-asan-bin/bin/
 	@cp $(BUILD)/bin/codeinterp-worker $(BUILD)/bin/codeinterp $(BUILD)-asan-bin/bin/
+	@cp $(BUILD)/python.json $(BUILD)-asan-bin/
 	ASAN_OPTIONS=detect_leaks=1 CODEINTERP_BUILD=$(abspath $(BUILD))-asan-bin $(PYTEST) -q tests/integration
+
+# Configure refuses an embed library that is not the chosen interpreter's own; then the
+# core integration tests against every other CPython >= 3.12 on this machine (pyenv),
+# each built in $(BUILD)-py3.X with -DCODEINTERP_PYTHON; skipped with a message when
+# there is none (scripts/test-python-versions.sh).
+.PHONY: test-python-versions
+test-python-versions: deps
+	tests/cmake/python_mismatch.sh
+	scripts/test-python-versions.sh $(BUILD) "$(CMAKE_FLAGS)"
 
 # libFuzzer targets (tests/fuzz/, docs/testing.md), built with clang into $(BUILD)-fuzz.
 # fuzz-smoke: each target over its seeds, then 15 s of fuzzing; fuzz-long: 10 million
@@ -73,7 +84,9 @@ fuzz-long: fuzz-build
 #   /* cppcheck-suppress <id> ; <why> */ on the line before.
 CPPCHECK_DEFINES = -D__x86_64__ -D__linux__ -D_GNU_SOURCE -DCODEINTERP_VERSION=\"0\" \
 	-DCODEINTERP_PY_STDLIB=\"/\" -DCODEINTERP_PY_DYNLOAD=\"/\" -DCODEINTERP_PY_LIBDIR=\"/\" \
-	-DCODEINTERP_PY_VERSION=\"3\" -DCODEINTERP_SOURCE_DIR=\"/\" -DCODEINTERP_WORKER_PATH=\"/\"
+	-DCODEINTERP_PY_VERSION=\"3\" -DCODEINTERP_PY_PREFIX=\"/\" -DCODEINTERP_PY_EXECUTABLE=\"/\" \
+	-DCODEINTERP_PY_RUNTIME=\"/\" -DCODEINTERP_PY_MASK=\"\" -DCODEINTERP_PYTHON=\"/\" -DCODEINTERP_SOURCE_DIR=\"/\" \
+	-DCODEINTERP_WORKER_PATH=\"/\"
 CPPCHECK_DIRS = $(wildcard common contract policy supervisor worker client)
 cppcheck: deps
 	cppcheck --quiet --enable=warning,portability --inline-suppr --error-exitcode=1 --platform=unix64 \
@@ -135,7 +148,7 @@ python-client: build
 	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/python_client
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin $(BUILD)-fuzz $(BUILD)-py3.*
 
 # A fresh minimal Debian 12 root (debootstrap, cached under /var/tmp) runs the README's
 # commands from a copy of HEAD without .git (docs/operations.md). Root; ~5 minutes.
@@ -179,3 +192,11 @@ adversarial: build
 
 adversarial-validate:
 	/usr/bin/python3 tests/adversarial/validate.py
+
+# Latency, throughput and page faults per embedded CPython, side by side: the default
+# build and each $(BUILD)-py3.X that test-python-versions builds.
+.PHONY: bench-versions
+bench-versions: build
+	@CODEINTERP_BUILD_ONLY=1 scripts/test-python-versions.sh $(BUILD) "$(CMAKE_FLAGS)"
+	CODEINTERP_BUILD=$(abspath $(BUILD)) /usr/bin/python3 tests/bench/bench.py --versions \
+		$(abspath $(BUILD)) $$(ls -d $(abspath $(BUILD))-py3.* 2>/dev/null)

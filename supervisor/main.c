@@ -31,6 +31,7 @@
 #include "policy/seccomp.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/server.h"
+#include "contract/runtime.h"
 #include "common/landlock.h"
 
 #ifndef CODEINTERP_WORKER_PATH
@@ -372,6 +373,58 @@ static int check_namespaces(void) {
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
 }
 
+/* Can the worker uid reach path on its own? Asked in a child that switches to it.
+ * Informational: workers bind the runtime from descriptors opened as root. */
+static bool worker_uid_reaches(const char *path) {
+        int status = 0;
+        pid_t pid = fork();
+
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(policy.worker_gid, policy.worker_gid, policy.worker_gid) < 0 ||
+                    setresuid(policy.worker_uid, policy.worker_uid, policy.worker_uid) < 0)
+                        _exit(2);
+                _exit(access(path, R_OK) < 0 ? 1 : 0);
+        }
+        if (pid < 0 || waitpid(pid, &status, 0) < 0)
+                return false;
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* The embedded Python the build chose (cmake/python.cmake) and what the worker binds. */
+static int check_python(void) {
+        const char *cursor = NULL;
+        char path[PATH_MAX];
+        int r, bad = 0;
+
+        printf("embedded python: %s, from %s\n", CODEINTERP_PY_VERSION, CODEINTERP_PYTHON);
+        printf("  prefix %s, stdlib %s, lib-dynload %s, libpython in %s\n", CODEINTERP_PY_PREFIX, CODEINTERP_PY_STDLIB,
+               CODEINTERP_PY_DYNLOAD, CODEINTERP_PY_LIBDIR);
+        printf("  worker root binds (read-only, from descriptors opened as root):\n");
+        while ((r = runtime_path_next(runtime_binds, &cursor, path)) > 0) {
+                _cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
+                if (fd < 0) {
+                        printf("    %s: missing (%m)\n", path);
+                        bad = 1;
+                        continue;
+                }
+                printf("    %s: present; worker uid %u %s\n", path, (unsigned) policy.worker_uid,
+                       worker_uid_reaches(path) ? "can reach it too"
+                                                : "cannot reach it by path (fine: bound from the descriptor)");
+        }
+        if (r < 0) {
+                printf("    a configured runtime path is malformed\n");
+                bad = 1;
+        }
+        cursor = NULL;
+        while ((r = runtime_path_next(runtime_masks, &cursor, path)) > 0)
+                printf("    %s: hidden under an empty read-only tmpfs\n", path);
+        if (access(CODEINTERP_PY_STDLIB "/os.py", R_OK) < 0) {
+                printf("  the standard library is missing: %m\n");
+                bad = 1;
+        }
+        return bad ? -ENOENT : 0;
+}
+
 static int check_config(void) {
         struct sock_fprog prog;
         uint64_t room = sched_cgroup_memory_available();
@@ -396,11 +449,7 @@ static int check_config(void) {
         if (k >= 0)
                 policy_seccomp_fprog_free(&prog);
         bad |= k < 0;
-        printf("embedded python: %s (stdlib %s)\n", CODEINTERP_PY_VERSION, CODEINTERP_PY_STDLIB);
-        if (access(CODEINTERP_PY_STDLIB, R_OK) < 0) {
-                printf("  the standard library is missing: %m\n");
-                bad = 1;
-        }
+        bad |= check_python() < 0;
         if (room == UINT64_MAX)
                 printf("memory cgroup: no limit on the supervisor's cgroup\n");
         else

@@ -39,9 +39,10 @@ _Noreturn void exec_child_main(const ExecStart *start) {
                 fail(report_fd, SETUP_STAGE_FDS, errno);
         if ((r = sandbox_install_fds(start->fds, _WORKER_FD_MAX)) < 0)
                 fail(report_fd, SETUP_STAGE_FDS, r);
-        if ((r = sandbox_become(start->uid, start->gid, true, &stage)) < 0)
+        /* The worker changes its identity itself, after the exec (sandbox.h): the loader
+         * and sandbox_runtime_open() still run with root's credentials. */
+        if ((r = sandbox_carry_caps(&stage)) < 0)
                 fail(WORKER_FD_REPORT, stage, r);
-        /* Credential changes clear the parent-death signal: set it afterwards. */
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         static char *const argv[] = { "codeinterp-worker", "--from-supervisor", NULL };
         static char *const envp[] = { "LANG=C.UTF-8", NULL };

@@ -22,6 +22,7 @@
 #include "common/cleanup.h"
 #include "common/landlock.h"
 #include "contract/fds.h"
+#include "contract/runtime.h"
 #include "common/util.h"
 #include "policy/seccomp.h"
 
@@ -29,22 +30,56 @@
  * (a tmpfs mounted over it there; the host's directory is never touched). */
 #define NEWROOT "/tmp"
 
-/* What CPython needs, read-only, at the same paths as on the host: the standard
- * library, its extension modules, and the shared libraries they load. */
-const char *const sandbox_runtime_paths[] = {
-        CODEINTERP_PY_STDLIB,
-        CODEINTERP_PY_LIBDIR,
-        NULL,
-};
-
 /* The capabilities setup needs inside the worker's user namespace. */
 static const cap_value_t setup_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP };
+/* What an exec-mode worker carries across its exec: the above, and what
+ * sandbox_become() needs to change identity afterwards. */
+static const cap_value_t carry_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP, CAP_SETUID, CAP_SETGID };
 
 #define FAIL(stage, err)                                                                                               \
         do {                                                                                                           \
                 *ret_stage = (stage);                                                                                  \
                 return -abs(err);                                                                                      \
         } while (0)
+
+/* The runtime descriptors: what CPython needs (the standard library, its extension
+ * modules, the shared libraries they load; contract/runtime.h), one O_PATH descriptor
+ * per configured path, opened while the process still has its creator's credentials
+ * and bound later by setup_root(). */
+void sandbox_runtime_close(SandboxRuntime *rt) {
+        for (size_t i = 0; i < rt->n; i++)
+                closep(&rt->fd[i]);
+        rt->n = 0;
+}
+
+int sandbox_runtime_open(SandboxRuntime *ret, SetupStage *ret_stage) {
+        SandboxRuntime rt = {};
+        const char *cursor = NULL;
+        char path[PATH_MAX];
+        int r;
+
+        while ((r = runtime_path_next(runtime_binds, &cursor, path)) > 0) {
+                int fd;
+
+                if (rt.n >= SANDBOX_RUNTIME_MAX) {
+                        sandbox_runtime_close(&rt);
+                        FAIL(SETUP_STAGE_MOUNT_BIND, E2BIG);
+                }
+                fd = open(path, O_PATH | O_CLOEXEC);
+                if (fd < 0) {
+                        r = -errno;
+                        sandbox_runtime_close(&rt);
+                        FAIL(SETUP_STAGE_MOUNT_BIND, r);
+                }
+                rt.fd[rt.n++] = fd;
+        }
+        if (r < 0) {
+                sandbox_runtime_close(&rt);
+                FAIL(SETUP_STAGE_MOUNT_BIND, r);
+        }
+        *ret = rt;
+        return 0;
+}
 
 /* First move every source above the target range, then dup2 down (dup2 clears
  * close-on-exec on the result), so a source already sitting on a target is safe. */
@@ -64,7 +99,21 @@ int sandbox_install_fds(const int *src, int n) {
         return 0;
 }
 
-int sandbox_become(uid_t uid, gid_t gid, bool for_exec, SetupStage *ret_stage) {
+int sandbox_carry_caps(SetupStage *ret_stage) {
+        _cleanup_cap_free_ cap_t caps = cap_get_proc();
+
+        if (!caps)
+                FAIL(SETUP_STAGE_CAPS_KEEP, errno);
+        if (cap_set_flag(caps, CAP_INHERITABLE, ELEMENTSOF(carry_caps), carry_caps, CAP_SET) < 0 ||
+            cap_set_proc(caps) < 0)
+                FAIL(SETUP_STAGE_CAPS_KEEP, errno);
+        for (size_t i = 0; i < ELEMENTSOF(carry_caps); i++)
+                if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, carry_caps[i], 0, 0) < 0)
+                        FAIL(SETUP_STAGE_CAPS_KEEP, errno);
+        return 0;
+}
+
+int sandbox_become(uid_t uid, gid_t gid, SetupStage *ret_stage) {
         _cleanup_cap_free_ cap_t caps = NULL;
 
         /* The creator ran as root: drop its supplementary groups before anything else. */
@@ -78,20 +127,16 @@ int sandbox_become(uid_t uid, gid_t gid, bool for_exec, SetupStage *ret_stage) {
                 FAIL(SETUP_STAGE_IDENTITY, errno);
 
         /* Keep only what setup needs (namespace-scoped: these are capabilities in the
-         * worker's own user namespace, worthless on the host). */
+         * worker's own user namespace, worthless on the host). An empty inheritable set
+         * also clears any ambient capability carried across an exec. */
         caps = cap_init();
         if (!caps)
                 FAIL(SETUP_STAGE_CAPS_KEEP, ENOMEM);
         if (cap_set_flag(caps, CAP_PERMITTED, ELEMENTSOF(setup_caps), setup_caps, CAP_SET) < 0 ||
-            cap_set_flag(caps, CAP_EFFECTIVE, ELEMENTSOF(setup_caps), setup_caps, CAP_SET) < 0 ||
-            (for_exec && cap_set_flag(caps, CAP_INHERITABLE, ELEMENTSOF(setup_caps), setup_caps, CAP_SET) < 0))
+            cap_set_flag(caps, CAP_EFFECTIVE, ELEMENTSOF(setup_caps), setup_caps, CAP_SET) < 0)
                 FAIL(SETUP_STAGE_CAPS_KEEP, errno);
         if (cap_set_proc(caps) < 0)
                 FAIL(SETUP_STAGE_CAPS_KEEP, errno);
-        if (for_exec)
-                for (size_t i = 0; i < ELEMENTSOF(setup_caps); i++)
-                        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, setup_caps[i], 0, 0) < 0)
-                                FAIL(SETUP_STAGE_CAPS_KEEP, errno);
         return 0;
 }
 
@@ -200,8 +245,63 @@ static int setup_inputs(const PlanSandbox *plan, SetupStage *ret_stage) {
         return 0;
 }
 
-static int setup_root(SetupStage *ret_stage) {
+/* Bind one runtime path (a directory, or a single library file) from the descriptor
+ * opened by sandbox_runtime_open(): the source is named through /proc/self/fd, so the
+ * worker's uid need not be able to traverse the host path (pyenv under /root 0700). */
+static int bind_runtime(int fd, const char *path) {
+        char src[64], dst[PATH_MAX], parent[PATH_MAX];
+        struct stat st;
+        int r;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISDIR(st.st_mode))
+                r = mkdir_below_root(path, 0755);
+        else if (S_ISREG(st.st_mode)) {
+                char *slash;
+
+                snprintf(parent, sizeof parent, "%s", path);
+                slash = strrchr(parent, '/');
+                if (!slash || slash == parent)
+                        return -EINVAL;
+                *slash = 0;
+                if ((r = mkdir_below_root(parent, 0755)) < 0)
+                        return r;
+                r = create_file_below_root(path);
+                if (r == -EEXIST)
+                        r = 0;
+        } else
+                return -ENOTDIR;
+        if (r < 0)
+                return r;
+        snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
+        if (snprintf(dst, sizeof dst, "%s%s", NEWROOT, path) >= (int) sizeof dst)
+                return -ENAMETOOLONG;
+        return bind_ro(src, dst, MS_NODEV);
+}
+
+/* Hide a directory below a bind (site-packages) under an empty read-only tmpfs. A
+ * directory that is not there (removed since the build) needs no hiding. */
+static int mask_dir(const char *path) {
+        char dst[PATH_MAX];
+        struct stat st;
+
+        if (snprintf(dst, sizeof dst, "%s%s", NEWROOT, path) >= (int) sizeof dst)
+                return -ENAMETOOLONG;
+        if (stat(dst, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        if (mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,nr_inodes=2,mode=0755") < 0)
+                return -errno;
+        return 0;
+}
+
+static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
         static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", NULL };
+        const char *cursor = NULL;
+        char path[PATH_MAX];
         int r;
 
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -209,16 +309,18 @@ static int setup_root(SetupStage *ret_stage) {
         if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755,nr_inodes=256") < 0)
                 FAIL(SETUP_STAGE_MOUNT_ROOT, errno);
 
-        for (size_t i = 0; sandbox_runtime_paths[i]; i++) {
-                char dst[PATH_MAX];
-                const char *p = sandbox_runtime_paths[i];
-
-                if ((r = mkdir_below_root(p, 0755)) < 0)
-                        FAIL(SETUP_STAGE_MOUNT_BIND, r);
-                snprintf(dst, sizeof dst, "%s%s", NEWROOT, p);
-                if ((r = bind_ro(p, dst, MS_NODEV)) < 0)
+        for (size_t i = 0; i < rt->n; i++) {
+                if ((r = runtime_path_next(runtime_binds, &cursor, path)) <= 0)
+                        FAIL(SETUP_STAGE_MOUNT_BIND, r < 0 ? r : EINVAL);
+                if ((r = bind_runtime(rt->fd[i], path)) < 0)
                         FAIL(SETUP_STAGE_MOUNT_BIND, r);
         }
+        cursor = NULL;
+        while ((r = runtime_path_next(runtime_masks, &cursor, path)) > 0)
+                if ((r = mask_dir(path)) < 0)
+                        FAIL(SETUP_STAGE_MOUNT_BIND, r);
+        if (r < 0)
+                FAIL(SETUP_STAGE_MOUNT_BIND, r);
         /* Merged-/usr layout: /lib -> usr/lib so absolute library paths resolve. */
         if (symlink("usr/lib", NEWROOT "/lib") < 0 && errno != EEXIST)
                 FAIL(SETUP_STAGE_MOUNT_BIND, errno);
@@ -369,10 +471,10 @@ static int set_rlimits(const PlanSandbox *plan) {
         return 0;
 }
 
-int sandbox_prepare(SetupStage *ret_stage) {
+int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage) {
         int r;
 
-        r = setup_root(ret_stage);
+        r = setup_root(rt, ret_stage);
         if (r < 0)
                 return r;
         if (sethostname("codeinterp", 10) < 0)
@@ -407,8 +509,9 @@ int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, Se
         return 0;
 }
 
-int sandbox_enter(const PlanSandbox *plan, const struct sock_fprog *seccomp, SetupStage *ret_stage) {
-        int r = sandbox_prepare(ret_stage);
+int sandbox_enter(const SandboxRuntime *rt, const PlanSandbox *plan, const struct sock_fprog *seccomp,
+                  SetupStage *ret_stage) {
+        int r = sandbox_prepare(rt, ret_stage);
         if (r < 0)
                 return r;
         return sandbox_finish(plan, seccomp, ret_stage);

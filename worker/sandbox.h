@@ -3,14 +3,20 @@
  * zygote in zygote mode) with clone(CLONE_NEWUSER|NEWNS|NEWPID|NEWNET|NEWIPC|NEWUTS|
  * NEWCGROUP); its creator writes "uid uid 1" / "gid gid 1" maps and then lets it go.
  *
- *   sandbox_become()  in the new child: drop supplementary groups, switch to the
- *                     worker uid/gid, keep the namespace capabilities needed to build
- *                     the root (and, before an exec, carry them as ambient caps).
- *   sandbox_enter()   build the minimal root (pivot_root), mount the call's /tmp and
- *                     /inputs, drop every capability and the bounding set,
- *                     no_new_privs, rlimits, close stray fds, seccomp.
+ *   sandbox_runtime_open()  still with its creator's (root's) credentials, in its own
+ *                     mount namespace: open the runtime paths (O_PATH), so that the
+ *                     binds below need no path traversal by the worker's uid.
+ *   sandbox_become()  drop supplementary groups, switch to the worker uid/gid, keep
+ *                     the namespace capabilities needed to build the root.
+ *   sandbox_enter()   build the minimal root (pivot_root) from the runtime fds, mount
+ *                     the call's /tmp and /inputs, drop every capability and the
+ *                     bounding set, no_new_privs, rlimits, close stray fds, seccomp.
  *
- * Both take a prepared plan and are the same in both start modes; a failing step is
+ * In exec mode the exec comes first (sandbox_carry_caps() makes the capabilities
+ * sandbox_become() needs ambient), so the dynamic loader also still runs with root's
+ * credentials and finds a libpython the worker uid could not reach.
+ *
+ * Each takes a prepared plan and is the same in both start modes; a failing step is
  * reported as (stage, errno) so the supervisor never runs code in a half-built sandbox. */
 #pragma once
 
@@ -34,18 +40,30 @@ static inline void cap_freep(cap_t *caps) {
 }
 #define _cleanup_cap_free_ _cleanup_(cap_freep)
 
-/* The read-only runtime binds (host path == sandbox path). */
-extern const char *const sandbox_runtime_paths[];
+/* The read-only runtime binds (host path == sandbox path), one descriptor each, in the
+ * order of runtime_path_next() (contract/runtime.h). */
+#define SANDBOX_RUNTIME_MAX 16
+typedef struct SandboxRuntime {
+        size_t n;
+        int fd[SANDBOX_RUNTIME_MAX];
+} SandboxRuntime;
+
+int sandbox_runtime_open(SandboxRuntime *ret, SetupStage *ret_stage);
+void sandbox_runtime_close(SandboxRuntime *rt);
 
 /* In a new child: put src[0..n) at descriptors 0..n-1 (n <= 8), whatever numbers they had. */
 int sandbox_install_fds(const int *src, int n);
 
-int sandbox_become(uid_t uid, gid_t gid, bool for_exec, SetupStage *ret_stage);
+/* Exec mode, before the exec: keep CAP_SYS_ADMIN, CAP_SETPCAP, CAP_SETUID and
+ * CAP_SETGID of the worker's namespace as ambient capabilities across it. */
+int sandbox_carry_caps(SetupStage *ret_stage);
+int sandbox_become(uid_t uid, gid_t gid, SetupStage *ret_stage);
 /* seccomp: the compiled filter, loaded last. */
-int sandbox_enter(const PlanSandbox *plan, const struct sock_fprog *seccomp, SetupStage *ret_stage);
+int sandbox_enter(const SandboxRuntime *rt, const PlanSandbox *plan, const struct sock_fprog *seccomp,
+                  SetupStage *ret_stage);
 /* sandbox_enter() in two halves: what is the same for every call (the private mount
  * namespace's minimal root, pivot_root, hostname), which a pre-started worker does
  * before its call arrives, and what belongs to the call (/tmp, /inputs, fds, caps,
  * no_new_privs, rlimits, seccomp). */
-int sandbox_prepare(SetupStage *ret_stage);
+int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage);
 int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, SetupStage *ret_stage);

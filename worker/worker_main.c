@@ -4,6 +4,7 @@
  * the descriptors of contract/fds.h and nothing else. It enters the sandbox, initialises CPython, runs the code once and exits.
  * With --zygote it is the zygote instead (worker/zygote.h). Not meant to be run by hand. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -20,6 +21,7 @@
 
 int main(int argc, char **argv) {
         WorkerPlan plan;
+        SandboxRuntime rt;
         struct sock_fprog prog;
         SetupStage stage = SETUP_STAGE_NONE;
         int r;
@@ -37,7 +39,17 @@ int main(int argc, char **argv) {
         r = policy_seccomp_compile(plan.deny, &prog);
         if (r < 0)
                 worker_fail(SETUP_STAGE_SECCOMP, r);
-        r = sandbox_enter(&plan.sandbox, &prog, &stage);
+        /* Still root's credentials (exec_child.c): open the runtime, then become the worker. */
+        r = sandbox_runtime_open(&rt, &stage);
+        if (r < 0)
+                worker_fail(stage, r);
+        r = sandbox_become(plan.sandbox.uid, plan.sandbox.gid, &stage);
+        if (r < 0)
+                worker_fail(stage, r);
+        /* Credential changes clear the parent-death signal: set it again. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        r = sandbox_enter(&rt, &plan.sandbox, &prog, &stage);
+        sandbox_runtime_close(&rt);
         if (r < 0)
                 worker_fail(stage, r);
 

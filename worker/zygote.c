@@ -96,6 +96,7 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         SetupStage stage = SETUP_STAGE_NONE, failed_stage = SETUP_STAGE_NONE;
         int failed = 0, fds[_SPAWN_FD_MAX], src[_WORKER_FD_MAX];
         WorkerPlan plan;
+        SandboxRuntime rt = {};
         sigset_t none;
         char c;
         int r;
@@ -112,10 +113,15 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         if (read(sync_fd, &c, 1) != 1)
                 _exit(127); /* the zygote could not map our ids and gave up on us */
         close(sync_fd);
-        if ((r = sandbox_become(worker_uid, worker_gid, false, &stage)) < 0 || (r = sandbox_prepare(&stage)) < 0) {
+        /* The runtime is opened with the zygote's (root's) credentials, before the switch
+         * to the worker uid, which may not be able to traverse it (sandbox.h). */
+        if ((r = sandbox_runtime_open(&rt, &stage)) < 0 || (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 ||
+            (r = sandbox_prepare(&rt, &stage)) < 0) {
                 failed = r;
                 failed_stage = stage;
-        } else if ((r = pyrun_reseed()) < 0 || (!call_waiting(chan) && (r = pyrun_warmup()) < 0)) {
+        }
+        sandbox_runtime_close(&rt);
+        if (failed == 0 && ((r = pyrun_reseed()) < 0 || (!call_waiting(chan) && (r = pyrun_warmup()) < 0))) {
                 /* Fresh entropy for this worker alone. The warm-up makes the runner's
                  * pages private before the call arrives; when the call is already
                  * waiting it would only add work to the call's own path. */

@@ -5,8 +5,13 @@ capacity 2, supervisor/zygote RSS across a soak, a worker's PSS, and how late th
 deadline kill lands. Ratios are what matter: absolute figures move with the machine.
 
 Run as root:  make bench   (or: /usr/bin/python3 tests/bench/bench.py [--soak 10000])
+
+With --versions BUILD... it compares builds of different embedded CPythons instead
+(make bench-versions): latency, throughput, minor page faults per worker and PSS,
+measured in interleaved rounds, printed side by side.
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -49,11 +54,11 @@ def latency(sup, n, gap=0.0):
     return out
 
 
-def bare_python(n):
+def bare_python(n, exe="/usr/bin/python3"):
     out = []
     for _ in range(n):
         t = time.perf_counter()
-        pid = os.posix_spawn("/usr/bin/python3", ["python3", "-I", "-S", "-c", TRIVIAL], {})
+        pid = os.posix_spawn(exe, ["python3", "-I", "-S", "-c", TRIVIAL], {})
         os.waitpid(pid, 0)
         out.append((time.perf_counter() - t) * 1000)
     return out
@@ -161,14 +166,98 @@ def kill_lateness(sup, timeout_ms, n):
     return late
 
 
+# The worker's own minor faults, from its start (the clone from the zygote, or the exec)
+# to the end of the code: RUSAGE_SELF inside the call. resource is not preloaded, so
+# every sample includes the same import.
+FAULTS = "import resource\nsum([9.0, 7.5]) / 2\nresource.getrusage(resource.RUSAGE_SELF).ru_minflt"
+
+
+def faults(sup, n, gap=0.0):
+    c = sup.connect()
+    out = []
+    for _ in range(n):
+        r = c.execute(FAULTS)
+        assert r["outcome"] == "ok", r
+        out.append(int(r["result"]["text"]))
+        if gap:
+            time.sleep(gap)
+    c.close()
+    return out
+
+
+def measure_build(build, args, acc):
+    """One round against one build; samples are appended to acc (a dict of lists)."""
+    with open(os.path.join(build, "python.json")) as f:
+        py = json.load(f)
+    conftest.DAEMON = os.path.join(build, "bin", "codeinterpd")
+    base = "maxActiveWorkers: 2\nmaxQueuedCalls: 1024\nheartbeatMs: 600000\n"
+    sup_zyg = conftest.Supervisor(base + "workerStart: zygote\nzygoteMaxCalls: 10000000\n")
+    sup_exec = conftest.Supervisor(base + "workerStart: exec\n")
+    try:
+        latency(sup_zyg, 20)
+        latency(sup_exec, 5)
+        acc.setdefault("version", py["version"])
+        acc.setdefault("bare", []).extend(bare_python(args.calls // 2, py["executable"]))
+        acc.setdefault("zyg", []).extend(latency(sup_zyg, args.calls, gap=0.05))
+        acc.setdefault("b2b", []).extend(latency(sup_zyg, args.calls))
+        acc.setdefault("exec", []).extend(latency(sup_exec, max(10, args.calls // 4)))
+        acc.setdefault("thr", []).append(throughput(sup_zyg, 2, args.seconds)[0])
+        acc.setdefault("flt_ready", []).extend(faults(sup_zyg, args.calls // 2, gap=0.05))
+        acc.setdefault("flt_b2b", []).extend(faults(sup_zyg, args.calls // 2))
+        acc.setdefault("flt_exec", []).extend(faults(sup_exec, max(10, args.calls // 8)))
+        acc.setdefault("pss", []).append(worker_pss_kb(sup_zyg) or 0)
+        st = status(sup_zyg)
+        acc.setdefault("zyg_rss", []).append(rss_kb(st["zygotePid"]))
+    finally:
+        sup_zyg.stop()
+        sup_exec.stop()
+
+
+def versions(builds, args):
+    accs = [{} for _ in builds]
+    for rnd in range(args.rounds):
+        # Alternate the order so that a drift of the shared machine hits each build alike.
+        order = list(range(len(builds)))
+        if rnd % 2:
+            order.reverse()
+        for i in order:
+            print("round %d: %s" % (rnd + 1, builds[i]), file=sys.stderr)
+            measure_build(builds[i], args, accs[i])
+    rows = [
+        ("zygote, 50 ms apart, p50 (ms)", lambda a: pct(a["zyg"], 50)),
+        ("zygote, 50 ms apart, p99 (ms)", lambda a: pct(a["zyg"], 99)),
+        ("zygote, back to back, p50 (ms)", lambda a: pct(a["b2b"], 50)),
+        ("zygote, back to back, p99 (ms)", lambda a: pct(a["b2b"], 99)),
+        ("exec mode, p50 (ms)", lambda a: pct(a["exec"], 50)),
+        ("bare python -I -S -c, p50 (ms)", lambda a: pct(a["bare"], 50)),
+        ("throughput, 2 clients (calls/s)", lambda a: sum(a["thr"]) / len(a["thr"])),
+        ("minor faults/worker, ready, p50", lambda a: pct(a["flt_ready"], 50)),
+        ("minor faults/worker, b2b, p50", lambda a: pct(a["flt_b2b"], 50)),
+        ("minor faults/worker, exec, p50", lambda a: pct(a["flt_exec"], 50)),
+        ("worker PSS while sleeping (kB)", lambda a: sum(a["pss"]) / len(a["pss"])),
+        ("zygote RSS (kB)", lambda a: sum(a["zyg_rss"]) / len(a["zyg_rss"])),
+    ]
+    print("\n== per embedded CPython (%d rounds, %d calls per latency sample, %s)" %
+          (args.rounds, args.calls, time.strftime("%Y-%m-%d %H:%M")))
+    print("%-34s" % "" + "".join("%12s" % a["version"] for a in accs))
+    for name, f in rows:
+        print("%-34s" % name + "".join("%12.1f" % f(a) for a in accs))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=200, help="sequential calls per latency sample")
     ap.add_argument("--soak", type=int, default=10000, help="calls in the RSS soak")
     ap.add_argument("--seconds", type=float, default=5.0, help="seconds per throughput point")
+    ap.add_argument("--versions", nargs="+", metavar="BUILD",
+                    help="compare these build directories (one embedded CPython each) instead")
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds per build with --versions")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: run as root (codeinterpd creates user namespaces)")
+    if args.versions:
+        versions(args.versions, args)
+        return
 
     print("codeinterp benchmark  (%d CPUs, %s)" % (os.cpu_count(), time.strftime("%Y-%m-%d %H:%M")))
     base = "maxActiveWorkers: 2\nmaxQueuedCalls: 1024\nheartbeatMs: 600000\n"

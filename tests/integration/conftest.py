@@ -4,6 +4,7 @@ real protocol (4-byte big-endian length + one msgpack map) through the Python cl
 Supervisor is its testing.Daemon plus this suite's policy defaults."""
 import os
 import subprocess
+import json
 import sys
 import time
 
@@ -21,6 +22,30 @@ CLIENT = os.path.join(BUILD, "bin", "codeinterp")
 
 # Names the test modules import from here (with those defined below).
 __all__ = ["MUST_SANDBOX", "require_sandbox", "sandbox_available"]
+
+
+def _python_facts():
+    """The embedded Python this build chose: BUILD/python.json, written by
+    cmake/python.cmake (interpreter, version, stdlib, dynload, libdir, runtime binds)."""
+    path = os.path.join(BUILD, "python.json")
+    if not os.path.exists(path):
+        raise RuntimeError("%s is missing: reconfigure the build (cmake -S . -B %s, or make build)" % (path, BUILD))
+    with open(path) as f:
+        return json.load(f)
+
+
+PYTHON = _python_facts()
+
+
+def runtime_ancestors():
+    """The directories the worker's root has only because a runtime bind lies below them
+    (e.g. /root for a pyenv interpreter): empty tmpfs directories, not the host's."""
+    out = set()
+    for p in PYTHON["runtime"]:
+        parts = p.strip("/").split("/")
+        for i in range(1, len(parts)):
+            out.add("/" + "/".join(parts[:i]))
+    return out
 
 
 class Conn(Connection):

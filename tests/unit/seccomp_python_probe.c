@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Does embedded CPython work under the worker's seccomp filter? Not a cmocka test: a
  * standalone program that sets no_new_privs, loads the filter, and only then initialises
- * CPython (isolated configuration, no site, home /usr) and runs a snippet that imports the
- * stdlib modules calculations use, does file I/O in /tmp, runs threads, and uses
+ * CPython (isolated configuration, no site, home = the embedded Python's prefix) and runs
+ * a snippet that imports the stdlib modules calculations use, does file I/O in /tmp, runs threads, and uses
  * random/hashlib/decimal. Exits 0 on success.
  *
  *   cc -std=gnu17 -D_GNU_SOURCE -I. tests/unit/seccomp_python_probe.c policy/seccomp.c \
@@ -11,8 +11,8 @@
  *   /tmp/seccomp_python_probe kill     # kill mode; any stray syscall kills it (SIGSYS)
  *   strace -f -e trace=all -e status=failed /tmp/seccomp_python_probe   # what was refused
  *
- * pkg-config's python3-embed is Debian's libpython3.11 (/usr/bin/python3), which is why
- * home is /usr. */
+ * The build passes the prefix of CODEINTERP_PYTHON (cmake/python.cmake); by hand, add
+ * -DCODEINTERP_PY_PREFIX='"/usr"' for Debian's python3. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -22,6 +22,10 @@
 #include <sys/prctl.h>
 
 #include "policy/seccomp.h"
+
+#ifndef CODEINTERP_PY_PREFIX
+#define CODEINTERP_PY_PREFIX "/usr"
+#endif
 
 static const char probe_common[] =
         "import sys\n"
@@ -168,7 +172,7 @@ int main(int argc, char **argv) {
 
         PyConfig_InitIsolatedConfig(&config);
         config.site_import = 0;
-        status = PyConfig_SetString(&config, &config.home, L"/usr");
+        status = PyConfig_SetString(&config, &config.home, L"" CODEINTERP_PY_PREFIX);
         if (PyStatus_Exception(status))
                 goto py_fail;
         status = Py_InitializeFromConfig(&config);

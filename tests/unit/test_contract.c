@@ -4,6 +4,7 @@
  * error (common/mp.c): a malformed message is refused whole and leaks no descriptor,
  * a failed pack is refused whole. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
@@ -12,12 +13,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/fdpass.h"
 #include "common/mp.h"
+#include "contract/runtime.h"
 #include "contract/zygote_proto.h"
 
 static int count_fds(void) {
@@ -177,11 +180,38 @@ static void test_mp_writer_sticky(void **state) {
         mp_writer_done(&w);
 }
 
+/* The configured runtime paths: absolute, each one once, the standard library first,
+ * lib-dynload inside one of them, and then the end (also on a second call). */
+static void test_runtime_paths(void **state) {
+        const char *cursor = NULL;
+        char path[PATH_MAX], seen[16][PATH_MAX];
+        bool dynload = false;
+        size_t n = 0;
+        int r;
+
+        while ((r = runtime_path_next(runtime_binds, &cursor, path)) > 0) {
+                assert_true(n < 16);
+                assert_int_equal(path[0], '/');
+                for (size_t i = 0; i < n; i++)
+                        assert_string_not_equal(seen[i], path);
+                if (n == 0)
+                        assert_string_equal(path, CODEINTERP_PY_STDLIB);
+                if (strncmp(CODEINTERP_PY_DYNLOAD, path, strlen(path)) == 0 &&
+                    (CODEINTERP_PY_DYNLOAD[strlen(path)] == '/' || CODEINTERP_PY_DYNLOAD[strlen(path)] == 0))
+                        dynload = true;
+                strcpy(seen[n++], path);
+        }
+        assert_int_equal(r, 0);
+        assert_true(n >= 2); /* the stdlib and at least the C library's directory */
+        assert_true(dynload);
+        assert_int_equal(runtime_path_next(runtime_binds, &cursor, path), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_validate),           cmocka_unit_test(test_round_trip_with_fds),
-                cmocka_unit_test(test_garbage_closes_fds), cmocka_unit_test(test_fdpass_extra_fds_closed),
-                cmocka_unit_test(test_mp_writer_sticky),
+                cmocka_unit_test(test_runtime_paths),           cmocka_unit_test(test_validate),
+                cmocka_unit_test(test_round_trip_with_fds),     cmocka_unit_test(test_garbage_closes_fds),
+                cmocka_unit_test(test_fdpass_extra_fds_closed), cmocka_unit_test(test_mp_writer_sticky),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
