@@ -15,6 +15,7 @@
 #include "common/landlock.h"
 #include "common/log.h"
 #include "common/mp.h"
+#include "common/proc.h"
 #include "common/sha256.h"
 #include "common/util.h"
 #include "supervisor/invocation.h"
@@ -798,34 +799,55 @@ void server_shutdown(Server *s) {
         sched_cancel_all(s->sched);
 }
 
-void server_reap_strays(Server *s) {
+/* Our children, from /proc (the supervisor is single-threaded): up to max pids. */
+static size_t list_children(pid_t *ret, size_t max) {
         char path[64], buf[4096];
         _cleanup_close_ int fd = -1;
+        size_t n_pids = 0;
         ssize_t n;
+
+        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || (n = read(fd, buf, sizeof buf - 1)) <= 0)
+                return 0;
+        buf[n] = 0;
+        for (char *p = buf, *end; *p && n_pids < max; p = end) {
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid > 0)
+                        ret[n_pids++] = (pid_t) pid;
+        }
+        return n_pids;
+}
+
+void server_reap_strays(Server *s) {
+        pid_t pids[512];
+        size_t n;
 
         /* A worker the zygote has made but whose pid we have not read yet is no stray:
          * wait until every answer is in (on_zygote_settled() calls us again). */
         if (zygote_client_spawns_pending(s->zygote))
                 return;
-
-        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return;
-        n = read(fd, buf, sizeof buf - 1);
-        if (n <= 0)
-                return;
-        buf[n] = 0;
-        for (char *p = buf, *end; *p; p = end) {
-                long pid = strtol(p, &end, 10);
-                if (end == p)
-                        break;
-                if (pid <= 0 || sched_owns_pid(s->sched, (pid_t) pid) ||
-                    (s->zygote && zygote_client_pid(s->zygote) == (pid_t) pid))
+        n = list_children(pids, ELEMENTSOF(pids));
+        for (size_t i = 0; i < n; i++) {
+                if (sched_owns_pid(s->sched, pids[i]) || (s->zygote && zygote_client_pid(s->zygote) == pids[i]))
                         continue;
-                if (waitpid((pid_t) pid, NULL, WNOHANG) > 0)
-                        log_debug("Reaped stray child %ld", pid);
+                if (waitpid(pids[i], NULL, WNOHANG) > 0)
+                        log_debug("Reaped stray child %d", (int) pids[i]);
         }
+}
+
+/* At exit nothing of ours may outlive us: pre-started workers still preparing (they
+ * set their parent-death signal only once prepared) would otherwise linger until
+ * they notice the zygote is gone. Every child is SIGKILLed and reaped. */
+static void kill_children(void) {
+        pid_t pids[512];
+        size_t n;
+
+        while ((n = list_children(pids, ELEMENTSOF(pids))) > 0)
+                for (size_t i = 0; i < n; i++)
+                        kill_and_reap(pids[i], -1);
 }
 
 bool server_idle(Server *s) {
@@ -854,6 +876,7 @@ Server *server_free(Server *s) {
         sd_event_source_disable_unref(s->accept_retry);
         s->sched = sched_free(s->sched);
         s->zygote = zygote_client_free(s->zygote);
+        kill_children();
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
         policy_snapshot_unref(s->snapshot);
