@@ -74,6 +74,19 @@ rm -rf /run/codeinterp
 # directory of links to them, so codeinterpd finds its worker by the compiled-in path.
 mkdir -p /tmp/installed/bin
 ln -s /usr/sbin/codeinterpd /usr/bin/codeinterp /usr/libexec/codeinterp/codeinterp-worker /tmp/installed/bin/
+# The suite reads the embedded Python's facts from BUILD/python.json (cmake/python.cmake
+# writes it into a build tree); for the installed binary they come from what it says of
+# itself (--check-config), so the tests follow the installed build, not a guess.
+/usr/sbin/codeinterpd --check-config | python3 -c '
+import json, re, sys
+text = sys.stdin.read()
+ver, exe = re.search(r"embedded python: (\S+), from (\S+)", text).groups()
+m = re.search(r"prefix (\S+), stdlib (\S+), lib-dynload (\S+), libpython in (\S+)", text)
+runtime = re.findall(r"^    (/\S+): present", text, re.M)
+assert m and runtime, text
+json.dump({"interpreter": exe, "version": ver, "prefix": m[1], "stdlib": m[2], "dynload": m[3],
+           "libdir": m[4], "executable": exe, "runtime": runtime, "hidden": []}, sys.stdout)
+' >/tmp/installed/python.json || fail "codeinterpd --check-config did not describe its Python"
 PHASE="integration core against the installed binaries"
 t env CODEINTERP_BUILD=/tmp/installed python3 -m pytest -q -p no:cacheprovider tests/integration/test_core.py \
         tests/integration/test_activation.py tests/integration/test_cli.py tests/integration/test_sandbox.py \
