@@ -41,6 +41,7 @@ typedef enum ZygoteSpawnFd {
 /* The zygote's control socket, in the zygote. */
 #define ZYGOTE_CTL_FD 3
 
-_Static_assert((int) _SPAWN_FD_MAX == (int) _WORKER_FD_MAX, "a spawn carries every worker fd but stdin, and the go pipe");
+_Static_assert((int) _SPAWN_FD_MAX == (int) _WORKER_FD_MAX,
+               "a spawn carries every worker fd but stdin, and the go pipe");
 _Static_assert(SPAWN_FD_STDOUT + 1 == WORKER_FD_STDOUT && SPAWN_FD_PLAN + 1 == WORKER_FD_PLAN,
                "spawn fd i is worker fd i + 1");

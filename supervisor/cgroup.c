@@ -29,9 +29,9 @@ enum { CG_MEMORY, CG_PIDS };
 
 struct CgroupRoot {
         CgroupVersion version;
-        int dirs[CG_MAX_DIRS]; /* v2: [0] the workers' parent; v1: memory/…/codeinterp, pids/…/codeinterp */
+        int dirs[CG_MAX_DIRS]; /* v2: [0] the workers' parent; v1: the supervisor's memory and pids cgroups */
         size_t n_dirs;
-        char path[PATH_MAX]; /* v2: the parent; v1: memory's codeinterp, relative to the hierarchy */
+        char path[PATH_MAX]; /* dirs[0], relative to the hierarchy */
         uint64_t seq;
 };
 
@@ -40,8 +40,8 @@ struct Cgroup {
         int parents[CG_MAX_DIRS];
         int dirs[CG_MAX_DIRS];
         size_t n_dirs;
-        char name[48];
-        char path[PATH_MAX + 48];
+        char name[64]; /* relative to parents[]: "w…" (v2), "codeinterp/w…" (v1) */
+        char path[PATH_MAX + 80];
 };
 
 static int write_at(int dir, const char *file, const char *value) {
@@ -247,7 +247,9 @@ static int open_v2(CgroupRoot *root, const char *mnt, const char *own, bool dry_
         return 0;
 }
 
-/* v1: a "codeinterp" directory under the supervisor's memory and pids cgroups. */
+/* v1: a "codeinterp" directory under the supervisor's memory and pids cgroups. It is
+ * shared by the supervisors of one cgroup: each makes it again when it needs it and
+ * tries to remove it at exit (it goes when the last one's workers are gone). */
 static int open_v1(CgroupRoot *root, const char *fs, const char *memory, const char *pids, bool dry_run, char *why,
                    size_t why_len) {
         const char *hier[CG_MAX_DIRS] = { "memory", "pids" }, *own[CG_MAX_DIRS] = { memory, pids };
@@ -267,29 +269,15 @@ static int open_v1(CgroupRoot *root, const char *fs, const char *memory, const c
                         set_why(why, why_len, "cgroup v1: cannot open %s: %s", base, strerror(-dir));
                         return dir;
                 }
-                if (dry_run) {
-                        if (faccessat(dir, ".", W_OK, 0) < 0) {
-                                k = -errno;
-                                set_why(why, why_len, "cgroup v1: %s is not writable", base);
-                                return k;
-                        }
-                        root->dirs[root->n_dirs++] = TAKE_FD(dir);
-                        continue;
-                }
-                if (mkdirat(dir, "codeinterp", 0755) < 0 && errno != EEXIST) {
+                if (dry_run ? faccessat(dir, ".", W_OK, 0) < 0
+                            : mkdirat(dir, "codeinterp", 0755) < 0 && errno != EEXIST) {
                         k = -errno;
                         set_why(why, why_len, "cgroup v1: cannot make %s/codeinterp: %s", base, strerror(-k));
                         return k;
                 }
-                k = openat(dir, "codeinterp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (k < 0) {
-                        k = -errno;
-                        set_why(why, why_len, "cgroup v1: cannot open %s/codeinterp: %s", base, strerror(-k));
-                        return k;
-                }
-                root->dirs[root->n_dirs++] = k;
+                root->dirs[root->n_dirs++] = TAKE_FD(dir);
         }
-        snprintf(root->path, sizeof root->path, "%s/codeinterp", strcmp(memory, "/") == 0 ? "" : memory);
+        snprintf(root->path, sizeof root->path, "%s", strcmp(memory, "/") == 0 ? "" : memory);
         return 0;
 }
 
@@ -299,7 +287,7 @@ CgroupRoot *cgroup_root_free(CgroupRoot *root) {
         for (size_t i = 0; i < root->n_dirs; i++) {
                 /* v1's "codeinterp" goes when it is empty (another supervisor may use it). */
                 if (root->version == CGROUP_V1)
-                        (void) unlinkat(root->dirs[i], "../codeinterp", AT_REMOVEDIR);
+                        (void) unlinkat(root->dirs[i], "codeinterp", AT_REMOVEDIR);
                 close(root->dirs[i]);
         }
         free(root);
@@ -355,8 +343,15 @@ int cgroup_root_open(PolicyCgroups want, const char *fs, bool dry_run, CgroupRoo
                         return k < 0 ? k : -EOPNOTSUPP;
                 }
         } else if (!dry_run)
-                for (size_t i = 0; i < root->n_dirs; i++)
-                        remove_stale(root->dirs[i]);
+                for (size_t i = 0; i < root->n_dirs; i++) {
+                        int d = root->version == CGROUP_V1
+                                        ? openat(root->dirs[i], "codeinterp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                                        : fcntl(root->dirs[i], F_DUPFD_CLOEXEC, 3);
+                        if (d >= 0) {
+                                remove_stale(d);
+                                close(d);
+                        }
+                }
         *ret = root;
         return 0;
 }
@@ -426,8 +421,7 @@ static int set_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes,
         return write_at(cg->dirs[CG_PIDS], "pids.max", procs);
 }
 
-int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, Cgroup **ret,
-               const char **ret_step) {
+int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, Cgroup **ret, const char **ret_step) {
         Cgroup *cg;
         int k;
 
@@ -440,17 +434,31 @@ int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, 
         if (!cg)
                 return -ENOMEM;
         cg->version = root->version;
-        snprintf(cg->name, sizeof cg->name, "w%d-%" PRIu64, (int) getpid(), ++root->seq);
+        snprintf(cg->name, sizeof cg->name, "%sw%d-%" PRIu64, root->version == CGROUP_V1 ? "codeinterp/" : "",
+                 (int) getpid(), ++root->seq);
         snprintf(cg->path, sizeof cg->path, "%s/%s", strcmp(root->path, "/") == 0 ? "" : root->path, cg->name);
         for (size_t i = 0; i < root->n_dirs; i++) {
                 cg->parents[i] = cg->dirs[i] = -1;
                 cg->n_dirs = i + 1;
                 *ret_step = "making its cgroup";
-                if ((cg->parents[i] = fcntl(root->dirs[i], F_DUPFD_CLOEXEC, 3)) < 0 ||
-                    mkdirat(root->dirs[i], cg->name, 0755) < 0) {
+                if ((cg->parents[i] = fcntl(root->dirs[i], F_DUPFD_CLOEXEC, 3)) < 0) {
                         k = -errno;
                         cgroup_free(cg);
                         return k;
+                }
+                /* v1: "codeinterp" may have just been removed by another supervisor's exit. */
+                for (int t = 0;; t++) {
+                        if (root->version == CGROUP_V1 && mkdirat(root->dirs[i], "codeinterp", 0755) < 0 &&
+                            errno != EEXIST)
+                                k = -errno;
+                        else if (mkdirat(root->dirs[i], cg->name, 0755) < 0)
+                                k = -errno;
+                        else
+                                break;
+                        if (k != -ENOENT || t >= 3) {
+                                cgroup_free(cg);
+                                return k;
+                        }
                 }
                 if ((cg->dirs[i] = openat(root->dirs[i], cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
                         k = -errno;

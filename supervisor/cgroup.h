@@ -34,8 +34,7 @@ typedef struct Cgroup Cgroup;
 
 /* Make a worker's cgroup with these limits. With a root of version none, *ret is NULL
  * and 0 is returned. ret_step names the failed step. */
-int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, Cgroup **ret,
-               const char **ret_step);
+int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, Cgroup **ret, const char **ret_step);
 /* Put the process into the cgroup (every hierarchy). 0 or -errno. */
 int cgroup_attach(Cgroup *cg, pid_t pid);
 

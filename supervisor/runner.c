@@ -205,7 +205,8 @@ static void classify_signal(const Runner *r, int sig, RunnerResult *res) {
                            "killer ended it",
                            (unsigned long long) r->policy->memory_bytes);
                 res->limit = "memory";
-        } else if (sig == SIGXCPU || (sig == SIGKILL && res->cpu_usec + CPU_LIMIT_SLACK_USEC(limit_usec) >= limit_usec)) {
+        } else if (sig == SIGXCPU ||
+                   (sig == SIGKILL && res->cpu_usec + CPU_LIMIT_SLACK_USEC(limit_usec) >= limit_usec)) {
                 set_detail(res, OUTCOME_RESOURCE_LIMIT, "CPU time limit (%u s) reached", r->policy->cpu_seconds);
                 res->limit = "cpu";
         } else if (sig == SIGSYS)
@@ -515,8 +516,8 @@ static int make_plan_fd(const Policy *p, const RunnerRequest *req, int *ret_fd) 
 
 /* Exec mode: clone the child into the worker's namespaces (it runs the worker side's
  * exec_child_main), map its ids, let it go. The child's fds are ours until then. */
-static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, int pipes[][2], int plan_fd,
-                      pid_t *ret_pid, int *ret_pidfd, const char **ret_step) {
+static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, int pipes[][2], int plan_fd, pid_t *ret_pid,
+                      int *ret_pidfd, const char **ret_step) {
         _cleanup_close_ int devnull = -1, sync_r = -1, sync_w = -1;
         int sync_pipe[2], pidfd = -1, k;
         pid_t pid;

@@ -358,7 +358,8 @@ static void handle_hello(Connection *c, const ProtoRequest *req) {
         MpWriter w;
 
         mp_writer_init(&w, 0);
-        conn_send_packed(c, &w, proto_pack_hello(&w, req->id, c->server->policy, cgroup_root_version(c->server->cgroups)));
+        conn_send_packed(c, &w,
+                         proto_pack_hello(&w, req->id, c->server->policy, cgroup_root_version(c->server->cgroups)));
 }
 
 static void handle_describe(Connection *c, const ProtoRequest *req) {

@@ -234,3 +234,16 @@ def test_many_calls_leave_nothing(sups):
         assert c.execute("%d" % i)["outcome"] == "ok"
     time.sleep(0.1)
     assert leftovers(sup.proc.pid) == []
+
+
+def test_supervisors_sharing_a_cgroup(sups):
+    """Supervisors started in the same cgroup share v1's "codeinterp" directory: one
+    that exits (and removes it, being empty) does not break the other."""
+    need_cgroups()
+    a = sups()
+    b = sups()
+    cb = b.connect()
+    assert cb.execute("1")["outcome"] == "ok"
+    assert a.stop() == 0
+    r = cb.execute("2")
+    assert r["outcome"] == "ok", r
