@@ -447,9 +447,9 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
         if (answer == ZYGOTE_ANSWER_WORKER) {
                 r->pid = pid;
                 r->pidfd = pidfd;
-                release_worker(r);
                 /* Pre-started workers prepare at a lower priority; this one has a call now. */
                 (void) setpriority(PRIO_PROCESS, (id_t) pid, 0);
+                release_worker(r);
                 k = sd_event_add_io(r->event, &r->pid_source, pidfd, EPOLLIN, on_exit_event, r);
                 if (k >= 0) {
                         if (r->kill != RUNNER_KILL_NONE) /* cancelled or timed out meanwhile */
