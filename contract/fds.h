@@ -8,7 +8,10 @@
  *
  * Everything above WORKER_FD_LAST_KEPT is closed before user code runs (the plan
  * is read and closed first). The supervisor hands the zygote the same set less
- * stdin, in the order of ZygoteSpawnFd, with a spawn request. */
+ * stdin, in the order of ZygoteSpawnFd, with a spawn request, plus the read end of
+ * the "go" pipe: a zygote-mode worker reads one byte from it before it installs its
+ * descriptors and reads its plan, so the supervisor can put it into its call's cgroup
+ * first (docs/design.md, "The worker's cgroup"); it is closed before anything else. */
 #pragma once
 
 typedef enum WorkerFd {
@@ -24,19 +27,21 @@ typedef enum WorkerFd {
 /* fds 0..WORKER_FD_LAST_KEPT stay open while the code runs. */
 #define WORKER_FD_LAST_KEPT WORKER_FD_RESULT
 
-/* The fds of one spawn request, in SCM_RIGHTS order: the worker's fds 1..5. */
+/* The fds of one spawn request, in SCM_RIGHTS order: the worker's fds 1..5, then go. */
 typedef enum ZygoteSpawnFd {
         SPAWN_FD_STDOUT,
         SPAWN_FD_STDERR,
         SPAWN_FD_REPORT,
         SPAWN_FD_RESULT,
         SPAWN_FD_PLAN,
+        SPAWN_FD_GO, /* read end of the go pipe: one byte when the worker may go on */
         _SPAWN_FD_MAX,
 } ZygoteSpawnFd;
 
 /* The zygote's control socket, in the zygote. */
 #define ZYGOTE_CTL_FD 3
 
-_Static_assert(_SPAWN_FD_MAX == _WORKER_FD_MAX - 1, "a spawn carries every worker fd but stdin");
+_Static_assert((int) _SPAWN_FD_MAX == (int) _WORKER_FD_MAX,
+               "a spawn carries every worker fd but stdin, and the go pipe");
 _Static_assert(SPAWN_FD_STDOUT + 1 == WORKER_FD_STDOUT && SPAWN_FD_PLAN + 1 == WORKER_FD_PLAN,
                "spawn fd i is worker fd i + 1");

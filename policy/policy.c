@@ -41,6 +41,7 @@ typedef enum KeyType {
         KEY_U64,      /* decimal integer stored in a uint64_t */
         KEY_DENY,     /* errno | kill */
         KEY_START,    /* exec | zygote */
+        KEY_CGROUPS,  /* auto | required | off */
         KEY_UID_LIST, /* sequence of uids */
         KEY_GID_LIST, /* sequence of gids */
         KEY_GROUP,    /* group name or gid */
@@ -85,6 +86,7 @@ typedef enum KeyId {
         K_ZYGOTE_MAX_SECONDS,
         K_ZYGOTE_POOL_SIZE,
         K_IDLE_EXIT_SECONDS,
+        K_CGROUPS,
         _K_MAX,
 } KeyId;
 
@@ -145,6 +147,7 @@ static const KeyDef keys[_K_MAX] = {
         RESTART(K_ZYGOTE_MAX_SECONDS, "zygoteMaxSeconds", KEY_U32, zygote_max_seconds, 1, 604800),
         RESTART(K_ZYGOTE_POOL_SIZE, "zygotePoolSize", KEY_U32, zygote_pool_size, 0, 64),
         DEF(K_IDLE_EXIT_SECONDS, "idleExitSeconds", KEY_U32, idle_exit_seconds, 0, 604800),
+        RESTART(K_CGROUPS, "cgroups", KEY_CGROUPS, cgroups, 0, 0),
 };
 
 static uint32_t *field_u32(Policy *p, const KeyDef *d) {
@@ -192,6 +195,18 @@ const char *policy_worker_start_to_string(PolicyWorkerStart s) {
                 return "exec";
         case POLICY_WORKER_START_ZYGOTE:
                 return "zygote";
+        }
+        return NULL;
+}
+
+const char *policy_cgroups_to_string(PolicyCgroups c) {
+        switch (c) {
+        case POLICY_CGROUPS_AUTO:
+                return "auto";
+        case POLICY_CGROUPS_REQUIRED:
+                return "required";
+        case POLICY_CGROUPS_OFF:
+                return "off";
         }
         return NULL;
 }
@@ -245,6 +260,8 @@ void policy_init_defaults(Policy *p) {
                 .zygote_pool_size = 2,
 
                 .idle_exit_seconds = 0,
+
+                .cgroups = POLICY_CGROUPS_AUTO,
         };
         policy_finalize(p);
 }
@@ -272,6 +289,8 @@ static size_t key_size(const KeyDef *d) {
                 return sizeof(PolicyDenyAction);
         case KEY_START:
                 return sizeof(PolicyWorkerStart);
+        case KEY_CGROUPS:
+                return sizeof(PolicyCgroups);
         case KEY_UID_LIST:
         case KEY_GID_LIST:
                 return sizeof(uint32_t) * POLICY_MAX_PEERS;
@@ -406,6 +425,10 @@ void policy_finalize(Policy *p) {
                         break;
                 case KEY_START:
                         s = policy_worker_start_to_string(p->worker_start);
+                        canon_printf(&c, "%s", s ?: "invalid");
+                        break;
+                case KEY_CGROUPS:
+                        s = policy_cgroups_to_string(p->cgroups);
                         canon_printf(&c, "%s", s ?: "invalid");
                         break;
                 case KEY_UID_LIST:
@@ -807,6 +830,19 @@ static int parse_value(Loader *l, const KeyDef *d) {
                         return r;
                 l->policy.worker_start = choice ? POLICY_WORKER_START_ZYGOTE : POLICY_WORKER_START_EXEC;
                 return 0;
+        case KEY_CGROUPS:
+                for (PolicyCgroups c = POLICY_CGROUPS_AUTO; c <= POLICY_CGROUPS_OFF; c++) {
+                        const char *name = policy_cgroups_to_string(c);
+                        if (strlen(name) == n && memcmp(s, name, n) == 0) {
+                                l->policy.cgroups = c;
+                                return 0;
+                        }
+                }
+                {
+                        char buf[48];
+                        return fail(l, ev_line(ev), d->key, "expected auto, required or off, got '%s'",
+                                    sanitize(s, n, buf));
+                }
         case KEY_GROUP:
                 return parse_group(l, d);
         case KEY_UID_LIST:

@@ -22,6 +22,12 @@ typedef enum PolicyWorkerStart {
         POLICY_WORKER_START_ZYGOTE, /* clone from a pre-initialised interpreter */
 } PolicyWorkerStart;
 
+typedef enum PolicyCgroups {
+        POLICY_CGROUPS_AUTO,     /* a cgroup per worker when the hierarchy is writable, else none */
+        POLICY_CGROUPS_REQUIRED, /* refuse to start without one */
+        POLICY_CGROUPS_OFF,      /* never */
+} PolicyCgroups;
+
 typedef struct Policy {
         char name[POLICY_NAME_MAX]; /* name: "code_interpreter" */
 
@@ -79,6 +85,9 @@ typedef struct Policy {
         /* Socket activation. */
         uint32_t idle_exit_seconds; /* idleExitSeconds: 0 = never; exit when idle this long (activated socket only) */
 
+        /* Per-worker cgroups. */
+        PolicyCgroups cgroups; /* cgroups: auto | required | off; auto */
+
         char sha256[65]; /* hex digest of the effective values, filled by policy_finalize() */
 } Policy;
 
@@ -129,3 +138,4 @@ PolicySnapshot *policy_snapshot_unref(PolicySnapshot *s);
 
 const char *policy_deny_action_to_string(PolicyDenyAction a);
 const char *policy_worker_start_to_string(PolicyWorkerStart s);
+const char *policy_cgroups_to_string(PolicyCgroups c);

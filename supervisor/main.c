@@ -29,6 +29,8 @@
 #include "common/util.h"
 #include "policy/policy.h"
 #include "policy/seccomp.h"
+#include "supervisor/cgroup.h"
+#include "supervisor/protocol.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/server.h"
 #include "contract/runtime.h"
@@ -50,6 +52,7 @@ static const char *arg_socket = NULL;
 static const char *arg_policy = NULL;
 static const char *arg_worker = NULL;
 static bool arg_check = false;
+static const char *arg_cgroup_fs = "/sys/fs/cgroup";
 
 static Policy policy; /* as loaded at start; the server holds the current one */
 static Server *server = NULL;
@@ -70,6 +73,7 @@ static void help(void) {
                "                    else " CODEINTERP_WORKER_PATH ")\n"
                "  --check-config    load the policy, check that this host can run workers (root,\n"
                "                    namespaces, seccomp, the Python standard library), print, exit\n"
+               "  --cgroup-fs PATH  where the cgroup filesystem is mounted (default /sys/fs/cgroup)\n"
                "  -v, --verbose     log debug messages\n"
                "  -h, --help        show this help\n"
                "      --version     show the version\n"
@@ -86,12 +90,13 @@ static void help(void) {
 }
 
 static int parse_argv(int argc, char **argv) {
-        enum { ARG_SOCKET = 0x100, ARG_POLICY, ARG_WORKER, ARG_CHECK, ARG_VERSION };
+        enum { ARG_SOCKET = 0x100, ARG_POLICY, ARG_WORKER, ARG_CHECK, ARG_VERSION, ARG_CGROUP_FS };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, ARG_SOCKET },
                 { "policy", required_argument, NULL, ARG_POLICY },
                 { "worker", required_argument, NULL, ARG_WORKER },
                 { "check-config", no_argument, NULL, ARG_CHECK },
+                { "cgroup-fs", required_argument, NULL, ARG_CGROUP_FS },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -112,6 +117,9 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case ARG_CHECK:
                         arg_check = true;
+                        break;
+                case ARG_CGROUP_FS:
+                        arg_cgroup_fs = optarg;
                         break;
                 case 'v':
                         log_set_max_level(LOG_DEBUG);
@@ -428,6 +436,8 @@ static int check_python(void) {
 static int check_config(void) {
         struct sock_fprog prog;
         uint64_t room = sched_cgroup_memory_available();
+        CgroupRoot *cg = NULL;
+        char why[512];
         int k, ns, bad = 0;
 
         printf("policy: %s (sha256 %s)\n", policy.name, policy.sha256);
@@ -454,12 +464,21 @@ static int check_config(void) {
                 printf("memory cgroup: no limit on the supervisor's cgroup\n");
         else
                 printf("memory cgroup: %llu bytes left\n", (unsigned long long) room);
+        k = cgroup_root_open(policy.cgroups, arg_cgroup_fs, true, &cg, why, sizeof why);
+        if (k < 0)
+                printf("cgroup per worker: none, but the policy requires one (%s)\n", why);
+        else
+                printf("cgroup per worker: %s%s%s%s\n", proto_cgroup_name(cgroup_root_version(cg)), why[0] ? " (" : "",
+                       why, why[0] ? ")" : "");
+        bad |= k < 0;
+        cgroup_root_free(cg);
         return bad ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
         _cleanup_close_ int listen_fd = -1, worker_fd = -1;
         PolicySnapshot *snapshot = NULL;
+        CgroupRoot *cgroups = NULL;
         sd_event *e = NULL;
         sigset_t mask;
         char err[512];
@@ -517,9 +536,19 @@ int main(int argc, char **argv) {
                 log_error_errno(k, "Installing signal handlers failed: %m");
                 goto out;
         }
+        /* Before any child: on cgroup v2 the supervisor may move itself into a leaf. */
+        k = cgroup_root_open(policy.cgroups, arg_cgroup_fs, false, &cgroups, err, sizeof err);
+        if (k < 0) {
+                log_error_errno(k, "The policy requires a cgroup per worker, but %s", err);
+                goto out;
+        }
+        if (cgroup_root_version(cgroups) == CGROUP_NONE && policy.cgroups == POLICY_CGROUPS_AUTO)
+                log_notice("Workers run without a cgroup of their own: %s", err);
         k = policy_snapshot_new(&policy, &snapshot);
         if (k >= 0)
-                k = server_new(e, snapshot, listen_fd, worker_fd, &server);
+                k = server_new(e, snapshot, listen_fd, worker_fd, cgroups, &server);
+        if (k >= 0)
+                cgroups = NULL; /* the server's now */
         snapshot = policy_snapshot_unref(snapshot);
         if (k < 0) {
                 log_error_errno(k, "Starting the server failed: %m");
@@ -545,6 +574,7 @@ int main(int argc, char **argv) {
                 log_error_errno(k, "Event loop failed: %m");
 out:
         server = server_free(server);
+        cgroup_root_free(cgroups);
         sd_event_unref(e);
         if (socket_created)
                 unlink(arg_socket);

@@ -388,13 +388,26 @@ int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const 
         return mp_writer_error(w);
 }
 
-int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p) {
+const char *proto_cgroup_name(CgroupVersion v) {
+        switch (v) {
+        case CGROUP_V2:
+                return "v2";
+        case CGROUP_V1:
+                return "v1";
+        case CGROUP_NONE:
+                break;
+        }
+        return "none";
+}
+
+int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p, CgroupVersion cgroup) {
         msgpack_packer *pk = &w->pk;
 
-        pack_reply_head(pk, id, PROTO_OP_HELLO, 6);
+        pack_reply_head(pk, id, PROTO_OP_HELLO, 7);
         mp_pack_kv_uint(pk, "protocol", PROTO_VERSION);
         mp_pack_kv_str(pk, "version", CODEINTERP_VERSION);
         mp_pack_kv_str(pk, "python", CODEINTERP_PY_VERSION);
+        mp_pack_kv_str(pk, "cgroup", proto_cgroup_name(cgroup));
         mp_pack_cstr(pk, "policy");
         msgpack_pack_map(pk, 3);
         mp_pack_kv_str(pk, "name", p->name);
@@ -565,12 +578,13 @@ static void pack_evidence(msgpack_packer *pk, const ProtoResult *r) {
         for (size_t i = 0; i < r->n_sources; i++)
                 pack_source_info(pk, &r->sources[i]);
         mp_pack_cstr(pk, "runtime");
-        msgpack_pack_map(pk, 5);
+        msgpack_pack_map(pk, 6);
         mp_pack_kv_str(pk, "codeinterp", CODEINTERP_VERSION);
         mp_pack_kv_str(pk, "python", CODEINTERP_PY_VERSION);
         mp_pack_kv_str(pk, "workerStart", r->worker_start);
         mp_pack_kv_str(pk, "seccomp", policy_deny_action_to_string(p->seccomp_deny));
         mp_pack_kv_uint(pk, "landlock", (uint64_t) r->landlock_abi);
+        mp_pack_kv_str(pk, "cgroup", proto_cgroup_name(r->cgroup));
         mp_pack_cstr(pk, "policy");
         msgpack_pack_map(pk, 2);
         mp_pack_kv_str(pk, "name", p->name);
@@ -600,7 +614,7 @@ static void pack_exit_status(msgpack_packer *pk, const ProtoResult *r) {
                 msgpack_pack_nil(pk);
                 return;
         }
-        msgpack_pack_map(pk, 5);
+        msgpack_pack_map(pk, 6);
         mp_pack_kv_uint(pk, "pid", (uint64_t) r->pid);
         mp_pack_cstr(pk, "code");
         if (r->exit_code >= 0)
@@ -614,6 +628,11 @@ static void pack_exit_status(msgpack_packer *pk, const ProtoResult *r) {
                 msgpack_pack_nil(pk);
         mp_pack_kv_uint(pk, "cpuMs", r->cpu_usec / 1000);
         mp_pack_kv_uint(pk, "maxRssKb", r->max_rss_kb);
+        mp_pack_cstr(pk, "memoryPeakBytes");
+        if (r->has_memory_peak)
+                msgpack_pack_uint64(pk, r->memory_peak_bytes);
+        else
+                msgpack_pack_nil(pk);
 }
 
 static void pack_result(msgpack_packer *pk, const ProtoResult *r) {

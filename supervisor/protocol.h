@@ -14,6 +14,7 @@
 #include "common/mp.h"
 #include "contract/fit.h"
 #include "policy/policy.h"
+#include "supervisor/cgroup.h"
 #include "supervisor/metrics.h"
 #include "supervisor/outcome.h"
 
@@ -95,7 +96,9 @@ const char *proto_op_to_string(ProtoOp op);
  * in w. The server frames and sends it. ---- */
 
 int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const char *message);
-int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p);
+int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p, CgroupVersion cgroup);
+/* The wire name of a cgroup version: "v2", "v1" or "none" (hello, evidence, --check-config). */
+const char *proto_cgroup_name(CgroupVersion v);
 /* The one code_interpreter tool definition (name, description, guidance, inputSchema)
  * with this policy's bounds; docs/protocol.md#describe. */
 int proto_pack_describe(MpWriter *w, uint64_t id, const Policy *p);
@@ -167,6 +170,8 @@ typedef struct ProtoResult {
         int exit_code; /* -1: killed */
         int signal;
         uint64_t cpu_usec, max_rss_kb;
+        bool has_memory_peak; /* the worker's cgroup peak, else memoryPeakBytes is nil */
+        uint64_t memory_peak_bytes;
         const char *stage; /* worker_error from setup, else NULL */
         int stage_errno;
         /* evidence */
@@ -177,6 +182,7 @@ typedef struct ProtoResult {
         const Policy *policy;
         const char *worker_start;
         int landlock_abi;
+        CgroupVersion cgroup;
 } ProtoResult;
 /* -E2BIG when even the texts cut to nothing do not fit max_bytes. */
 int proto_pack_result(MpWriter *w, ProtoResult *r, size_t max_bytes);

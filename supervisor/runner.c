@@ -61,6 +61,9 @@ struct Runner {
         uint64_t spawn_token;
         bool spawning;
         sd_event_source *killed_source; /* killed while spawning: the grace for the zygote's answer */
+        Cgroup *cgroup;                 /* the worker's own cgroup, or NULL */
+        int go_fd;                      /* zygote mode: write end of the go pipe until the worker may go */
+        uint64_t oom_kills;             /* read from the cgroup after the reap */
 };
 
 pid_t runner_pid(const Runner *r) {
@@ -194,7 +197,16 @@ static void classify_signal(const Runner *r, int sig, RunnerResult *res) {
         uint64_t limit_usec = (uint64_t) r->policy->cpu_seconds * 1000000;
 
         res->partial = true;
-        if (sig == SIGXCPU || (sig == SIGKILL && res->cpu_usec + CPU_LIMIT_SLACK_USEC(limit_usec) >= limit_usec)) {
+        if (sig == SIGKILL && r->oom_kills > 0) {
+                /* Only the kernel's OOM killer, counted in the worker's cgroup, does this
+                 * (besides RLIMIT_CPU, which cannot have been near if it came first). */
+                set_detail(res, OUTCOME_RESOURCE_LIMIT,
+                           "the worker's memory cgroup reached memoryBytes (%llu bytes): the kernel's OOM "
+                           "killer ended it",
+                           (unsigned long long) r->policy->memory_bytes);
+                res->limit = "memory";
+        } else if (sig == SIGXCPU ||
+                   (sig == SIGKILL && res->cpu_usec + CPU_LIMIT_SLACK_USEC(limit_usec) >= limit_usec)) {
                 set_detail(res, OUTCOME_RESOURCE_LIMIT, "CPU time limit (%u s) reached", r->policy->cpu_seconds);
                 res->limit = "cpu";
         } else if (sig == SIGSYS)
@@ -289,6 +301,18 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
 
         res.start_usec = r->start_usec;
         res.end_usec = now_usec();
+        /* The cgroup's account is read after the reap and before it is removed. */
+        if (r->cgroup) {
+                CgroupStats st;
+                int k = cgroup_stats(r->cgroup, &st);
+                if (k >= 0) {
+                        r->oom_kills = st.oom_kills;
+                        res.has_memory_peak = st.has_peak && res.pid > 0;
+                        res.memory_peak_bytes = st.peak_bytes;
+                } else
+                        log_warning_errno(k, "Reading the worker cgroup %s failed: %m", cgroup_path(r->cgroup));
+                r->cgroup = cgroup_free(r->cgroup);
+        }
         classify(r, status, ru, &res);
 
         FitText *outs[] = { &res.out, &res.err, &res.result };
@@ -369,8 +393,11 @@ Runner *runner_free(Runner *r) {
         if (r->spawning)
                 zygote_client_spawn_abandon(r->zygote, r->spawn_token);
         sd_event_source_disable_unref(r->killed_source);
-        /* Never leave a worker behind. */
+        /* Never leave a worker behind, nor its cgroup. */
         kill_and_reap(r->pid, r->pidfd);
+        cgroup_free(r->cgroup);
+        if (r->go_fd >= 0)
+                close(r->go_fd);
         sd_event_source_disable_unref(r->pid_source);
         if (r->pidfd >= 0)
                 close(r->pidfd);
@@ -390,6 +417,17 @@ void runner_result_done(RunnerResult *res) {
         report_done(&res->report);
 }
 
+/* Zygote mode: the worker may read its plan now (it is in its cgroup, or has none). A
+ * worker that died meanwhile makes the write fail; its exit is seen through its pidfd. */
+static void release_worker(Runner *r) {
+        if (r->go_fd < 0)
+                return;
+        if (write(r->go_fd, "g", 1) != 1)
+                log_debug_errno(errno, "Releasing the worker failed: %m");
+        close(r->go_fd);
+        r->go_fd = -1;
+}
+
 /* The zygote's answer. r may be freed by the callbacks called here. */
 static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd, void *userdata) {
         Runner *r = userdata;
@@ -398,11 +436,20 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
 
         r->spawning = false;
         r->killed_source = sd_event_source_disable_unref(r->killed_source);
+        if (answer == ZYGOTE_ANSWER_WORKER && r->cgroup && (k = cgroup_attach(r->cgroup, pid)) < 0) {
+                /* It has not read its plan yet: nothing of the call ran. */
+                kill_and_reap(pid, pidfd);
+                close(pidfd);
+                answer = ZYGOTE_ANSWER_FAILED;
+                err.error = k;
+                cause = "moving it into its cgroup";
+        }
         if (answer == ZYGOTE_ANSWER_WORKER) {
                 r->pid = pid;
                 r->pidfd = pidfd;
                 /* Pre-started workers prepare at a lower priority; this one has a call now. */
                 (void) setpriority(PRIO_PROCESS, (id_t) pid, 0);
+                release_worker(r);
                 k = sd_event_add_io(r->event, &r->pid_source, pidfd, EPOLLIN, on_exit_event, r);
                 if (k >= 0) {
                         if (r->kill != RUNNER_KILL_NONE) /* cancelled or timed out meanwhile */
@@ -412,6 +459,8 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
                 }
                 /* Without a watch on its exit the worker cannot be run: kill and reap it. */
                 kill_and_reap(pid, pidfd);
+                close(pidfd);
+                r->pidfd = -1;
                 r->pid = 0;
                 answer = ZYGOTE_ANSWER_FAILED;
                 err.error = k;
@@ -435,6 +484,7 @@ static Runner *runner_new(sd_event *e, const Policy *p, RunnerDoneFn done, Runne
                 .policy = p,
                 .pid = 0,
                 .pidfd = -1,
+                .go_fd = -1,
                 .done = done,
                 .started = started,
                 .userdata = userdata,
@@ -466,7 +516,7 @@ static int make_plan_fd(const Policy *p, const RunnerRequest *req, int *ret_fd) 
 
 /* Exec mode: clone the child into the worker's namespaces (it runs the worker side's
  * exec_child_main), map its ids, let it go. The child's fds are ours until then. */
-static int start_exec(const Policy *p, const RunnerSpawner *sp, int pipes[][2], int plan_fd, pid_t *ret_pid,
+static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, int pipes[][2], int plan_fd, pid_t *ret_pid,
                       int *ret_pidfd, const char **ret_step) {
         _cleanup_close_ int devnull = -1, sync_r = -1, sync_w = -1;
         int sync_pipe[2], pidfd = -1, k;
@@ -507,7 +557,8 @@ static int start_exec(const Policy *p, const RunnerSpawner *sp, int pipes[][2], 
         /* The supervisor is the worker's creator and maps its ids. */
         *ret_step = "writing its id maps";
         if ((k = userns_write_id_maps(pid, p->worker_uid, p->worker_gid)) < 0 ||
-            (write(sync_w, "x", 1) != 1 && (k = -errno) < 0)) {
+            (cg && (*ret_step = "moving it into its cgroup", k = cgroup_attach(cg, pid)) < 0) ||
+            (*ret_step = "releasing it", write(sync_w, "x", 1) != 1 && (k = -errno) < 0)) {
                 kill_and_reap(pid, pidfd);
                 close(pidfd);
                 return k;
@@ -524,7 +575,7 @@ static void close_pipes(int pipes[][2]) {
 
 int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
                  RunnerStartedFn started, void *userdata, Runner **ret, RunnerStartError *ret_err) {
-        _cleanup_close_ int plan_fd = -1;
+        _cleanup_close_ int plan_fd = -1, go_r = -1;
         int pipes[_CH_MAX][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
         const char *step = "allocating its state";
         Runner *r;
@@ -546,14 +597,29 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                         k = -errno;
                         goto fail;
                 }
+        /* Its own cgroup, made before the worker exists (docs/design.md). */
+        if ((k = cgroup_new(sp->cgroups, p->memory_bytes, p->processes, &r->cgroup, &step)) < 0)
+                goto fail;
 
         if (sp->zygote) {
+                int go[2];
+                step = "creating its go pipe";
+                if (pipe2(go, O_CLOEXEC) < 0) {
+                        k = -errno;
+                        goto fail;
+                }
+                go_r = go[0];
+                r->go_fd = go[1];
+                /* Without a cgroup there is nothing to wait for: go at once. */
+                if (!r->cgroup)
+                        release_worker(r);
                 const int fds[_SPAWN_FD_MAX] = {
                         [SPAWN_FD_STDOUT] = pipes[CH_OUT][1],
                         [SPAWN_FD_STDERR] = pipes[CH_ERR][1],
                         [SPAWN_FD_REPORT] = pipes[CH_REPORT][1],
                         [SPAWN_FD_RESULT] = pipes[CH_RESULT][1],
                         [SPAWN_FD_PLAN] = plan_fd,
+                        [SPAWN_FD_GO] = go_r,
                 };
                 if (zygote_client_state(sp->zygote) == ZYGOTE_STATE_BROKEN) {
                         close_pipes(pipes);
@@ -576,7 +642,7 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                         goto fail;
                 r->zygote = sp->zygote;
                 r->spawning = true;
-        } else if ((k = start_exec(p, sp, pipes, plan_fd, &r->pid, &r->pidfd, &step)) < 0)
+        } else if ((k = start_exec(p, sp, r->cgroup, pipes, plan_fd, &r->pid, &r->pidfd, &step)) < 0)
                 goto fail;
 
         r->start_usec = now_usec();

@@ -11,6 +11,7 @@
 #include "contract/plan.h"
 #include "contract/report.h"
 #include "policy/policy.h"
+#include "supervisor/cgroup.h"
 #include "supervisor/outcome.h"
 #include "supervisor/zygote_client.h"
 
@@ -37,6 +38,8 @@ typedef struct RunnerResult {
         int signal;          /* 0 if exited */
         uint64_t cpu_usec;
         uint64_t max_rss_kb;
+        bool has_memory_peak; /* the worker had a cgroup that reports its peak */
+        uint64_t memory_peak_bytes;
         uint64_t start_usec, end_usec; /* CLOCK_MONOTONIC */
 } RunnerResult;
 
@@ -78,6 +81,7 @@ typedef struct RunnerRequest {
 typedef struct RunnerSpawner {
         int worker_exec_fd;
         ZygoteClient *zygote;
+        CgroupRoot *cgroups; /* a cgroup per worker unless NULL or version none */
 } RunnerSpawner;
 
 /* Start a worker. Returns 0: in exec mode the worker exists; in zygote mode it is asked

@@ -40,6 +40,7 @@ struct Server {
         uint32_t n_conns;
         sd_event_source *accept_retry; /* accept paused: out of descriptors */
         ZygoteClient *zygote;
+        CgroupRoot *cgroups; /* the workers' cgroups: version none without */
         uint64_t next_call_id;
         uint64_t refused[_OUTCOME_MAX]; /* execute requests refused before admission, by outcome */
         bool shutting_down;
@@ -271,6 +272,8 @@ static void send_result(Connection *c, const Policy *p, Call *call, RunnerResult
                 .signal = res->signal,
                 .cpu_usec = res->cpu_usec,
                 .max_rss_kb = res->max_rss_kb,
+                .has_memory_peak = res->has_memory_peak,
+                .memory_peak_bytes = res->memory_peak_bytes,
                 .stage = res->stage[0] ? res->stage : NULL,
                 .stage_errno = res->stage_errno,
                 .code_sha256 = code_sha,
@@ -280,6 +283,7 @@ static void send_result(Connection *c, const Policy *p, Call *call, RunnerResult
                 .policy = p,
                 .worker_start = policy_worker_start_to_string(p->worker_start),
                 .landlock_abi = landlock_abi_cached(),
+                .cgroup = cgroup_root_version(c->server->cgroups),
         };
 
         mp_writer_init(&w, 0);
@@ -354,7 +358,8 @@ static void handle_hello(Connection *c, const ProtoRequest *req) {
         MpWriter w;
 
         mp_writer_init(&w, 0);
-        conn_send_packed(c, &w, proto_pack_hello(&w, req->id, c->server->policy));
+        conn_send_packed(c, &w,
+                         proto_pack_hello(&w, req->id, c->server->policy, cgroup_root_version(c->server->cgroups)));
 }
 
 static void handle_describe(Connection *c, const ProtoRequest *req) {
@@ -741,7 +746,8 @@ static void on_zygote_settled(void *userdata) {
         server_reap_strays(userdata);
 }
 
-int server_new(sd_event *e, PolicySnapshot *snapshot, int listen_fd, int worker_exec_fd, Server **ret) {
+int server_new(sd_event *e, PolicySnapshot *snapshot, int listen_fd, int worker_exec_fd, CgroupRoot *cgroups,
+               Server **ret) {
         static const SchedCallbacks cb = { .finished = on_finished, .progress = on_progress };
         Server *s;
         int k;
@@ -761,7 +767,7 @@ int server_new(sd_event *e, PolicySnapshot *snapshot, int listen_fd, int worker_
                 server_free(s);
                 return k;
         }
-        RunnerSpawner sp = { .worker_exec_fd = worker_exec_fd, .zygote = s->zygote };
+        RunnerSpawner sp = { .worker_exec_fd = worker_exec_fd, .zygote = s->zygote, .cgroups = cgroups };
         if ((k = sched_new(e, p, &sp, &cb, s, &s->sched)) < 0 ||
             (k = inv_registry_new(e, p, on_invocation_closed, s, &s->invocations)) < 0 ||
             (k = sd_event_add_io(e, &s->listen_source, listen_fd, EPOLLIN, on_accept, s)) < 0) {
@@ -773,6 +779,7 @@ int server_new(sd_event *e, PolicySnapshot *snapshot, int listen_fd, int worker_
                 zygote_client_set_settled_callback(s->zygote, on_zygote_settled, s);
         }
         s->listen_fd = listen_fd;
+        s->cgroups = cgroups;
         *ret = s;
         return 0;
 }
@@ -877,6 +884,7 @@ Server *server_free(Server *s) {
         s->sched = sched_free(s->sched);
         s->zygote = zygote_client_free(s->zygote);
         kill_children();
+        s->cgroups = cgroup_root_free(s->cgroups); /* after every runner: their cgroups are gone */
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
         policy_snapshot_unref(s->snapshot);

@@ -3,6 +3,8 @@
  * peer credentials, request dispatch. */
 #pragma once
 
+#include "supervisor/cgroup.h"
+
 #include <stdbool.h>
 #include <systemd/sd-event.h>
 
@@ -13,7 +15,8 @@ typedef struct Server Server;
 /* listen_fd: a bound, listening AF_UNIX SOCK_STREAM socket (the server takes it on
  * success only; on failure it is still the caller's to close).
  * worker_exec_fd: sealed copy of codeinterp-worker. */
-int server_new(sd_event *e, PolicySnapshot *p, int listen_fd, int worker_exec_fd, Server **ret);
+/* Takes cgroups (the workers' cgroup root, cgroup_root_open()) on success. */
+int server_new(sd_event *e, PolicySnapshot *p, int listen_fd, int worker_exec_fd, CgroupRoot *cgroups, Server **ret);
 /* Reload: new connections, requests and calls get p (referenced); queued and running
  * calls keep the policy they were admitted under. The caller has already kept the
  * running values of the keys read only at start (policy_keep_restart_keys()). */

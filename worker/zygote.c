@@ -134,9 +134,18 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         if (recv_call_fds(chan, fds) < 0)
                 _exit(0); /* never assigned: the zygote went away */
         close(chan);
+        /* The supervisor learns our pid only from the zygote's answer, after we have the
+         * call's descriptors: it puts us into the call's cgroup, then says go. Nothing of
+         * the call (not even its plan) is read before. EOF: the call is gone. */
+        do
+                r = (int) read(fds[SPAWN_FD_GO], &c, 1);
+        while (r < 0 && errno == EINTR);
+        if (r != 1)
+                _exit(127);
+        close(fds[SPAWN_FD_GO]);
         prctl(PR_SET_NAME, "ci-worker", 0, 0, 0);
         src[WORKER_FD_STDIN] = devnull;
-        memcpy(src + WORKER_FD_STDOUT, fds, sizeof fds);
+        memcpy(src + WORKER_FD_STDOUT, fds, (_WORKER_FD_MAX - 1) * sizeof *fds);
         if (sandbox_install_fds(src, _WORKER_FD_MAX) < 0)
                 _exit(127);
         if (failed < 0)

@@ -73,6 +73,7 @@ static const TestKey test_keys[] = {
         { "zygoteMaxSeconds", true, 1, 604800, "", "60" },
         { "zygotePoolSize", true, 0, 64, "", "4" },
         { "idleExitSeconds", true, 0, 604800, "", "30" },
+        { "cgroups", false, 0, 0, NULL, "off" },
 };
 
 /* Every key, non-default, mutually consistent; flow and block styles, comments, quoting. */
@@ -115,7 +116,8 @@ static const char full_doc[] = "# every key overridden\n"
                                "zygoteMaxCalls: 500\n"
                                "zygoteMaxSeconds: 600\n"
                                "zygotePoolSize: 5\n"
-                               "idleExitSeconds: 90\n";
+                               "idleExitSeconds: 90\n"
+                               "cgroups: required\n";
 
 /* Byte copies, so that "unchanged" can be checked with memcmp, padding included. */
 static void policy_copy(Policy *dst, const Policy *src) {
@@ -439,6 +441,7 @@ static const ErrorCase error_cases[] = {
         { "seccompDenyAction: errno2\n", 0, "seccompDenyAction:", "expected errno or kill" },
         { "workerStart: fork\n", 0, "workerStart:", "expected exec or zygote" },
         { "workerStart: \"\"\n", 0, "workerStart:", "expected exec or zygote" },
+        { "cgroups: v3\n", 0, "cgroups:", "expected auto, required or off" },
         { "socketGroup: no-such-group-zq9\n", 0, "socketGroup:", "unknown group 'no-such-group-zq9'" },
         { "socketGroup: \"bad name\"\n", 0, "socketGroup:", "invalid group name" },
         { "socketGroup: -x\n", 0, "socketGroup:", "invalid group name" },
@@ -583,7 +586,7 @@ static void test_keep_restart_keys(void **state) {
         assert_memory_equal(&p, &running, sizeof p);
 
         assert_int_equal(load(&p, full_doc, err, sizeof(err)), 0);
-        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 7);
+        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 8);
         assert_string_equal(changed[0], "workerUid");
         assert_string_equal(changed[1], "workerGid");
         assert_string_equal(changed[2], "socketGroup");
@@ -591,6 +594,8 @@ static void test_keep_restart_keys(void **state) {
         assert_string_equal(changed[4], "zygoteMaxCalls");
         assert_string_equal(changed[5], "zygoteMaxSeconds");
         assert_string_equal(changed[6], "zygotePoolSize");
+        assert_string_equal(changed[7], "cgroups");
+        assert_int_equal(p.cgroups, running.cgroups);
         assert_int_equal(p.worker_uid, running.worker_uid);
         assert_int_equal(p.worker_start, running.worker_start);
         assert_false(p.has_socket_group);
@@ -660,7 +665,8 @@ static void test_digest_known_answer(void **state) {
                                         "zygoteMaxCalls=10000\n"
                                         "zygoteMaxSeconds=3600\n"
                                         "zygotePoolSize=2\n"
-                                        "idleExitSeconds=0\n";
+                                        "idleExitSeconds=0\n"
+                                        "cgroups=auto\n";
         char want[65];
         Policy p;
         char err[256];
@@ -853,6 +859,10 @@ static void test_to_string(void **state) {
         assert_string_equal(policy_worker_start_to_string(POLICY_WORKER_START_EXEC), "exec");
         assert_string_equal(policy_worker_start_to_string(POLICY_WORKER_START_ZYGOTE), "zygote");
         assert_null(policy_worker_start_to_string((PolicyWorkerStart) 42));
+        assert_string_equal(policy_cgroups_to_string(POLICY_CGROUPS_AUTO), "auto");
+        assert_string_equal(policy_cgroups_to_string(POLICY_CGROUPS_REQUIRED), "required");
+        assert_string_equal(policy_cgroups_to_string(POLICY_CGROUPS_OFF), "off");
+        assert_null(policy_cgroups_to_string((PolicyCgroups) 42));
 }
 
 /* Random byte and line mutations of a valid document: never crash, always 0 or -EINVAL,

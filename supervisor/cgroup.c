@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: MIT */
+#include "supervisor/cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/util.h"
+
+/* v2 has one hierarchy; v1 two: memory and pids. */
+#define CG_MAX_DIRS 2
+enum { CG_MEMORY, CG_PIDS };
+/* How long a busy cgroup is retried before it is left (and logged): its last
+ * processes are normally gone by the time the worker is reaped. */
+#define CG_RMDIR_TRIES 50
+#define CG_RMDIR_SLEEP_NSEC 1000000L
+
+struct CgroupRoot {
+        CgroupVersion version;
+        int dirs[CG_MAX_DIRS]; /* v2: [0] the workers' parent; v1: the supervisor's memory and pids cgroups */
+        size_t n_dirs;
+        char path[PATH_MAX]; /* dirs[0], relative to the hierarchy */
+        uint64_t seq;
+};
+
+struct Cgroup {
+        CgroupVersion version;
+        int parents[CG_MAX_DIRS];
+        int dirs[CG_MAX_DIRS];
+        size_t n_dirs;
+        char name[64]; /* relative to parents[]: "w…" (v2), "codeinterp/w…" (v1) */
+        char path[PATH_MAX + 80];
+};
+
+static int write_at(int dir, const char *file, const char *value) {
+        _cleanup_close_ int fd = openat(dir, file, O_WRONLY | O_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        return write_full(fd, value, strlen(value));
+}
+
+static int read_at(int dir, const char *file, char *buf, size_t size) {
+        _cleanup_close_ int fd = openat(dir, file, O_RDONLY | O_CLOEXEC);
+        size_t len = 0;
+        ssize_t n;
+
+        if (fd < 0)
+                return -errno;
+        while (len + 1 < size && (n = read(fd, buf + len, size - 1 - len)) != 0) {
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                len += (size_t) n;
+        }
+        buf[len] = 0;
+        return 0;
+}
+
+/* "key N" in a flat keyed file (memory.events, memory.oom_control). */
+static int read_keyed(int dir, const char *file, const char *key, uint64_t *ret) {
+        char buf[1024];
+        size_t klen = strlen(key);
+        int k = read_at(dir, file, buf, sizeof buf);
+
+        if (k < 0)
+                return k;
+        for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
+                        *ret = strtoull(line + klen + 1, NULL, 10);
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+static int read_number(int dir, const char *file, uint64_t *ret) {
+        char buf[64], *end;
+        int k = read_at(dir, file, buf, sizeof buf);
+
+        if (k < 0)
+                return k;
+        errno = 0;
+        *ret = strtoull(buf, &end, 10);
+        if (errno != 0 || end == buf)
+                return -EINVAL;
+        return 0;
+}
+
+/* Whether the space-separated list in file holds every word of want. */
+static bool has_words(int dir, const char *file, const char *const *want) {
+        char buf[512];
+
+        if (read_at(dir, file, buf, sizeof buf) < 0)
+                return false;
+        for (; *want; want++) {
+                bool found = false;
+                size_t n = strlen(*want);
+                for (char *w = buf; (w = strstr(w, *want)); w += n)
+                        if ((w == buf || w[-1] == ' ') && (w[n] == 0 || w[n] == ' ' || w[n] == '\n')) {
+                                found = true;
+                                break;
+                        }
+                if (!found)
+                        return false;
+        }
+        return true;
+}
+
+/* The supervisor's own cgroups from /proc/self/cgroup. */
+static int own_cgroups(char *v2, char *memory, char *pids, size_t size) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+        char line[PATH_MAX + 64];
+
+        if (!f)
+                return -errno;
+        v2[0] = memory[0] = pids[0] = 0;
+        while (fgets(line, sizeof line, f)) {
+                char *ctrl = strchr(line, ':'), *path;
+                if (!ctrl || !(path = strchr(ctrl + 1, ':')))
+                        continue;
+                *path++ = 0;
+                path[strcspn(path, "\n")] = 0;
+                *ctrl++ = 0;
+                if (strcmp(line, "0") == 0 && ctrl[0] == 0)
+                        snprintf(v2, size, "%s", path);
+                for (char *save = NULL, *c = strtok_r(ctrl, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+                        if (strcmp(c, "memory") == 0)
+                                snprintf(memory, size, "%s", path);
+                        else if (strcmp(c, "pids") == 0)
+                                snprintf(pids, size, "%s", path);
+                }
+        }
+        return 0;
+}
+
+static int open_dir(const char *path) {
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+/* Remove the workers' cgroups a supervisor that is gone left behind ("w<pid>-<n>"
+ * whose pid no longer exists). Others' are in use and never touched. */
+static void remove_stale(int dir) {
+        int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        while ((de = readdir(d))) {
+                int pid;
+                char dash;
+                if (sscanf(de->d_name, "w%d%c", &pid, &dash) != 2 || dash != '-' || pid <= 0)
+                        continue;
+                if (pid != getpid() && kill(pid, 0) < 0 && errno == ESRCH)
+                        (void) unlinkat(dir, de->d_name, AT_REMOVEDIR);
+        }
+        closedir(d);
+}
+
+static void set_why(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_why(char *why, size_t why_len, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(why, why_len, fmt, ap);
+        va_end(ap);
+}
+
+static const char *const controllers[] = { "memory", "pids", NULL };
+
+/* v2: the workers' parent is the supervisor's cgroup when its children may have the
+ * controllers; the supervisor moves itself into a leaf "supervisor" first if needed. */
+static int open_v2(CgroupRoot *root, const char *mnt, const char *own, bool dry_run, char *why, size_t why_len) {
+        char base[2 * PATH_MAX], parent[2 * PATH_MAX], pid[32];
+        const char *leaf = strrchr(own, '/');
+        _cleanup_close_ int dir = -1, parent_dir = -1;
+        int k;
+
+        snprintf(base, sizeof base, "%s%s", mnt, strcmp(own, "/") == 0 ? "" : own);
+        /* Already moved (a restart in the same unit): the parent of our leaf. */
+        if (leaf && strcmp(leaf, "/supervisor") == 0 && leaf != own) {
+                snprintf(parent, sizeof parent, "%s%.*s", mnt, (int) (leaf - own), own);
+                parent_dir = open_dir(parent);
+                if (parent_dir >= 0 && has_words(parent_dir, "cgroup.subtree_control", controllers)) {
+                        snprintf(root->path, sizeof root->path, "%.*s", (int) (leaf - own), own);
+                        root->dirs[0] = TAKE_FD(parent_dir);
+                        root->n_dirs = 1;
+                        return 0;
+                }
+        }
+        dir = open_dir(base);
+        if (dir < 0) {
+                set_why(why, why_len, "cgroup v2: cannot open %s: %s", base, strerror(-dir));
+                return dir;
+        }
+        if (!has_words(dir, "cgroup.controllers", controllers)) {
+                set_why(why, why_len, "cgroup v2: the memory and pids controllers are not available in %s", base);
+                return -EOPNOTSUPP;
+        }
+        if (!has_words(dir, "cgroup.subtree_control", controllers)) {
+                if (dry_run) {
+                        if (faccessat(dir, "cgroup.subtree_control", W_OK, 0) < 0) {
+                                set_why(why, why_len, "cgroup v2: %s is not writable", base);
+                                return -EACCES;
+                        }
+                } else {
+                        /* No process may stay in a cgroup whose children get controllers. */
+                        if (mkdirat(dir, "supervisor", 0755) < 0 && errno != EEXIST) {
+                                k = -errno;
+                                set_why(why, why_len, "cgroup v2: cannot make %s/supervisor: %s", base, strerror(-k));
+                                return k;
+                        }
+                        snprintf(pid, sizeof pid, "%d", (int) getpid());
+                        if ((k = write_at(dir, "supervisor/cgroup.procs", pid)) < 0) {
+                                set_why(why, why_len, "cgroup v2: cannot move into %s/supervisor: %s", base,
+                                        strerror(-k));
+                                return k;
+                        }
+                        if ((k = write_at(dir, "cgroup.subtree_control", "+memory +pids")) < 0) {
+                                set_why(why, why_len, "cgroup v2: cannot enable memory and pids in %s: %s", base,
+                                        strerror(-k));
+                                return k;
+                        }
+                }
+        }
+        snprintf(root->path, sizeof root->path, "%s", own);
+        root->dirs[0] = TAKE_FD(dir);
+        root->n_dirs = 1;
+        return 0;
+}
+
+/* v1: a "codeinterp" directory under the supervisor's memory and pids cgroups. It is
+ * shared by the supervisors of one cgroup: each makes it again when it needs it and
+ * tries to remove it at exit (it goes when the last one's workers are gone). */
+static int open_v1(CgroupRoot *root, const char *fs, const char *memory, const char *pids, bool dry_run, char *why,
+                   size_t why_len) {
+        const char *hier[CG_MAX_DIRS] = { "memory", "pids" }, *own[CG_MAX_DIRS] = { memory, pids };
+        char base[PATH_MAX];
+        int k;
+
+        for (size_t i = 0; i < CG_MAX_DIRS; i++) {
+                _cleanup_close_ int dir = -1;
+
+                if (!own[i][0]) {
+                        set_why(why, why_len, "cgroup v1: no %s hierarchy", hier[i]);
+                        return -EOPNOTSUPP;
+                }
+                snprintf(base, sizeof base, "%s/%s%s", fs, hier[i], strcmp(own[i], "/") == 0 ? "" : own[i]);
+                dir = open_dir(base);
+                if (dir < 0) {
+                        set_why(why, why_len, "cgroup v1: cannot open %s: %s", base, strerror(-dir));
+                        return dir;
+                }
+                if (dry_run ? faccessat(dir, ".", W_OK, 0) < 0
+                            : mkdirat(dir, "codeinterp", 0755) < 0 && errno != EEXIST) {
+                        k = -errno;
+                        set_why(why, why_len, "cgroup v1: cannot make %s/codeinterp: %s", base, strerror(-k));
+                        return k;
+                }
+                root->dirs[root->n_dirs++] = TAKE_FD(dir);
+        }
+        snprintf(root->path, sizeof root->path, "%s", strcmp(memory, "/") == 0 ? "" : memory);
+        return 0;
+}
+
+CgroupRoot *cgroup_root_free(CgroupRoot *root) {
+        if (!root)
+                return NULL;
+        for (size_t i = 0; i < root->n_dirs; i++) {
+                /* v1's "codeinterp" goes when it is empty (another supervisor may use it). */
+                if (root->version == CGROUP_V1)
+                        (void) unlinkat(root->dirs[i], "codeinterp", AT_REMOVEDIR);
+                close(root->dirs[i]);
+        }
+        free(root);
+        return NULL;
+}
+
+int cgroup_root_open(PolicyCgroups want, const char *fs, bool dry_run, CgroupRoot **ret, char *why, size_t why_len) {
+        char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX], mnt[PATH_MAX], probe[PATH_MAX + 32];
+        CgroupRoot *root = calloc(1, sizeof *root);
+        int k = 0;
+
+        if (!root)
+                return -ENOMEM;
+        why[0] = 0;
+        root->version = CGROUP_NONE;
+        if (want == POLICY_CGROUPS_OFF) {
+                set_why(why, why_len, "cgroups: off");
+                *ret = root;
+                return 0;
+        }
+        k = own_cgroups(v2, memory, pids, sizeof v2);
+        if (k < 0)
+                set_why(why, why_len, "cannot read /proc/self/cgroup: %s", strerror(-k));
+        if (k >= 0 && v2[0]) {
+                /* Pure v2 at fs, or the unified hierarchy of a hybrid at fs/unified. */
+                snprintf(mnt, sizeof mnt, "%s", fs);
+                snprintf(probe, sizeof probe, "%s/cgroup.controllers", fs);
+                if (access(probe, F_OK) < 0)
+                        snprintf(mnt, sizeof mnt, "%s/unified", fs);
+                k = open_v2(root, mnt, v2, dry_run, why, why_len);
+                if (k >= 0)
+                        root->version = CGROUP_V2;
+        }
+        if (root->version == CGROUP_NONE && (memory[0] || pids[0])) {
+                char why_v2[256];
+                snprintf(why_v2, sizeof why_v2, "%s", why);
+                k = open_v1(root, fs, memory, pids, dry_run, why, why_len);
+                if (k >= 0)
+                        root->version = CGROUP_V1;
+                else if (why_v2[0]) {
+                        size_t n = strlen(why);
+                        snprintf(why + n, why_len - n, "; %s", why_v2);
+                }
+        }
+        if (root->version == CGROUP_NONE) {
+                for (size_t i = 0; i < root->n_dirs; i++)
+                        close(root->dirs[i]);
+                root->n_dirs = 0;
+                if (!why[0])
+                        set_why(why, why_len, "no cgroup hierarchy with the memory and pids controllers");
+                if (want == POLICY_CGROUPS_REQUIRED) {
+                        free(root);
+                        return k < 0 ? k : -EOPNOTSUPP;
+                }
+        } else if (!dry_run)
+                for (size_t i = 0; i < root->n_dirs; i++) {
+                        int d = root->version == CGROUP_V1
+                                        ? openat(root->dirs[i], "codeinterp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                                        : fcntl(root->dirs[i], F_DUPFD_CLOEXEC, 3);
+                        if (d >= 0) {
+                                remove_stale(d);
+                                close(d);
+                        }
+                }
+        *ret = root;
+        return 0;
+}
+
+CgroupVersion cgroup_root_version(const CgroupRoot *root) {
+        return root ? root->version : CGROUP_NONE;
+}
+
+const char *cgroup_path(const Cgroup *cg) {
+        return cg ? cg->path : "";
+}
+
+static void cgroup_rmdir(Cgroup *cg, size_t i) {
+        struct timespec pause = { .tv_nsec = CG_RMDIR_SLEEP_NSEC };
+
+        for (int t = 0; t < CG_RMDIR_TRIES; t++) {
+                if (unlinkat(cg->parents[i], cg->name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+                        return;
+                if (errno != EBUSY)
+                        break;
+                nanosleep(&pause, NULL);
+        }
+        log_warning_errno(errno, "Could not remove the worker cgroup %s: %m", cg->path);
+}
+
+Cgroup *cgroup_free(Cgroup *cg) {
+        if (!cg)
+                return NULL;
+        for (size_t i = 0; i < cg->n_dirs; i++) {
+                if (cg->dirs[i] >= 0) {
+                        close(cg->dirs[i]);
+                        cgroup_rmdir(cg, i);
+                }
+                close(cg->parents[i]);
+        }
+        free(cg);
+        return NULL;
+}
+
+static int set_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes, const char **ret_step) {
+        char mem[32], procs[32];
+        int k;
+
+        snprintf(mem, sizeof mem, "%" PRIu64, memory_bytes);
+        snprintf(procs, sizeof procs, "%" PRIu32, max_processes);
+        if (cg->version == CGROUP_V2) {
+                int d = cg->dirs[0];
+                if ((*ret_step = "setting memory.max", k = write_at(d, "memory.max", mem)) < 0)
+                        return k;
+                /* No swap: ENOENT where the kernel does not account it (then there is none). */
+                if ((*ret_step = "setting memory.swap.max", k = write_at(d, "memory.swap.max", "0")) < 0 &&
+                    k != -ENOENT)
+                        return k;
+                if ((*ret_step = "setting memory.oom.group", k = write_at(d, "memory.oom.group", "1")) < 0)
+                        return k;
+                *ret_step = "setting pids.max";
+                return write_at(d, "pids.max", procs);
+        }
+        if ((*ret_step = "setting memory.limit_in_bytes",
+             k = write_at(cg->dirs[CG_MEMORY], "memory.limit_in_bytes", mem)) < 0)
+                return k;
+        if ((*ret_step = "setting memory.memsw.limit_in_bytes",
+             k = write_at(cg->dirs[CG_MEMORY], "memory.memsw.limit_in_bytes", mem)) < 0 &&
+            k != -ENOENT)
+                return k;
+        *ret_step = "setting pids.max";
+        return write_at(cg->dirs[CG_PIDS], "pids.max", procs);
+}
+
+int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, Cgroup **ret, const char **ret_step) {
+        Cgroup *cg;
+        int k;
+
+        if (!root || root->version == CGROUP_NONE) {
+                *ret = NULL;
+                return 0;
+        }
+        *ret_step = "allocating its cgroup";
+        cg = calloc(1, sizeof *cg);
+        if (!cg)
+                return -ENOMEM;
+        cg->version = root->version;
+        snprintf(cg->name, sizeof cg->name, "%sw%d-%" PRIu64, root->version == CGROUP_V1 ? "codeinterp/" : "",
+                 (int) getpid(), ++root->seq);
+        snprintf(cg->path, sizeof cg->path, "%s/%s", strcmp(root->path, "/") == 0 ? "" : root->path, cg->name);
+        for (size_t i = 0; i < root->n_dirs; i++) {
+                cg->parents[i] = cg->dirs[i] = -1;
+                cg->n_dirs = i + 1;
+                *ret_step = "making its cgroup";
+                if ((cg->parents[i] = fcntl(root->dirs[i], F_DUPFD_CLOEXEC, 3)) < 0) {
+                        k = -errno;
+                        cgroup_free(cg);
+                        return k;
+                }
+                /* v1: "codeinterp" may have just been removed by another supervisor's exit. */
+                for (int t = 0;; t++) {
+                        if (root->version == CGROUP_V1 && mkdirat(root->dirs[i], "codeinterp", 0755) < 0 &&
+                            errno != EEXIST)
+                                k = -errno;
+                        else if (mkdirat(root->dirs[i], cg->name, 0755) < 0)
+                                k = -errno;
+                        else
+                                break;
+                        if (k != -ENOENT || t >= 3) {
+                                cgroup_free(cg);
+                                return k;
+                        }
+                }
+                if ((cg->dirs[i] = openat(root->dirs[i], cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+                        k = -errno;
+                        (void) unlinkat(root->dirs[i], cg->name, AT_REMOVEDIR);
+                        cgroup_free(cg);
+                        return k;
+                }
+        }
+        if ((k = set_limits(cg, memory_bytes, max_processes, ret_step)) < 0) {
+                cgroup_free(cg);
+                return k;
+        }
+        *ret = cg;
+        return 0;
+}
+
+int cgroup_attach(Cgroup *cg, pid_t pid) {
+        char s[32];
+        int k;
+
+        snprintf(s, sizeof s, "%d", (int) pid);
+        for (size_t i = 0; i < cg->n_dirs; i++)
+                if ((k = write_at(cg->dirs[i], "cgroup.procs", s)) < 0)
+                        return k;
+        return 0;
+}
+
+int cgroup_stats(Cgroup *cg, CgroupStats *ret) {
+        CgroupStats st = {};
+        int k;
+
+        if (cg->version == CGROUP_V2) {
+                if ((k = read_keyed(cg->dirs[0], "memory.events", "oom_kill", &st.oom_kills)) < 0)
+                        return k;
+                st.has_peak = read_number(cg->dirs[0], "memory.peak", &st.peak_bytes) >= 0;
+        } else {
+                if ((k = read_keyed(cg->dirs[CG_MEMORY], "memory.oom_control", "oom_kill", &st.oom_kills)) < 0) {
+                        /* Kernels before 4.13 do not count kills: a failed charge is the sign. */
+                        if ((k = read_number(cg->dirs[CG_MEMORY], "memory.failcnt", &st.oom_kills)) < 0)
+                                return k;
+                }
+                st.has_peak = read_number(cg->dirs[CG_MEMORY], "memory.max_usage_in_bytes", &st.peak_bytes) >= 0;
+        }
+        *ret = st;
+        return 0;
+}

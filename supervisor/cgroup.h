@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* A cgroup per worker, the same behind cgroup v1 (the memory and pids hierarchies)
+ * and v2. At start the supervisor finds where it may make cgroups (its root); per
+ * worker it makes one with the call's memory and process limits, puts the worker in
+ * it before the worker runs any code of its call, reads after the reap whether the OOM
+ * killer ended it and the peak memory, and removes it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "policy/policy.h"
+
+typedef enum CgroupVersion {
+        CGROUP_NONE,
+        CGROUP_V1,
+        CGROUP_V2,
+} CgroupVersion;
+
+typedef struct CgroupRoot CgroupRoot;
+
+/* Find (and, unless dry_run, prepare) the place for workers' cgroups under the cgroupfs
+ * mounted at fs ("/sys/fs/cgroup"). want off: version none. auto: none when no usable
+ * hierarchy is found, with why saying what was missing. required: -errno then, with
+ * why. On v2 (not dry_run) the supervisor may move itself into a leaf "supervisor"
+ * (see docs/design.md); call it before any child is started. */
+int cgroup_root_open(PolicyCgroups want, const char *fs, bool dry_run, CgroupRoot **ret, char *why, size_t why_len);
+CgroupVersion cgroup_root_version(const CgroupRoot *root);
+CgroupRoot *cgroup_root_free(CgroupRoot *root);
+
+typedef struct Cgroup Cgroup;
+
+/* Make a worker's cgroup with these limits. With a root of version none, *ret is NULL
+ * and 0 is returned. ret_step names the failed step. */
+int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, Cgroup **ret, const char **ret_step);
+/* Put the process into the cgroup (every hierarchy). 0 or -errno. */
+int cgroup_attach(Cgroup *cg, pid_t pid);
+
+typedef struct CgroupStats {
+        uint64_t oom_kills; /* processes the cgroup's OOM killer ended */
+        bool has_peak;
+        uint64_t peak_bytes; /* v2 memory.peak (kernels that have it), v1 memory.max_usage_in_bytes */
+} CgroupStats;
+int cgroup_stats(Cgroup *cg, CgroupStats *ret);
+/* The path relative to the cgroupfs hierarchy ("/…/w7"), for logs and tests. */
+const char *cgroup_path(const Cgroup *cg);
+
+/* Remove the cgroup (its processes must be gone: retried briefly while busy) and free.
+ * A cgroup that cannot be removed is logged. NULL-safe. */
+Cgroup *cgroup_free(Cgroup *cg);

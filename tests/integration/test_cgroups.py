@@ -1,0 +1,249 @@
+"""A cgroup per worker (policy key cgroups, docs/policy.md "Per-worker cgroups"): the
+worker is in a cgroup of its own while it runs, with memoryBytes and maxProcesses as
+its limits; the cgroup is gone after the call (also after a timeout and at shutdown);
+the cgroup's OOM killer ends a call as resource_limit memory with memoryPeakBytes;
+cgroups: off and a host without a usable hierarchy give "none", and required refuses
+to start there. Runs in both worker start modes (CODEINTERP_WORKER_START)."""
+import os
+import threading
+import time
+
+import pytest
+
+from conftest import Supervisor, require_sandbox, wait_until, worker_pids_of
+
+FS = "/sys/fs/cgroup"
+MEMORY = 268435456
+PROCS = 24
+POLICY = "memoryBytes: %d\nmaxProcesses: %d\n" % (MEMORY, PROCS)
+
+
+def _host_has_cgroups():
+    """The version auto would pick here: "v2", "v1" or None."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = [line.rstrip("\n").split(":", 2) for line in f]
+    except OSError:
+        return None
+    for n, ctrls, path in lines:
+        if n == "0" and ctrls == "":
+            mnt = FS if os.path.exists(os.path.join(FS, "cgroup.controllers")) else os.path.join(FS, "unified")
+            try:
+                with open(os.path.join(mnt, path.lstrip("/"), "cgroup.controllers")) as c:
+                    have = c.read().split()
+                if "memory" in have and "pids" in have:
+                    return "v2"
+            except OSError:
+                pass
+    ctrls = {c for _, cs, _ in lines for c in cs.split(",")}
+    if "memory" in ctrls and "pids" in ctrls and os.path.isdir(os.path.join(FS, "memory")):
+        return "v1"
+    return None
+
+
+VERSION = _host_has_cgroups()
+
+
+def need_cgroups():
+    require_sandbox()
+    if VERSION is None:
+        if os.environ.get("CODEINTERP_MUST_SANDBOX") == "1":
+            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but no cgroup hierarchy with memory and pids")
+        pytest.skip("no cgroup hierarchy with the memory and pids controllers")
+
+
+def cgroup_dirs(pid):
+    """{"memory": dir, "pids": dir} of a process, as seen from the host."""
+    with open("/proc/%d/cgroup" % pid) as f:
+        lines = [line.rstrip("\n").split(":", 2) for line in f]
+    if VERSION == "v2":
+        mnt = FS if os.path.exists(os.path.join(FS, "cgroup.controllers")) else os.path.join(FS, "unified")
+        path = [p for n, c, p in lines if n == "0" and c == ""][0]
+        d = os.path.join(mnt, path.lstrip("/"))
+        return {"memory": d, "pids": d}
+    out = {}
+    for _, cs, path in lines:
+        for c in cs.split(","):
+            if c in ("memory", "pids"):
+                out[c] = os.path.join(FS, c, path.lstrip("/"))
+    return out
+
+
+def read(d, name):
+    with open(os.path.join(d, name)) as f:
+        return f.read().strip()
+
+
+def leftovers(sup_pid):
+    """Worker cgroups of this supervisor (named w<pid>-<n>) that still exist."""
+    left = []
+    for root, dirs, _ in os.walk(FS):
+        for d in dirs:
+            if d.startswith("w%d-" % sup_pid):
+                left.append(os.path.join(root, d))
+        if root.count("/") > 12:
+            dirs[:] = []
+    return left
+
+
+@pytest.fixture
+def sups():
+    started = []
+
+    def make(policy=POLICY, extra_args=()):
+        s = Supervisor(policy, extra_args)
+        s.wait_ready()
+        started.append(s)
+        return s
+
+    yield make
+    for s in started:
+        pid = s.proc.pid
+        assert s.stop() == 0
+        assert leftovers(pid) == [], "cgroups left behind by supervisor %d" % pid
+
+
+def run_async(conn, code):
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("r", conn.execute(code)))
+    t.start()
+    return t, box
+
+
+def test_worker_runs_in_its_own_cgroup(sups):
+    need_cgroups()
+    sup = sups()
+    c = sup.connect()
+    assert c.call("hello")["cgroup"] == VERSION
+    t, box = run_async(c, "import time\ntime.sleep(1.5)\n1")
+    pids = wait_until(lambda: worker_pids_of(sup), timeout=10)
+    assert pids, "no worker seen"
+    dirs = cgroup_dirs(pids[0])
+    mine = cgroup_dirs(sup.proc.pid)
+    for ctrl, d in dirs.items():
+        assert os.path.basename(d).startswith("w%d-" % sup.proc.pid), dirs
+        assert d != mine[ctrl]
+    if VERSION == "v2":
+        assert int(read(dirs["memory"], "memory.max")) == MEMORY
+        assert read(dirs["memory"], "memory.oom.group") == "1"
+    else:
+        assert int(read(dirs["memory"], "memory.limit_in_bytes")) == MEMORY
+    assert int(read(dirs["pids"], "pids.max")) == PROCS
+    t.join(30)
+    r = box["r"]
+    assert r["outcome"] == "ok", r
+    assert r["evidence"]["runtime"]["cgroup"] == VERSION
+    peak = r["exitStatus"]["memoryPeakBytes"]
+    assert peak is None or 0 < peak <= MEMORY
+    if VERSION == "v1":
+        assert peak is not None
+    assert wait_until(lambda: not any(os.path.exists(d) for d in dirs.values()), timeout=2), dirs
+
+
+def test_tmp_pages_count_against_the_cgroup(sups):
+    """/tmp is a tmpfs larger than memoryBytes: its pages are charged to the worker's
+    cgroup, which RLIMIT_AS does not see, so filling it ends as resource_limit memory."""
+    need_cgroups()
+    sup = sups("memoryBytes: 67108864\ntmpBytes: 536870912\nmaxFileBytes: 536870912\n")
+    c = sup.connect()
+    r = c.execute("chunk = b'x' * (1 << 20)\n"
+                  "with open('/tmp/fill', 'wb') as f:\n"
+                  "    for i in range(400):\n"
+                  "        f.write(chunk)\n"
+                  "        f.flush()\n"
+                  "'not reached'\n")
+    assert r["outcome"] == "resource_limit", r
+    assert r["limit"] == "memory", r
+    assert "OOM" in r["detail"], r
+    peak = r["exitStatus"]["memoryPeakBytes"]
+    if VERSION == "v1":
+        assert peak is not None and peak >= 32 << 20, r["exitStatus"]
+    # The supervisor goes on serving, with a fresh cgroup.
+    assert c.execute("1 + 1")["outcome"] == "ok"
+
+
+def test_cgroup_removed_after_timeout(sups):
+    need_cgroups()
+    sup = sups(POLICY + "timeoutMs: 1000\n")
+    c = sup.connect()
+    r = c.execute("while True:\n    pass\n")
+    assert r["outcome"] == "timeout", r
+    assert wait_until(lambda: leftovers(sup.proc.pid) == [], timeout=2)
+
+
+def test_cgroup_removed_at_shutdown(sups):
+    need_cgroups()
+    sup = sups()
+    c = sup.connect()
+    rid = c.request("execute", summary="t", code="import time\ntime.sleep(30)\n", sourceIds=[])
+    assert wait_until(lambda: leftovers(sup.proc.pid), timeout=10), "no worker cgroup seen"
+    pid = sup.proc.pid
+    assert sup.stop() == 0
+    assert leftovers(pid) == []
+    del rid
+
+
+def test_cgroups_off(sups):
+    require_sandbox()
+    sup = sups(POLICY + "cgroups: off\n")
+    c = sup.connect()
+    assert c.call("hello")["cgroup"] == "none"
+    r = c.execute("1")
+    assert r["outcome"] == "ok"
+    assert r["evidence"]["runtime"]["cgroup"] == "none"
+    assert r["exitStatus"]["memoryPeakBytes"] is None
+
+
+def test_auto_without_hierarchy_falls_back(sups):
+    """--cgroup-fs names where the cgroup filesystem is mounted: a path without one
+    stands for a host without a usable hierarchy."""
+    require_sandbox()
+    sup = sups(POLICY, ["--cgroup-fs", "/nonexistent"])
+    c = sup.connect()
+    assert c.call("hello")["cgroup"] == "none"
+    assert c.execute("2")["outcome"] == "ok"
+    assert "without a cgroup of their own" in sup.read_log()
+
+
+def test_required_without_hierarchy_refuses_to_start():
+    require_sandbox()
+    with pytest.raises(RuntimeError) as e:
+        Supervisor(POLICY + "cgroups: required\n", ["--cgroup-fs", "/nonexistent"]).wait_ready()
+    assert "requires a cgroup per worker" in str(e.value)
+
+
+def test_check_config_names_the_cgroup_version(tmp_path):
+    import subprocess
+
+    from conftest import DAEMON
+    out = subprocess.run([DAEMON, "--check-config"], capture_output=True, text=True).stdout
+    assert "cgroup per worker: %s" % (VERSION or "none") in out
+    p = tmp_path / "p.yaml"
+    p.write_text("cgroups: required\n")
+    r = subprocess.run([DAEMON, "--check-config", "--policy", str(p), "--cgroup-fs", "/nonexistent"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "but the policy requires one" in r.stdout
+
+
+def test_many_calls_leave_nothing(sups):
+    need_cgroups()
+    sup = sups()
+    c = sup.connect()
+    for i in range(5):
+        assert c.execute("%d" % i)["outcome"] == "ok"
+    time.sleep(0.1)
+    assert leftovers(sup.proc.pid) == []
+
+
+def test_supervisors_sharing_a_cgroup(sups):
+    """Supervisors started in the same cgroup share v1's "codeinterp" directory: one
+    that exits (and removes it, being empty) does not break the other."""
+    need_cgroups()
+    a = sups()
+    b = sups()
+    cb = b.connect()
+    assert cb.execute("1")["outcome"] == "ok"
+    assert a.stop() == 0
+    r = cb.execute("2")
+    assert r["outcome"] == "ok", r
