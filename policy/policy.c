@@ -261,7 +261,7 @@ void policy_init_defaults(Policy *p) {
 
                 .idle_exit_seconds = 0,
 
-                .cgroups = POLICY_CGROUPS_AUTO,
+                .cgroups = POLICY_CGROUPS_OFF,
         };
         policy_finalize(p);
 }

@@ -73,7 +73,7 @@ static const TestKey test_keys[] = {
         { "zygoteMaxSeconds", true, 1, 604800, "", "60" },
         { "zygotePoolSize", true, 0, 64, "", "4" },
         { "idleExitSeconds", true, 0, 604800, "", "30" },
-        { "cgroups", false, 0, 0, NULL, "off" },
+        { "cgroups", false, 0, 0, NULL, "auto" },
 };
 
 /* Every key, non-default, mutually consistent; flow and block styles, comments, quoting. */
@@ -666,7 +666,7 @@ static void test_digest_known_answer(void **state) {
                                         "zygoteMaxSeconds=3600\n"
                                         "zygotePoolSize=2\n"
                                         "idleExitSeconds=0\n"
-                                        "cgroups=auto\n";
+                                        "cgroups=off\n";
         char want[65];
         Policy p;
         char err[256];
