@@ -137,13 +137,15 @@ static void test_failed_setup_leaves_nothing(void **state) {
 
         own(v2, memory, pids);
         if (memory[0] && pids[0]) {
-                snprintf(dir, sizeof dir, "%s/memory%s", fs, strcmp(memory, "/") == 0 ? "" : memory);
+                assert_true(snprintf(dir, sizeof dir, "%s/memory%s", fs, strcmp(memory, "/") == 0 ? "" : memory) <
+                            (int) sizeof dir);
                 mkdirs(dir);
-                snprintf(dir, sizeof dir, "%s/pids%s", fs, strcmp(pids, "/") == 0 ? "" : pids);
+                assert_true(snprintf(dir, sizeof dir, "%s/pids%s", fs, strcmp(pids, "/") == 0 ? "" : pids) <
+                            (int) sizeof dir);
                 mkdirs(dir);
         } else if (v2[0]) {
                 put(fs, "cgroup.controllers", "cpu memory pids\n");
-                snprintf(dir, sizeof dir, "%s%s", fs, strcmp(v2, "/") == 0 ? "" : v2);
+                assert_true(snprintf(dir, sizeof dir, "%s%s", fs, strcmp(v2, "/") == 0 ? "" : v2) < (int) sizeof dir);
                 mkdirs(dir);
                 put(dir, "cgroup.controllers", "cpu memory pids\n");
                 put(dir, "cgroup.subtree_control", "memory pids\n");
@@ -155,9 +157,11 @@ static void test_failed_setup_leaves_nothing(void **state) {
         assert_null(cg);
         assert_true(strncmp(step, "setting ", 8) == 0);
         if (cgroup_root_version(root) == CGROUP_V1) {
-                snprintf(sub, sizeof sub, "%s/memory%s/codeinterp", fs, strcmp(memory, "/") == 0 ? "" : memory);
+                assert_true(snprintf(sub, sizeof sub, "%s/memory%s/codeinterp", fs,
+                                     strcmp(memory, "/") == 0 ? "" : memory) < (int) sizeof sub);
                 assert_int_equal(count_entries(sub), 0);
-                snprintf(sub, sizeof sub, "%s/pids%s/codeinterp", fs, strcmp(pids, "/") == 0 ? "" : pids);
+                assert_true(snprintf(sub, sizeof sub, "%s/pids%s/codeinterp", fs, strcmp(pids, "/") == 0 ? "" : pids) <
+                            (int) sizeof sub);
                 assert_int_equal(count_entries(sub), 0);
         } else
                 assert_int_equal(count_entries(dir), 2); /* the two files we put there */
