@@ -47,8 +47,15 @@
 
 static_assert(MAX_RECORD < INT_MAX, "json_tokener_parse_ex() takes an int length");
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_tokener *, json_tokener_free)
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put)
+static inline void json_tokener_freep(json_tokener **t) {
+        if (*t)
+                json_tokener_free(*t);
+}
+
+static inline void json_object_putp(json_object **o) {
+        if (*o)
+                json_object_put(*o);
+}
 
 /* The digest and size of a file's bytes now. */
 static int digest_file(const char *path, char hex[65], size_t *ret_len) {
