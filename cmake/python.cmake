@@ -114,6 +114,10 @@ endif()
 # only its libraries are, one file each.
 find_program(CODEINTERP_LDD ldd REQUIRED)
 file(GLOB _py_ext_modules "${CODEINTERP_PY_DYNLOAD}/*.so")
+# Tk is left out: a worker has no display, and python3-tk (which Debian's matplotlib
+# pulls in) links libBLT from /usr/lib, a file the package's target host need not have.
+# `import tkinter` fails in the worker, as it would on a host without Tk.
+list(FILTER _py_ext_modules EXCLUDE REGEX "/_tkinter[.][^/]*$")
 set(_py_libs "")
 foreach(_obj "${CODEINTERP_PY_LIBDIR}/${_py_ldlibrary}" ${_py_ext_modules})
   execute_process(COMMAND "${CODEINTERP_LDD}" "${_obj}" OUTPUT_VARIABLE _ldd RESULT_VARIABLE _ldd_rc)
