@@ -136,3 +136,30 @@ def test_rootless_cgroups_only_where_delegated(make_supervisor):
     assert ok(c.execute("1"))["evidence"]["runtime"]["cgroup"] == "none"
     with pytest.raises(RuntimeError, match="requires a cgroup per worker"):
         Supervisor("cgroups: required\n")
+
+
+THREADS = """import threading
+ev = threading.Event()
+n = 0
+try:
+    for i in range(14):
+        threading.Thread(target=ev.wait).start()
+        n += 1
+except RuntimeError:
+    pass
+ev.set()
+n"""
+
+
+@pytest.mark.skipif(not ROOTLESS, reason="as root, workers are not the supervisor's user")
+def test_rootless_rlimit_nproc_is_shared_with_the_users_processes():
+    """docs/security.md, "Rootless": every task of the supervisor's user on the host
+    counts against the user's RLIMIT_NPROC, the workers' included. With 8 allowed and
+    the supervisor and the worker itself counted (exec mode: nothing else is the user's),
+    a call starts 6 threads, though its own maxProcesses (16) would allow 13."""
+    require_sandbox()
+    sup = Supervisor("workerStart: exec\n", prefix=["prlimit", "--nproc=8:8", "--"])
+    try:
+        assert value(sup.connect().execute(THREADS)) == "6"
+    finally:
+        assert sup.stop() == 0
