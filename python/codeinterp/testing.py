@@ -11,9 +11,10 @@ importing ``codeinterp_daemon`` and ``codeinterp_client`` into a conftest.py):
 - ``codeinterp_client``: a :class:`codeinterp.Client` connected to it.
 
 The binary is ``$CODEINTERP_BUILD/bin/codeinterpd`` when ``CODEINTERP_BUILD`` is
-set, else ``codeinterpd`` on ``PATH``. The supervisor needs root and user
-namespaces: without them the fixtures skip, unless ``CODEINTERP_MUST_SANDBOX=1``,
-which turns the skip into a failure.
+set, else ``codeinterpd`` on ``PATH``. The supervisor needs user namespaces: run
+by root it is the ordinary supervisor; run by another user it is a rootless one,
+which needs unprivileged user namespaces. Without them the fixtures skip, unless
+``CODEINTERP_MUST_SANDBOX=1``, which turns the skip into a failure.
 
 ``Daemon(user=NAME)`` (root only) starts the supervisor as that user instead
 (``setpriv``, no supplementary groups): a rootless supervisor. Its temporary
@@ -57,11 +58,12 @@ def _as_user(user: str) -> List[str]:
 
 
 def sandbox_available(user: Optional[str] = None) -> Tuple[bool, str]:
-    """(True, "") when this process is root and can create the namespaces the
-    supervisor needs; otherwise (False, why). With user, whether that user can
-    (unprivileged user namespaces), for a rootless supervisor started as it."""
-    if os.geteuid() != 0:
-        return False, "codeinterpd needs root" if user is None else "starting a supervisor as %s needs root" % user
+    """(True, "") when this process can create the namespaces the supervisor
+    needs (a process other than root: unprivileged user namespaces, for a rootless
+    supervisor); otherwise (False, why). With user (only as root), whether that
+    user can, for a rootless supervisor started as it."""
+    if user is not None and os.geteuid() != 0:
+        return False, "starting a supervisor as %s needs root" % user
     cmd = ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--net", "--fork", "true"]
     if user is not None:
         try:
