@@ -3,6 +3,7 @@ user it runs as. These run in both modes of the suite: as root (the ordinary run
 answers are the root ones; under `make test-rootless` (CODEINTERP_ROOTLESS_USER, a user
 created for the run) the rootless ones. The rest of the rootless run is test_core.py
 and test_sandbox.py against the same unprivileged supervisor."""
+import os
 import pwd
 import subprocess
 
@@ -163,3 +164,36 @@ def test_rootless_rlimit_nproc_is_shared_with_the_users_processes():
         assert value(sup.connect().execute(THREADS)) == "6"
     finally:
         assert sup.stop() == 0
+
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "test-rootless.sh")
+
+
+@pytest.mark.parametrize("must", ["1", ""])
+def test_rootless_script_fails_instead_of_skipping_under_must_sandbox(must):
+    """scripts/test-rootless.sh on a host where it cannot run (here: not started by root,
+    the same path as a host without unprivileged user namespaces) says why and passes,
+    and fails with CODEINTERP_MUST_SANDBOX=1."""
+    env = dict(os.environ, CODEINTERP_MUST_SANDBOX=must)
+    out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "--", "sh", SCRIPT,
+                          "/tmp"], capture_output=True, text=True, timeout=30, env=env, cwd="/")
+    if must:
+        assert out.returncode == 1, out
+        assert "FAILED: CODEINTERP_MUST_SANDBOX=1 but it must run as root" in out.stderr
+    else:
+        assert out.returncode == 0, out
+        assert "test-rootless: skipped: it must run as root" in out.stdout
+
+
+def test_require_sandbox_for_a_user_that_cannot(monkeypatch):
+    """The suite's rootless check (codeinterp.testing.require_sandbox(user)) for a user
+    that cannot start a supervisor: a skip, or a failure under CODEINTERP_MUST_SANDBOX=1."""
+    import codeinterp.testing as testing
+
+    assert testing.sandbox_available("ci-no-such-user-0") == (False, "no user 'ci-no-such-user-0'")
+    monkeypatch.setattr(testing, "MUST_SANDBOX", True)
+    with pytest.raises(pytest.fail.Exception, match="no user"):
+        testing.require_sandbox("ci-no-such-user-0")
+    monkeypatch.setattr(testing, "MUST_SANDBOX", False)
+    with pytest.raises(pytest.skip.Exception, match="no user"):
+        testing.require_sandbox("ci-no-such-user-0")
