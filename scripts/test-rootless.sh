@@ -11,11 +11,13 @@
 # skipped with a message, and fails under CODEINTERP_MUST_SANDBOX=1.
 #
 #   scripts/test-rootless.sh BUILD
+# CODEINTERP_ROOTLESS_TESTS="tests/... ..." runs other suites the same way (any suite
+# that starts supervisors through tests/integration/conftest.py, e.g. tests/adversarial).
 set -eu
 
 build=$(cd "${1:-build}" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
-tests="tests/integration/test_core.py tests/integration/test_sandbox.py tests/integration/test_rootless.py"
+tests=${CODEINTERP_ROOTLESS_TESTS:-tests/integration/test_core.py tests/integration/test_sandbox.py tests/integration/test_rootless.py}
 user="ci-rootless-$$"
 tmp=""
 made_user=0
