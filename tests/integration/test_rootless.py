@@ -5,12 +5,14 @@ created for the run) the rootless ones. The rest of the rootless run is test_cor
 and test_sandbox.py against the same unprivileged supervisor."""
 import os
 import pwd
+import shutil
 import subprocess
+import tempfile
 
 import pytest
 
-from conftest import (DAEMON, ROOTLESS, ROOTLESS_USER, WORKER_START, Supervisor, _ppid, pids_named, require_sandbox, wait_until,
-                      worker_pids_of)
+from conftest import (DAEMON, ROOTLESS, ROOTLESS_USER, WORKER_START, Conn, Supervisor, _ppid, pids_named,
+                      require_sandbox, wait_until, worker_pids_of)
 
 # The host ids a worker runs as: the policy's workerUid/workerGid (defaults) as root;
 # rootless, the supervisor's own user and its primary group.
@@ -197,3 +199,55 @@ def test_require_sandbox_for_a_user_that_cannot(monkeypatch):
     monkeypatch.setattr(testing, "MUST_SANDBOX", False)
     with pytest.raises(pytest.skip.Exception, match="no user"):
         testing.require_sandbox("ci-no-such-user-0")
+
+
+def cap_sets(pid):
+    """{"CapPrm": int, "CapEff": int, "CapBnd": int, ...} of pid, from /proc/PID/status."""
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key.startswith("Cap"):
+                out[key] = int(rest, 16)
+    return out
+
+
+@pytest.mark.skipif(WORKER_START != "zygote", reason="the zygote is zygote mode's")
+def test_zygote_capabilities(supervisor):
+    """Under root the zygote keeps CAP_SETUID and CAP_SETGID to write its workers' maps;
+    rootless it keeps none: it owns its workers' namespaces and maps only its own ids."""
+    zpid = supervisor.connect().call("status")["zygotePid"]
+    caps = cap_sets(zpid)
+    setid = (1 << 6) | (1 << 7)  # CAP_SETGID, CAP_SETUID
+    assert (caps["CapPrm"], caps["CapEff"]) == ((0, 0) if ROOTLESS else (setid, setid))
+    assert proc_ids(zpid) == (HOST_IDS if ROOTLESS else (0, 0))
+
+
+@pytest.mark.skipif(not ROOTLESS, reason="a root supervisor's workers drop their groups")
+def test_rootless_worker_keeps_the_supervisors_supplementary_groups():
+    """docs/security.md, "Rootless": setgroups is denied in a rootless worker's
+    namespace, so the supervisor's supplementary groups stay (unmapped: 65534 inside);
+    the worker still starts and runs."""
+    require_sandbox()
+    d = tempfile.mkdtemp(prefix="codeinterp-test-")
+    os.chown(d, *HOST_IDS)
+    sock = os.path.join(d, "ci.sock")
+    extra_gid = 4  # adm: any group the user is not in
+    proc = subprocess.Popen(["setpriv", "--reuid", str(HOST_IDS[0]), "--regid", str(HOST_IDS[1]),
+                             "--groups", str(extra_gid), "--", DAEMON, "--socket", sock],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert wait_until(lambda: os.path.exists(sock) or proc.poll() is not None, 10.0)
+        assert proc.poll() is None, proc.stderr.read()
+        c = Conn(sock)  # the path appears only once it listens (bind, listen, rename)
+        try:
+            assert value(c.execute("import os\n(os.getgroups(), os.getgid())")) == "([65534], 65534)"
+        finally:
+            c.close()
+        with open("/proc/%d/status" % proc.pid) as f:
+            assert [ln.split()[1:] for ln in f if ln.startswith("Groups:")] == [[str(extra_gid)]]
+    finally:
+        proc.terminate()
+        assert proc.wait(15) == 0
+        shutil.rmtree(d, ignore_errors=True)
+
