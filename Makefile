@@ -45,6 +45,7 @@ test: build check-format lint-python unit-python cppcheck sanitize fuzz-smoke sd
 	$(MAKE) python-client
 	$(MAKE) deployment-test
 	$(MAKE) adversarial
+	$(MAKE) test-rootless
 	$(MAKE) test-python-versions
 
 # The supervisor under ASan/UBSan with the ordinary worker (a worker cannot run
@@ -55,6 +56,14 @@ integration-asan: build sanitize
 	@cp $(BUILD)/bin/codeinterp-worker $(BUILD)/bin/codeinterp $(BUILD)-asan-bin/bin/
 	@cp $(BUILD)/python.json $(BUILD)-asan-bin/
 	ASAN_OPTIONS=detect_leaks=1 CODEINTERP_BUILD=$(abspath $(BUILD))-asan-bin $(PYTEST) -q tests/integration
+
+# The core and sandbox integration tests (and test_rootless.py) against a supervisor
+# started as an unprivileged user created for the run (removed afterwards), in both
+# worker start modes (scripts/test-rootless.sh, docs/testing.md). Root; fails instead of
+# skipping under CODEINTERP_MUST_SANDBOX=1 without unprivileged user namespaces.
+.PHONY: test-rootless
+test-rootless: build
+	scripts/test-rootless.sh $(abspath $(BUILD))
 
 # Configure refuses an embed library that is not the chosen interpreter's own; then the
 # core integration tests against every other CPython >= 3.12 on this machine (pyenv),

@@ -8,6 +8,7 @@
 #   lib/<multiarch>/libcodeinterp.so.0    the client library (+ .so, codeinterp.pc)
 #   include/codeinterp/libcodeinterp.h    its header
 #   <systemd unit dir>/codeinterpd.{socket,service}   configured with the paths above
+#   <systemd user unit dir>/codeinterpd.{socket,service}   the rootless pair (packaging/user)
 #   <sysconfdir>/codeinterp/policy.yaml   the example policy (every key at its default)
 #   share/man/man{1,8}, share/doc/codeinterp
 #   <python dir>/codeinterp               the Python client, when python/codeinterp exists
@@ -27,6 +28,17 @@ if(NOT DEFINED CODEINTERP_SYSTEMD_UNITDIR)
     set(_ci_unitdir "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
   endif()
   set(CODEINTERP_SYSTEMD_UNITDIR "${_ci_unitdir}" CACHE PATH "Where the systemd units are installed")
+endif()
+
+# systemd's user unit directory, for the rootless pair: systemd.pc's systemduserunitdir
+# (Debian 12: /usr/lib/systemd/user), else <prefix>/lib/systemd/user. Override with
+# -DCODEINTERP_SYSTEMD_USERUNITDIR=.
+if(NOT DEFINED CODEINTERP_SYSTEMD_USERUNITDIR)
+  pkg_get_variable(_ci_userunitdir systemd systemduserunitdir)
+  if(NOT _ci_userunitdir)
+    set(_ci_userunitdir "${CMAKE_INSTALL_PREFIX}/lib/systemd/user")
+  endif()
+  set(CODEINTERP_SYSTEMD_USERUNITDIR "${_ci_userunitdir}" CACHE PATH "Where the systemd user units are installed")
 endif()
 
 # The Python client (python/codeinterp, written on another branch): installed only when
@@ -76,6 +88,9 @@ set(CODEINTERP_SYSCONFDIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}")
 foreach(unit codeinterpd.service codeinterpd.socket)
   configure_file(${CMAKE_SOURCE_DIR}/packaging/${unit} ${CMAKE_BINARY_DIR}/packaging/${unit} @ONLY)
   install(FILES ${CMAKE_BINARY_DIR}/packaging/${unit} DESTINATION ${CODEINTERP_SYSTEMD_UNITDIR})
+  # The rootless pair for the user's own systemd (docs/operations.md, "Rootless").
+  configure_file(${CMAKE_SOURCE_DIR}/packaging/user/${unit} ${CMAKE_BINARY_DIR}/packaging/user/${unit} @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/packaging/user/${unit} DESTINATION ${CODEINTERP_SYSTEMD_USERUNITDIR})
 endforeach()
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/policy.yaml DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/codeinterp)
 

@@ -4,26 +4,65 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 
-static int write_id_map(pid_t pid, const char *which, unsigned id) {
-        char path[64], line[64];
+bool userns_rootless(void) {
+        return geteuid() != 0;
+}
+
+void userns_host_ids(uid_t uid, gid_t gid, uid_t *ret_host_uid, gid_t *ret_host_gid) {
+        if (userns_rootless()) {
+                *ret_host_uid = geteuid();
+                *ret_host_gid = getegid();
+        } else {
+                *ret_host_uid = uid;
+                *ret_host_gid = gid;
+        }
+}
+
+static int write_proc_file(pid_t pid, const char *which, const char *text) {
+        char path[64];
         _cleanup_close_ int fd = -1;
-        int n;
+        size_t n = strlen(text);
 
         snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
         fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        n = snprintf(line, sizeof line, "%u %u 1\n", id, id);
-        if (write(fd, line, (size_t) n) != n)
+        if (write(fd, text, n) != (ssize_t) n)
                 return -errno;
         return 0;
 }
 
+static int write_id_map(pid_t pid, const char *which, unsigned inside, unsigned host) {
+        char line[64];
+
+        snprintf(line, sizeof line, "%u %u 1\n", inside, host);
+        return write_proc_file(pid, which, line);
+}
+
 int userns_write_id_maps(pid_t pid, uid_t uid, gid_t gid) {
-        int r = write_id_map(pid, "uid_map", uid);
-        return r < 0 ? r : write_id_map(pid, "gid_map", gid);
+        uid_t host_uid;
+        gid_t host_gid;
+        int r;
+
+        userns_host_ids(uid, gid, &host_uid, &host_gid);
+        r = write_id_map(pid, "uid_map", uid, host_uid);
+        if (r < 0)
+                return r;
+        if (userns_rootless() && (r = write_proc_file(pid, "setgroups", "deny")) < 0)
+                return r;
+        return write_id_map(pid, "gid_map", gid, host_gid);
+}
+
+bool userns_setgroups_denied(void) {
+        _cleanup_close_ int fd = open("/proc/self/setgroups", O_RDONLY | O_CLOEXEC);
+        char buf[16] = {};
+
+        if (fd < 0 || read(fd, buf, sizeof buf - 1) < 4)
+                return false;
+        return strncmp(buf, "deny", 4) == 0;
 }

@@ -26,6 +26,7 @@
 #include "common/cleanup.h"
 #include "common/clone.h"
 #include "common/log.h"
+#include "common/userns.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "policy/seccomp.h"
@@ -71,14 +72,16 @@ static void help(void) {
                "  --policy FILE     load the YAML policy FILE (default: the built-in reviewed profile)\n"
                "  --worker PATH     the codeinterp-worker binary (default: next to codeinterpd if there,\n"
                "                    else " CODEINTERP_WORKER_PATH ")\n"
-               "  --check-config    load the policy, check that this host can run workers (root,\n"
-               "                    namespaces, seccomp, the Python standard library), print, exit\n"
+               "  --check-config    load the policy, check that this host can run workers (root or\n"
+               "                    rootless, namespaces, seccomp, the Python standard library), print, exit\n"
                "  --cgroup-fs PATH  where the cgroup filesystem is mounted (default /sys/fs/cgroup)\n"
                "  -v, --verbose     log debug messages\n"
                "  -h, --help        show this help\n"
                "      --version     show the version\n"
                "\n"
-               "Must run as root: it creates user namespaces and maps the worker's uid into them.\n"
+               "As root, each worker's user namespace maps the policy's workerUid/workerGid. Started by\n"
+               "another user (rootless; needs unprivileged user namespaces), workers map that user's\n"
+               "own uid and gid instead, and cgroups work only where delegated (docs/security.md).\n"
                "SIGTERM or SIGINT: stop accepting, cancel every call (running workers are killed and\n"
                "their callers get outcome \"cancelled\"), remove the socket it created, exit 0.\n"
                "SIGHUP (systemctl reload): read the --policy FILE again; new calls get the new policy,\n"
@@ -382,11 +385,15 @@ static int check_namespaces(void) {
 }
 
 /* Can the worker uid reach path on its own? Asked in a child that switches to it.
- * Informational: workers bind the runtime from descriptors opened as root. */
+ * Informational: workers bind the runtime from descriptors opened as root. Rootless the
+ * worker is this user on the host: asked here. */
 static bool worker_uid_reaches(const char *path) {
         int status = 0;
-        pid_t pid = fork();
+        pid_t pid;
 
+        if (userns_rootless())
+                return access(path, R_OK) == 0;
+        pid = fork();
         if (pid == 0) {
                 if (setgroups(0, NULL) < 0 || setresgid(policy.worker_gid, policy.worker_gid, policy.worker_gid) < 0 ||
                     setresuid(policy.worker_uid, policy.worker_uid, policy.worker_uid) < 0)
@@ -401,13 +408,17 @@ static bool worker_uid_reaches(const char *path) {
 /* The embedded Python the build chose (cmake/python.cmake) and what the worker binds. */
 static int check_python(void) {
         const char *cursor = NULL;
+        uid_t host_uid;
+        gid_t host_gid;
         char path[PATH_MAX];
         int r, bad = 0;
 
+        userns_host_ids(policy.worker_uid, policy.worker_gid, &host_uid, &host_gid);
         printf("embedded python: %s, from %s\n", CODEINTERP_PY_VERSION, CODEINTERP_PYTHON);
         printf("  prefix %s, stdlib %s, lib-dynload %s, libpython in %s\n", CODEINTERP_PY_PREFIX, CODEINTERP_PY_STDLIB,
                CODEINTERP_PY_DYNLOAD, CODEINTERP_PY_LIBDIR);
-        printf("  worker root binds (read-only, from descriptors opened as root):\n");
+        printf("  worker root binds (read-only, from descriptors opened as %s):\n",
+               userns_rootless() ? "this user" : "root");
         while ((r = runtime_path_next(runtime_binds, &cursor, path)) > 0) {
                 _cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
                 if (fd < 0) {
@@ -415,7 +426,7 @@ static int check_python(void) {
                         bad = 1;
                         continue;
                 }
-                printf("    %s: present; worker uid %u %s\n", path, (unsigned) policy.worker_uid,
+                printf("    %s: present; worker uid %u %s\n", path, (unsigned) host_uid,
                        worker_uid_reaches(path) ? "can reach it too"
                                                 : "cannot reach it by path (fine: bound from the descriptor)");
         }
@@ -438,16 +449,28 @@ static int check_config(void) {
         uint64_t room = sched_cgroup_memory_available();
         CgroupRoot *cg = NULL;
         char why[512];
+        uid_t host_uid;
+        gid_t host_gid;
         int k, ns, bad = 0;
 
         printf("policy: %s (sha256 %s)\n", policy.name, policy.sha256);
         printf("worker start: %s, active workers: %u, queue: %u\n", policy_worker_start_to_string(policy.worker_start),
                policy_active_workers(&policy), policy.max_queued_calls);
-        printf("running as root: %s\n", geteuid() == 0 ? "yes" : "no (required)");
-        bad |= geteuid() != 0;
+        userns_host_ids(policy.worker_uid, policy.worker_gid, &host_uid, &host_gid);
+        if (userns_rootless())
+                printf("running as root: no, rootless (uid %u): workers are uid %u, gid %u inside and this user's "
+                       "uid %u, gid %u on the host (docs/security.md)\n",
+                       (unsigned) geteuid(), (unsigned) policy.worker_uid, (unsigned) policy.worker_gid,
+                       (unsigned) host_uid, (unsigned) host_gid);
+        else
+                printf("running as root: yes: workers are uid %u, gid %u\n", (unsigned) host_uid, (unsigned) host_gid);
         ns = check_namespaces();
         printf("user, mount, pid, net, ipc, uts and cgroup namespaces: %s\n",
                ns < 0 ? strerror(-ns) : "can be created");
+        if (ns < 0 && userns_rootless())
+                printf("  (rootless needs unprivileged user namespaces: sysctl user.max_user_namespaces > 0, and "
+                       "kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0 where "
+                       "the kernel has them)\n");
         bad |= ns < 0;
         k = landlock_abi();
         if (k > 0)
@@ -499,10 +522,6 @@ int main(int argc, char **argv) {
         }
         if (arg_check)
                 return check_config();
-        if (geteuid() != 0) {
-                log_error("codeinterpd must run as root: it creates user namespaces and maps the worker uid");
-                return 1;
-        }
 
         signal(SIGPIPE, SIG_IGN);
         sigemptyset(&mask);
@@ -565,9 +584,10 @@ int main(int argc, char **argv) {
                 }
         }
 
-        log_info("Listening on %s (policy %s, sha256 %.12s…, %u active workers, %s start)",
+        log_info("Listening on %s (policy %s, sha256 %.12s…, %u active workers, %s start%s)",
                  arg_socket ?: "the systemd-activated socket", policy.name, policy.sha256,
-                 policy_active_workers(&policy), policy_worker_start_to_string(policy.worker_start));
+                 policy_active_workers(&policy), policy_worker_start_to_string(policy.worker_start),
+                 userns_rootless() ? ", rootless: workers run as this user on the host" : "");
         sd_notify(0, "READY=1");
         k = sd_event_loop(e);
         if (k < 0)

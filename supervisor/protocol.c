@@ -400,14 +400,15 @@ const char *proto_cgroup_name(CgroupVersion v) {
         return "none";
 }
 
-int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p, CgroupVersion cgroup) {
+int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p, CgroupVersion cgroup, bool rootless) {
         msgpack_packer *pk = &w->pk;
 
-        pack_reply_head(pk, id, PROTO_OP_HELLO, 7);
+        pack_reply_head(pk, id, PROTO_OP_HELLO, 8);
         mp_pack_kv_uint(pk, "protocol", PROTO_VERSION);
         mp_pack_kv_str(pk, "version", CODEINTERP_VERSION);
         mp_pack_kv_str(pk, "python", CODEINTERP_PY_VERSION);
         mp_pack_kv_str(pk, "cgroup", proto_cgroup_name(cgroup));
+        mp_pack_kv_bool(pk, "rootless", rootless);
         mp_pack_cstr(pk, "policy");
         msgpack_pack_map(pk, 3);
         mp_pack_kv_str(pk, "name", p->name);
@@ -578,13 +579,14 @@ static void pack_evidence(msgpack_packer *pk, const ProtoResult *r) {
         for (size_t i = 0; i < r->n_sources; i++)
                 pack_source_info(pk, &r->sources[i]);
         mp_pack_cstr(pk, "runtime");
-        msgpack_pack_map(pk, 6);
+        msgpack_pack_map(pk, 7);
         mp_pack_kv_str(pk, "codeinterp", CODEINTERP_VERSION);
         mp_pack_kv_str(pk, "python", CODEINTERP_PY_VERSION);
         mp_pack_kv_str(pk, "workerStart", r->worker_start);
         mp_pack_kv_str(pk, "seccomp", policy_deny_action_to_string(p->seccomp_deny));
         mp_pack_kv_uint(pk, "landlock", (uint64_t) r->landlock_abi);
         mp_pack_kv_str(pk, "cgroup", proto_cgroup_name(r->cgroup));
+        mp_pack_kv_bool(pk, "rootless", r->rootless);
         mp_pack_cstr(pk, "policy");
         msgpack_pack_map(pk, 2);
         mp_pack_kv_str(pk, "name", p->name);

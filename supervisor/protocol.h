@@ -96,7 +96,7 @@ const char *proto_op_to_string(ProtoOp op);
  * in w. The server frames and sends it. ---- */
 
 int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const char *message);
-int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p, CgroupVersion cgroup);
+int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p, CgroupVersion cgroup, bool rootless);
 /* The wire name of a cgroup version: "v2", "v1" or "none" (hello, evidence, --check-config). */
 const char *proto_cgroup_name(CgroupVersion v);
 /* The one code_interpreter tool definition (name, description, guidance, inputSchema)
@@ -183,6 +183,7 @@ typedef struct ProtoResult {
         const char *worker_start;
         int landlock_abi;
         CgroupVersion cgroup;
+        bool rootless; /* the supervisor is not root: the worker was its user on the host */
 } ProtoResult;
 /* -E2BIG when even the texts cut to nothing do not fit max_bytes. */
 int proto_pack_result(MpWriter *w, ProtoResult *r, size_t max_bytes);

@@ -17,6 +17,7 @@
 #include "common/mp.h"
 #include "common/proc.h"
 #include "common/sha256.h"
+#include "common/userns.h"
 #include "common/util.h"
 #include "supervisor/invocation.h"
 #include "supervisor/protocol.h"
@@ -284,6 +285,7 @@ static void send_result(Connection *c, const Policy *p, Call *call, RunnerResult
                 .worker_start = policy_worker_start_to_string(p->worker_start),
                 .landlock_abi = landlock_abi_cached(),
                 .cgroup = cgroup_root_version(c->server->cgroups),
+                .rootless = userns_rootless(),
         };
 
         mp_writer_init(&w, 0);
@@ -359,7 +361,8 @@ static void handle_hello(Connection *c, const ProtoRequest *req) {
 
         mp_writer_init(&w, 0);
         conn_send_packed(c, &w,
-                         proto_pack_hello(&w, req->id, c->server->policy, cgroup_root_version(c->server->cgroups)));
+                         proto_pack_hello(&w, req->id, c->server->policy, cgroup_root_version(c->server->cgroups),
+                                          userns_rootless()));
 }
 
 static void handle_describe(Connection *c, const ProtoRequest *req) {

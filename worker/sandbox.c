@@ -21,6 +21,7 @@
 
 #include "common/cleanup.h"
 #include "common/landlock.h"
+#include "common/userns.h"
 #include "contract/fds.h"
 #include "contract/runtime.h"
 #include "common/util.h"
@@ -116,8 +117,10 @@ int sandbox_carry_caps(SetupStage *ret_stage) {
 int sandbox_become(uid_t uid, gid_t gid, SetupStage *ret_stage) {
         _cleanup_cap_free_ cap_t caps = NULL;
 
-        /* The creator ran as root: drop its supplementary groups before anything else. */
-        if (setgroups(0, NULL) < 0)
+        /* The creator ran as root: drop its supplementary groups before anything else.
+         * Rootless, the kernel forbids it (setgroups is "deny" in our namespace, the
+         * condition of an unprivileged gid map): the supervisor's groups stay, unmapped. */
+        if (setgroups(0, NULL) < 0 && !(errno == EPERM && userns_setgroups_denied()))
                 FAIL(SETUP_STAGE_IDENTITY, errno);
         if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
                 FAIL(SETUP_STAGE_IDENTITY, errno);
@@ -450,8 +453,19 @@ static int apply_landlock(void) {
         return 0;
 }
 
+/* A limit above the hard limit the worker inherited cannot be raised: that takes
+ * CAP_SYS_RESOURCE on the host, which no worker has (a rootless supervisor's user may
+ * well have lower hard limits than root). The inherited hard limit is kept then, which
+ * is stricter than the plan asked for, never looser. */
 static int set_limit(int resource, rlim_t soft, rlim_t hard) {
-        struct rlimit rl = { .rlim_cur = soft, .rlim_max = hard };
+        struct rlimit cur, rl = { .rlim_cur = soft, .rlim_max = hard };
+
+        if (getrlimit(resource, &cur) < 0)
+                return -errno;
+        if (cur.rlim_max != RLIM_INFINITY && (hard == RLIM_INFINITY || hard > cur.rlim_max))
+                rl.rlim_max = cur.rlim_max;
+        if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > rl.rlim_max)
+                rl.rlim_cur = rl.rlim_max;
         return setrlimit(resource, &rl) < 0 ? -errno : 0;
 }
 

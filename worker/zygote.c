@@ -36,19 +36,26 @@
 
 static struct sock_fprog filters[2]; /* [0] errno mode, [1] kill mode */
 static int devnull = -1;
+/* Decided once, at start: inside a new worker's namespace geteuid() no longer tells. */
+static bool rootless;
 
-/* The zygote keeps only what it needs to write id maps for its children. */
+/* The zygote keeps only what it needs to write id maps for its children. Rootless it
+ * needs none (it owns its children's namespaces and maps only its own ids) and has
+ * none to keep: every capability is cleared, and the bounding set, which only
+ * CAP_SETPCAP may shrink, stays as it came. */
 static int zygote_drop_privileges(void) {
         static const cap_value_t keep[] = { CAP_SETUID, CAP_SETGID };
         _cleanup_cap_free_ cap_t caps = cap_init();
 
         if (!caps)
                 return -ENOMEM;
-        for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++)
+        for (cap_value_t c = 0; c <= CAP_LAST_CAP && !rootless; c++)
                 if (c != CAP_SETUID && c != CAP_SETGID && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
                         return -errno;
-        if (cap_set_flag(caps, CAP_PERMITTED, ELEMENTSOF(keep), keep, CAP_SET) < 0 ||
-            cap_set_flag(caps, CAP_EFFECTIVE, ELEMENTSOF(keep), keep, CAP_SET) < 0 || cap_set_proc(caps) < 0)
+        if (!rootless && (cap_set_flag(caps, CAP_PERMITTED, ELEMENTSOF(keep), keep, CAP_SET) < 0 ||
+                          cap_set_flag(caps, CAP_EFFECTIVE, ELEMENTSOF(keep), keep, CAP_SET) < 0))
+                return -errno;
+        if (cap_set_proc(caps) < 0)
                 return -errno;
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 return -errno;
@@ -102,8 +109,11 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         int r;
 
         /* Preparing runs at a lower priority so it never slows a running call; the
-         * supervisor restores the normal priority when it hands this worker a call. */
-        (void) setpriority(PRIO_PROCESS, 0, ZYGOTE_POOL_NICE);
+         * supervisor restores the normal priority when it hands this worker a call.
+         * Rootless it could not (raising a priority takes CAP_SYS_NICE on the host), and
+         * the call would run at the lower one: pool workers keep the normal priority. */
+        if (!rootless)
+                (void) setpriority(PRIO_PROCESS, 0, ZYGOTE_POOL_NICE);
         PyOS_AfterFork_Child();
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -279,6 +289,7 @@ int zygote_main(int argc, char **argv) {
         worker_uid = (uid_t) uid;
         worker_gid = (gid_t) gid;
         pool_target = size;
+        rootless = userns_rootless();
 
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         prctl(PR_SET_NAME, "ci-zygote", 0, 0, 0);

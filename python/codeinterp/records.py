@@ -151,13 +151,16 @@ class Source:
 
 @dataclasses.dataclass(frozen=True)
 class Runtime:
-    """What ran the call: versions, worker start mode, seccomp mode, Landlock ABI."""
+    """What ran the call: versions, worker start mode, seccomp mode, Landlock ABI,
+    the worker's cgroup version, and whether the supervisor ran rootless."""
 
     codeinterp: str
     python: str
     worker_start: str
     seccomp: str
     landlock: Optional[int] = None
+    cgroup: Optional[str] = None
+    rootless: Optional[bool] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,7 +266,8 @@ class Progress:
 
 @dataclasses.dataclass(frozen=True)
 class Hello:
-    """The ``hello`` reply: protocol and versions, policy, limits, outcome names."""
+    """The ``hello`` reply: protocol and versions, policy, limits, outcome names, the
+    cgroup version in force and whether the supervisor runs rootless."""
 
     protocol: int
     version: str
@@ -271,6 +275,8 @@ class Hello:
     policy: PolicyInfo
     limits: Limits
     outcomes: tuple[str, ...]
+    cgroup: Optional[str] = None
+    rootless: Optional[bool] = None
     raw: Any = _raw()
 
 

@@ -11,13 +11,20 @@ importing ``codeinterp_daemon`` and ``codeinterp_client`` into a conftest.py):
 - ``codeinterp_client``: a :class:`codeinterp.Client` connected to it.
 
 The binary is ``$CODEINTERP_BUILD/bin/codeinterpd`` when ``CODEINTERP_BUILD`` is
-set, else ``codeinterpd`` on ``PATH``. The supervisor needs root and user
-namespaces: without them the fixtures skip, unless ``CODEINTERP_MUST_SANDBOX=1``,
-which turns the skip into a failure.
+set, else ``codeinterpd`` on ``PATH``. The supervisor needs user namespaces: run
+by root it is the ordinary supervisor; run by another user it is a rootless one,
+which needs unprivileged user namespaces. Without them the fixtures skip, unless
+``CODEINTERP_MUST_SANDBOX=1``, which turns the skip into a failure.
+
+``Daemon(user=NAME)`` (root only) starts the supervisor as that user instead
+(``setpriv``, no supplementary groups): a rootless supervisor. Its temporary
+directory is handed to the user; the binary must be readable and executable by it.
+``prefix`` is a command that execs the supervisor (e.g. ``prlimit --fsize=N:N --``).
 """
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -44,24 +51,39 @@ def find_daemon() -> str:
     return found
 
 
-def sandbox_available() -> Tuple[bool, str]:
-    """(True, "") when this process is root and can create the namespaces the
-    supervisor needs; otherwise (False, why)."""
-    if os.geteuid() != 0:
-        return False, "codeinterpd needs root"
+def _as_user(user: str) -> List[str]:
+    """The command prefix that runs a command as user, without supplementary groups."""
+    pw = pwd.getpwnam(user)
+    return ["setpriv", "--reuid", str(pw.pw_uid), "--regid", str(pw.pw_gid), "--clear-groups", "--"]
+
+
+def sandbox_available(user: Optional[str] = None) -> Tuple[bool, str]:
+    """(True, "") when this process can create the namespaces the supervisor
+    needs (a process other than root: unprivileged user namespaces, for a rootless
+    supervisor); otherwise (False, why). With user (only as root), whether that
+    user can, for a rootless supervisor started as it."""
+    if user is not None and os.geteuid() != 0:
+        return False, "starting a supervisor as %s needs root" % user
+    cmd = ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--net", "--fork", "true"]
+    if user is not None:
+        try:
+            cmd = _as_user(user) + cmd
+        except KeyError:
+            return False, "no user %r" % user
     try:
-        out = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "--pid", "--net",
-                              "--fork", "true"], capture_output=True, timeout=10)
+        out = subprocess.run(cmd, capture_output=True, timeout=10)
         if out.returncode != 0:
-            return False, "cannot create namespaces: " + out.stderr.decode(errors="replace")
+            who = "" if user is None else " as %s (unprivileged user namespaces)" % user
+            return False, "cannot create namespaces%s: %s" % (who, out.stderr.decode(errors="replace"))
     except (OSError, subprocess.TimeoutExpired) as e:
         return False, "cannot create namespaces: %s" % e
     return True, ""
 
 
-def require_sandbox() -> None:
-    """Skip the test when the kernel cannot sandbox (fail with CODEINTERP_MUST_SANDBOX=1)."""
-    ok, why = sandbox_available()
+def require_sandbox(user: Optional[str] = None) -> None:
+    """Skip the test when the kernel cannot sandbox (fail with CODEINTERP_MUST_SANDBOX=1);
+    with user, when that user cannot (a rootless supervisor)."""
+    ok, why = sandbox_available(user)
     if not ok:
         if MUST_SANDBOX:
             pytest.fail("CODEINTERP_MUST_SANDBOX=1 but the kernel cannot sandbox: " + why)
@@ -78,11 +100,16 @@ class Daemon:
     """
 
     def __init__(self, binary: Optional[str] = None, policy: Optional[str] = None, extra_args: Sequence[str] = (),
-                 start_timeout: float = 10.0) -> None:
+                 start_timeout: float = 10.0, user: Optional[str] = None, prefix: Sequence[str] = ()) -> None:
         self.dir = tempfile.mkdtemp(prefix="codeinterp-test-")
         self.socket = os.path.join(self.dir, "ci.sock")
         self.log_path = os.path.join(self.dir, "codeinterpd.log")
-        args = [binary or find_daemon(), "--socket", self.socket]
+        self.user = user
+        args = list(prefix) + [binary or find_daemon(), "--socket", self.socket]
+        if user is not None:
+            pw = pwd.getpwnam(user)
+            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+            args = _as_user(user) + args
         if policy:
             self.policy_path = os.path.join(self.dir, "policy.yaml")
             with open(self.policy_path, "w") as f:

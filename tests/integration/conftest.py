@@ -14,7 +14,8 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
 from codeinterp import Connection  # noqa: E402
-from codeinterp.testing import MUST_SANDBOX, Daemon, require_sandbox, sandbox_available  # noqa: E402
+from codeinterp.testing import MUST_SANDBOX, Daemon, sandbox_available  # noqa: E402
+from codeinterp.testing import require_sandbox as _require_sandbox  # noqa: E402
 
 BUILD = os.environ.get("CODEINTERP_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 DAEMON = os.path.join(BUILD, "bin", "codeinterpd")
@@ -101,16 +102,27 @@ class Conn(Connection):
 # that names workerStart itself keeps its choice.
 WORKER_START = os.environ.get("CODEINTERP_WORKER_START", "zygote")
 
+# Rootless mode (make test-rootless, scripts/test-rootless.sh): every supervisor of the
+# suite runs as this unprivileged user, created for the run. Unset: as root.
+ROOTLESS_USER = os.environ.get("CODEINTERP_ROOTLESS_USER") or None
+ROOTLESS = ROOTLESS_USER is not None
+
+
+def require_sandbox():
+    """codeinterp.testing.require_sandbox for the suite's mode: rootless, whether
+    ROOTLESS_USER can create the namespaces (unprivileged user namespaces)."""
+    _require_sandbox(ROOTLESS_USER)
+
 
 class Supervisor(Daemon):
     """codeinterpd from BUILD in the suite's worker start mode; connect() gives a Conn.
     dir, socket, log_path, policy_path, proc, log, conns, read_log() and stop() (which
     returns the exit status) come from codeinterp.testing.Daemon."""
 
-    def __init__(self, policy=None, extra_args=()):
+    def __init__(self, policy=None, extra_args=(), prefix=()):
         if policy is None or "workerStart" not in policy:
             policy = "workerStart: %s\n" % WORKER_START + (policy or "")
-        super().__init__(DAEMON, policy, extra_args)
+        super().__init__(DAEMON, policy, extra_args, user=ROOTLESS_USER, prefix=prefix)
 
     def connect(self, timeout=60):
         c = Conn(self.socket, timeout)

@@ -29,11 +29,14 @@ sed 's/^/    /' "$tmp/got"
 
 multiarch=$(gcc -print-multiarch)
 unitdir=$(sed -n 's/^CODEINTERP_SYSTEMD_UNITDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
+userunitdir=$(sed -n 's/^CODEINTERP_SYSTEMD_USERUNITDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
 py_source=$(sed -n 's/^CODEINTERP_PYTHON_SOURCE:[A-Z]*=//p' "$build/CMakeCache.txt")
 {
         echo /etc/codeinterp/policy.yaml
         echo "$unitdir/codeinterpd.service"
         echo "$unitdir/codeinterpd.socket"
+        echo "$userunitdir/codeinterpd.service"
+        echo "$userunitdir/codeinterpd.socket"
         echo /usr/bin/codeinterp
         echo /usr/include/codeinterp/libcodeinterp.h
         echo "/usr/lib/$multiarch/libcodeinterp.so"
@@ -95,12 +98,17 @@ say "a program builds with \`pkg-config --cflags --libs codeinterp\` ($flags) an
 # The units and the supervisor name the installed paths.
 grep -qx 'ExecStart=/usr/sbin/codeinterpd --policy /etc/codeinterp/policy.yaml' "$dest$unitdir/codeinterpd.service" ||
         fail "codeinterpd.service: ExecStart does not name /usr/sbin/codeinterpd and /etc/codeinterp/policy.yaml"
-if grep -n '@[A-Z_]*@' "$dest$unitdir/codeinterpd.service" "$dest$unitdir/codeinterpd.socket"; then
+grep -qx 'ExecStart=/usr/sbin/codeinterpd' "$dest$userunitdir/codeinterpd.service" ||
+        fail "the user codeinterpd.service: ExecStart does not name /usr/sbin/codeinterpd"
+grep -qx 'ListenStream=%t/codeinterp/codeinterp.sock' "$dest$userunitdir/codeinterpd.socket" ||
+        fail "the user codeinterpd.socket does not listen in the user's runtime directory"
+if grep -n '@[A-Z_]*@' "$dest$unitdir/codeinterpd.service" "$dest$unitdir/codeinterpd.socket" \
+        "$dest$userunitdir/codeinterpd.service" "$dest$userunitdir/codeinterpd.socket"; then
         fail "a unit still holds an unreplaced @VARIABLE@"
 fi
 "$dest/usr/sbin/codeinterpd" --help | grep -q '/usr/libexec/codeinterp/codeinterp-worker' ||
         fail "codeinterpd --help does not name the installed worker path"
-say "the service runs /usr/sbin/codeinterpd; its default worker is /usr/libexec/codeinterp/codeinterp-worker"
+say "the services (system and user) run /usr/sbin/codeinterpd; its default worker is /usr/libexec/codeinterp/codeinterp-worker"
 
 # The Python client rule, on its own component: with a package it installs it, and
 # without one (this branch has no python/) it installs nothing and does not fail.

@@ -27,6 +27,7 @@ say "installed: $(dpkg-query -W -f='${Package} ${Version}, ' $packages)"
 PHASE="installed files, units, systemd-analyze verify"
 for f in /usr/sbin/codeinterpd /usr/bin/codeinterp /usr/libexec/codeinterp/codeinterp-worker \
         /etc/codeinterp/policy.yaml /lib/systemd/system/codeinterpd.socket /lib/systemd/system/codeinterpd.service \
+        /usr/lib/systemd/user/codeinterpd.socket /usr/lib/systemd/user/codeinterpd.service \
         /usr/share/man/man8/codeinterpd.8.gz /usr/share/man/man1/codeinterp.1.gz \
         /usr/lib/x86_64-linux-gnu/libcodeinterp.so.0 /usr/include/codeinterp/libcodeinterp.h; do
         [ -e "$f" ] || fail "$f is missing"
@@ -35,11 +36,19 @@ dpkg-query --control-show codeinterp conffiles | grep -qx /etc/codeinterp/policy
 [ -L /etc/systemd/system/sockets.target.wants/codeinterpd.socket ] || fail "the socket unit is not enabled"
 if ls /etc/systemd/system/*.wants/codeinterpd.service 2>/dev/null; then fail "the service unit is enabled on its own"; fi
 say "the socket unit is enabled (sockets.target.wants), the service is not"
+if ls /etc/systemd/user/*.wants/codeinterpd.* 2>/dev/null; then fail "a user unit is enabled for every user"; fi
+say "the rootless user units are installed and enabled for nobody"
 pkg-config --cflags --libs codeinterp >/dev/null || fail "pkg-config codeinterp"
 t systemd-analyze verify /lib/systemd/system/codeinterpd.socket /lib/systemd/system/codeinterpd.service >/tmp/verify.log 2>&1 ||
         { cat /tmp/verify.log >&2; fail "systemd-analyze verify"; }
 [ ! -s /tmp/verify.log ] || { cat /tmp/verify.log >&2; fail "systemd-analyze verify printed warnings"; }
 say "systemd-analyze verify: both units clean"
+mkdir -m 0700 /tmp/xdg-runtime
+t env XDG_RUNTIME_DIR=/tmp/xdg-runtime systemd-analyze --user verify /usr/lib/systemd/user/codeinterpd.socket \
+        /usr/lib/systemd/user/codeinterpd.service >/tmp/verify.log 2>&1 || { cat /tmp/verify.log >&2; fail "systemd-analyze --user verify"; }
+[ ! -s /tmp/verify.log ] || { cat /tmp/verify.log >&2; fail "systemd-analyze --user verify printed warnings"; }
+rm -rf /tmp/xdg-runtime
+say "systemd-analyze --user verify: both user units clean"
 
 # The installed supervisor as the socket unit would start it: its socket path, the
 # service's ExecStart, socket activation by systemd-socket-activate.
@@ -69,6 +78,29 @@ kill -TERM "$activator"
 wait "$activator" || fail "codeinterpd did not exit 0 on SIGTERM: $(cat /tmp/codeinterpd.log)"
 grep -q 'Listening on /run/codeinterp/codeinterp.sock' /tmp/codeinterpd.log || { cat /tmp/codeinterpd.log >&2; fail "no startup line"; }
 rm -rf /run/codeinterp
+
+# Rootless: the installed supervisor started by an ordinary user (nobody), as the user
+# units would, on a socket of its own; the installed client as root.
+PHASE="Northstar through a rootless installed codeinterpd"
+rl=$(mktemp -d)
+chown nobody:nogroup "$rl"
+setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/sbin/codeinterpd --socket "$rl/codeinterp.sock" \
+        2>/tmp/rootless.log &
+rootless=$!
+i=0
+while [ ! -S "$rl/codeinterp.sock" ]; do
+        i=$((i + 1))
+        [ $i -le 500 ] || { cat /tmp/rootless.log >&2; fail "the rootless codeinterpd did not listen"; }
+        sleep 0.01
+done
+t codeinterp --socket "$rl/codeinterp.sock" exec --summary "Northstar mean runtime" -c "$code" >/tmp/northstar.out
+grep -qx '8.25' /tmp/northstar.out || { cat /tmp/rootless.log >&2; fail "the rootless codeinterpd did not give 8.25"; }
+codeinterp --socket "$rl/codeinterp.sock" hello | grep -q '"rootless":true' || fail "hello does not say rootless"
+kill -TERM "$rootless"
+wait "$rootless" || fail "the rootless codeinterpd did not exit 0 on SIGTERM: $(cat /tmp/rootless.log)"
+grep -q 'rootless: workers run as this user on the host' /tmp/rootless.log || { cat /tmp/rootless.log >&2; fail "no rootless startup line"; }
+rm -rf "$rl"
+say "rootless: the installed codeinterpd run by nobody printed 8.25 and said rootless"
 
 # The integration suites' core against the installed binaries: CODEINTERP_BUILD is a
 # directory of links to them, so codeinterpd finds its worker by the compiled-in path.

@@ -24,6 +24,7 @@ def test_hello_is_typed(client):
     assert h.limits.max_output_characters == 64000 and h.limits.max_source_ids == 4
     assert h.outcomes[:2] == ("ok", "python_exception") and "permission_denied" in h.outcomes
     assert h.raw["limits"]["timeoutMs"] == h.limits.timeout_ms == 30000
+    assert h.rootless is False and h.cgroup == "none"  # a root supervisor, cgroups off by default
 
 
 def test_status_is_typed(client, daemon):
@@ -49,6 +50,7 @@ def test_northstar_result_has_every_field(client):
     assert r.evidence.inputs == ()
     assert r.evidence.limits.max_calls == 10
     assert r.evidence.runtime.python.startswith("3.")
+    assert r.evidence.runtime.rootless is False and r.evidence.runtime.cgroup == "none"
     assert r.timing.elapsed_ms == r.elapsed_ms and r.timing.worker_started
     assert r.exit_status is not None and r.exit_status.code == 0 and r.exit_status.signal is None
     assert r.id == 1 and r.call_id >= 1

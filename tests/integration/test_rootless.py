@@ -1,0 +1,253 @@
+"""Rootless (docs/security.md, "Rootless"): what a supervisor says and does about the
+user it runs as. These run in both modes of the suite: as root (the ordinary run) the
+answers are the root ones; under `make test-rootless` (CODEINTERP_ROOTLESS_USER, a user
+created for the run) the rootless ones. The rest of the rootless run is test_core.py
+and test_sandbox.py against the same unprivileged supervisor."""
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import (DAEMON, ROOTLESS, ROOTLESS_USER, WORKER_START, Conn, Supervisor, _ppid, pids_named,
+                      require_sandbox, wait_until, worker_pids_of)
+
+# The host ids a worker runs as: the policy's workerUid/workerGid (defaults) as root;
+# rootless, the supervisor's own user and its primary group.
+if ROOTLESS:
+    _pw = pwd.getpwnam(ROOTLESS_USER)
+    HOST_IDS = (_pw.pw_uid, _pw.pw_gid)
+else:
+    HOST_IDS = (65534, 65534)
+
+
+def ok(m):
+    assert m["type"] == "result" and m["outcome"] == "ok", m
+    return m
+
+
+def value(m):
+    return ok(m)["result"]["text"]
+
+
+def proc_ids(pid):
+    """(real uid, real gid) of pid on the host, from /proc/PID/status."""
+    ids = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("Uid", "Gid"):
+                ids[key] = int(rest.split()[0])
+    return ids["Uid"], ids["Gid"]
+
+
+def nice_of(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
+def test_hello_says_rootless(conn):
+    assert conn.call("hello")["rootless"] is ROOTLESS
+
+
+def test_evidence_says_rootless(conn):
+    r = ok(conn.execute("1 + 1"))
+    assert r["evidence"]["runtime"]["rootless"] is ROOTLESS
+
+
+def test_supervisor_runs_as_the_suites_user(supervisor):
+    assert proc_ids(supervisor.proc.pid) == (HOST_IDS if ROOTLESS else (0, 0))
+
+
+def test_worker_host_ids_and_inside_ids(supervisor):
+    """Inside, the worker is workerUid/workerGid (65534) in both modes; on the host it is
+    that uid as root, and the supervisor's own user rootless (the single-id map)."""
+    c = supervisor.connect()
+    rid = c.request("execute", summary="t", sourceIds=[],
+                    code="import os, time\nids = (os.getuid(), os.getgid())\ntime.sleep(1.5)\nids")
+    assert wait_until(lambda: worker_pids_of(supervisor), 5.0)
+    [pid] = worker_pids_of(supervisor)
+    assert proc_ids(pid) == HOST_IDS
+    with open("/proc/%d/uid_map" % pid) as f:
+        assert f.read().split() == ["65534", str(HOST_IDS[0]), "1"]
+    with open("/proc/%d/setgroups" % pid) as f:
+        assert f.read().strip() == ("deny" if ROOTLESS else "allow")
+    assert value(c.wait(rid)) == "(65534, 65534)"
+
+
+@pytest.mark.skipif(WORKER_START != "zygote", reason="the pool is zygote mode's")
+def test_pool_worker_priority(supervisor):
+    """As root, pre-started workers prepare at nice 10 and the supervisor sets a worker
+    back to 0 when it takes a call. Rootless it could not set it back (that needs
+    CAP_SYS_NICE on the host), so pool workers stay at the normal priority."""
+    c = supervisor.connect()
+    st = c.call("status")
+    sup_pid, zpid = st["pid"], st["zygotePid"]
+
+    def pool():
+        """The supervisor's pre-started workers (its children, CLONE_PARENT)."""
+        return [p for p in pids_named("ci-pool") if _ppid(p) == sup_pid and p != zpid]
+
+    assert wait_until(lambda: len(pool()) >= 1, 10.0)
+    assert {nice_of(p) for p in pool()} == ({0} if ROOTLESS else {10})
+    rid = c.request("execute", summary="t", sourceIds=[], code="import time\ntime.sleep(1.0)\n1")
+    assert wait_until(lambda: worker_pids_of(supervisor), 5.0)
+    assert [nice_of(p) for p in worker_pids_of(supervisor)] == [0]
+    ok(c.wait(rid))
+
+
+def test_rlimit_above_the_inherited_hard_limit_is_clamped():
+    """The policy's fileBytes (16 MiB by default) above the hard RLIMIT_FSIZE the
+    supervisor inherited: a worker cannot raise a hard limit (no CAP_SYS_RESOURCE on the
+    host; a rootless user's limits are often lower than root's), so it keeps the
+    inherited one, which is stricter, and the call runs."""
+    require_sandbox()
+    hard = 4 << 20
+    sup = Supervisor(prefix=["prlimit", "--fsize=%d:%d" % (hard, hard), "--"])
+    try:
+        c = sup.connect()
+        got = value(c.execute("import resource\nresource.getrlimit(resource.RLIMIT_FSIZE)"))
+        assert got == "(%d, %d)" % (hard, hard)
+        # And it holds: a write past it is a file_size limit.
+        r = c.execute("with open('/tmp/big', 'wb') as f:\n    f.write(b'x' * %d)\n    f.write(b'x')" % hard)
+        assert r["outcome"] == "resource_limit" and r["limit"] == "file_size", r
+    finally:
+        assert sup.stop() == 0
+
+
+def test_check_config_says_rootless():
+    args = [DAEMON, "--check-config"]
+    if ROOTLESS:
+        args = ["setpriv", "--reuid", ROOTLESS_USER, "--regid", str(HOST_IDS[1]), "--clear-groups", "--"] + args
+    out = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stdout + out.stderr
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("running as root:")]
+    if ROOTLESS:
+        assert line == ["running as root: no, rootless (uid %d): workers are uid 65534, gid 65534 inside and "
+                        "this user's uid %d, gid %d on the host (docs/security.md)" % (HOST_IDS[0], *HOST_IDS)]
+    else:
+        assert line == ["running as root: yes: workers are uid 65534, gid 65534"]
+
+
+@pytest.mark.skipif(not ROOTLESS, reason="as root the supervisor can make cgroups (test_cgroups.py)")
+def test_rootless_cgroups_only_where_delegated(make_supervisor):
+    """The suite's user has no delegated cgroup: auto runs without, required refuses."""
+    c = make_supervisor("cgroups: auto\n").connect()
+    assert c.call("hello")["cgroup"] == "none"
+    assert ok(c.execute("1"))["evidence"]["runtime"]["cgroup"] == "none"
+    with pytest.raises(RuntimeError, match="requires a cgroup per worker"):
+        Supervisor("cgroups: required\n")
+
+
+THREADS = """import threading
+ev = threading.Event()
+n = 0
+try:
+    for i in range(14):
+        threading.Thread(target=ev.wait).start()
+        n += 1
+except RuntimeError:
+    pass
+ev.set()
+n"""
+
+
+@pytest.mark.skipif(not ROOTLESS, reason="as root, workers are not the supervisor's user")
+def test_rootless_rlimit_nproc_is_shared_with_the_users_processes():
+    """docs/security.md, "Rootless": every task of the supervisor's user on the host
+    counts against the user's RLIMIT_NPROC, the workers' included. With 8 allowed and
+    the supervisor and the worker itself counted (exec mode: nothing else is the user's),
+    a call starts 6 threads, though its own maxProcesses (16) would allow 13."""
+    require_sandbox()
+    sup = Supervisor("workerStart: exec\n", prefix=["prlimit", "--nproc=8:8", "--"])
+    try:
+        assert value(sup.connect().execute(THREADS)) == "6"
+    finally:
+        assert sup.stop() == 0
+
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "test-rootless.sh")
+
+
+@pytest.mark.parametrize("must", ["1", ""])
+def test_rootless_script_fails_instead_of_skipping_under_must_sandbox(must):
+    """scripts/test-rootless.sh on a host where it cannot run (here: not started by root,
+    the same path as a host without unprivileged user namespaces) says why and passes,
+    and fails with CODEINTERP_MUST_SANDBOX=1."""
+    env = dict(os.environ, CODEINTERP_MUST_SANDBOX=must)
+    out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "--", "sh", SCRIPT,
+                          "/tmp"], capture_output=True, text=True, timeout=30, env=env, cwd="/")
+    if must:
+        assert out.returncode == 1, out
+        assert "FAILED: CODEINTERP_MUST_SANDBOX=1 but it must run as root" in out.stderr
+    else:
+        assert out.returncode == 0, out
+        assert "test-rootless: skipped: it must run as root" in out.stdout
+
+
+def test_require_sandbox_for_a_user_that_cannot(monkeypatch):
+    """The suite's rootless check (codeinterp.testing.require_sandbox(user)) for a user
+    that cannot start a supervisor: a skip, or a failure under CODEINTERP_MUST_SANDBOX=1."""
+    import codeinterp.testing as testing
+
+    assert testing.sandbox_available("ci-no-such-user-0") == (False, "no user 'ci-no-such-user-0'")
+    monkeypatch.setattr(testing, "MUST_SANDBOX", True)
+    with pytest.raises(pytest.fail.Exception, match="no user"):
+        testing.require_sandbox("ci-no-such-user-0")
+    monkeypatch.setattr(testing, "MUST_SANDBOX", False)
+    with pytest.raises(pytest.skip.Exception, match="no user"):
+        testing.require_sandbox("ci-no-such-user-0")
+
+
+def cap_sets(pid):
+    """{"CapPrm": int, "CapEff": int, "CapBnd": int, ...} of pid, from /proc/PID/status."""
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key.startswith("Cap"):
+                out[key] = int(rest, 16)
+    return out
+
+
+@pytest.mark.skipif(WORKER_START != "zygote", reason="the zygote is zygote mode's")
+def test_zygote_capabilities(supervisor):
+    """Under root the zygote keeps CAP_SETUID and CAP_SETGID to write its workers' maps;
+    rootless it keeps none: it owns its workers' namespaces and maps only its own ids."""
+    zpid = supervisor.connect().call("status")["zygotePid"]
+    caps = cap_sets(zpid)
+    setid = (1 << 6) | (1 << 7)  # CAP_SETGID, CAP_SETUID
+    assert (caps["CapPrm"], caps["CapEff"]) == ((0, 0) if ROOTLESS else (setid, setid))
+    assert proc_ids(zpid) == (HOST_IDS if ROOTLESS else (0, 0))
+
+
+@pytest.mark.skipif(not ROOTLESS, reason="a root supervisor's workers drop their groups")
+def test_rootless_worker_keeps_the_supervisors_supplementary_groups():
+    """docs/security.md, "Rootless": setgroups is denied in a rootless worker's
+    namespace, so the supervisor's supplementary groups stay (unmapped: 65534 inside);
+    the worker still starts and runs."""
+    require_sandbox()
+    d = tempfile.mkdtemp(prefix="codeinterp-test-")
+    os.chown(d, *HOST_IDS)
+    sock = os.path.join(d, "ci.sock")
+    extra_gid = 4  # adm: any group the user is not in
+    proc = subprocess.Popen(["setpriv", "--reuid", str(HOST_IDS[0]), "--regid", str(HOST_IDS[1]),
+                             "--groups", str(extra_gid), "--", DAEMON, "--socket", sock],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert wait_until(lambda: os.path.exists(sock) or proc.poll() is not None, 10.0)
+        assert proc.poll() is None, proc.stderr.read()
+        c = Conn(sock)  # the path appears only once it listens (bind, listen, rename)
+        try:
+            assert value(c.execute("import os\n(os.getgroups(), os.getgid())")) == "([65534], 65534)"
+        finally:
+            c.close()
+        with open("/proc/%d/status" % proc.pid) as f:
+            assert [ln.split()[1:] for ln in f if ln.startswith("Groups:")] == [[str(extra_gid)]]
+    finally:
+        proc.terminate()
+        assert proc.wait(15) == 0
+        shutil.rmtree(d, ignore_errors=True)
+
