@@ -515,7 +515,7 @@ int proto_pack_cancel_reply(MpWriter *w, uint64_t id, uint64_t call_id, bool que
 int proto_pack_progress(MpWriter *w, const ProtoProgress *pr) {
         msgpack_packer *pk = &w->pk;
 
-        msgpack_pack_map(pk, 11);
+        msgpack_pack_map(pk, 13);
         mp_pack_kv_uint(pk, "id", pr->request_id);
         mp_pack_kv_str(pk, "type", "progress");
         mp_pack_kv_uint(pk, "callId", pr->call_id);
@@ -533,6 +533,16 @@ int proto_pack_progress(MpWriter *w, const ProtoProgress *pr) {
         mp_pack_kv_uint(pk, "stderrOmittedCharacters",
                         pr->stderr_chars > pr->ceiling ? pr->stderr_chars - pr->ceiling : 0);
         mp_pack_kv_str(pk, "outcome", pr->outcome);
+        mp_pack_cstr(pk, "artifacts");
+        if (pr->has_outputs)
+                msgpack_pack_uint64(pk, pr->artifacts);
+        else
+                msgpack_pack_nil(pk);
+        mp_pack_cstr(pk, "artifactBytes");
+        if (pr->has_outputs)
+                msgpack_pack_uint64(pk, pr->artifact_bytes);
+        else
+                msgpack_pack_nil(pk);
         return mp_writer_error(w);
 }
 
@@ -635,8 +645,46 @@ static void pack_exit_status(msgpack_packer *pk, const ProtoResult *r) {
                 msgpack_pack_nil(pk);
 }
 
+static void pack_artifact(msgpack_packer *pk, const Artifact *a) {
+        msgpack_pack_map(pk, 5);
+        mp_pack_kv_str(pk, "name", a->name);
+        mp_pack_kv_str(pk, "mediaType", a->media_type);
+        mp_pack_kv_uint(pk, "bytes", a->len);
+        mp_pack_kv_str(pk, "sha256", a->sha256);
+        mp_pack_cstr(pk, "data");
+        msgpack_pack_bin(pk, a->len);
+        msgpack_pack_bin_body(pk, a->data, a->len);
+}
+
+static void pack_artifacts(msgpack_packer *pk, const ArtifactSet *s) {
+        mp_pack_cstr(pk, "artifacts");
+        if (!s)
+                msgpack_pack_nil(pk);
+        else {
+                msgpack_pack_array(pk, s->n);
+                for (size_t i = 0; i < s->n; i++)
+                        pack_artifact(pk, &s->items[i]);
+        }
+        mp_pack_cstr(pk, "omittedArtifacts");
+        msgpack_pack_uint64(pk, s ? s->omitted : 0);
+        mp_pack_cstr(pk, "omittedArtifactBytes");
+        msgpack_pack_uint64(pk, s ? s->omitted_bytes : 0);
+}
+
+/* The packed size of one artifact entry. */
+static size_t artifact_packed_size(const Artifact *a) {
+        MpWriter w;
+        size_t n;
+
+        mp_writer_init(&w, 0);
+        pack_artifact(&w.pk, a);
+        n = mp_writer_error(&w) < 0 ? SIZE_MAX : w.sb.size;
+        mp_writer_done(&w);
+        return n;
+}
+
 static void pack_result(msgpack_packer *pk, const ProtoResult *r) {
-        msgpack_pack_map(pk, 16);
+        msgpack_pack_map(pk, 19);
         mp_pack_kv_uint(pk, "id", r->request_id);
         mp_pack_kv_str(pk, "type", "result");
         mp_pack_kv_uint(pk, "callId", r->call_id);
@@ -664,7 +712,40 @@ static void pack_result(msgpack_packer *pk, const ProtoResult *r) {
                 mp_pack_kv_int(pk, "errno", r->stage_errno);
         } else
                 msgpack_pack_nil(pk);
+        pack_artifacts(pk, r->artifacts);
         pack_evidence(pk, r);
+}
+
+/* Artifacts, in name order, while they fit beside the rest as it is (w holds the whole
+ * message packed once). An omitted one widens the omitted counts by at most 16 bytes. */
+static int fit_artifacts(MpWriter *w, ProtoResult *r, size_t max_bytes) {
+        ArtifactSet *s = r->artifacts;
+        size_t sizes_total = 0, base, budget;
+        _cleanup_free_ size_t *sizes = NULL;
+
+        if (!s || s->n == 0)
+                return 0;
+        sizes = calloc(s->n, sizeof *sizes);
+        if (!sizes)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n; i++) {
+                sizes[i] = artifact_packed_size(&s->items[i]);
+                if (sizes[i] == SIZE_MAX)
+                        return -ENOMEM;
+                sizes_total += sizes[i];
+        }
+        base = w->sb.size - sizes_total + 16;
+        budget = base < max_bytes ? max_bytes - base : 0;
+        /* k walks the sizes as measured, i the set as it shrinks. */
+        size_t orig_n = s->n;
+        for (size_t k = 0, i = 0; k < orig_n; k++) {
+                if (sizes[k] <= budget) {
+                        budget -= sizes[k];
+                        i++;
+                } else
+                        artifact_set_omit(s, i);
+        }
+        return 0;
 }
 
 int proto_pack_result(MpWriter *w, ProtoResult *r, size_t max_bytes) {
@@ -680,6 +761,16 @@ int proto_pack_result(MpWriter *w, ProtoResult *r, size_t max_bytes) {
                 return k;
         if (w->sb.size <= max_bytes)
                 return 0;
+        if (r->artifacts && r->artifacts->n > 0) {
+                if ((k = fit_artifacts(w, r, max_bytes)) < 0)
+                        return k;
+                mp_writer_reset(w);
+                pack_result(&w->pk, r);
+                if ((k = mp_writer_error(w)) < 0)
+                        return k;
+                if (w->sb.size <= max_bytes)
+                        return 0;
+        }
         for (size_t i = 0; i < ELEMENTSOF(texts); i++)
                 if (texts[i])
                         text_total += texts[i]->text_bytes;
