@@ -411,8 +411,7 @@ int artifacts_collect(int dir_fd, uint32_t max_files, uint64_t max_bytes, Artifa
                         continue;
                 if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         st.st_mode = 0;
-                if (!S_ISREG(st.st_mode) ||
-                    !artifact_name_valid(de->d_name, strlen(de->d_name)) || max_files == 0) {
+                if (!S_ISREG(st.st_mode) || !artifact_name_valid(de->d_name, strlen(de->d_name)) || max_files == 0) {
                         set.omitted++;
                         if (S_ISREG(st.st_mode))
                                 set.omitted_bytes += (uint64_t) st.st_size;
