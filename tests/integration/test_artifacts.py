@@ -1,0 +1,303 @@
+"""Artifacts: the files a call leaves in /outputs come back in the result, byte-exact,
+with sha256 and a media type sniffed from the content; what does not fit is counted;
+odd entries (symlinks, FIFOs, directories, sparse files, bad names, a file still being
+written) neither hang nor crash the reader; progress carries only count and size."""
+import hashlib
+
+import pytest
+
+from conftest import running_supervisor
+
+# A 1x1 PNG made with zlib and struct (no imaging library needed in the worker).
+PNG_CODE = r"""
+import struct, zlib
+def chunk(kind, data):
+    return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data))
+png = (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 1, 1, 8, 2, 0, 0, 0))
+       + chunk(b'IDAT', zlib.compress(b'\x00\xff\x00\x00')) + chunk(b'IEND', b''))
+open('/outputs/dot.png', 'wb').write(png)
+len(png)
+"""
+
+
+@pytest.fixture(scope="module")
+def msup():
+    with running_supervisor() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def small():
+    """Three files, 64 KiB of /outputs, results of at most 64 KiB."""
+    with running_supervisor("maxArtifacts: 3\nmaxArtifactBytes: 65536\nmaxResultBytes: 65536\n"
+                            "maxConnectionOutputBytes: 1048576\n") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def disabled():
+    with running_supervisor("maxArtifacts: 0\n") as s:
+        yield s
+
+
+def run(sup, code, progress=None):
+    c = sup.connect()
+    try:
+        r = c.execute(code, progress=progress)
+    finally:
+        c.close()
+    assert r["type"] == "result", r
+    return r
+
+
+def ok(sup, code, progress=None):
+    r = run(sup, code, progress)
+    assert r["outcome"] == "ok", (r["outcome"], r.get("detail"), r.get("exception"))
+    return r
+
+
+def by_name(r):
+    return {a["name"]: a for a in r["artifacts"]}
+
+
+def check_artifact(a, data, media_type):
+    assert a["data"] == data
+    assert isinstance(a["data"], bytes)
+    assert a["bytes"] == len(data)
+    assert a["sha256"] == hashlib.sha256(data).hexdigest()
+    assert a["mediaType"] == media_type
+
+
+def test_text_and_binary_byte_exact(msup):
+    progress = []
+    r = ok(msup, "open('/outputs/notes.txt', 'w').write('h\\u00e9llo\\n')\n"
+                 "open('/outputs/blob.bin', 'wb').write(bytes(range(256)) * 3)\n"
+                 "open('/outputs/fake.png', 'w').write('just text, whatever the name says\\n')\n"
+                 "open('/outputs/table.csv', 'w').write('x,y\\n1,2\\n3,4\\n')\n"
+                 "open('/outputs/data.json', 'w').write('{\"a\": [1, 2]}')\n"
+                 "None", progress)
+    assert [a["name"] for a in r["artifacts"]] == sorted(["notes.txt", "blob.bin", "fake.png", "table.csv",
+                                                         "data.json"])
+    got = by_name(r)
+    check_artifact(got["notes.txt"], "h\u00e9llo\n".encode(), "text/plain")
+    check_artifact(got["blob.bin"], bytes(range(256)) * 3, "application/octet-stream")
+    check_artifact(got["fake.png"], b"just text, whatever the name says\n", "text/plain")
+    check_artifact(got["table.csv"], b"x,y\n1,2\n3,4\n", "text/csv")
+    check_artifact(got["data.json"], b'{"a": [1, 2]}', "application/json")
+    assert r["omittedArtifacts"] == 0 and r["omittedArtifactBytes"] == 0
+    # Progress: count and size only, never names or bytes.
+    fin = [p for p in progress if p["phase"] == "finished"]
+    assert len(fin) == 1
+    assert fin[0]["artifacts"] == 5
+    assert fin[0]["artifactBytes"] == sum(a["bytes"] for a in r["artifacts"])
+    for p in progress:
+        flat = repr(p)
+        assert "notes" not in flat and "blob" not in flat
+        assert set(p) >= {"artifacts", "artifactBytes"}
+        assert all(not isinstance(v, (bytes, list, dict)) for v in p.values()), p
+
+
+def test_png_sniffed(msup):
+    r = ok(msup, PNG_CODE)
+    (a,) = r["artifacts"]
+    assert a["name"] == "dot.png" and a["mediaType"] == "image/png"
+    assert a["data"].startswith(b"\x89PNG\r\n\x1a\n") and a["bytes"] == int(r["result"]["text"])
+
+
+def test_none_written(msup):
+    r = ok(msup, "1 + 1")
+    assert r["artifacts"] == [] and r["omittedArtifacts"] == 0 and r["omittedArtifactBytes"] == 0
+
+
+def test_odd_entries(msup):
+    """A symlink (to a host path and to a file beside it), a FIFO, a directory with a file
+    in it, a 16 MiB sparse file and a name that is not UTF-8: all counted, none followed."""
+    code = r"""
+import os
+out = {}
+open('/outputs/real.txt', 'w').write('real\n')
+for name, make in [('link', lambda: os.symlink('/etc/passwd', '/outputs/link')),
+                   ('inner', lambda: os.symlink('real.txt', '/outputs/inner')),
+                   ('fifo', lambda: os.mkfifo('/outputs/fifo')),
+                   ('dir', lambda: (os.mkdir('/outputs/dir'), open('/outputs/dir/x.txt', 'w').write('x'))),
+                   ('bad', lambda: open(b'/outputs/bad\xff.txt', 'w').write('bad')),
+                   ('ctl', lambda: open('/outputs/ctl\x01', 'w').write('ctl'))]:
+    try:
+        make()
+        out[name] = 'made'
+    except OSError as e:
+        out[name] = type(e).__name__
+with open('/outputs/sparse', 'wb') as f:
+    f.truncate(16 << 20)  # maxFileBytes; larger than the 8 MiB budget
+sorted(out.items())
+"""
+    r = ok(msup, code)
+    made = dict(eval(r["result"]["text"]))
+    assert made["link"] == "made" and made["inner"] == "made" and made["dir"] == "made"
+    assert made["bad"] == "made" and made["ctl"] == "made"
+    # Landlock and the seccomp filter may refuse the FIFO; either way it is not returned.
+    assert made["fifo"] in ("made", "PermissionError", "OSError")
+    assert [a["name"] for a in r["artifacts"]] == ["real.txt"]
+    check_artifact(r["artifacts"][0], b"real\n", "text/plain")
+    entries = 6 + (made["fifo"] == "made")  # link, inner, dir, bad, ctl, sparse (+ fifo)
+    assert r["omittedArtifacts"] == entries
+    assert r["omittedArtifactBytes"] == (16 << 20) + 3 + 3
+
+
+def test_file_still_being_written(msup):
+    """A thread keeps appending when the code ends; the worker's exit stops it. What is
+    returned is consistent: size, bytes and digest agree."""
+    code = r"""
+import threading, time
+f = open('/outputs/growing.log', 'w', buffering=1)
+def spin():
+    i = 0
+    while True:
+        f.write('line %d\n' % i)
+        i += 1
+        time.sleep(0.0005)  # keeps the file well within maxResultBytes
+t = threading.Thread(target=spin, daemon=True)
+t.start()
+time.sleep(0.2)
+'left running'
+"""
+    r = ok(msup, code)
+    (a,) = r["artifacts"]
+    assert a["name"] == "growing.log" and a["bytes"] == len(a["data"]) > 0
+    assert a["sha256"] == hashlib.sha256(a["data"]).hexdigest()
+    assert a["data"].startswith(b"line 0\n")
+
+
+def test_kept_after_timeout():
+    """A call killed at its deadline still returns what it wrote."""
+    with running_supervisor("timeoutMs: 1500\n") as s:
+        r = run(s, "open('/outputs/partial.txt', 'w').write('before\\n')\nimport time\ntime.sleep(30)")
+    assert r["outcome"] == "timeout"
+    (a,) = r["artifacts"]
+    check_artifact(a, b"before\n", "text/plain")
+
+
+def test_too_many_files(small):
+    """maxArtifacts + 1 inodes: the fourth file cannot be made. Hard links add names without
+    inodes; the reader keeps the first three names and counts the rest exactly."""
+    code = r"""
+import os
+for n in 'abc':
+    open('/outputs/%s.txt' % n, 'w').write(n * 10)
+try:
+    open('/outputs/d.txt', 'w')
+    fourth = 'made'
+except OSError as e:
+    fourth = e.errno
+links = 0
+for n in ('0', '1'):
+    try:
+        os.link('/outputs/c.txt', '/outputs/%s-link.txt' % n)
+        links += 1
+    except OSError:
+        pass
+(fourth, links)
+"""
+    r = ok(small, code)
+    fourth, links = eval(r["result"]["text"])
+    assert fourth == 28  # ENOSPC
+    names = [a["name"] for a in r["artifacts"]]
+    if links:
+        # '0-link.txt' < '1-link.txt' < 'a.txt': the first three names in byte order.
+        assert names == sorted(["0-link.txt", "1-link.txt", "a.txt", "b.txt", "c.txt"][:links] +
+                               ["a.txt", "b.txt", "c.txt"])[:3]
+        assert r["omittedArtifacts"] == links
+        assert r["omittedArtifactBytes"] == 10 * links
+    else:
+        assert names == ["a.txt", "b.txt", "c.txt"]
+        assert r["omittedArtifacts"] == 0
+
+
+def test_too_many_bytes(small):
+    """The tmpfs is maxArtifactBytes: a write past it fails; a sparse file larger than the
+    budget is counted with its size, not read."""
+    code = r"""
+import errno
+try:
+    open('/outputs/big.bin', 'wb').write(b'x' * 200000)
+    err = None
+except OSError as e:
+    err = e.errno
+import os
+os.unlink('/outputs/big.bin')
+with open('/outputs/holes.bin', 'wb') as f:
+    f.truncate(1 << 20)
+open('/outputs/small.txt', 'w').write('fits\n')
+err
+"""
+    r = ok(small, code)
+    assert r["result"]["text"] == "28"  # ENOSPC
+    assert [a["name"] for a in r["artifacts"]] == ["small.txt"]
+    assert r["omittedArtifacts"] == 1 and r["omittedArtifactBytes"] == 1 << 20
+
+
+def test_over_max_result_bytes(small):
+    """Three 20000-byte files against maxResultBytes 65536: taken in name order while the
+    message fits; the rest are counted exactly, never silently dropped."""
+    code = r"""
+import os
+for n in 'abc':
+    open('/outputs/%s.bin' % n, 'wb').write(os.urandom(20000))
+print('x' * 10000)
+"""
+    r = ok(small, code)
+    names = [a["name"] for a in r["artifacts"]]
+    assert names == ["a.bin", "b.bin"]
+    assert r["omittedArtifacts"] == 1 and r["omittedArtifactBytes"] == 20000
+    for a in r["artifacts"]:
+        assert a["bytes"] == 20000 and a["sha256"] == hashlib.sha256(a["data"]).hexdigest()
+    # The texts keep their place: stdout is whole.
+    assert r["stdout"]["omittedCharacters"] == 0
+
+
+def test_result_frame_within_bound(small):
+    import msgpack
+    c = small.connect()
+    try:
+        rid = c.request("execute", summary="t", sourceIds=[],
+                        code="import os\nfor n in 'abc':\n    open('/outputs/' + n, 'wb').write(os.urandom(21000))\n")
+        while True:
+            raw = c.recv_raw_frame()
+            m = msgpack.unpackb(raw, raw=False)
+            if m.get("id") == rid and m.get("type") == "result":
+                break
+    finally:
+        c.close()
+    assert len(raw) <= 65536
+    assert len(m["artifacts"]) + m["omittedArtifacts"] == 3
+
+
+def test_disabled_has_no_outputs(disabled):
+    progress = []
+    r = ok(disabled, r"""
+import os
+try:
+    open('/outputs/x.txt', 'w').write('x')
+    what = 'wrote'
+except OSError as e:
+    what = type(e).__name__
+(what, os.listdir('/outputs') if os.path.isdir('/outputs') else None)
+""", progress)
+    what, listing = eval(r["result"]["text"])
+    assert what != "wrote"
+    assert listing in (None, [])
+    assert r["artifacts"] is None and r["omittedArtifacts"] == 0 and r["omittedArtifactBytes"] == 0
+    assert all(p["artifacts"] is None and p["artifactBytes"] is None for p in progress)
+
+
+def test_matplotlib_savefig(msup):
+    """plt.savefig('/outputs/runtime.png') returns a PNG. Skipped only while the worker's
+    policy offers no matplotlib (the pythonPackages key comes from another branch)."""
+    probe = run(msup, "import importlib.util\nimportlib.util.find_spec('matplotlib') is not None")
+    if probe["outcome"] != "ok" or probe["result"]["text"] != "True":
+        pytest.skip("the worker's policy does not offer matplotlib")
+    r = ok(msup, "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                 "plt.plot([1, 2, 3], [1, 4, 9])\nplt.savefig('/outputs/runtime.png')\n")
+    (a,) = r["artifacts"]
+    assert a["name"] == "runtime.png" and a["mediaType"] == "image/png"
+    assert a["data"].startswith(b"\x89PNG\r\n\x1a\n")
