@@ -115,8 +115,8 @@ static void test_collect_kinds(void **state) {
         assert_int_equal(symlinkat("/etc/passwd", dfd, "link"), 0);
         assert_int_equal(mkfifoat(dfd, "fifo", 0644), 0);
         assert_int_equal(mkdirat(dfd, "sub", 0755), 0);
-        put(dfd, "bad\xff", "xx", 2);    /* invalid UTF-8: omitted, 2 bytes */
-        put(dfd, "ctl\x01", "yyy", 3);   /* control character: omitted, 3 bytes */
+        put(dfd, "bad\xff", "xx", 2);  /* invalid UTF-8: omitted, 2 bytes */
+        put(dfd, "ctl\x01", "yyy", 3); /* control character: omitted, 3 bytes */
         fd = openat(dfd, "sparse", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         assert_true(fd >= 0);
         assert_int_equal(ftruncate(fd, (off_t) 1 << 40), 0); /* 1 TiB, no blocks */
@@ -236,9 +236,9 @@ static void test_mount_bounds(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_sniff_magic),    cmocka_unit_test(test_sniff_text),
+                cmocka_unit_test(test_sniff_magic),     cmocka_unit_test(test_sniff_text),
                 cmocka_unit_test(test_sniff_deep_json), cmocka_unit_test(test_names),
-                cmocka_unit_test(test_collect_kinds),  cmocka_unit_test(test_collect_bounds),
+                cmocka_unit_test(test_collect_kinds),   cmocka_unit_test(test_collect_bounds),
                 cmocka_unit_test(test_mount_bounds),
         };
 
