@@ -301,3 +301,120 @@ def test_matplotlib_savefig(msup):
     (a,) = r["artifacts"]
     assert a["name"] == "runtime.png" and a["mediaType"] == "image/png"
     assert a["data"].startswith(b"\x89PNG\r\n\x1a\n")
+
+
+# ---- codeinterp exec --save-artifacts / --json ----
+
+SAVE_CODE = ("open('/outputs/plot.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + bytes(range(40)))\n"
+             "open('/outputs/notes.txt', 'w').write('n\\n')\n")
+
+
+def test_cli_save_artifacts(msup, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    r = msup.client("exec", "--save-artifacts", str(out), "-c", SAVE_CODE)
+    assert r.returncode == 0, r.stderr
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
+    assert (out / "plot.png").read_bytes() == png
+    assert (out / "notes.txt").read_bytes() == b"n\n"
+    err = r.stderr.decode()
+    assert "saved %s/plot.png (image/png, %d bytes, sha256 %s)" % (out, len(png), hashlib.sha256(png).hexdigest()) \
+        in err
+    # Never over an existing file: the second run refuses both, exit 13, files unchanged.
+    r = msup.client("exec", "--save-artifacts", str(out), "-c", SAVE_CODE.replace("'n", "'changed"))
+    assert r.returncode == 13, r.stderr
+    assert r.stderr.decode().count("File exists") == 2
+    assert (out / "notes.txt").read_bytes() == b"n\n"
+
+
+def test_cli_save_artifacts_never_follows_a_symlink(msup, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    target = tmp_path / "target"
+    (out / "notes.txt").symlink_to(target)
+    r = msup.client("exec", "--save-artifacts", str(out), "-c", SAVE_CODE)
+    assert r.returncode == 13
+    assert not target.exists()
+    assert (out / "plot.png").exists()
+
+
+def test_cli_save_artifacts_bad_dir(msup, tmp_path):
+    r = msup.client("exec", "--save-artifacts", str(tmp_path / "missing"), "-c", SAVE_CODE)
+    assert r.returncode == 2 and b"cannot open the artifacts directory" in r.stderr
+
+
+def test_cli_json_carries_base64_and_digests(msup):
+    import base64
+    import json
+    r = msup.client("exec", "--json", "-c", SAVE_CODE)
+    assert r.returncode == 0
+    m = json.loads(r.stdout)
+    got = {a["name"]: a for a in m["artifacts"]}
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
+    assert base64.b64decode(got["plot.png"]["data"]) == png
+    assert got["plot.png"]["sha256"] == hashlib.sha256(png).hexdigest()
+    assert got["plot.png"]["mediaType"] == "image/png" and got["plot.png"]["bytes"] == len(png)
+    assert m["omittedArtifacts"] == 0
+
+
+def fake_result(artifacts):
+    """A result as the supervisor would send it, with these artifacts (forged)."""
+    return {"type": "result", "callId": 1, "outcome": "ok", "limit": None, "detail": None, "partial": False,
+            "stdout": None, "stderr": None, "result": None, "exception": None, "elapsedMs": 1,
+            "artifacts": artifacts, "omittedArtifacts": 0, "omittedArtifactBytes": 0}
+
+
+def run_against_fake(tmp_path, messages, *args):
+    """codeinterp exec against a fake supervisor that answers with messages."""
+    import socket
+    import subprocess
+    import threading
+    import msgpack
+    import struct
+    from conftest import CLIENT
+    path = str(tmp_path / "fake.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    server.settimeout(20)
+
+    def serve():
+        conn, _ = server.accept()
+        with conn:
+            hdr = conn.recv(4, socket.MSG_WAITALL)
+            body = conn.recv(struct.unpack(">I", hdr)[0], socket.MSG_WAITALL)
+            rid = msgpack.unpackb(body, raw=False)["id"]
+            for m in messages:
+                b = msgpack.packb(dict(m, id=rid), use_bin_type=True)
+                conn.sendall(struct.pack(">I", len(b)) + b)
+            conn.recv(1)
+
+    t = threading.Thread(target=serve)
+    t.start()
+    try:
+        return subprocess.run([CLIENT, "--socket", path, "exec"] + list(args) + ["-c", "1"],
+                              capture_output=True, timeout=30)
+    finally:
+        t.join(30)
+        server.close()
+
+
+def test_cli_refuses_names_that_escape_and_wrong_digests(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    good = b"fine\n"
+
+    def art(name, data, sha=None):
+        return {"name": name, "mediaType": "text/plain", "bytes": len(data),
+                "sha256": sha or hashlib.sha256(data).hexdigest(), "data": data}
+    r = run_against_fake(tmp_path, [fake_result([art("../escape.txt", b"x"), art("..", b"x"), art("", b"x"),
+                                                 art("bad\x1b.txt", b"x"), art("wrong.txt", b"x", "0" * 64),
+                                                 art("ok.txt", good)])],
+                         "--save-artifacts", str(out))
+    assert r.returncode == 13, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["ok.txt"]
+    assert (out / "ok.txt").read_bytes() == good
+    assert not (tmp_path / "escape.txt").exists()
+    err = r.stderr.decode()
+    assert err.count("could leave") == 4 and err.count("malformed") == 1
+    assert "\x1b" not in err

@@ -55,6 +55,24 @@ def test_sdk_northstar_and_source(sdk_report):
     assert "'9.0,7.5\\n'" in text_of(sdk_report["source"])
 
 
+def test_sdk_artifacts_as_image_and_resource(sdk_report):
+    """An image comes back as MCP image content, anything else as an embedded resource;
+    the text lists both with media type and size."""
+    import base64
+    r = sdk_report["artifacts"]
+    assert r["isError"] is False
+    assert [c["type"] for c in r["content"]] == ["text", "resource", "image"]  # name order
+    text = r["content"][0]["text"]
+    assert "--- files in /outputs (2 returned," in text
+    assert "runtime.png: image/png," in text and "runtime table.csv: text/csv, 22 bytes" in text
+    res = r["content"][1]["resource"]
+    assert res["uri"] == "file:///outputs/runtime%20table.csv" and res["mimeType"] == "text/csv"
+    assert base64.b64decode(res["blob"]) == b"run,hours\n1,9.0\n2,7.5\n"
+    img = r["content"][2]
+    assert img["mimeType"] == "image/png"
+    assert base64.b64decode(img["data"]).startswith(b"\x89PNG\r\n\x1a\n")
+
+
 def test_sdk_python_exception_is_error(sdk_report):
     assert sdk_report["exception"]["isError"] is True
     t = text_of(sdk_report["exception"])
