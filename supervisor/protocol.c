@@ -797,8 +797,22 @@ static const char tool_description[] =
 /* The guidance for the coordinating model, with the policy's live bounds. Our words for the
  * rules in docs/protocol.md (outcomes, fitting, sources) and docs/client.md (rendering). */
 static char *tool_guidance(const Policy *p) {
+        _cleanup_free_ char *files = NULL;
         char *s = NULL;
         unsigned keep = p->max_output_characters - p->max_output_characters / 4;
+
+        /* Files handed back: only when the policy gives calls an /outputs. */
+        if (p->max_artifacts == 0)
+                files = strdup(", and files handed back after the call");
+        else if (asprintf(&files,
+                          ". Files: to hand back a file (a plot, a table), write it to /outputs (top level, at most "
+                          "%u files and %llu bytes in all); each comes back with its name, media type (from its "
+                          "content), size and sha256, or is counted as omitted when it does not fit. Everything "
+                          "else the code writes is gone after the call",
+                          p->max_artifacts, (unsigned long long) p->max_artifact_bytes) < 0)
+                files = NULL;
+        if (!files)
+                return NULL;
 
         if (asprintf(&s,
                      "When to use it: whenever your answer creates or transforms structured, machine-readable "
@@ -817,7 +831,7 @@ static char *tool_guidance(const Policy *p) {
                      "mounted.\n"
                      "\n"
                      "Not available: network access, package installation (pip or otherwise), other host "
-                     "files, and files handed back after the call. The Python standard library is available.\n"
+                     "files%s. The Python standard library is available.\n"
                      "\n"
                      "What comes back: the outcome, stdout, stderr, and the repr() of the value of the final "
                      "expression statement (none if it ends with ';' or is None). Each of these keeps at most "
@@ -844,7 +858,7 @@ static char *tool_guidance(const Policy *p) {
                      "\n"
                      "An ok outcome shows what this code computed from these inputs under these limits; it "
                      "does not show that the inputs are true or that the code does what its summary says.",
-                     PROTO_MAX_SOURCE_IDS, p->max_output_characters, keep, p->max_output_characters - keep,
+                     PROTO_MAX_SOURCE_IDS, files, p->max_output_characters, keep, p->max_output_characters - keep,
                      p->timeout_ms, p->max_code_characters, PROTO_SUMMARY_MAX_CHARS, p->max_calls,
                      (unsigned long long) p->memory_bytes, p->cpu_seconds) < 0)
                 return NULL;
