@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,19 @@ static int set_number(int fs, const char *key, unsigned long long v) {
 
         snprintf(buf, sizeof buf, "%llu", v);
         return set_option(fs, key, buf);
+}
+
+int artifacts_prepare(void) {
+        _cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+
+        if (fs >= 0)
+                return 0;
+        if (errno != EPERM)
+                return -errno;
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+                return -errno;
+        fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+        return fs < 0 ? -errno : 1;
 }
 
 int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd) {

@@ -39,6 +39,15 @@ typedef struct ArtifactSet {
         uint64_t omitted_bytes; /* the sizes of the omitted regular files */
 } ArtifactSet;
 
+/* At start, before any child: make sure this process may create tmpfs superblocks.
+ * fsopen() needs CAP_SYS_ADMIN over the user namespace that owns the caller's mount
+ * namespace; a supervisor started in a user namespace of its own that still shares its
+ * parent's mounts (unshare -r) lacks it. It then moves into a private mount namespace
+ * (its mounts slaves of the old ones, so what is mounted outside still appears), which
+ * its own user namespace owns. 0: nothing needed; 1: made one; -errno: neither works
+ * (calls with an /outputs then fail as worker_error naming the step). */
+int artifacts_prepare(void);
+
 /* A fresh detached tmpfs for one call's /outputs: size max_bytes, max_files + 1 inodes,
  * root directory mode 0700 owned by uid:gid, nosuid, nodev, noexec. *ret_fd is the
  * mount's descriptor (close-on-exec). */

@@ -29,6 +29,7 @@
 #include "common/util.h"
 #include "policy/policy.h"
 #include "policy/seccomp.h"
+#include "supervisor/artifacts.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/protocol.h"
 #include "supervisor/scheduler.h"
@@ -536,6 +537,14 @@ int main(int argc, char **argv) {
                 log_error_errno(k, "Installing signal handlers failed: %m");
                 goto out;
         }
+        /* Before any child, so workers and the zygote start from it. */
+        k = artifacts_prepare();
+        if (k > 0)
+                log_info("This user namespace does not own the mount namespace: running in a private one "
+                         "(slave mounts), so that calls can have an /outputs tmpfs");
+        else if (k < 0)
+                log_warning_errno(k, "Cannot create tmpfs mounts (%m): calls with an /outputs (maxArtifacts > 0) "
+                                     "will fail as worker_error");
         /* Before any child: on cgroup v2 the supervisor may move itself into a leaf. */
         k = cgroup_root_open(policy.cgroups, arg_cgroup_fs, false, &cgroups, err, sizeof err);
         if (k < 0) {

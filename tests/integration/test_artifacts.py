@@ -427,3 +427,26 @@ def test_guidance_names_outputs_only_when_the_policy_has_it(msup, disabled):
     assert "files handed back" not in on
     off = guidance(disabled)
     assert "/outputs" not in off and "and files handed back after the call." in off
+
+
+def test_cli_partly_written_file_is_removed(tmp_path):
+    """A directory that fills up while an artifact is written (a 16 KiB tmpfs): the
+    command says so, exits 13, and leaves no truncated file behind."""
+    import subprocess
+    out = tmp_path / "small"
+    out.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(out)], check=True)
+    try:
+        big = bytes(range(256)) * 400  # 100 KiB
+        small = b"fits\n"
+        r = run_against_fake(tmp_path, [fake_result([
+            {"name": "big.bin", "mediaType": "application/octet-stream", "bytes": len(big),
+             "sha256": hashlib.sha256(big).hexdigest(), "data": big},
+            {"name": "small.txt", "mediaType": "text/plain", "bytes": len(small),
+             "sha256": hashlib.sha256(small).hexdigest(), "data": small}])],
+            "--save-artifacts", str(out))
+        assert r.returncode == 13, r.stderr
+        assert b'cannot save artifact "big.bin"' in r.stderr and b"No space left on device" in r.stderr
+        assert sorted(p.name for p in out.iterdir()) == ["small.txt"]
+    finally:
+        subprocess.run(["umount", str(out)], check=True)
