@@ -454,7 +454,8 @@ int artifacts_collect(int dir_fd, uint32_t max_files, uint64_t max_bytes, Artifa
                 heap_up(heap, n_heap++);
         }
 
-        qsort(heap, n_heap, sizeof *heap, by_name);
+        if (n_heap > 1)
+                qsort(heap, n_heap, sizeof *heap, by_name);
         set.items = calloc(n_heap ? n_heap : 1, sizeof *set.items);
         if (!set.items) {
                 r = -ENOMEM;
