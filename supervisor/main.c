@@ -461,6 +461,24 @@ static int check_config(void) {
                 policy_seccomp_fprog_free(&prog);
         bad |= k < 0;
         bad |= check_python() < 0;
+        if (policy.max_artifacts == 0)
+                printf("/outputs tmpfs: off (maxArtifacts: 0)\n");
+        else {
+                int fd = -1;
+                k = artifacts_mount_new(policy.max_artifact_bytes, policy.max_artifacts, policy.worker_uid,
+                                        policy.worker_gid, &fd);
+                if (k >= 0)
+                        printf("/outputs tmpfs: can be made (%u files, %llu bytes)\n", policy.max_artifacts,
+                               (unsigned long long) policy.max_artifact_bytes);
+                else if (k == -EPERM)
+                        printf("/outputs tmpfs: not in this mount namespace; codeinterpd moves into a private "
+                               "one at start\n");
+                else
+                        printf("/outputs tmpfs: %s (calls would fail as worker_error)\n", strerror(-k));
+                bad |= k < 0 && k != -EPERM;
+                if (fd >= 0)
+                        close(fd);
+        }
         if (room == UINT64_MAX)
                 printf("memory cgroup: no limit on the supervisor's cgroup\n");
         else

@@ -450,3 +450,14 @@ def test_cli_partly_written_file_is_removed(tmp_path):
         assert sorted(p.name for p in out.iterdir()) == ["small.txt"]
     finally:
         subprocess.run(["umount", str(out)], check=True)
+
+
+def test_check_config_reports_outputs(tmp_path):
+    import subprocess
+    from conftest import DAEMON
+    out = subprocess.run([DAEMON, "--check-config"], capture_output=True, text=True, timeout=60)
+    assert "/outputs tmpfs: can be made (16 files, 8388608 bytes)" in out.stdout, out.stdout
+    p = tmp_path / "p.yaml"
+    p.write_text("maxArtifacts: 0\n")
+    out = subprocess.run([DAEMON, "--check-config", "--policy", str(p)], capture_output=True, text=True, timeout=60)
+    assert "/outputs tmpfs: off (maxArtifacts: 0)" in out.stdout, out.stdout
