@@ -461,3 +461,16 @@ def test_check_config_reports_outputs(tmp_path):
     p.write_text("maxArtifacts: 0\n")
     out = subprocess.run([DAEMON, "--check-config", "--policy", str(p)], capture_output=True, text=True, timeout=60)
     assert "/outputs tmpfs: off (maxArtifacts: 0)" in out.stdout, out.stdout
+
+
+def test_running_progress_counts_what_exists(msup):
+    """While the code runs, progress reads the tmpfs's own counters: entries and the
+    bytes allocated (whole pages), no names."""
+    progress = []
+    ok(msup, "open('/outputs/early.txt', 'w').write('x' * 5000)\nimport os, time\nos.mkdir('/outputs/d')\n"
+             "time.sleep(1.4)", progress)
+    running = [p for p in progress if p["phase"] == "running"]
+    assert running, [p["phase"] for p in progress]
+    assert running[-1]["artifacts"] == 2 and running[-1]["artifactBytes"] >= 8192, running[-1]
+    fin = [p for p in progress if p["phase"] == "finished"][0]
+    assert fin["artifacts"] == 2 and fin["artifactBytes"] == 5000
