@@ -21,6 +21,7 @@
 
 #define EXIT_USAGE 2
 #define EXIT_CONNECT 12
+#define EXIT_ARTIFACTS 13 /* the call ended ok, but --save-artifacts could not save every file */
 #define MAX_INPUT_FILE (256u << 20)
 #define MAX_SOURCES 4 /* what execute accepts */
 
@@ -41,6 +42,8 @@ static void help(void) {
                "      --text ID=FILE       the canonical text for attachment ID (default: the file itself)\n"
                "      --model-text         print what the model sees: outcome, output, omissions (text)\n"
                "      --cards              print the user's progress cards on stderr (metadata only)\n"
+               "      --save-artifacts DIR write the files the code left in /outputs into DIR (new files\n"
+               "                           only, never over existing ones); each is named on stderr\n"
                "  tool [--format F]        print the code_interpreter tool definition; F: codeinterp\n"
                "                           (default), openai, anthropic, mcp, json-schema\n"
                "  mcp [--source ID=FILE] [--attach ID=FILE[:MEDIA_TYPE]]\n"
@@ -61,7 +64,7 @@ static void help(void) {
                "Exit status: 0 ok, 1 python_exception, 2 usage error, 3 timeout, 4 cancelled,\n"
                "5 resource_limit, 6 invalid_input, 7 unavailable_source, 8 quota_exhausted,\n"
                "9 worker_error, 10 overloaded, 11 not_found or permission_denied, 12 no connection\n"
-               "or a protocol failure.\n");
+               "or a protocol failure, 13 ok but an artifact could not be saved (--save-artifacts).\n");
 }
 
 static int read_file(const char *path, char **ret, size_t *ret_len) {
@@ -170,8 +173,55 @@ static int parse_mount(char *arg, bool attachment, Mount *m) {
         return 0;
 }
 
+/* --save-artifacts: each artifact into dir, named on stderr with where it went; the
+ * omitted ones counted. -EIO when any could not be saved (each says why). */
+static int save_artifacts(const msgpack_object *m, int dir_fd, const char *dir) {
+        size_t n = ci_artifact_count(m);
+        int r = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                CiArtifact a;
+                int k = ci_artifact_get(m, i, &a);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: artifact %zu is malformed (its size or sha256 does not match)\n",
+                                i);
+                        r = -EIO;
+                        continue;
+                }
+                if (!ci_artifact_name_safe(a.name, a.name_len)) {
+                        fprintf(stderr, "codeinterp: artifact %zu has a name that could leave \"%s\"; not saved\n", i,
+                                dir);
+                        r = -EIO;
+                        continue;
+                }
+                k = ci_artifact_save(dir_fd, &a);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: cannot save artifact \"%.*s\" in \"%s\": %s\n", (int) a.name_len,
+                                a.name, dir, strerror(-k));
+                        r = -EIO;
+                        continue;
+                }
+                fprintf(stderr, "codeinterp: saved %s/%.*s (%.*s, %zu bytes, sha256 %s)\n", dir, (int) a.name_len,
+                        a.name, (int) a.media_type_len, a.media_type, a.len, a.sha256);
+        }
+        if (uint_or0(ci_get(m, "omittedArtifacts")) > 0)
+                fprintf(stderr, "codeinterp: %" PRIu64 " more entries of /outputs (%" PRIu64 " bytes) were omitted\n",
+                        uint_or0(ci_get(m, "omittedArtifacts")), uint_or0(ci_get(m, "omittedArtifactBytes")));
+        return r;
+}
+
 static int cmd_exec(int argc, char **argv) {
-        enum { ARG_SUMMARY = 0x100, ARG_JSON, ARG_SOURCE, ARG_ATTACH, ARG_TEXT, ARG_SAVE, ARG_MODEL_TEXT, ARG_CARDS };
+        enum {
+                ARG_SUMMARY = 0x100,
+                ARG_JSON,
+                ARG_SOURCE,
+                ARG_ATTACH,
+                ARG_TEXT,
+                ARG_SAVE,
+                ARG_MODEL_TEXT,
+                ARG_CARDS,
+                ARG_SAVE_ARTIFACTS
+        };
         static const struct option options[] = {
                 { "summary", required_argument, NULL, ARG_SUMMARY },
                 { "json", no_argument, NULL, ARG_JSON },
@@ -181,10 +231,12 @@ static int cmd_exec(int argc, char **argv) {
                 { "save", required_argument, NULL, ARG_SAVE },
                 { "model-text", no_argument, NULL, ARG_MODEL_TEXT },
                 { "cards", no_argument, NULL, ARG_CARDS },
+                { "save-artifacts", required_argument, NULL, ARG_SAVE_ARTIFACTS },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        const char *summary = "codeinterp exec", *code_arg = NULL, *save_path = NULL;
+        const char *summary = "codeinterp exec", *code_arg = NULL, *save_path = NULL, *artifacts_dir = NULL;
+        _cleanup_close_ int artifacts_fd = -1;
         bool json = false, model_text = false;
         Mount mounts[MAX_SOURCES] = {};
         size_t n_mounts = 0;
@@ -245,6 +297,9 @@ static int cmd_exec(int argc, char **argv) {
                 case ARG_SAVE:
                         save_path = optarg;
                         break;
+                case ARG_SAVE_ARTIFACTS:
+                        artifacts_dir = optarg;
+                        break;
                 case 'h':
                         help();
                         return 0;
@@ -277,6 +332,16 @@ static int cmd_exec(int argc, char **argv) {
                         }
                 if (!found) {
                         fprintf(stderr, "codeinterp: --text %s names no --attach\n", texts[i].id);
+                        return EXIT_USAGE;
+                }
+        }
+
+        /* The directory is opened before the call: a wrong one costs no call. */
+        if (artifacts_dir) {
+                artifacts_fd = open(artifacts_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (artifacts_fd < 0) {
+                        fprintf(stderr, "codeinterp: cannot open the artifacts directory \"%s\": %s\n", artifacts_dir,
+                                strerror(errno));
                         return EXIT_USAGE;
                 }
         }
@@ -383,6 +448,7 @@ static int cmd_exec(int argc, char **argv) {
         }
         if (ps.cards && !strcmp(ci_message_type(&res) ?: "", "result"))
                 print_card(m);
+        bool artifacts_failed = artifacts_fd >= 0 && save_artifacts(m, artifacts_fd, artifacts_dir) < 0;
         if (model_text) {
                 _cleanup_free_ char *text = NULL;
                 const char *type = ci_message_type(&res) ?: "";
@@ -393,7 +459,7 @@ static int cmd_exec(int argc, char **argv) {
                 else
                         fputs(text, stdout);
                 ci_message_done(&res);
-                return status;
+                return artifacts_failed && status == 0 ? EXIT_ARTIFACTS : status;
         }
         if (!strcmp(ci_message_type(&res) ?: "", "error")) {
                 str_or(ci_get(m, "code"), outcome, sizeof outcome, "?");
@@ -405,7 +471,7 @@ static int cmd_exec(int argc, char **argv) {
                                 str_or(ci_get(m, "message"), buf, sizeof buf, ""));
                 status = ci_outcome_exit_status(outcome);
                 ci_message_done(&res);
-                return status;
+                return artifacts_failed && status == 0 ? EXIT_ARTIFACTS : status;
         }
         str_or(ci_get(m, "outcome"), outcome, sizeof outcome, "?");
         status = ci_outcome_exit_status(outcome);
@@ -413,7 +479,7 @@ static int cmd_exec(int argc, char **argv) {
                 ci_json_write(stdout, m);
                 fputc('\n', stdout);
                 ci_message_done(&res);
-                return status;
+                return artifacts_failed && status == 0 ? EXIT_ARTIFACTS : status;
         }
 
         print_channel(stdout, ci_get(m, "stdout"), "stdout");
@@ -426,6 +492,11 @@ static int cmd_exec(int argc, char **argv) {
                 print_channel(stdout, r, "result");
                 fputc('\n', stdout);
         }
+        if (artifacts_fd < 0 && (ci_artifact_count(m) > 0 || uint_or0(ci_get(m, "omittedArtifacts")) > 0))
+                fprintf(stderr,
+                        "codeinterp: the code left %zu files in /outputs (%" PRIu64 " more omitted); "
+                        "--save-artifacts DIR writes them\n",
+                        ci_artifact_count(m), uint_or0(ci_get(m, "omittedArtifacts")));
         if (strcmp(outcome, "ok") != 0 && strcmp(outcome, "python_exception") != 0) {
                 char limit[32];
                 fprintf(stderr, "codeinterp: %s", outcome);
@@ -437,7 +508,7 @@ static int cmd_exec(int argc, char **argv) {
         }
         fflush(stdout);
         ci_message_done(&res);
-        return status;
+        return artifacts_failed && status == 0 ? EXIT_ARTIFACTS : status;
 }
 
 static int cmd_simple(const char *what, bool openmetrics) {

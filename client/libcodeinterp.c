@@ -2,6 +2,7 @@
 #include "client/libcodeinterp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 
 #include "common/cleanup.h"
 #include "common/mp.h"
+#include "common/sha256.h"
 #include "common/util.h"
 
 #define CI_MAX_MESSAGE (64u << 20)
@@ -335,4 +337,72 @@ int ci_attachment_text(const char *id, const void *data, size_t len, const char 
         *ret_text = text;
         *ret_len = (size_t) n;
         return 1;
+}
+
+size_t ci_artifact_count(const msgpack_object *result) {
+        const msgpack_object *a = mp_map_get(result, "artifacts");
+        return a && a->type == MSGPACK_OBJECT_ARRAY ? a->via.array.size : 0;
+}
+
+bool ci_artifact_name_safe(const char *name, size_t len) {
+        uint64_t chars;
+
+        if (len == 0 || len > 255 || (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char) name[i];
+                if (c < 0x20 || c == 0x7f || c == '/')
+                        return false;
+        }
+        return utf8_count(name, len, &chars) >= 0;
+}
+
+int ci_artifact_get(const msgpack_object *result, size_t i, CiArtifact *ret) {
+        const msgpack_object *arr = mp_map_get(result, "artifacts"), *a, *name, *mt, *bytes, *sha, *data;
+        CiArtifact out = {};
+
+        if (i >= ci_artifact_count(result))
+                return -ENOENT;
+        a = &arr->via.array.ptr[i];
+        name = mp_map_get(a, "name");
+        mt = mp_map_get(a, "mediaType");
+        bytes = mp_map_get(a, "bytes");
+        sha = mp_map_get(a, "sha256");
+        data = mp_map_get(a, "data");
+        if (!mp_is_str(name) || !mp_is_str(mt) || !mp_is_uint(bytes) || !mp_is_str(sha) || sha->via.str.size != 64 ||
+            !data || data->type != MSGPACK_OBJECT_BIN || bytes->via.u64 != data->via.bin.size)
+                return -EBADMSG;
+        out.name = name->via.str.ptr;
+        out.name_len = name->via.str.size;
+        out.media_type = mt->via.str.ptr;
+        out.media_type_len = mt->via.str.size;
+        out.data = data->via.bin.ptr;
+        out.len = data->via.bin.size;
+        sha256_hex(out.data, out.len, out.sha256);
+        if (memcmp(out.sha256, sha->via.str.ptr, 64) != 0)
+                return -EBADMSG;
+        *ret = out;
+        return 0;
+}
+
+int ci_artifact_save(int dir_fd, const CiArtifact *a) {
+        char name[256];
+        _cleanup_close_ int fd = -1;
+        int k;
+
+        if (!ci_artifact_name_safe(a->name, a->name_len))
+                return -EINVAL;
+        memcpy(name, a->name, a->name_len);
+        name[a->name_len] = 0;
+        fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+        if (fd < 0)
+                return -errno;
+        k = write_full(fd, a->data, a->len);
+        if (k >= 0 && fsync(fd) < 0)
+                k = -errno;
+        if (k < 0) {
+                (void) unlinkat(dir_fd, name, 0);
+                return k;
+        }
+        return 0;
 }

@@ -79,6 +79,32 @@ int ci_attachment_text(const char *id, const void *data, size_t len, const char 
 const char *ci_message_type(const CiMessage *m);
 const msgpack_object *ci_get(const msgpack_object *map, const char *key);
 
+/* Artifacts (docs/protocol.md#artifacts): the files a call left in /outputs, as a result
+ * carries them. Pointers point into the message. */
+typedef struct CiArtifact {
+        const char *name; /* not NUL-terminated */
+        size_t name_len;
+        const char *media_type; /* not NUL-terminated */
+        size_t media_type_len;
+        const void *data;
+        size_t len;
+        char sha256[65];
+} CiArtifact;
+
+/* How many artifacts the result carries (0 for none, nil or not a result). */
+size_t ci_artifact_count(const msgpack_object *result);
+/* Artifact i, checked: every field present with its type, bytes == the data's length,
+ * sha256 64 lowercase hex digits equal to the data's digest. -EBADMSG otherwise,
+ * -ENOENT past the end. */
+int ci_artifact_get(const msgpack_object *result, size_t i, CiArtifact *ret);
+/* A name that may become a file name in a directory: 1..255 bytes of valid UTF-8, not
+ * "." or "..", no '/', no C0 control character or DEL (the supervisor sends no other). */
+bool ci_artifact_name_safe(const char *name, size_t len);
+/* Write a into the directory dir_fd under its own name: a new file (O_CREAT | O_EXCL |
+ * O_NOFOLLOW, mode 0644), never over an existing file or through a symlink. -EINVAL for
+ * a name that is not safe, -EEXIST, other -errno; a partly written file is removed. */
+int ci_artifact_save(int dir_fd, const CiArtifact *a);
+
 /* Exit status for an outcome name (documented in docs/client.md). */
 int ci_outcome_exit_status(const char *outcome);
 

@@ -130,8 +130,81 @@ static int send_error(json_object *id, int code, const char *message) {
         return send_json(m);
 }
 
-/* A tools/call result: the model-visible text, isError for every outcome but ok. */
-static int send_tool_result(json_object *id, const char *text, bool is_error) {
+static char *base64_new(const uint8_t *p, size_t n) {
+        static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < n; i += 3) {
+                uint32_t v =
+                        (uint32_t) p[i] << 16 | (i + 1 < n ? (uint32_t) p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+                *o++ = tbl[v >> 18 & 63];
+                *o++ = tbl[v >> 12 & 63];
+                *o++ = i + 1 < n ? tbl[v >> 6 & 63] : '=';
+                *o++ = i + 2 < n ? tbl[v & 63] : '=';
+        }
+        *o = 0;
+        return out;
+}
+
+/* The raster images MCP clients show as images; everything else is a resource. */
+static bool is_image(const CiArtifact *a) {
+        static const char *const images[] = { "image/png", "image/jpeg", "image/gif", "image/webp" };
+        for (size_t i = 0; i < ELEMENTSOF(images); i++)
+                if (a->media_type_len == strlen(images[i]) && !memcmp(a->media_type, images[i], a->media_type_len))
+                        return true;
+        return false;
+}
+
+/* One artifact as MCP content: an image as {type: image, data, mimeType}; anything else
+ * as an embedded resource {type: resource, resource: {uri, mimeType, blob}} whose uri is
+ * file:///outputs/NAME, percent-encoded. A malformed one is left out (the text lists it). */
+static json_object *artifact_content(const CiArtifact *a) {
+        _cleanup_free_ char *b64 = base64_new(a->data, a->len), *uri = NULL;
+        json_object *item = json_object_new_object(), *res = NULL;
+        char mt[128];
+        size_t u = 0;
+
+        if (!b64 || !item || a->media_type_len >= sizeof mt) {
+                json_object_put(item);
+                return NULL;
+        }
+        memcpy(mt, a->media_type, a->media_type_len);
+        mt[a->media_type_len] = 0;
+        if (is_image(a)) {
+                json_object_object_add(item, "type", json_object_new_string("image"));
+                json_object_object_add(item, "data", json_object_new_string(b64));
+                json_object_object_add(item, "mimeType", json_object_new_string(mt));
+                return item;
+        }
+        uri = malloc(strlen("file:///outputs/") + a->name_len * 3 + 1);
+        res = json_object_new_object();
+        if (!uri || !res) {
+                json_object_put(item);
+                json_object_put(res);
+                return NULL;
+        }
+        u = (size_t) sprintf(uri, "file:///outputs/");
+        for (size_t i = 0; i < a->name_len; i++) {
+                unsigned char c = (unsigned char) a->name[i];
+                if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~", c))
+                        uri[u++] = (char) c;
+                else
+                        u += (size_t) sprintf(uri + u, "%%%02X", c);
+        }
+        uri[u] = 0;
+        json_object_object_add(res, "uri", json_object_new_string(uri));
+        json_object_object_add(res, "mimeType", json_object_new_string(mt));
+        json_object_object_add(res, "blob", json_object_new_string(b64));
+        json_object_object_add(item, "type", json_object_new_string("resource"));
+        json_object_object_add(item, "resource", res);
+        return item;
+}
+
+/* A tools/call result: the model-visible text, isError for every outcome but ok; after
+ * it, a result's artifacts (artifact_content()). */
+static int send_tool_result_with(json_object *id, const char *text, bool is_error, const msgpack_object *msg) {
         json_object *r = json_object_new_object(), *content = json_object_new_array(), *item = json_object_new_object();
         if (!r || !content || !item) {
                 json_object_put(r);
@@ -142,9 +215,21 @@ static int send_tool_result(json_object *id, const char *text, bool is_error) {
         json_object_object_add(item, "type", json_object_new_string("text"));
         json_object_object_add(item, "text", json_object_new_string(text));
         json_object_array_add(content, item);
+        for (size_t i = 0, n = msg ? ci_artifact_count(msg) : 0; i < n; i++) {
+                CiArtifact a;
+                json_object *c;
+                if (ci_artifact_get(msg, i, &a) < 0 || !ci_artifact_name_safe(a.name, a.name_len) ||
+                    !(c = artifact_content(&a)))
+                        continue;
+                json_object_array_add(content, c);
+        }
         json_object_object_add(r, "content", content);
         json_object_object_add(r, "isError", json_object_new_boolean(is_error));
         return send_result(id, r);
+}
+
+static int send_tool_result(json_object *id, const char *text, bool is_error) {
+        return send_tool_result_with(id, text, is_error, NULL);
 }
 
 /* An error the server decides itself (bad arguments, too many calls), rendered exactly as
@@ -242,9 +327,10 @@ static int on_final(McpCall *call, const msgpack_object *msg) {
                 if (ci_render_model_text(msg, &text) < 0)
                         k = send_error(call->rpc_id, RPC_INTERNAL_ERROR, "cannot render the result");
                 else
-                        k = send_tool_result(call->rpc_id, text,
-                                             !mp_str_eq(ci_get(msg, "type"), "result") ||
-                                                     !mp_str_eq(ci_get(msg, "outcome"), "ok"));
+                        k = send_tool_result_with(call->rpc_id, text,
+                                                  !mp_str_eq(ci_get(msg, "type"), "result") ||
+                                                          !mp_str_eq(ci_get(msg, "outcome"), "ok"),
+                                                  msg);
         }
         call_free(call);
         return k;

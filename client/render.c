@@ -39,6 +39,20 @@ static const char *const known_outcomes[] = {
 };
 static const char *const known_phases[] = { "requested", "queued", "started", "running", "finished" };
 static const char *const known_limits[] = { "memory", "cpu", "file_size", "processes" };
+/* The media types the supervisor's sniffer gives (supervisor/artifacts.c). */
+static const char *const known_media_types[] = {
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "image/svg+xml",
+        "application/pdf",
+        "application/xml",
+        "application/json",
+        "text/csv",
+        "text/plain",
+        "application/octet-stream",
+};
 
 static const char *known_name(const msgpack_object *o, const char *const *names, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -144,6 +158,40 @@ static void render_error(FILE *f, const msgpack_object *m) {
                         fprintf(f, "%s\n", hints[i].hint);
 }
 
+/* The files the code left in /outputs: name, media type and size of each (never their
+ * bytes), then the exact count of what was omitted. Nothing when the call had no
+ * /outputs or left nothing there. */
+static void render_artifacts(FILE *f, const msgpack_object *m) {
+        const msgpack_object *arr = mp_map_get(m, "artifacts");
+        uint64_t omitted = uint_or0(mp_map_get(m, "omittedArtifacts"));
+        uint64_t omitted_bytes = uint_or0(mp_map_get(m, "omittedArtifactBytes"));
+        uint64_t total = 0;
+        uint32_t n;
+
+        if (!arr || arr->type != MSGPACK_OBJECT_ARRAY || (arr->via.array.size == 0 && omitted == 0))
+                return;
+        n = arr->via.array.size;
+        for (uint32_t i = 0; i < n; i++)
+                total += uint_or0(mp_map_get(&arr->via.array.ptr[i], "bytes"));
+        fprintf(f, "--- files in /outputs (%" PRIu32 " returned, %" PRIu64 " bytes", n, total);
+        if (omitted > 0)
+                fprintf(f, "; %" PRIu64 " omitted, %" PRIu64 " bytes", omitted, omitted_bytes);
+        fputs(") ---\n", f);
+        for (uint32_t i = 0; i < n; i++) {
+                const msgpack_object *a = &arr->via.array.ptr[i], *name = mp_map_get(a, "name");
+                const char *mt =
+                        known_name(mp_map_get(a, "mediaType"), known_media_types, ELEMENTSOF(known_media_types));
+                if (mp_is_str(name) && ci_artifact_name_safe(name->via.str.ptr, name->via.str.size))
+                        fwrite(name->via.str.ptr, 1, name->via.str.size, f);
+                else
+                        fputc('?', f);
+                fprintf(f, ": %s, %" PRIu64 " bytes\n", mt ?: "?", uint_or0(mp_map_get(a, "bytes")));
+        }
+        if (omitted > 0)
+                fprintf(f, "[... %" PRIu64 " more entries of /outputs (%" PRIu64 " bytes) omitted ...]\n", omitted,
+                        omitted_bytes);
+}
+
 static void render_result(FILE *f, const msgpack_object *m) {
         const char *outcome = outcome_of(mp_map_get(m, "outcome"));
         const char *limit = known_name(mp_map_get(m, "limit"), known_limits, ELEMENTSOF(known_limits));
@@ -202,6 +250,7 @@ static void render_result(FILE *f, const msgpack_object *m) {
                                                           "or print() to see a result)\n"
                                                         : "(no output)\n",
                       f);
+        render_artifacts(f, m);
 }
 
 static int finish(FILE *f, char **buf, char **ret) {
@@ -240,6 +289,12 @@ static void card_sizes(FILE *f, const char *name, uint64_t chars, uint64_t omitt
                 fprintf(f, " (%" PRIu64 " omitted)", omitted);
 }
 
+static void card_files(FILE *f, uint64_t n, uint64_t bytes, uint64_t omitted) {
+        fprintf(f, " · files %" PRIu64 " (%" PRIu64 " bytes)", n, bytes);
+        if (omitted > 0)
+                fprintf(f, " (%" PRIu64 " omitted)", omitted);
+}
+
 int ci_render_progress_card(const msgpack_object *m, char **ret) {
         char *buf = NULL;
         size_t len;
@@ -260,6 +315,13 @@ int ci_render_progress_card(const msgpack_object *m, char **ret) {
                            uint_or0(mp_map_get(out, "omittedCharacters")));
                 card_sizes(f, "stderr", uint_or0(mp_map_get(err, "totalCharacters")),
                            uint_or0(mp_map_get(err, "omittedCharacters")));
+                const msgpack_object *arr = mp_map_get(m, "artifacts");
+                uint64_t omitted = uint_or0(mp_map_get(m, "omittedArtifacts")), bytes = 0;
+                uint32_t n = arr && arr->type == MSGPACK_OBJECT_ARRAY ? arr->via.array.size : 0;
+                for (uint32_t i = 0; i < n; i++)
+                        bytes += uint_or0(mp_map_get(&arr->via.array.ptr[i], "bytes"));
+                if (n > 0 || omitted > 0)
+                        card_files(f, n, bytes, omitted);
         } else {
                 const char *phase = known_name(mp_map_get(m, "phase"), known_phases, ELEMENTSOF(known_phases));
                 const char *outcome = outcome_of(mp_map_get(m, "outcome"));
@@ -273,6 +335,9 @@ int ci_render_progress_card(const msgpack_object *m, char **ret) {
                            uint_or0(mp_map_get(m, "stdoutOmittedCharacters")));
                 card_sizes(f, "stderr", uint_or0(mp_map_get(m, "stderrCharacters")),
                            uint_or0(mp_map_get(m, "stderrOmittedCharacters")));
+                if (uint_or0(mp_map_get(m, "artifacts")) > 0)
+                        card_files(f, uint_or0(mp_map_get(m, "artifacts")), uint_or0(mp_map_get(m, "artifactBytes")),
+                                   0);
         }
         return finish(f, &buf, ret);
 }

@@ -9,7 +9,10 @@
  *    "message": <the result or error message, as exec --json prints it>}
  *
  * Sources are recorded by file and digest, not by content: replay reads the
- * files again, so a changed file shows up as a differing input. */
+ * files again, so a changed file shows up as a differing input. The message's
+ * artifacts (files the code left in /outputs) are in it as exec --json prints them,
+ * data in base64; replay compares them whole (names, media types, sizes, digests,
+ * bytes and the omitted counts) when the record has them. */
 #include "client/replay.h"
 
 #include <assert.h>
@@ -608,6 +611,20 @@ static void compare(const msgpack_object *record, const Source *sources, size_t 
                 }
         }
 
+        /* Records made before artifacts existed have none: nothing to judge. */
+        if (ci_get(was, "artifacts")) {
+                const msgpack_object *aw = ci_get(was, "artifacts"), *an = ci_get(now, "artifacts");
+                uint32_t nw = aw->type == MSGPACK_OBJECT_ARRAY ? aw->via.array.size : 0;
+                uint32_t nn = an && an->type == MSGPACK_OBJECT_ARRAY ? an->via.array.size : 0;
+                if (same(aw, an) && same(ci_get(was, "omittedArtifacts"), ci_get(now, "omittedArtifacts")) &&
+                    same(ci_get(was, "omittedArtifactBytes"), ci_get(now, "omittedArtifactBytes")))
+                        verdict(r, "artifacts", true, NULL);
+                else if (nw == nn)
+                        verdict(r, "artifacts", false, "%" PRIu32 " files each, not the same", nw);
+                else
+                        verdict(r, "artifacts", false, "%" PRIu32 " files recorded, %" PRIu32 " replayed", nw, nn);
+        }
+
         static const char *const notes[] = { "runtime", "policy", "limits" };
         for (size_t i = 0; i < ELEMENTSOF(notes); i++)
                 note(notes[i], ci_get(ci_get(was, "evidence"), notes[i]), ci_get(ci_get(now, "evidence"), notes[i]));
@@ -617,8 +634,9 @@ static void replay_help(void) {
         printf("Usage: codeinterp replay FILE\n"
                "\n"
                "Run the call recorded by \"codeinterp exec --save FILE\" again and report whether the code\n"
-               "digest, each input digest, the outcome and every channel (stdout, stderr, result,\n"
-               "exception) are identical. Runtime, policy and limits are shown, not judged.\n"
+               "digest, each input digest, the outcome, every channel (stdout, stderr, result,\n"
+               "exception) and the files left in /outputs are identical. Runtime, policy and limits are shown, not "
+               "judged.\n"
                "Exit status: 0 identical, 1 not identical, 2 error.\n");
 }
 

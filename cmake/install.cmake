@@ -55,7 +55,7 @@ set(CODEINTERP_PYTHON_DIR "${CMAKE_INSTALL_PREFIX}/lib/python3/dist-packages" CA
 # than the rest of the build's -fPIE, and no -pie when linking.
 add_library(codeinterp_shared SHARED
   ${CMAKE_SOURCE_DIR}/client/libcodeinterp.c ${CMAKE_SOURCE_DIR}/client/render.c
-  ${CMAKE_SOURCE_DIR}/common/mp.c ${CMAKE_SOURCE_DIR}/common/util.c)
+  ${CMAKE_SOURCE_DIR}/common/mp.c ${CMAKE_SOURCE_DIR}/common/util.c ${CMAKE_SOURCE_DIR}/common/sha256.c)
 set_target_properties(codeinterp_shared PROPERTIES
   OUTPUT_NAME codeinterp VERSION ${PROJECT_VERSION} SOVERSION 0
   POSITION_INDEPENDENT_CODE ON

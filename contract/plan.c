@@ -11,7 +11,7 @@ int plan_encode(const char *code, size_t code_len, const Policy *p, const PlanIn
                 MpWriter *w) {
         msgpack_packer *pk = &w->pk;
 
-        msgpack_pack_map(pk, 12);
+        msgpack_pack_map(pk, 13);
         mp_pack_cstr(pk, "code");
         mp_pack_strn(pk, code, code_len);
         mp_pack_kv_uint(pk, "uid", p->worker_uid);
@@ -22,6 +22,7 @@ int plan_encode(const char *code, size_t code_len, const Policy *p, const PlanIn
         mp_pack_kv_uint(pk, "openFiles", p->open_files);
         mp_pack_kv_uint(pk, "processes", p->processes);
         mp_pack_kv_uint(pk, "tmpBytes", p->tmp_bytes);
+        mp_pack_kv_bool(pk, "outputs", p->max_artifacts > 0);
         mp_pack_kv_uint(pk, "excCeiling", p->max_output_characters);
         mp_pack_kv_bool(pk, "denyKill", p->seccomp_deny == POLICY_DENY_KILL);
         mp_pack_cstr(pk, "inputs");
@@ -89,6 +90,7 @@ int plan_decode(void *buf, size_t len, WorkerPlan *ret) {
             (r = get_u32(root, "openFiles", &p.sandbox.open_files)) < 0 ||
             (r = get_u32(root, "processes", &p.sandbox.processes)) < 0 ||
             (r = mp_get_uint(root, "tmpBytes", &p.sandbox.tmp_bytes)) < 0 ||
+            (r = mp_get_bool(root, "outputs", &p.sandbox.outputs)) < 0 ||
             (r = mp_get_uint(root, "excCeiling", &p.exc_ceiling)) < 0 || (r = mp_get_bool(root, "denyKill", &b)) < 0)
                 goto fail;
         p.deny = b ? POLICY_DENY_KILL : POLICY_DENY_ERRNO;

@@ -46,6 +46,7 @@ typedef struct PlanSandbox {
         uint32_t open_files;   /* RLIMIT_NOFILE */
         uint32_t processes;    /* RLIMIT_NPROC */
         uint64_t tmp_bytes;    /* /tmp tmpfs size */
+        bool outputs;          /* mount the supervisor's tmpfs (WORKER_FD_OUTPUTS) on /outputs */
         PlanInput inputs[PLAN_MAX_INPUTS];
         size_t n_inputs;
 } PlanSandbox;

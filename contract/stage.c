@@ -15,6 +15,7 @@ static const char *const stage_names[_SETUP_STAGE_MAX] = {
         [SETUP_STAGE_MOUNT_TMP] = "mount_tmp",
         [SETUP_STAGE_MOUNT_INPUTS] = "mount_inputs",
         [SETUP_STAGE_WRITE_INPUTS] = "write_inputs",
+        [SETUP_STAGE_MOUNT_OUTPUTS] = "mount_outputs",
         [SETUP_STAGE_PIVOT_ROOT] = "pivot_root",
         [SETUP_STAGE_REMOUNT_RO] = "remount_ro",
         [SETUP_STAGE_HOSTNAME] = "hostname",

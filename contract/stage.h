@@ -18,6 +18,7 @@ typedef enum SetupStage {
         SETUP_STAGE_MOUNT_TMP,
         SETUP_STAGE_MOUNT_INPUTS,
         SETUP_STAGE_WRITE_INPUTS,
+        SETUP_STAGE_MOUNT_OUTPUTS, /* moving the supervisor's tmpfs onto /outputs */
         SETUP_STAGE_PIVOT_ROOT,
         SETUP_STAGE_REMOUNT_RO,
         SETUP_STAGE_HOSTNAME,

@@ -45,6 +45,8 @@ typedef struct Policy {
         uint32_t open_files;           /* maxOpenFiles: RLIMIT_NOFILE, 64 */
         uint32_t processes;            /* maxProcesses: RLIMIT_NPROC (threads), 16 */
         uint64_t tmp_bytes;            /* tmpBytes: size of the /tmp tmpfs, 16777216 */
+        uint32_t max_artifacts;        /* maxArtifacts: files kept from /outputs, 16; 0 = no /outputs */
+        uint64_t max_artifact_bytes;   /* maxArtifactBytes: size of the /outputs tmpfs, 8388608 */
         uid_t worker_uid;              /* workerUid: host uid the worker runs as, 65534 */
         gid_t worker_gid;              /* workerGid: host gid, 65534 */
         PolicyDenyAction seccomp_deny; /* seccompDenyAction: errno | kill; errno */

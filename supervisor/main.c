@@ -30,6 +30,7 @@
 #include "common/util.h"
 #include "policy/policy.h"
 #include "policy/seccomp.h"
+#include "supervisor/artifacts.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/protocol.h"
 #include "supervisor/scheduler.h"
@@ -483,6 +484,24 @@ static int check_config(void) {
                 policy_seccomp_fprog_free(&prog);
         bad |= k < 0;
         bad |= check_python() < 0;
+        if (policy.max_artifacts == 0)
+                printf("/outputs tmpfs: off (maxArtifacts: 0)\n");
+        else {
+                int fd = -1;
+                k = artifacts_mount_new(policy.max_artifact_bytes, policy.max_artifacts, policy.worker_uid,
+                                        policy.worker_gid, &fd);
+                if (k >= 0)
+                        printf("/outputs tmpfs: can be made (%u files, %llu bytes)\n", policy.max_artifacts,
+                               (unsigned long long) policy.max_artifact_bytes);
+                else if (k == -EPERM)
+                        printf("/outputs tmpfs: not in this mount namespace; codeinterpd moves into a private "
+                               "one at start\n");
+                else
+                        printf("/outputs tmpfs: %s (calls would fail as worker_error)\n", strerror(-k));
+                bad |= k < 0 && k != -EPERM;
+                if (fd >= 0)
+                        close(fd);
+        }
         if (room == UINT64_MAX)
                 printf("memory cgroup: no limit on the supervisor's cgroup\n");
         else
@@ -555,6 +574,14 @@ int main(int argc, char **argv) {
                 log_error_errno(k, "Installing signal handlers failed: %m");
                 goto out;
         }
+        /* Before any child, so workers and the zygote start from it. */
+        k = artifacts_prepare();
+        if (k > 0)
+                log_info("This user namespace does not own the mount namespace: running in a private one "
+                         "(slave mounts), so that calls can have an /outputs tmpfs");
+        else if (k < 0)
+                log_warning_errno(k, "Cannot create tmpfs mounts (%m): calls with an /outputs (maxArtifacts > 0) "
+                                     "will fail as worker_error");
         /* Before any child: on cgroup v2 the supervisor may move itself into a leaf. */
         k = cgroup_root_open(policy.cgroups, arg_cgroup_fs, false, &cgroups, err, sizeof err);
         if (k < 0) {

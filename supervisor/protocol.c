@@ -516,7 +516,7 @@ int proto_pack_cancel_reply(MpWriter *w, uint64_t id, uint64_t call_id, bool que
 int proto_pack_progress(MpWriter *w, const ProtoProgress *pr) {
         msgpack_packer *pk = &w->pk;
 
-        msgpack_pack_map(pk, 11);
+        msgpack_pack_map(pk, 13);
         mp_pack_kv_uint(pk, "id", pr->request_id);
         mp_pack_kv_str(pk, "type", "progress");
         mp_pack_kv_uint(pk, "callId", pr->call_id);
@@ -534,6 +534,16 @@ int proto_pack_progress(MpWriter *w, const ProtoProgress *pr) {
         mp_pack_kv_uint(pk, "stderrOmittedCharacters",
                         pr->stderr_chars > pr->ceiling ? pr->stderr_chars - pr->ceiling : 0);
         mp_pack_kv_str(pk, "outcome", pr->outcome);
+        mp_pack_cstr(pk, "artifacts");
+        if (pr->has_outputs)
+                msgpack_pack_uint64(pk, pr->artifacts);
+        else
+                msgpack_pack_nil(pk);
+        mp_pack_cstr(pk, "artifactBytes");
+        if (pr->has_outputs)
+                msgpack_pack_uint64(pk, pr->artifact_bytes);
+        else
+                msgpack_pack_nil(pk);
         return mp_writer_error(w);
 }
 
@@ -637,8 +647,46 @@ static void pack_exit_status(msgpack_packer *pk, const ProtoResult *r) {
                 msgpack_pack_nil(pk);
 }
 
+static void pack_artifact(msgpack_packer *pk, const Artifact *a) {
+        msgpack_pack_map(pk, 5);
+        mp_pack_kv_str(pk, "name", a->name);
+        mp_pack_kv_str(pk, "mediaType", a->media_type);
+        mp_pack_kv_uint(pk, "bytes", a->len);
+        mp_pack_kv_str(pk, "sha256", a->sha256);
+        mp_pack_cstr(pk, "data");
+        msgpack_pack_bin(pk, a->len);
+        msgpack_pack_bin_body(pk, a->data, a->len);
+}
+
+static void pack_artifacts(msgpack_packer *pk, const ArtifactSet *s) {
+        mp_pack_cstr(pk, "artifacts");
+        if (!s)
+                msgpack_pack_nil(pk);
+        else {
+                msgpack_pack_array(pk, s->n);
+                for (size_t i = 0; i < s->n; i++)
+                        pack_artifact(pk, &s->items[i]);
+        }
+        mp_pack_cstr(pk, "omittedArtifacts");
+        msgpack_pack_uint64(pk, s ? s->omitted : 0);
+        mp_pack_cstr(pk, "omittedArtifactBytes");
+        msgpack_pack_uint64(pk, s ? s->omitted_bytes : 0);
+}
+
+/* The packed size of one artifact entry. */
+static size_t artifact_packed_size(const Artifact *a) {
+        MpWriter w;
+        size_t n;
+
+        mp_writer_init(&w, 0);
+        pack_artifact(&w.pk, a);
+        n = mp_writer_error(&w) < 0 ? SIZE_MAX : w.sb.size;
+        mp_writer_done(&w);
+        return n;
+}
+
 static void pack_result(msgpack_packer *pk, const ProtoResult *r) {
-        msgpack_pack_map(pk, 16);
+        msgpack_pack_map(pk, 19);
         mp_pack_kv_uint(pk, "id", r->request_id);
         mp_pack_kv_str(pk, "type", "result");
         mp_pack_kv_uint(pk, "callId", r->call_id);
@@ -666,7 +714,40 @@ static void pack_result(msgpack_packer *pk, const ProtoResult *r) {
                 mp_pack_kv_int(pk, "errno", r->stage_errno);
         } else
                 msgpack_pack_nil(pk);
+        pack_artifacts(pk, r->artifacts);
         pack_evidence(pk, r);
+}
+
+/* Artifacts, in name order, while they fit beside the rest as it is (w holds the whole
+ * message packed once). An omitted one widens the omitted counts by at most 16 bytes. */
+static int fit_artifacts(MpWriter *w, ProtoResult *r, size_t max_bytes) {
+        ArtifactSet *s = r->artifacts;
+        size_t sizes_total = 0, base, budget;
+        _cleanup_free_ size_t *sizes = NULL;
+
+        if (!s || s->n == 0)
+                return 0;
+        sizes = calloc(s->n, sizeof *sizes);
+        if (!sizes)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n; i++) {
+                sizes[i] = artifact_packed_size(&s->items[i]);
+                if (sizes[i] == SIZE_MAX)
+                        return -ENOMEM;
+                sizes_total += sizes[i];
+        }
+        base = w->sb.size - sizes_total + 16;
+        budget = base < max_bytes ? max_bytes - base : 0;
+        /* k walks the sizes as measured, i the set as it shrinks. */
+        size_t orig_n = s->n;
+        for (size_t k = 0, i = 0; k < orig_n; k++) {
+                if (sizes[k] <= budget) {
+                        budget -= sizes[k];
+                        i++;
+                } else
+                        artifact_set_omit(s, i);
+        }
+        return 0;
 }
 
 int proto_pack_result(MpWriter *w, ProtoResult *r, size_t max_bytes) {
@@ -682,6 +763,16 @@ int proto_pack_result(MpWriter *w, ProtoResult *r, size_t max_bytes) {
                 return k;
         if (w->sb.size <= max_bytes)
                 return 0;
+        if (r->artifacts && r->artifacts->n > 0) {
+                if ((k = fit_artifacts(w, r, max_bytes)) < 0)
+                        return k;
+                mp_writer_reset(w);
+                pack_result(&w->pk, r);
+                if ((k = mp_writer_error(w)) < 0)
+                        return k;
+                if (w->sb.size <= max_bytes)
+                        return 0;
+        }
         for (size_t i = 0; i < ELEMENTSOF(texts); i++)
                 if (texts[i])
                         text_total += texts[i]->text_bytes;
@@ -708,8 +799,22 @@ static const char tool_description[] =
 /* The guidance for the coordinating model, with the policy's live bounds. Our words for the
  * rules in docs/protocol.md (outcomes, fitting, sources) and docs/client.md (rendering). */
 static char *tool_guidance(const Policy *p) {
+        _cleanup_free_ char *files = NULL;
         char *s = NULL;
         unsigned keep = p->max_output_characters - p->max_output_characters / 4;
+
+        /* Files handed back: only when the policy gives calls an /outputs. */
+        if (p->max_artifacts == 0)
+                files = strdup(", and files handed back after the call");
+        else if (asprintf(&files,
+                          ". Files: to hand back a file (a plot, a table), write it to /outputs (top level, at most "
+                          "%u files and %llu bytes in all); each comes back with its name, media type (from its "
+                          "content), size and sha256, or is counted as omitted when it does not fit. Everything "
+                          "else the code writes is gone after the call",
+                          p->max_artifacts, (unsigned long long) p->max_artifact_bytes) < 0)
+                files = NULL;
+        if (!files)
+                return NULL;
 
         if (asprintf(&s,
                      "When to use it: whenever your answer creates or transforms structured, machine-readable "
@@ -728,7 +833,7 @@ static char *tool_guidance(const Policy *p) {
                      "mounted.\n"
                      "\n"
                      "Not available: network access, package installation (pip or otherwise), other host "
-                     "files, and files handed back after the call. The Python standard library is available.\n"
+                     "files%s. The Python standard library is available.\n"
                      "\n"
                      "What comes back: the outcome, stdout, stderr, and the repr() of the value of the final "
                      "expression statement (none if it ends with ';' or is None). Each of these keeps at most "
@@ -755,7 +860,7 @@ static char *tool_guidance(const Policy *p) {
                      "\n"
                      "An ok outcome shows what this code computed from these inputs under these limits; it "
                      "does not show that the inputs are true or that the code does what its summary says.",
-                     PROTO_MAX_SOURCE_IDS, p->max_output_characters, keep, p->max_output_characters - keep,
+                     PROTO_MAX_SOURCE_IDS, files, p->max_output_characters, keep, p->max_output_characters - keep,
                      p->timeout_ms, p->max_code_characters, PROTO_SUMMARY_MAX_CHARS, p->max_calls,
                      (unsigned long long) p->memory_bytes, p->cpu_seconds) < 0)
                 return NULL;

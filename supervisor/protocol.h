@@ -14,6 +14,7 @@
 #include "common/mp.h"
 #include "contract/fit.h"
 #include "policy/policy.h"
+#include "supervisor/artifacts.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/metrics.h"
 #include "supervisor/outcome.h"
@@ -145,8 +146,10 @@ typedef struct ProtoProgress {
         uint64_t elapsed_ms;
         uint32_t queue_position; /* 0: not queued (nil) */
         uint64_t stdout_chars, stderr_chars;
-        uint64_t ceiling;    /* maxOutputCharacters, for the omitted counts */
-        const char *outcome; /* "finished" only */
+        uint64_t ceiling;                   /* maxOutputCharacters, for the omitted counts */
+        const char *outcome;                /* "finished" only */
+        bool has_outputs;                   /* the call has an /outputs: the two below are sent, else nil */
+        uint64_t artifacts, artifact_bytes; /* entries there and their size, never names */
 } ProtoProgress;
 int proto_pack_progress(MpWriter *w, const ProtoProgress *pr);
 
@@ -184,6 +187,11 @@ typedef struct ProtoResult {
         int landlock_abi;
         CgroupVersion cgroup;
         bool rootless; /* the supervisor is not root: the worker was its user on the host */
+        /* /outputs: NULL when the call had none (artifacts is nil then). Fitting moves
+         * artifacts that do not fit into its omitted counts. */
+        ArtifactSet *artifacts;
 } ProtoResult;
-/* -E2BIG when even the texts cut to nothing do not fit max_bytes. */
+/* -E2BIG when even the texts cut to nothing do not fit max_bytes. Artifacts are kept in
+ * name order while the message with the texts as they are fits; those that do not are
+ * omitted (counted); only then are the texts cut. */
 int proto_pack_result(MpWriter *w, ProtoResult *r, size_t max_bytes);

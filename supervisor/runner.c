@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,6 +65,7 @@ struct Runner {
         Cgroup *cgroup;                 /* the worker's own cgroup, or NULL */
         int go_fd;                      /* zygote mode: write end of the go pipe until the worker may go */
         uint64_t oom_kills;             /* read from the cgroup after the reap */
+        int outputs_fd;                 /* the call's /outputs tmpfs (artifacts.h), or -1 */
 };
 
 pid_t runner_pid(const Runner *r) {
@@ -80,6 +82,17 @@ uint64_t runner_stdout_chars(const Runner *r) {
 
 uint64_t runner_stderr_chars(const Runner *r) {
         return r->streams[CH_ERR] ? fit_stream_chars(r->streams[CH_ERR]) : 0;
+}
+
+bool runner_outputs_usage(const Runner *r, uint64_t *ret_count, uint64_t *ret_bytes) {
+        struct statfs st;
+
+        if (r->outputs_fd < 0 || fstatfs(r->outputs_fd, &st) < 0)
+                return false;
+        /* The root directory takes one inode. */
+        *ret_count = st.f_files > st.f_ffree ? (uint64_t) (st.f_files - st.f_ffree) - 1 : 0;
+        *ret_bytes = st.f_blocks > st.f_bfree ? (uint64_t) (st.f_blocks - st.f_bfree) * (uint64_t) st.f_bsize : 0;
+        return true;
 }
 
 static void close_channel(Runner *r, int ch) {
@@ -314,6 +327,18 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
                 r->cgroup = cgroup_free(r->cgroup);
         }
         classify(r, status, ru, &res);
+        /* Only a reaped worker's /outputs is read: its pid namespace is empty, nothing
+         * writes there any more. (Without a worker the mount may still be on its way to
+         * one the zygote makes later; it is not touched.) */
+        if (r->outputs_fd >= 0 && res.pid > 0) {
+                int k = artifacts_collect(r->outputs_fd, r->policy->max_artifacts, r->policy->max_artifact_bytes,
+                                          &res.artifacts);
+                if (k < 0)
+                        log_warning_errno(k, "Reading the worker's /outputs failed: %m");
+                else
+                        res.has_outputs = true;
+        }
+        closep(&r->outputs_fd);
 
         FitText *outs[] = { &res.out, &res.err, &res.result };
         for (int ch = 0; ch < CH_REPORT; ch++) {
@@ -398,6 +423,7 @@ Runner *runner_free(Runner *r) {
         cgroup_free(r->cgroup);
         if (r->go_fd >= 0)
                 close(r->go_fd);
+        closep(&r->outputs_fd);
         sd_event_source_disable_unref(r->pid_source);
         if (r->pidfd >= 0)
                 close(r->pidfd);
@@ -415,6 +441,7 @@ void runner_result_done(RunnerResult *res) {
         fit_text_done(&res->err);
         fit_text_done(&res->result);
         report_done(&res->report);
+        artifact_set_done(&res->artifacts);
 }
 
 /* Zygote mode: the worker may read its plan now (it is in its cgroup, or has none). A
@@ -485,6 +512,7 @@ static Runner *runner_new(sd_event *e, const Policy *p, RunnerDoneFn done, Runne
                 .pid = 0,
                 .pidfd = -1,
                 .go_fd = -1,
+                .outputs_fd = -1,
                 .done = done,
                 .started = started,
                 .userdata = userdata,
@@ -516,8 +544,8 @@ static int make_plan_fd(const Policy *p, const RunnerRequest *req, int *ret_fd) 
 
 /* Exec mode: clone the child into the worker's namespaces (it runs the worker side's
  * exec_child_main), map its ids, let it go. The child's fds are ours until then. */
-static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, int pipes[][2], int plan_fd, pid_t *ret_pid,
-                      int *ret_pidfd, const char **ret_step) {
+static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, int pipes[][2], int plan_fd, int outputs_fd,
+                      pid_t *ret_pid, int *ret_pidfd, const char **ret_step) {
         _cleanup_close_ int devnull = -1, sync_r = -1, sync_w = -1;
         int sync_pipe[2], pidfd = -1, k;
         pid_t pid;
@@ -547,6 +575,7 @@ static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, int 
                                 [WORKER_FD_REPORT] = pipes[CH_REPORT][1],
                                 [WORKER_FD_RESULT] = pipes[CH_RESULT][1],
                                 [WORKER_FD_PLAN] = plan_fd,
+                                [WORKER_FD_OUTPUTS] = outputs_fd,
                         },
                         .worker_exec_fd = sp->worker_exec_fd,
                         .uid = p->worker_uid,
@@ -575,11 +604,11 @@ static void close_pipes(int pipes[][2]) {
 
 int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
                  RunnerStartedFn started, void *userdata, Runner **ret, RunnerStartError *ret_err) {
-        _cleanup_close_ int plan_fd = -1, go_r = -1;
+        _cleanup_close_ int plan_fd = -1, go_r = -1, no_outputs = -1;
         int pipes[_CH_MAX][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
         const char *step = "allocating its state";
         Runner *r;
-        int k;
+        int k, outputs_fd;
 
         if (sp->zygote && zygote_client_state(sp->zygote) == ZYGOTE_STATE_STARTING)
                 return RUNNER_START_LATER;
@@ -597,6 +626,22 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                         k = -errno;
                         goto fail;
                 }
+        /* Its /outputs: a tmpfs made and bounded here (artifacts.h); without one the
+         * worker's descriptor slot holds /dev/null and the plan says not to mount. */
+        if (p->max_artifacts > 0) {
+                step = "creating its /outputs tmpfs";
+                if ((k = artifacts_mount_new(p->max_artifact_bytes, p->max_artifacts, p->worker_uid, p->worker_gid,
+                                             &r->outputs_fd)) < 0)
+                        goto fail;
+        } else {
+                step = "opening /dev/null";
+                no_outputs = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (no_outputs < 0) {
+                        k = -errno;
+                        goto fail;
+                }
+        }
+        outputs_fd = r->outputs_fd >= 0 ? r->outputs_fd : no_outputs;
         /* Its own cgroup, made before the worker exists (docs/design.md). */
         if ((k = cgroup_new(sp->cgroups, p->memory_bytes, p->processes, &r->cgroup, &step)) < 0)
                 goto fail;
@@ -619,6 +664,7 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                         [SPAWN_FD_REPORT] = pipes[CH_REPORT][1],
                         [SPAWN_FD_RESULT] = pipes[CH_RESULT][1],
                         [SPAWN_FD_PLAN] = plan_fd,
+                        [SPAWN_FD_OUTPUTS] = outputs_fd,
                         [SPAWN_FD_GO] = go_r,
                 };
                 if (zygote_client_state(sp->zygote) == ZYGOTE_STATE_BROKEN) {
@@ -642,7 +688,7 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                         goto fail;
                 r->zygote = sp->zygote;
                 r->spawning = true;
-        } else if ((k = start_exec(p, sp, r->cgroup, pipes, plan_fd, &r->pid, &r->pidfd, &step)) < 0)
+        } else if ((k = start_exec(p, sp, r->cgroup, pipes, plan_fd, outputs_fd, &r->pid, &r->pidfd, &step)) < 0)
                 goto fail;
 
         r->start_usec = now_usec();

@@ -11,6 +11,7 @@
 #include "contract/plan.h"
 #include "contract/report.h"
 #include "policy/policy.h"
+#include "supervisor/artifacts.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/outcome.h"
 #include "supervisor/zygote_client.h"
@@ -41,6 +42,8 @@ typedef struct RunnerResult {
         bool has_memory_peak; /* the worker had a cgroup that reports its peak */
         uint64_t memory_peak_bytes;
         uint64_t start_usec, end_usec; /* CLOCK_MONOTONIC */
+        bool has_outputs;              /* the call had an /outputs (maxArtifacts > 0) and a worker */
+        ArtifactSet artifacts;         /* what the worker left there, read after the reap */
 } RunnerResult;
 
 typedef struct Runner Runner;
@@ -103,4 +106,7 @@ Runner *runner_free(Runner *r);
 pid_t runner_pid(const Runner *r);
 uint64_t runner_stdout_chars(const Runner *r);
 uint64_t runner_stderr_chars(const Runner *r);
+/* What /outputs holds now (files and other entries, bytes in use), from the tmpfs's own
+ * counters: metadata for progress, nothing is read. False when the call has none. */
+bool runner_outputs_usage(const Runner *r, uint64_t *ret_count, uint64_t *ret_bytes);
 void runner_result_done(RunnerResult *res);

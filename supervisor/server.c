@@ -206,6 +206,16 @@ static void send_progress(Connection *c, const Policy *p, Call *call, const char
         };
         MpWriter w;
 
+        /* Artifacts: how many and how large, never names. While running, the tmpfs's own
+         * counters (entries, bytes allocated); at the end, what the reader found. */
+        if (res && res->has_outputs) {
+                pr.has_outputs = true;
+                pr.artifacts = res->artifacts.n + res->artifacts.omitted;
+                pr.artifact_bytes = res->artifacts.omitted_bytes;
+                for (size_t i = 0; i < res->artifacts.n; i++)
+                        pr.artifact_bytes += res->artifacts.items[i].len;
+        } else if (!res && call->runner)
+                pr.has_outputs = runner_outputs_usage(call->runner, &pr.artifacts, &pr.artifact_bytes);
         mp_writer_init(&w, 0);
         conn_send_packed(c, &w, proto_pack_progress(&w, &pr));
 }
@@ -286,6 +296,7 @@ static void send_result(Connection *c, const Policy *p, Call *call, RunnerResult
                 .landlock_abi = landlock_abi_cached(),
                 .cgroup = cgroup_root_version(c->server->cgroups),
                 .rootless = userns_rootless(),
+                .artifacts = res->has_outputs ? &res->artifacts : NULL,
         };
 
         mp_writer_init(&w, 0);

@@ -353,6 +353,9 @@ static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
                 FAIL(SETUP_STAGE_MOUNT_TMP, r);
         if ((r = mkdir_below_root("/inputs", 0755)) < 0)
                 FAIL(SETUP_STAGE_MOUNT_INPUTS, r);
+        /* Stays an empty directory of the read-only root when the policy has no /outputs. */
+        if ((r = mkdir_below_root("/outputs", 0755)) < 0)
+                FAIL(SETUP_STAGE_MOUNT_OUTPUTS, r);
 
         /* Swap roots: the old root is stacked under the new one and detached. */
         if (chdir(NEWROOT) < 0)
@@ -417,10 +420,10 @@ static int landlock_allow(int ruleset, const char *path, uint64_t access, uint64
 }
 
 /* A second, independent fence inside the minimal root: reads only where the runtime,
- * the inputs and the devices are, writes only in /tmp and to /dev/null, and no device,
+ * the inputs and the devices are, writes only in /tmp, /outputs (when mounted) and to /dev/null, and no device,
  * socket or fifo nodes anywhere. Mount isolation already hides the host; this holds
  * even if that failed. Skipped (0) on kernels without Landlock. */
-static int apply_landlock(void) {
+static int apply_landlock(bool outputs) {
         int abi = landlock_abi();
         uint64_t handled;
         _cleanup_close_ int ruleset = -1;
@@ -442,6 +445,7 @@ static int apply_landlock(void) {
                 return -errno;
         if ((r = landlock_allow(ruleset, "/", LL_READ, handled)) < 0 ||
             (r = landlock_allow(ruleset, "/tmp", LL_TMP, handled)) < 0 ||
+            (outputs && (r = landlock_allow(ruleset, "/outputs", LL_TMP, handled)) < 0) ||
             /* a file takes file rights only (READ_DIR would be EINVAL) */
             (r = landlock_allow(ruleset, "/dev/null",
                                 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
@@ -506,13 +510,18 @@ int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, Se
         r = setup_inputs(plan, ret_stage);
         if (r < 0)
                 return r;
+        /* The supervisor made this tmpfs (size and inode count are its bounds, enforced by
+         * the kernel) and keeps its own descriptor to read it after the reap; here it only
+         * gets attached. Closed with the rest below either way. */
+        if (plan->outputs && move_mount(WORKER_FD_OUTPUTS, "", AT_FDCWD, "/outputs", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                FAIL(SETUP_STAGE_MOUNT_OUTPUTS, errno);
         if (syscall(SYS_close_range, (unsigned) WORKER_FD_LAST_KEPT + 1, ~0U, 0) < 0)
                 FAIL(SETUP_STAGE_FDS, errno);
         if ((r = drop_caps()) < 0)
                 FAIL(SETUP_STAGE_CAPS_DROP, r);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 FAIL(SETUP_STAGE_NO_NEW_PRIVS, errno);
-        if ((r = apply_landlock()) < 0)
+        if ((r = apply_landlock(plan->outputs)) < 0)
                 FAIL(SETUP_STAGE_LANDLOCK, r);
         if ((r = set_rlimits(plan)) < 0)
                 FAIL(SETUP_STAGE_RLIMITS, r);

@@ -96,6 +96,24 @@ class Channel:
 
 
 @dataclasses.dataclass(frozen=True)
+class Artifact:
+    """A file the code left in /outputs: its name, the media type sniffed from its
+    bytes, its size and SHA-256, and the bytes themselves (docs/protocol.md#artifacts)."""
+
+    name: str
+    media_type: str
+    bytes: int
+    sha256: str
+    data: bytes
+
+    def check(self) -> None:
+        """Raise ProtocolError unless size and digest match the data."""
+        import hashlib
+        if self.bytes != len(self.data) or hashlib.sha256(self.data).hexdigest() != self.sha256:
+            raise ProtocolError("artifact %r: size or sha256 does not match its data" % self.name)
+
+
+@dataclasses.dataclass(frozen=True)
 class ExceptionInfo:
     """The uncaught exception: qualified type name, ``str(exc)`` and the traceback."""
 
@@ -190,6 +208,8 @@ class Limits:
     max_message_bytes: int
     max_source_bytes: int
     max_source_ids: int
+    max_artifacts: Optional[int] = None
+    max_artifact_bytes: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,6 +244,10 @@ class Result:
     exit_status: Optional[ExitStatus]
     worker_error: Optional[WorkerErrorInfo]
     evidence: Evidence
+    # None when the call had no /outputs (maxArtifacts: 0); in name order.
+    artifacts: Optional[tuple[Artifact, ...]] = None
+    omitted_artifacts: int = 0
+    omitted_artifact_bytes: int = 0
     raw: Any = _raw()
 
     @property
@@ -256,6 +280,9 @@ class Progress:
     stdout_omitted_characters: int
     stderr_omitted_characters: int
     outcome: Optional[str]
+    # Entries of /outputs and their size, never names; None without /outputs.
+    artifacts: Optional[int] = None
+    artifact_bytes: Optional[int] = None
     raw: Any = _raw()
 
     def card(self) -> str:

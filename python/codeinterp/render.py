@@ -19,6 +19,9 @@ OUTCOMES = ("ok", "python_exception", "timeout", "cancelled", "invalid_input", "
             "quota_exhausted", "resource_limit", "worker_error", "overloaded", "not_found", "permission_denied")
 PHASES = ("requested", "queued", "started", "running", "finished")
 LIMITS = ("memory", "cpu", "file_size", "processes")
+# The media types the supervisor's sniffer gives.
+MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml", "application/pdf",
+               "application/xml", "application/json", "text/csv", "text/plain", "application/octet-stream")
 
 # Outcomes the runtime decided (not the code): their output is partial, never Python output.
 RUNTIME_NOTES = {
@@ -73,6 +76,38 @@ def channel_section(label: str, ch: Channel) -> str:
     return header + ") ---\n" + body
 
 
+def artifact_name_safe(name: str) -> bool:
+    """A name that may become a file name: 1..255 UTF-8 bytes, not . or .., no '/',
+    no C0 control character or DEL (libcodeinterp's ci_artifact_name_safe)."""
+    raw = name.encode("utf-8", "surrogateescape")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return (0 < len(raw) <= 255 and name not in (".", "..")
+            and not any(c < 0x20 or c == 0x7f or c == 0x2f for c in raw))
+
+
+def artifacts_section(r: Result) -> str:
+    """``--- files in /outputs (N returned, B bytes[; K omitted, OB bytes]) ---``, one
+    ``NAME: MEDIA_TYPE, N bytes`` line each, then the omitted count; empty when the call
+    had no /outputs or left nothing there."""
+    if r.artifacts is None or (not r.artifacts and r.omitted_artifacts == 0):
+        return ""
+    total = sum(a.bytes for a in r.artifacts)
+    out = ["--- files in /outputs (%d returned, %d bytes" % (len(r.artifacts), total)]
+    if r.omitted_artifacts > 0:
+        out.append("; %d omitted, %d bytes" % (r.omitted_artifacts, r.omitted_artifact_bytes))
+    out.append(") ---\n")
+    for a in r.artifacts:
+        out.append("%s: %s, %d bytes\n" % (a.name if artifact_name_safe(a.name) else "?",
+                                            _known(a.media_type, MEDIA_TYPES) or "?", a.bytes))
+    if r.omitted_artifacts > 0:
+        out.append("[... %d more entries of /outputs (%d bytes) omitted ...]\n"
+                   % (r.omitted_artifacts, r.omitted_artifact_bytes))
+    return "".join(out)
+
+
 def model_text(r: Result) -> str:
     """The text the model sees for a result: the outcome and what it means, the
     elapsed time, the runtime's detail, then the exception type, stdout, stderr,
@@ -106,6 +141,7 @@ def model_text(r: Result) -> str:
     if (r.stdout.total_characters == 0 and r.stderr.total_characters == 0 and r.result is None
             and r.exception is None):
         out.append((NO_VALUE_NOTE if outcome == "ok" else NO_OUTPUT_NOTE) + "\n")
+    out.append(artifacts_section(r))
     return "".join(out)
 
 
@@ -126,6 +162,10 @@ def _sizes(name: str, characters: int, omitted: int) -> str:
     return " · %s %d characters%s" % (name, characters, " (%d omitted)" % omitted if omitted > 0 else "")
 
 
+def _files(n: int, size: int, omitted: int) -> str:
+    return " · files %d (%d bytes)%s" % (n, size, " (%d omitted)" % omitted if omitted > 0 else "")
+
+
 def progress_card(p: Progress) -> str:
     """``code_interpreter: PHASE[: OUTCOME] · S.D s[ · queue position N] · stdout N
     characters[ (K omitted)] · stderr N characters[ (K omitted)]``. Metadata only."""
@@ -134,13 +174,19 @@ def progress_card(p: Progress) -> str:
                                            _seconds(p.elapsed_ms))
     if p.queue_position is not None:
         card += " · queue position %d" % p.queue_position
-    return (card + _sizes("stdout", p.stdout_characters, p.stdout_omitted_characters)
-            + _sizes("stderr", p.stderr_characters, p.stderr_omitted_characters))
+    card += (_sizes("stdout", p.stdout_characters, p.stdout_omitted_characters)
+             + _sizes("stderr", p.stderr_characters, p.stderr_omitted_characters))
+    if p.artifacts:
+        card += _files(p.artifacts, p.artifact_bytes or 0, 0)
+    return card
 
 
 def result_card(r: Result) -> str:
     """The card of a finished call, from its result: ``code_interpreter: finished:
     OUTCOME · S.D s · stdout ... · stderr ...``. Metadata only."""
-    return ("code_interpreter: finished: %s · %s" % (_known(r.outcome, OUTCOMES) or "?", _seconds(r.elapsed_ms))
+    card = ("code_interpreter: finished: %s · %s" % (_known(r.outcome, OUTCOMES) or "?", _seconds(r.elapsed_ms))
             + _sizes("stdout", r.stdout.total_characters, r.stdout.omitted_characters)
             + _sizes("stderr", r.stderr.total_characters, r.stderr.omitted_characters))
+    if r.artifacts or r.omitted_artifacts:
+        card += _files(len(r.artifacts or ()), sum(a.bytes for a in r.artifacts or ()), r.omitted_artifacts)
+    return card

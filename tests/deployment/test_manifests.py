@@ -185,7 +185,8 @@ def test_policy_loads_in_the_real_codeinterpd(configmap, policy, tmp_path):
 def test_memory_limit_covers_the_policy(daemonset, sidecar, policy):
     workers = policy["maxActiveWorkers"]
     assert workers > 0, "maxActiveWorkers must be explicit: 0 means the node's CPUs"
-    need = (workers * (policy["memoryBytes"] + policy["tmpBytes"] + policy["maxInvocationBytes"])
+    need = (workers * (policy["memoryBytes"] + policy["tmpBytes"] + policy["maxInvocationBytes"]
+                       + policy.get("maxArtifactBytes", 8388608))
             + policy["maxConnections"] * policy["maxInvocationsPerConnection"]
             * policy["maxInvocationBytes"]
             + BASELINE)

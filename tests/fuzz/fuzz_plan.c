@@ -42,7 +42,8 @@ static bool plans_eq(const WorkerPlan *a, const WorkerPlan *b) {
                 return false;
         if (x->uid != y->uid || x->gid != y->gid || x->memory_bytes != y->memory_bytes ||
             x->cpu_seconds != y->cpu_seconds || x->file_bytes != y->file_bytes || x->open_files != y->open_files ||
-            x->processes != y->processes || x->tmp_bytes != y->tmp_bytes || x->n_inputs != y->n_inputs)
+            x->processes != y->processes || x->tmp_bytes != y->tmp_bytes || x->outputs != y->outputs ||
+            x->n_inputs != y->n_inputs)
                 return false;
         for (size_t i = 0; i < x->n_inputs; i++)
                 if (!inputs_eq(&x->inputs[i], &y->inputs[i]))
@@ -75,6 +76,7 @@ static void round_trip(const WorkerPlan *p) {
         pol.open_files = p->sandbox.open_files;
         pol.processes = p->sandbox.processes;
         pol.tmp_bytes = p->sandbox.tmp_bytes;
+        pol.max_artifacts = p->sandbox.outputs ? 16 : 0;
         pol.max_output_characters = (uint32_t) p->exc_ceiling;
         pol.seccomp_deny = p->deny;
         mp_writer_init(&w, 0);

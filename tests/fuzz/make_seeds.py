@@ -7,6 +7,7 @@ fuzzer mutates from there. Run it after a format changes; it rewrites the
 corpus directories from scratch, so the output depends only on this file (and
 packaging/policy.yaml). Needs Debian's python3-msgpack.
 """
+import hashlib
 import os
 import shutil
 import struct
@@ -92,9 +93,9 @@ def reports():
     }
 
 
-def plan(code, inputs, deny_kill=False):
+def plan(code, inputs, deny_kill=False, outputs=True):
     return {"code": code, "uid": 65534, "gid": 65534, "memoryBytes": 536870912, "cpuSeconds": 30,
-            "fileBytes": 16777216, "openFiles": 64, "processes": 16, "tmpBytes": 16777216,
+            "fileBytes": 16777216, "openFiles": 64, "processes": 16, "tmpBytes": 16777216, "outputs": outputs,
             "excCeiling": 64000, "denyKill": deny_kill, "inputs": inputs}
 
 
@@ -106,6 +107,7 @@ def plans():
     return {
         "plain": plan("1 + 1", []),
         "deny_kill": plan("import os\nos.getpid()", [], deny_kill=True),
+        "no_outputs": plan("1", [], outputs=False),
         "read_source": plan("open(input_files['runtimes']).read()",
                             [plan_input("runtimes", "read_source", CSV.encode())]),
         "attachment": plan("open(input_files['wb']).read()",
@@ -172,6 +174,40 @@ REGRESSIONS = {
 }
 
 
+def artifact(name, media_type, data):
+    return {"name": name, "mediaType": media_type, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+            "data": data}
+
+
+def result(artifacts, omitted=0, omitted_bytes=0, **extra):
+    m = {"id": 7, "type": "result", "callId": 3, "outcome": "ok", "limit": None, "detail": None, "partial": False,
+         "stdout": fitted("hi\n"), "stderr": fitted(""), "result": fitted("8.25"), "exception": None,
+         "elapsedMs": 12, "artifacts": artifacts, "omittedArtifacts": omitted, "omittedArtifactBytes": omitted_bytes}
+    m.update(extra)
+    return m
+
+
+def results():
+    """Results and progress as clients decode them (fuzz_result): with artifacts, without
+    /outputs, forged ones (a name that escapes, a wrong digest, a size that lies)."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(24)
+    forged = artifact("../up.txt", "text/plain", b"x")
+    liar = dict(artifact("liar.bin", "application/octet-stream", b"abc"), bytes=1 << 40)
+    wrong = dict(artifact("wrong.txt", "text/plain", b"abc"), sha256="0" * 64)
+    return {
+        "artifacts": result([artifact("a.csv", "text/csv", b"x,y\n1,2\n"), artifact("plot.png", "image/png", png)],
+                            2, 4096),
+        "no_outputs": result(None),
+        "none_left": result([]),
+        "forged": result([forged, liar, wrong, {"name": 5}, "not a map"], omitted=1 << 63),
+        "error": {"id": 7, "type": "error", "code": "invalid_input", "message": "bad"},
+        "progress": {"id": 7, "type": "progress", "callId": 3, "phase": "finished", "elapsedMs": 5,
+                     "queuePosition": None, "stdoutCharacters": 3, "stderrCharacters": 0,
+                     "stdoutOmittedCharacters": 0, "stderrOmittedCharacters": 0, "outcome": "ok",
+                     "artifacts": 3, "artifactBytes": 12345},
+    }
+
+
 def zygote_msg(kind, token=0, uid=0, gid=0, error=0, pid=0, n_fds=0):
     """One fuzz_zygote input: the descriptor count, then a ZygoteMsg (little-endian)."""
     return bytes([n_fds]) + struct.pack("<IIQIIii", 0x7a79676f, kind, token, uid, gid, error, pid)
@@ -212,6 +248,7 @@ def main():
         "fuzz_policy": write("fuzz_policy", policies),
         "fuzz_plan": write("fuzz_plan", {k: pack(v) for k, v in plans().items()}),
         "fuzz_zygote": write("fuzz_zygote", zygote_msgs()),
+        "fuzz_result": write("fuzz_result", {k: pack(v) for k, v in results().items()}),
         "fuzz_mp": write("fuzz_mp", dict(mp_values(), **{"request_" + k: v for k, v in reqs.items()})),
     }
     for t, n in counts.items():

@@ -635,6 +635,44 @@ def test_fd_exhaustion_fails_the_call_and_recovers(env, mode):
     env.finish(t)
 
 
+
+@pytest.mark.parametrize("mode", MODES)
+def test_outputs_tmpfs_failure_is_named_and_recovers(env, mode):
+    """The call's /outputs tmpfs is made after its plan and pipes: with RLIMIT_NOFILE
+    raised one descriptor at a time from where nothing fits, some limit lets the plan
+    and the pipes through and fails fsopen()/fsmount(). That call ends as worker_error
+    naming the step; with the limit restored the next call has its /outputs again."""
+    t = env.start("workerStart: %s\nzygotePoolSize: 1\n" % mode)
+    ok_result(one_call(t, "6 * 7"), "42")
+    baseline = settled_fd_count(t.pid)
+    seen = []
+    try:
+        # baseline + 1: room to accept the connection (below it the listener waits).
+        for n in range(baseline + 1, baseline + 24):
+            env.lower_nofile(t, n)
+            r = one_call(t, "open('/outputs/x', 'w').write('x')", timeout=15)
+            env.restore_nofile(t)
+            seen.append((n, r.get("outcome"), r.get("detail")))
+            if r.get("outcome") == "ok":
+                break
+            if "creating its /outputs tmpfs" in (r.get("detail") or ""):
+                assert r["outcome"] == "worker_error" and NOFILE_CAUSE.search(r["detail"]), describe(r)
+                assert r["timing"]["workerStarted"] is False and r["artifacts"] is None, r
+                break
+        else:
+            raise AssertionError("no limit failed at the /outputs step: %r" % seen)
+        assert "creating its /outputs tmpfs" in (seen[-1][2] or ""), seen
+    finally:
+        env.restore_nofile(t)
+    assert_alive(t, "after the /outputs step failed")
+    r = one_call(t, "open('/outputs/back.txt', 'w').write('back')")
+    ok_result(r)
+    assert [a["name"] for a in r["artifacts"]] == ["back.txt"]
+    assert wait_until(lambda: settled_fd_count(t.pid) == baseline, 5.0), (
+        "descriptors %d, baseline %d: %r" % (fd_count(t.pid), baseline, fds_of(t.pid)))
+    env.finish(t)
+
+
 # ---- process limit (pids cgroup) ----
 
 PIDS_CAUSE = re.compile(r"Resource temporarily unavailable|process limit|EAGAIN|pids", re.I)
@@ -1332,3 +1370,20 @@ def test_namespace_limit_fails_the_call_and_recovers(env, mode):
                                                  set(fds_of(t.pid).items()) - set(base_fds.items())))
     env.finish(t)
     assert open("/proc/sys/user/max_user_namespaces").read() == host_before
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_supervisor_in_a_user_namespace_still_has_outputs(env, mode):
+    """A supervisor in a user namespace of its own that shares the host's mounts may not
+    create tmpfs superblocks there (fsopen: EPERM); it moves into a private mount
+    namespace at start, says so, and calls get their /outputs."""
+    try:
+        t = env.start_with(lambda: UsernsSupervisor("workerStart: %s\nzygotePoolSize: 0\n" % mode))
+    except RuntimeError as e:
+        if MUST_SANDBOX:
+            raise
+        pytest.skip("cannot run codeinterpd in a user namespace of its own: %s" % e)
+    r = ok_result(one_call(t, "open('/outputs/here.txt', 'w').write('here')"))
+    assert [(a["name"], a["data"]) for a in r["artifacts"]] == [("here.txt", b"here")]
+    assert "running in a private one" in t.sup.read_log()
+    env.finish(t)

@@ -17,6 +17,8 @@ PROGRESS_KEYS = {"id", "type", "callId", "phase", "elapsedMs", "queuePosition", 
                  "stderrCharacters", "outcome"}
 # Later additions (docs/protocol.md): sizes only.
 PROGRESS_OPTIONAL_KEYS = {"stdoutOmittedCharacters", "stderrOmittedCharacters"}
+# Sizes of /outputs: nil before the call has one (queued) or when the policy has none.
+PROGRESS_NULLABLE_KEYS = {"artifacts", "artifactBytes"}
 PHASES = ("requested", "queued", "started", "running", "finished")
 
 
@@ -51,7 +53,9 @@ def execute(conn, code, **extra):
 
 
 def check_progress_shape(m):
-    assert PROGRESS_KEYS <= set(m) <= PROGRESS_KEYS | PROGRESS_OPTIONAL_KEYS, m
+    assert PROGRESS_KEYS <= set(m) <= PROGRESS_KEYS | PROGRESS_OPTIONAL_KEYS | PROGRESS_NULLABLE_KEYS, m
+    for k in set(m) & PROGRESS_NULLABLE_KEYS:
+        assert m[k] is None or (isinstance(m[k], int) and not isinstance(m[k], bool) and m[k] >= 0), (k, m)
     assert m["type"] == "progress" and m["phase"] in PHASES, m
     for k in {"id", "callId", "elapsedMs", "stdoutCharacters", "stderrCharacters"} | (set(m) & PROGRESS_OPTIONAL_KEYS):
         assert isinstance(m[k], int) and not isinstance(m[k], bool) and m[k] >= 0, (k, m)

@@ -74,7 +74,7 @@ def test_identical_replay(msup, saved):
     assert report.splitlines()[-1] == "replay: identical"
     assert lines(report) == {"code": "identical", "input runtimes": "identical", "input wb": "identical",
                              "outcome": "identical", "stdout": "identical", "stderr": "identical",
-                             "result": "identical", "exception": "identical"}
+                             "result": "identical", "exception": "identical", "artifacts": "identical"}
     assert "runtime    same:" in report and "policy     same:" in report
 
 
@@ -208,3 +208,36 @@ def test_unicode_and_escapes_survive_the_record(msup, tmp_path):
     record.write_text(json.dumps(rec, indent=1))  # ASCII only, \ud83d\ude00 pairs
     status, report, _ = replay(msup, record)
     assert status == 0, report
+
+
+def test_artifacts_compared(msup, tmp_path):
+    """The files left in /outputs are part of the record: the same bytes replay as
+    identical, different bytes are named (by count, never by content)."""
+    same = tmp_path / "same.json"
+    out = msup.client("exec", "--save", str(same), "-c", "open('/outputs/a.txt', 'w').write('fixed\\n')")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(same.read_text())["message"]["artifacts"][0]["name"] == "a.txt"
+    rc, report, _ = replay(msup, same)
+    assert rc == 0 and lines(report)["artifacts"] == "identical", report
+    changing = tmp_path / "changing.json"
+    out = msup.client("exec", "--save", str(changing), "-c",
+                      "import os\nopen('/outputs/r.bin', 'wb').write(os.urandom(16))")
+    assert out.returncode == 0, out.stderr
+    rc, report, _ = replay(msup, changing)
+    assert rc == 1 and lines(report)["artifacts"] == "DIFFERS", report
+    assert "1 files each, not the same" in report
+    assert report.splitlines()[-1] == "replay: NOT identical: artifacts"
+
+
+def test_record_without_artifacts_is_not_judged_on_them(msup, tmp_path):
+    """A record made before artifacts existed (no such key) replays without that verdict."""
+    rec_path = tmp_path / "old.json"
+    out = msup.client("exec", "--save", str(rec_path), "-c", "1 + 1")
+    assert out.returncode == 0
+    rec = json.loads(rec_path.read_text())
+    for key in ("artifacts", "omittedArtifacts", "omittedArtifactBytes"):
+        del rec["message"][key]
+    rec_path.write_text(json.dumps(rec))
+    rc, report, _ = replay(msup, rec_path)
+    assert rc == 0, report
+    assert "artifacts" not in lines(report)

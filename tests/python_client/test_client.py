@@ -258,3 +258,31 @@ def test_connection_over_a_socketpair():
         x.close()
         with pytest.raises(codeinterp.ConnectionLost):
             y.recv()
+
+
+def test_artifacts_are_typed(client):
+    progress = []
+    r = client.execute("open('/outputs/b.csv', 'w').write('x,y\\n1,2\\n')\n"
+                       "open('/outputs/a.bin', 'wb').write(bytes(range(7)))\n"
+                       "import os\nos.mkdir('/outputs/sub')", "files", on_progress=progress.append)
+    assert r.ok
+    assert [a.name for a in r.artifacts] == ["a.bin", "b.csv"]
+    a, b = r.artifacts
+    assert a.data == bytes(range(7)) and a.bytes == 7 and a.media_type == "application/octet-stream"
+    assert b.data == b"x,y\n1,2\n" and b.media_type == "text/csv" and b.sha256 == sha256(b.data)
+    for x in r.artifacts:
+        x.check()
+    assert r.omitted_artifacts == 1 and r.omitted_artifact_bytes == 0
+    (fin,) = [p for p in progress if p.phase == "finished"]
+    assert fin.artifacts == 3 and fin.artifact_bytes == 15
+    h = client.hello()
+    assert h.limits.max_artifacts == 16 and h.limits.max_artifact_bytes == 8388608
+    assert "--- files in /outputs (2 returned, 15 bytes; 1 omitted, 0 bytes) ---\n" in r.model_text()
+    assert r.card().endswith(" · files 2 (15 bytes) (1 omitted)")
+
+
+def test_artifact_check_refuses_a_lie():
+    from codeinterp.records import Artifact
+    with pytest.raises(ProtocolError):
+        Artifact(name="x", media_type="text/plain", bytes=1, sha256="0" * 64, data=b"x").check()
+    Artifact(name="x", media_type="text/plain", bytes=1, sha256=sha256(b"x"), data=b"x").check()

@@ -76,6 +76,12 @@ def recorded(client, small_client):
     run(client, "print('before')\n{}['missing']")
     run(client, "raise ValueError()")
     run(client, "class \u00c4rger(Exception): pass\nraise \u00c4rger('\u00fcbel')")
+    files = run(client, "open('/outputs/plot.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + bytes(40))\n"
+                        "open('/outputs/t.txt', 'w').write('x')\nimport os\nos.mkdir('/outputs/d')\nprint('saved')")
+    # A forged name and media type are not copied into the text.
+    forged = [dict(a) for a in files["artifacts"]]
+    forged[0].update(name="evil\x1b[2Jname", mediaType="text/html; x")
+    calls.append(([], dict(files, artifacts=forged)))
     run(small_client, "print(''.join(str(i % 10) for i in range(300)), end='')\n'\u00e9' * 150")
     run(small_client, "print('x' * 99)\nprint('\u00e9' * 300)")
     timeout = run(small_client, "import time\nprint('working', flush=True)\ntime.sleep(60)")

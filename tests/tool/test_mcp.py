@@ -55,6 +55,24 @@ def test_sdk_northstar_and_source(sdk_report):
     assert "'9.0,7.5\\n'" in text_of(sdk_report["source"])
 
 
+def test_sdk_artifacts_as_image_and_resource(sdk_report):
+    """An image comes back as MCP image content, anything else as an embedded resource;
+    the text lists both with media type and size."""
+    import base64
+    r = sdk_report["artifacts"]
+    assert r["isError"] is False
+    assert [c["type"] for c in r["content"]] == ["text", "resource", "image"]  # name order
+    text = r["content"][0]["text"]
+    assert "--- files in /outputs (2 returned," in text
+    assert "runtime.png: image/png," in text and "runtime table.csv: text/csv, 22 bytes" in text
+    res = r["content"][1]["resource"]
+    assert res["uri"] == "file:///outputs/runtime%20table.csv" and res["mimeType"] == "text/csv"
+    assert base64.b64decode(res["blob"]) == b"run,hours\n1,9.0\n2,7.5\n"
+    img = r["content"][2]
+    assert img["mimeType"] == "image/png"
+    assert base64.b64decode(img["data"]).startswith(b"\x89PNG\r\n\x1a\n")
+
+
 def test_sdk_python_exception_is_error(sdk_report):
     assert sdk_report["exception"]["isError"] is True
     t = text_of(sdk_report["exception"])
@@ -293,3 +311,72 @@ def test_hostile_lines_do_not_break_the_server(raw):
     raw.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "x": "' + b"x" * (33 << 20) + b'"}\n')
     assert raw.recv()["error"] == {"code": -32700, "message": "parse error: message too long"}
     assert raw.request(99, "ping") == {"jsonrpc": "2.0", "id": 99, "result": {}}
+
+
+def test_forged_artifacts_are_left_out(msup, tmp_path):
+    """Against a fake supervisor whose result carries forged artifacts: an entry whose
+    digest does not match its bytes and one whose name could leave a directory are not
+    passed on; an SVG (it may carry script) is a resource, never image content."""
+    import hashlib
+    import socket
+    import struct
+    import threading
+    import msgpack
+
+    real = toolharness.harness.Conn(msup.socket, 20)
+    describe = real.call("describe")
+    real.close()
+    assert describe["type"] == "reply", describe
+
+    def art(name, mt, data, sha=None):
+        return {"name": name, "mediaType": mt, "bytes": len(data), "sha256": sha or hashlib.sha256(data).hexdigest(),
+                "data": data}
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'
+    png = b"\x89PNG\r\n\x1a\n" + bytes(8)
+    result = {"type": "result", "callId": 1, "outcome": "ok", "limit": None, "detail": None, "partial": False,
+              "stdout": None, "stderr": None, "result": None, "exception": None, "elapsedMs": 1,
+              "artifacts": [art("../x.png", "image/png", png), art("bad.png", "image/png", png, "0" * 64),
+                            art("ok.png", "image/png", png), art("s.svg", "image/svg+xml", svg)],
+              "omittedArtifacts": 0, "omittedArtifactBytes": 0}
+    path = str(tmp_path / "fake.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    server.settimeout(20)
+
+    def serve():
+        conn, _ = server.accept()
+        with conn:
+            while True:
+                hdr = conn.recv(4, socket.MSG_WAITALL)
+                if len(hdr) < 4:
+                    return
+                m = msgpack.unpackb(conn.recv(struct.unpack(">I", hdr)[0], socket.MSG_WAITALL), raw=False)
+                if m["op"] == "describe":
+                    reply = dict(describe, id=m["id"])
+                elif m["op"] == "invocation.open":
+                    reply = {"id": m["id"], "type": "reply", "op": "invocation.open", "invocation": "f" * 32,
+                             "maxCalls": 10, "idleTtlMs": 3600000}
+                elif m["op"] == "execute":
+                    reply = dict(result, id=m["id"])
+                else:
+                    reply = {"id": m["id"], "type": "reply", "op": m["op"]}
+                b = msgpack.packb(reply, use_bin_type=True)
+                conn.sendall(struct.pack(">I", len(b)) + b)
+
+    t = threading.Thread(target=serve)
+    t.start()
+    fake = type("Fake", (), {"socket": path})()
+    r = RawMcp(fake)
+    try:
+        r.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "t", "version": "1"}})
+        res = r.call(2, {"summary": "s", "code": "1", "sourceIds": []})["result"]
+    finally:
+        r.close()
+        t.join(20)
+        server.close()
+    kinds = [(c["type"], c.get("mimeType") or c.get("resource", {}).get("uri")) for c in res["content"]]
+    assert kinds == [("text", None), ("image", "image/png"), ("resource", "file:///outputs/s.svg")], kinds
+    text = res["content"][0]["text"]
+    assert "?: image/png" in text  # the unsafe name is not shown either

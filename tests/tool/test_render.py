@@ -121,3 +121,22 @@ def test_cards_carry_metadata_only(msup, tmp_path):
     # ...while the model does see them.
     text = out.stdout.decode()
     assert "SECRET-OUTPUT-5678" in text and "SECRET-EXC-3456" in text and "exception: ValueError" in text
+
+
+def test_files_in_outputs_listed_for_the_model_counted_on_cards(msup):
+    code = ("open('/outputs/SECRET-NAME.csv', 'w').write('a,b\\n1,2\\n')\n"
+            "open('/outputs/plot.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + bytes(8))\n"
+            "import os\nos.symlink('/etc/passwd', '/outputs/link')\nprint('SECRET-CONTENT')")
+    out = msup.client("exec", "--model-text", "--cards", "-c", code)
+    assert out.returncode == 0
+    text = out.stdout.decode()
+    assert text.endswith("--- files in /outputs (2 returned, 24 bytes; 1 omitted, 0 bytes) ---\n"
+                         "SECRET-NAME.csv: text/csv, 8 bytes\n"
+                         "plot.png: image/png, 16 bytes\n"
+                         "[... 1 more entries of /outputs (0 bytes) omitted ...]\n"), text
+    assert "a,b" not in text  # the bytes are not in the text
+    cards = out.stderr.decode().splitlines()
+    assert cards[-1].endswith(" · files 2 (24 bytes) (1 omitted)"), cards
+    assert any(c.endswith(" · files 3 (24 bytes)") for c in cards[:-1]), cards
+    for c in cards:
+        assert "SECRET" not in c and "plot" not in c and "link" not in c

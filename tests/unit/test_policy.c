@@ -48,6 +48,8 @@ static const TestKey test_keys[] = {
         { "maxOpenFiles", true, 16, 65536, "", "32" },
         { "maxProcesses", true, 1, 4096, "", "1" },
         { "tmpBytes", true, 4096, 1099511627776, "", "4096" },
+        { "maxArtifacts", true, 0, 4096, "", "0" },
+        { "maxArtifactBytes", true, 4096, 1073741824, "", "65536" },
         { "workerUid", true, 1, 4294967294, "", "1000" },
         { "workerGid", true, 1, 4294967294, "", "1000" },
         { "seccompDenyAction", false, 0, 0, NULL, "kill" },
@@ -90,6 +92,8 @@ static const char full_doc[] = "# every key overridden\n"
                                "maxOpenFiles: 128\n"
                                "maxProcesses: 8\n"
                                "tmpBytes: 8388608\n"
+                               "maxArtifacts: 4\n"
+                               "maxArtifactBytes: 1048576\n"
                                "workerUid: 1234\n"
                                "workerGid: 4321\n"
                                "seccompDenyAction: kill\n"
@@ -229,6 +233,8 @@ static void test_full_override(void **state) {
         assert_int_equal(p.open_files, 128);
         assert_int_equal(p.processes, 8);
         assert_int_equal(p.tmp_bytes, 8388608);
+        assert_int_equal(p.max_artifacts, 4);
+        assert_int_equal(p.max_artifact_bytes, 1048576);
         assert_int_equal(p.worker_uid, 1234);
         assert_int_equal(p.worker_gid, 4321);
         assert_int_equal(p.seccomp_deny, POLICY_DENY_KILL);
@@ -642,6 +648,8 @@ static void test_digest_known_answer(void **state) {
                                         "maxOpenFiles=64\n"
                                         "maxProcesses=16\n"
                                         "tmpBytes=16777216\n"
+                                        "maxArtifacts=16\n"
+                                        "maxArtifactBytes=8388608\n"
                                         "workerUid=65534\n"
                                         "workerGid=65534\n"
                                         "seccompDenyAction=errno\n"

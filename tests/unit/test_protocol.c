@@ -313,12 +313,84 @@ static void test_source_id_pattern(void **state) {
         regfree(&re);
 }
 
+/* A result with artifacts over maxResultBytes: kept whole in name order while they fit,
+ * a later smaller one still comes, the rest counted exactly; the message fits. */
+static Artifact make_artifact(const char *name, size_t len) {
+        Artifact a = { .name = strdup(name), .media_type = "application/octet-stream", .len = len };
+        a.data = malloc(len);
+        assert_non_null(a.name);
+        assert_non_null(a.data);
+        memset(a.data, 'x', len);
+        strcpy(a.sha256, "0000000000000000000000000000000000000000000000000000000000000000");
+        return a;
+}
+
+static void pack_with(ArtifactSet *set, size_t max_bytes, msgpack_unpacked *u, MpWriter *w) {
+        ProtoResult r = {
+                .request_id = 1,
+                .call_id = 1,
+                .outcome = OUTCOME_OK,
+                .code_sha256 = "c",
+                .policy = &policy,
+                .worker_start = "zygote",
+                .artifacts = set,
+        };
+        mp_writer_init(w, 0);
+        assert_int_equal(proto_pack_result(w, &r, max_bytes), 0);
+        assert_true(w->sb.size <= max_bytes);
+        msgpack_unpacked_init(u);
+        assert_int_equal(msgpack_unpack_next(u, w->sb.data, w->sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+}
+
+static void test_artifacts_fitting(void **state) {
+        ArtifactSet set = { .items = calloc(3, sizeof(Artifact)), .n = 3, .omitted = 1, .omitted_bytes = 7 };
+        msgpack_unpacked u;
+        MpWriter w;
+        const msgpack_object *arr;
+        (void) state;
+
+        assert_non_null(set.items);
+        set.items[0] = make_artifact("a", 30000);
+        set.items[1] = make_artifact("b", 30000);
+        set.items[2] = make_artifact("c", 100);
+        pack_with(&set, 40000, &u, &w);
+        arr = mp_map_get(&u.data, "artifacts");
+        assert_int_equal(arr->via.array.size, 2);
+        assert_true(mp_str_eq(mp_map_get(&arr->via.array.ptr[0], "name"), "a"));
+        assert_true(mp_str_eq(mp_map_get(&arr->via.array.ptr[1], "name"), "c"));
+        assert_int_equal(mp_map_get(&arr->via.array.ptr[0], "data")->via.bin.size, 30000);
+        assert_int_equal(mp_map_get(&u.data, "omittedArtifacts")->via.u64, 2);
+        assert_int_equal(mp_map_get(&u.data, "omittedArtifactBytes")->via.u64, 7 + 30000);
+        msgpack_unpacked_destroy(&u);
+        mp_writer_done(&w);
+
+        /* Fitting changed the set (b is counted now); at 8 KiB a goes too, c stays. */
+        assert_int_equal(set.n, 2);
+        pack_with(&set, 8192, &u, &w);
+        arr = mp_map_get(&u.data, "artifacts");
+        assert_int_equal(arr->via.array.size, 1);
+        assert_true(mp_str_eq(mp_map_get(&arr->via.array.ptr[0], "name"), "c"));
+        assert_int_equal(mp_map_get(&u.data, "omittedArtifacts")->via.u64, 3);
+        assert_int_equal(mp_map_get(&u.data, "omittedArtifactBytes")->via.u64, 7 + 60000);
+        msgpack_unpacked_destroy(&u);
+        mp_writer_done(&w);
+        artifact_set_done(&set);
+
+        /* No /outputs: nil and zero counts. */
+        pack_with(NULL, 8192, &u, &w);
+        assert_int_equal(mp_map_get(&u.data, "artifacts")->type, MSGPACK_OBJECT_NIL);
+        assert_int_equal(mp_map_get(&u.data, "omittedArtifacts")->via.u64, 0);
+        msgpack_unpacked_destroy(&u);
+        mp_writer_done(&w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_execute_ok),      cmocka_unit_test(test_execute_rejections),
-                cmocka_unit_test(test_code_characters), cmocka_unit_test(test_envelope),
-                cmocka_unit_test(test_source_put),      cmocka_unit_test(test_mp_validate),
-                cmocka_unit_test(test_mutations),       cmocka_unit_test(test_source_id_pattern),
+                cmocka_unit_test(test_execute_ok),        cmocka_unit_test(test_execute_rejections),
+                cmocka_unit_test(test_code_characters),   cmocka_unit_test(test_envelope),
+                cmocka_unit_test(test_source_put),        cmocka_unit_test(test_mp_validate),
+                cmocka_unit_test(test_mutations),         cmocka_unit_test(test_source_id_pattern),
+                cmocka_unit_test(test_artifacts_fitting),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/* supervisor/artifacts.c: the media type sniffer, the name rule, and the reader over a
+ * real directory (and, as root, a real fsmount()ed tmpfs) holding every kind of entry. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/sha256.h"
+#include "supervisor/artifacts.h"
+
+#define SNIFF(lit) artifact_sniff(lit, sizeof lit - 1)
+
+static void test_sniff_magic(void **state) {
+        (void) state;
+        assert_string_equal(SNIFF("\x89PNG\r\n\x1a\n\0\0\0\rIHDR"), "image/png");
+        assert_string_equal(SNIFF("\xff\xd8\xff\xe0\0\x10JFIF"), "image/jpeg");
+        assert_string_equal(SNIFF("GIF89a\x01\0\x01\0"), "image/gif");
+        assert_string_equal(SNIFF("GIF87a"), "image/gif");
+        assert_string_equal(SNIFF("RIFF\x24\0\0\0WEBPVP8 "), "image/webp");
+        assert_string_equal(SNIFF("RIFF\x24\0\0\0WAVEfmt "), "application/octet-stream");
+        assert_string_equal(SNIFF("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n"), "application/pdf");
+        /* Truncated magic is not the format. */
+        assert_string_equal(SNIFF("\x89PNG\r\n"), "application/octet-stream");
+        assert_string_equal(SNIFF("\xff\xd8"), "application/octet-stream");
+}
+
+static void test_sniff_text(void **state) {
+        (void) state;
+        assert_string_equal(SNIFF("hello\n"), "text/plain");
+        assert_string_equal(SNIFF(""), "text/plain");
+        assert_string_equal(SNIFF("gr\xc3\xbc\xc3\x9f dich\n"), "text/plain");
+        assert_string_equal(SNIFF("bad \xc3\x28 utf-8"), "application/octet-stream");
+        assert_string_equal(SNIFF("nul\0inside"), "application/octet-stream");
+        assert_string_equal(SNIFF("<svg xmlns=\"http://www.w3.org/2000/svg\"/>"), "image/svg+xml");
+        assert_string_equal(SNIFF("\xef\xbb\xbf  <?xml version=\"1.0\"?>\n<svg/>"), "image/svg+xml");
+        assert_string_equal(SNIFF("<?xml version=\"1.0\"?>\n<doc/>"), "application/xml");
+        assert_string_equal(SNIFF("{\"a\": [1, 2.5e3, -0.1, true, null, \"x\\u00e9\"]}\n"), "application/json");
+        assert_string_equal(SNIFF("[]"), "application/json");
+        assert_string_equal(SNIFF("{\"a\": }"), "text/plain");
+        assert_string_equal(SNIFF("{\"a\": 1} trailing"), "text/plain");
+        assert_string_equal(SNIFF("[01]"), "text/plain");
+        assert_string_equal(SNIFF("42"), "text/plain"); /* a bare scalar is text */
+        assert_string_equal(SNIFF("a,b,c\n1,2,3\n4,5,6\n"), "text/csv");
+        assert_string_equal(SNIFF("a,b\r\n\"x,y\",2\r\n"), "text/csv");
+        assert_string_equal(SNIFF("a,b\n1,2,3\n"), "text/plain"); /* ragged */
+        assert_string_equal(SNIFF("a,b\n"), "text/plain");        /* one line */
+        assert_string_equal(SNIFF("a\nb\n"), "text/plain");       /* no comma */
+}
+
+static void test_sniff_deep_json(void **state) {
+        char buf[2 * 100 + 1];
+        (void) state;
+        /* Deeper than the sniffer follows: text, not a crash. */
+        memset(buf, '[', 100);
+        memset(buf + 100, ']', 100);
+        assert_string_equal(artifact_sniff(buf, 200), "text/plain");
+        assert_string_equal(artifact_sniff(buf + 90, 20), "application/json");
+}
+
+static void test_names(void **state) {
+        char longname[300];
+        (void) state;
+        assert_true(artifact_name_valid("plot.png", 8));
+        assert_true(artifact_name_valid("caf\xc3\xa9.txt", 9));
+        assert_true(artifact_name_valid(".hidden", 7));
+        assert_false(artifact_name_valid("", 0));
+        assert_false(artifact_name_valid(".", 1));
+        assert_false(artifact_name_valid("..", 2));
+        assert_false(artifact_name_valid("a/b", 3));
+        assert_false(artifact_name_valid("bad\xff", 4));
+        assert_false(artifact_name_valid("tab\there", 8));
+        assert_false(artifact_name_valid("nl\n", 3));
+        assert_false(artifact_name_valid("del\x7f", 4));
+        memset(longname, 'a', sizeof longname);
+        longname[ARTIFACT_NAME_MAX] = 0;
+        assert_true(artifact_name_valid(longname, ARTIFACT_NAME_MAX));
+        longname[ARTIFACT_NAME_MAX] = 'a';
+        longname[ARTIFACT_NAME_MAX + 1] = 0;
+        assert_false(artifact_name_valid(longname, ARTIFACT_NAME_MAX + 1));
+}
+
+static void put(int dfd, const char *name, const void *data, size_t len) {
+        int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, len), (ssize_t) len);
+        close(fd);
+}
+
+static char dir_template[] = "/tmp/ci-artifacts-XXXXXX";
+
+/* Every kind of entry; the reader returns the regular files with good names, by name. */
+static void test_collect_kinds(void **state) {
+        char dir[sizeof dir_template], path[256], hex[65];
+        ArtifactSet s = {};
+        int dfd, fd;
+        (void) state;
+
+        memcpy(dir, dir_template, sizeof dir);
+        assert_non_null(mkdtemp(dir));
+        dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        put(dfd, "b.txt", "bee\n", 4);
+        put(dfd, "a.png", "not a png\n", 10); /* name says PNG, content says text */
+        put(dfd, "c.bin", "\x00\x01\x02", 3);
+        assert_int_equal(symlinkat("/etc/passwd", dfd, "link"), 0);
+        assert_int_equal(mkfifoat(dfd, "fifo", 0644), 0);
+        assert_int_equal(mkdirat(dfd, "sub", 0755), 0);
+        put(dfd, "bad\xff", "xx", 2);  /* invalid UTF-8: omitted, 2 bytes */
+        put(dfd, "ctl\x01", "yyy", 3); /* control character: omitted, 3 bytes */
+        fd = openat(dfd, "sparse", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, (off_t) 1 << 40), 0); /* 1 TiB, no blocks */
+        close(fd);
+
+        assert_int_equal(artifacts_collect(dfd, 16, 1 << 20, &s), 0);
+        assert_int_equal(s.n, 3);
+        assert_string_equal(s.items[0].name, "a.png");
+        assert_string_equal(s.items[0].media_type, "text/plain");
+        assert_string_equal(s.items[1].name, "b.txt");
+        assert_int_equal(s.items[1].len, 4);
+        assert_memory_equal(s.items[1].data, "bee\n", 4);
+        sha256_hex("bee\n", 4, hex);
+        assert_string_equal(s.items[1].sha256, hex);
+        assert_string_equal(s.items[2].name, "c.bin");
+        assert_string_equal(s.items[2].media_type, "application/octet-stream");
+        /* link, fifo, sub, two bad names, the sparse file (too large for the budget) */
+        assert_int_equal(s.omitted, 6);
+        assert_int_equal(s.omitted_bytes, 2 + 3 + ((uint64_t) 1 << 40));
+
+        /* Omitting one when fitting moves it into the counts. */
+        artifact_set_omit(&s, 0);
+        assert_int_equal(s.n, 2);
+        assert_string_equal(s.items[0].name, "b.txt");
+        assert_int_equal(s.omitted, 7);
+        assert_int_equal(s.omitted_bytes, 2 + 3 + ((uint64_t) 1 << 40) + 10);
+        artifact_set_done(&s);
+
+        snprintf(path, sizeof path, "rm -rf '%s'", dir);
+        assert_int_equal(system(path), 0);
+        close(dfd);
+}
+
+/* More files than kept: the first max_files by name, whatever the listing order;
+ * the byte budget in name order, a file that does not fit is skipped, later smaller
+ * ones still come. */
+static void test_collect_bounds(void **state) {
+        char dir[sizeof dir_template], path[256], name[16];
+        ArtifactSet s = {};
+        int dfd;
+        (void) state;
+
+        memcpy(dir, dir_template, sizeof dir);
+        assert_non_null(mkdtemp(dir));
+        dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        for (int i = 19; i >= 0; i--) {
+                snprintf(name, sizeof name, "f%02d", i);
+                put(dfd, name, "0123456789", (size_t) (i % 2 ? 10 : 1));
+        }
+        assert_int_equal(artifacts_collect(dfd, 5, 1000, &s), 0);
+        assert_int_equal(s.n, 5);
+        for (size_t i = 0; i < 5; i++) {
+                snprintf(name, sizeof name, "f%02zu", i);
+                assert_string_equal(s.items[i].name, name);
+        }
+        assert_int_equal(s.omitted, 15);
+        assert_int_equal(s.omitted_bytes, 8 * 10 + 7 * 1); /* f05..f19: 8 odd (10 B), 7 even (1 B) */
+        artifact_set_done(&s);
+
+        /* Budget 13 bytes: f00 (1), f01 (10), f02 (1) fit; f03 (10) does not; f04 (1) does. */
+        assert_int_equal(artifacts_collect(dfd, 5, 13, &s), 0);
+        assert_int_equal(s.n, 4);
+        assert_string_equal(s.items[0].name, "f00");
+        assert_string_equal(s.items[1].name, "f01");
+        assert_string_equal(s.items[2].name, "f02");
+        assert_string_equal(s.items[3].name, "f04");
+        assert_int_equal(s.omitted, 16);
+        assert_int_equal(s.omitted_bytes, 8 * 10 + 7 * 1 + 10);
+        artifact_set_done(&s);
+
+        /* No files wanted: everything is counted. */
+        assert_int_equal(artifacts_collect(dfd, 0, 1000, &s), 0);
+        assert_int_equal(s.n, 0);
+        assert_int_equal(s.omitted, 20);
+        assert_int_equal(s.omitted_bytes, 10 * 10 + 10 * 1);
+        artifact_set_done(&s);
+
+        snprintf(path, sizeof path, "rm -rf '%s'", dir);
+        assert_int_equal(system(path), 0);
+        close(dfd);
+}
+
+/* The supervisor's tmpfs: the kernel enforces both bounds. Needs CAP_SYS_ADMIN. */
+static void test_mount_bounds(void **state) {
+        int mnt, dfd, fd;
+        char buf[8192] = { 0 };
+        ArtifactSet s = {};
+        (void) state;
+
+        if (geteuid() != 0) {
+                skip();
+                return;
+        }
+        assert_int_equal(artifacts_mount_new(0, 2, 65534, 65534, &mnt), -EINVAL);
+        /* tmpfs counts whole pages: two one-byte files need two. */
+        assert_int_equal(artifacts_mount_new(8192, 2, 0, 0, &mnt), 0);
+        dfd = openat(mnt, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(dfd >= 0);
+        put(dfd, "one", "1", 1);
+        put(dfd, "two", "2", 1);
+        /* maxArtifacts + 1 inodes: a third entry does not fit. */
+        assert_int_equal(openat(dfd, "three", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), -1);
+        assert_int_equal(errno, ENOSPC);
+        /* size=8192, two pages in use: a larger write fails or is short. */
+        fd = openat(dfd, "one", O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_true(write(fd, buf, sizeof buf) < (ssize_t) sizeof buf);
+        close(fd);
+        close(dfd);
+        assert_int_equal(artifacts_collect(mnt, 2, 8192, &s), 0);
+        assert_int_equal(s.n, 2);
+        assert_int_equal(s.omitted, 0);
+        artifact_set_done(&s);
+        close(mnt);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_sniff_magic),     cmocka_unit_test(test_sniff_text),
+                cmocka_unit_test(test_sniff_deep_json), cmocka_unit_test(test_names),
+                cmocka_unit_test(test_collect_kinds),   cmocka_unit_test(test_collect_bounds),
+                cmocka_unit_test(test_mount_bounds),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
