@@ -8,7 +8,8 @@
 #
 #   __builtins__  a snapshot (copy) of the builtins dict
 #   __name__      "codeinterp.runner"
-#   _PATHS        the import path: (stdlib directory, lib-dynload directory)
+#   _PATHS        the import path: (stdlib directory, lib-dynload directory,
+#                 then the site directories of the policy's pythonPackages)
 #   _NUMERIC      the text of worker/codeinterp_numeric.py (embedded the same
 #                 way), served to "import codeinterp_numeric" by the finder
 #                 below
@@ -440,3 +441,42 @@ def _run(code, inputs, main):
         return _report(exc, False, text, lines)
     return {"exception": False, "limit": None, "exc_type": None, "exc_message": None,
             "exc_traceback": None, "result": result, "exc": None}
+
+
+def preload(names):
+    """Zygote only, before any call: import the policy's pythonPackages once, so
+    every worker forked later has them ready. matplotlib gets the Agg backend
+    and builds its font manager now, with a private temporary config directory
+    (the zygote runs in the host's file system) that is removed afterwards; a
+    worker's own writes go to MPLCONFIGDIR in its /tmp (set by pyrun.c)."""
+    import os
+    import shutil
+    import tempfile
+    for name in names:
+        if name != "matplotlib":
+            __import__(name)
+            continue
+        saved = os.environ.get("MPLCONFIGDIR")
+        tmp = tempfile.mkdtemp(prefix="codeinterp-mpl-")
+        os.environ["MPLCONFIGDIR"] = tmp
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot
+            import matplotlib.font_manager
+            matplotlib.font_manager.fontManager.findfont("DejaVu Sans")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if saved is None:
+                del os.environ["MPLCONFIGDIR"]
+            else:
+                os.environ["MPLCONFIGDIR"] = saved
+
+
+def reseed_packages():
+    """In each worker after the fork, before its call: numpy's global
+    RandomState (np.random.seed() without an argument draws fresh OS entropy),
+    so two workers of one zygote never draw the same numbers."""
+    numpy = _sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
