@@ -6,8 +6,8 @@
 #
 # where BOUND is the ':'-separated list of the runtime binds already made for the
 # standard library. For each package it imports the package in a fresh child
-# interpreter (matplotlib with the Agg backend, drawing one line plot to PNG, so
-# the font manager and the PNG writer load too), then collects
+# interpreter (matplotlib with the Agg backend, drawing one line plot to PNG, SVG,
+# PDF and EPS, so the font manager and every writer's modules load too), then collects
 #
 #   - the top-level entries (package directories or single modules) of every
 #     module the import brought from a site directory (dist-packages);
@@ -38,7 +38,7 @@ RECIPES = {
               "pandas.Timestamp('2024-01-01', tz='Europe/Berlin')\n",
     "matplotlib": "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nimport io\n"
                   "fig, ax = plt.subplots()\nax.plot([1, 2, 3], [1, 4, 9])\n"
-                  "fig.savefig(io.BytesIO(), format='png')\n",
+                  "for fmt in ('png', 'svg', 'pdf', 'eps'):\n    fig.savefig(io.BytesIO(), format=fmt)\n",
 }
 
 CHILD = r"""

@@ -152,12 +152,15 @@ static uint32_t packages_mask = 0;
 /* The environment the packages read when their libraries load: one thread in every
  * BLAS/OpenMP pool (a worker is one process with RLIMIT_NPROC of threads), and
  * matplotlib's non-interactive Agg backend with a config directory in the call's /tmp
- * (the zygote imports it with a private one, see the runner's preload()). */
+ * (the zygote imports it with a private one, see the runner's preload()), and a home. */
 static int packages_environment(void) {
         static const char *const vars[][2] = {
                 { "OPENBLAS_NUM_THREADS", "1" }, { "OMP_NUM_THREADS", "1" },        { "MKL_NUM_THREADS", "1" },
                 { "NUMEXPR_NUM_THREADS", "1" },  { "VECLIB_MAXIMUM_THREADS", "1" }, { "GOTO_NUM_THREADS", "1" },
                 { "MPLBACKEND", "Agg" },         { "MPLCONFIGDIR", "/tmp/.matplotlib" },
+                /* Without HOME, os.path.expanduser("~") (sysconfig at import, under pandas)
+                 * asks getpwuid(), and glibc tries nscd's socket: a denied socket(). */
+                { "HOME", "/tmp" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(vars); i++)
@@ -221,7 +224,7 @@ static PyObject *runner_reseed_packages = NULL;
 /* Compile and run the runner into a private namespace; bind its run(). */
 static int pyrun_runner_setup(void) {
         _cleanup_pyobj_ PyObject *globals = NULL, *builtins = NULL, *name = NULL, *paths = NULL, *numeric = NULL,
-                                 *code = NULL, *ret = NULL;
+                                 *names = NULL, *code = NULL, *ret = NULL;
         const char *source = (const char *) runner_source;
         const char *numeric_text = (const char *) numeric_source;
         PyObject *run;
@@ -241,12 +244,14 @@ static int pyrun_runner_setup(void) {
         builtins = PyDict_Copy(PyEval_GetBuiltins());
         name = PyUnicode_FromString("codeinterp.runner");
         paths = import_paths();
+        names = package_names();
         numeric = PyUnicode_FromStringAndSize(numeric_text, (Py_ssize_t) (sizeof numeric_source - 1));
-        if (!globals || !builtins || !name || !paths || !numeric)
+        if (!globals || !builtins || !name || !paths || !numeric || !names)
                 goto fail;
         if (PyDict_SetItemString(globals, "__builtins__", builtins) < 0 ||
             PyDict_SetItemString(globals, "__name__", name) < 0 || PyDict_SetItemString(globals, "_PATHS", paths) < 0 ||
-            PyDict_SetItemString(globals, "_NUMERIC", numeric) < 0)
+            PyDict_SetItemString(globals, "_NUMERIC", numeric) < 0 ||
+            PyDict_SetItemString(globals, "_PACKAGES", names) < 0)
                 goto fail;
 
         code = Py_CompileString(source, "<codeinterp-runner>", Py_file_input);

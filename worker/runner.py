@@ -10,6 +10,7 @@
 #   __name__      "codeinterp.runner"
 #   _PATHS        the import path: (stdlib directory, lib-dynload directory,
 #                 then the site directories of the policy's pythonPackages)
+#   _PACKAGES     the policy's pythonPackages names (optional; empty: none)
 #   _NUMERIC      the text of worker/codeinterp_numeric.py (embedded the same
 #                 way), served to "import codeinterp_numeric" by the finder
 #                 below
@@ -144,6 +145,35 @@ for _name in list(_sys.modules):
 del _name
 _sys.path[:] = list(_PATHS)
 _sys.path_importer_cache.clear()
+
+
+def _no_uname_subprocess():
+    """platform.processor() runs `uname -p` in a subprocess, and pandas asks for it
+    at import (pandas.compat, through platform.uname()). A worker can run no program
+    (seccompDenyAction kill ends it at the vfork), so the answer is given here:
+    '', which is what Debian's `uname -p` ("unknown") becomes."""
+    import platform
+    platform._Processor.get_linux = staticmethod(lambda: "")
+
+
+def _no_program_starts():
+    """matplotlib's font manager runs `fc-list` when it builds its font list (in
+    an exec-mode worker, at import). No worker can start a program: errno mode
+    answers the vfork with EPERM, which matplotlib handles, but kill mode would
+    end the worker there. So the stdlib's one way to start a program,
+    _posixsubprocess.fork_exec, raises that same PermissionError in both modes
+    (a direct fork, vfork or execve is still the filter's to answer)."""
+    import _posixsubprocess
+
+    def fork_exec(*args, **kwargs):
+        raise PermissionError(_errno.EPERM, "starting programs is not possible in the sandbox")
+
+    _posixsubprocess.fork_exec = fork_exec
+
+
+if _G.get("_PACKAGES"):
+    _no_uname_subprocess()
+    _no_program_starts()
 
 
 def _decode(code):

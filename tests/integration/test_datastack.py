@@ -113,7 +113,8 @@ def test_numpy_random_state_differs_per_worker(dsup):
 @needs_stack
 def test_single_threaded_after_matmul(dsup):
     """The worker has no /proc: its thread count is read from the host while it sleeps
-    after a matmul and an inverse (BLAS/LAPACK) and a threaded-looking pandas op."""
+    after a matmul and an inverse (BLAS/LAPACK), a pandas rolling mean and an OpenMP
+    quantisation (which starts a thread per core when OMP_NUM_THREADS is unset)."""
     c = Conn(dsup.socket, 120)
     try:
         rid = c.request("execute", summary="test", sourceIds=[], code=(
@@ -121,6 +122,9 @@ def test_single_threaded_after_matmul(dsup):
             "a = np.random.rand(400, 400)\n"
             "(a @ a).sum()\nnp.linalg.inv(a + 400 * np.eye(400)).sum()\n"
             "pd.DataFrame(a).rolling(5).mean().sum().sum()\n"
+            # libimagequant (PIL, brought by matplotlib) is OpenMP: 2 threads here unpinned
+            "from PIL import Image\n"
+            "Image.new('RGB', (256, 256)).quantize(colors=16, method=Image.Quantize.LIBIMAGEQUANT)\n"
             "print('computed', flush=True)\n"
             "time.sleep(1.5)\n"
             "(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS'])\n"))
@@ -142,9 +146,9 @@ def test_single_threaded_after_matmul(dsup):
         r = c.wait(rid, types=("error", "result"))
     finally:
         c.close()
+    assert threads and set(threads) == {1}, threads
     assert ok(r) == "('1', '1', '1')"
     assert r["stdout"]["text"] == "computed\n"
-    assert threads and set(threads) == {1}, threads
 
 
 @needs_stack
@@ -216,3 +220,20 @@ def test_check_config_lists_binds(tmp_path):
     assert "/usr/lib/python3/dist-packages/pandas: present" in r.stdout
     r = subprocess.run([DAEMON, "--check-config"], capture_output=True, text=True)
     assert "python packages: none (import numpy fails in a worker)" in r.stdout
+
+
+@needs_stack
+def test_stack_within_the_seccomp_allow_list():
+    """The stack's work under seccompDenyAction: kill: a syscall outside the allow-list
+    would end the worker (SIGSYS) instead of failing quietly with EPERM."""
+    with running_supervisor(data_policy() + "seccompDenyAction: kill\ntimeoutMs: 120000\n") as s:
+        r = run(s, "import numpy as np, pandas as pd, matplotlib.pyplot as plt\n"
+                   "from PIL import Image\n"
+                   "a = np.random.rand(200, 200)\nnp.linalg.inv(a + 200 * np.eye(200))\n"
+                   "df = pd.DataFrame({'t': pd.date_range('2024-01-01', periods=48, freq='H', tz='Europe/Berlin'),"
+                   " 'h': np.arange(48.0)})\n"
+                   "df.to_csv('/tmp/x.csv')\npd.read_csv('/tmp/x.csv')\n"
+                   "fig, ax = plt.subplots()\nax.plot(df['h'])\nax.set_title('x')\nfig.savefig('/tmp/p.png')\n"
+                   "fig.savefig('/tmp/p.svg')\nfig.savefig('/tmp/p.pdf')\n"
+                   "Image.open('/tmp/p.png').quantize(colors=8, method=Image.Quantize.LIBIMAGEQUANT).size\n")
+        assert ok(r) == "(640, 480)"
