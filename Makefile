@@ -180,7 +180,8 @@ bench: build
 
 # The adversarial suite (tests/adversarial, docs/security.md "Adversarial suite"): every
 # escape and abuse attempt inside the sandbox, in errno and kill mode, in both worker
-# start modes; and the validation mode, which runs each attempt outside the sandbox (root
+# start modes, then once more under the data policy (packaging/policy-data.yaml: the
+# scientific stack bound and preloaded) in zygote mode; and the validation mode, which runs each attempt outside the sandbox (root
 # in a temp dir, or an unshare'd user namespace) and checks that it escapes there.
 .PHONY: adversarial adversarial-validate
 adversarial: build
@@ -188,7 +189,12 @@ adversarial: build
 		echo "adversarial: workerStart $$start"; \
 		CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=$$start \
 			$(PYTEST) -q -p no:cacheprovider tests/adversarial || rc=1; \
-	done; exit $$rc
+	done; \
+	echo "adversarial: workerStart zygote, packaging/policy-data.yaml"; \
+	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote \
+		CODEINTERP_ADVERSARIAL_POLICY=$(abspath packaging/policy-data.yaml) \
+		$(PYTEST) -q -p no:cacheprovider tests/adversarial || rc=1; \
+	exit $$rc
 
 adversarial-validate:
 	/usr/bin/python3 tests/adversarial/validate.py

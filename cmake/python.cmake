@@ -181,7 +181,7 @@ string(REPLACE ";" ":" CODEINTERP_PY_MASK "${_py_masks}")
 # the ones above, or why this interpreter cannot have it (cmake/python_packages.py,
 # which imports each package in a child of the interpreter). The worker binds the
 # union for the packages its policy names; a policy naming a missing one is refused.
-#   CODEINTERP_PY_PKG_<NAME>_SITES, _BINDS   ':'-separated
+#   CODEINTERP_PY_PKG_<NAME>_SITES, _BINDS, _PRELOAD, _ENV   ':'-separated
 #   CODEINTERP_PY_PKG_<NAME>_MISSING          "" when available, else the reason
 execute_process(COMMAND "${CODEINTERP_PYTHON}" -s -E "${CMAKE_CURRENT_LIST_DIR}/python_packages.py"
   "${CODEINTERP_PY_RUNTIME}"
@@ -201,17 +201,23 @@ foreach(_line ${_py_pkgs_lines})
   if(_state STREQUAL "ok")
     list(GET _f 2 CODEINTERP_PY_PKG_${_NAME}_SITES)
     list(GET _f 3 CODEINTERP_PY_PKG_${_NAME}_BINDS)
+    list(GET _f 4 CODEINTERP_PY_PKG_${_NAME}_PRELOAD)
+    list(GET _f 5 CODEINTERP_PY_PKG_${_NAME}_ENV)
     set(CODEINTERP_PY_PKG_${_NAME}_MISSING "")
     message(STATUS "Python package ${_name}: sys.path ${CODEINTERP_PY_PKG_${_NAME}_SITES}; "
-      "binds ${CODEINTERP_PY_PKG_${_NAME}_BINDS}")
+      "binds ${CODEINTERP_PY_PKG_${_NAME}_BINDS}; preloaded ${CODEINTERP_PY_PKG_${_NAME}_PRELOAD}")
     string(REPLACE ":" "\", \"" _b "${CODEINTERP_PY_PKG_${_NAME}_BINDS}")
     string(REPLACE ":" "\", \"" _s "${CODEINTERP_PY_PKG_${_NAME}_SITES}")
-    string(APPEND _py_pkgs_json "    \"${_name}\": {\"sites\": [\"${_s}\"], \"binds\": [\"${_b}\"]},\n")
+    string(REPLACE ":" "\", \"" _l "${CODEINTERP_PY_PKG_${_NAME}_PRELOAD}")
+    string(APPEND _py_pkgs_json "    \"${_name}\": {\"sites\": [\"${_s}\"], \"binds\": [\"${_b}\"], "
+      "\"preload\": [\"${_l}\"], \"env\": \"${CODEINTERP_PY_PKG_${_NAME}_ENV}\"},\n")
   else()
     list(GET _f 2 _why)
     string(REGEX REPLACE "[\"\\]" "'" _why "${_why}")
     set(CODEINTERP_PY_PKG_${_NAME}_SITES "")
     set(CODEINTERP_PY_PKG_${_NAME}_BINDS "")
+    set(CODEINTERP_PY_PKG_${_NAME}_PRELOAD "")
+    set(CODEINTERP_PY_PKG_${_NAME}_ENV "")
     set(CODEINTERP_PY_PKG_${_NAME}_MISSING "${_why}")
     message(STATUS "Python package ${_name}: not available (${_why})")
     string(APPEND _py_pkgs_json "    \"${_name}\": null,\n")

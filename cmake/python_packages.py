@@ -13,15 +13,24 @@
 #     module the import brought from a site directory (dist-packages);
 #   - the shared libraries: the DT_NEEDED closure (ldd) of every extension module
 #     under those entries, and every library mapped in the child at the end;
-#   - the package's data: matplotlib's mpl-data, its matplotlibrc and the
-#     directories of the fonts its font manager knows; pandas' time zone data.
+#   - the package's data: matplotlib's mpl-data (its matplotlibrc is the one
+#     matplotlib falls back to; Debian's /etc/matplotlibrc differs only in the
+#     backend, which the worker sets to Agg; Debian's matplotlib looks only there
+#     unless MATPLOTLIBRC names another, so the worker's environment gets
+#     MATPLOTLIBRC=<mpl-data>) and the directories of the fonts its font manager
+#     knows; pandas' time zone data.
 #
-# A path whose directory is already bound is left out; a library reached through
-# a symlink that leads out of the binds (Debian's alternatives:
-# /usr/lib/x86_64-linux-gnu/libblas.so.3 -> /etc/alternatives/...) gets the first
-# hop outside bound as a file bind of its own. One line per package:
+# A path whose directory is already bound is left out. A library whose name leads
+# through a symlink out of the binds (Debian's alternatives:
+# /usr/lib/x86_64-linux-gnu/libblas.so.3 -> /etc/alternatives/... ->
+# /usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0) is not followed there: its real
+# file is bound if it lies outside too, and listed to be preloaded by its real path
+# (pyrun.c dlopen()s it before the first import, and the loader then satisfies the
+# extension modules' DT_NEEDED by its soname), so the root gets no /etc. One line
+# per package:
 #
-#   NAME<TAB>ok<TAB>SITE-DIRS<TAB>BINDS        (both ':'-separated)
+#   NAME<TAB>ok<TAB>SITE-DIRS<TAB>BINDS<TAB>PRELOAD<TAB>ENV     (each ':'-separated;
+#                                                             ENV: NAME=VALUE items)
 #   NAME<TAB>missing<TAB>REASON
 import json
 import os
@@ -45,7 +54,7 @@ CHILD = r"""
 import json, os, sys
 before = set(sys.modules)
 exec(compile(RECIPE, "<recipe>", "exec"), {})
-files, data = [], []
+files, data, env = [], [], []
 for name in set(sys.modules) - before:
     m = sys.modules.get(name)
     f = getattr(m, "__file__", None)
@@ -63,13 +72,13 @@ if "matplotlib" in sys.modules:
     import matplotlib
     from matplotlib import font_manager
     data.append(matplotlib.get_data_path())
-    data.append(matplotlib.matplotlib_fname())
+    env.append("MATPLOTLIBRC=" + matplotlib.get_data_path())
     for font in font_manager.fontManager.ttflist + font_manager.fontManager.afmlist:
         data.append(os.path.dirname(font.fname))
 if "pandas" in sys.modules:
     import zoneinfo
     data.extend(p for p in zoneinfo.TZPATH if os.path.isdir(p))
-print(json.dumps({"files": files, "libs": sorted(libs), "data": data, "sys_path": sys.path}))
+print(json.dumps({"files": files, "libs": sorted(libs), "data": data, "env": env, "sys_path": sys.path}))
 """
 
 
@@ -95,19 +104,34 @@ def hops(path):
     return chain
 
 
+def add_bind(path, binds, bound_dirs, bound_files):
+    path = normalise(path, bound_dirs)
+    if os.path.isdir(path):
+        bound_dirs.add(path)
+    else:
+        bound_files.add(path)
+    binds.append(path)
+
+
+def need_library(path, binds, bound_dirs, bound_files, preload):
+    """Make the library reachable: nothing to do when its name resolves inside the
+    binds; else bind its real file if needed and preload it by that path."""
+    if not os.path.exists(path) or all(covered(h, bound_dirs, bound_files) for h in hops(path)):
+        return
+    real = os.path.realpath(path)
+    if not covered(real, bound_dirs, bound_files):
+        add_bind(real, binds, bound_dirs, bound_files)
+    if real not in preload:
+        preload.append(real)
+
+
 def need(path, binds, bound_dirs, bound_files):
     """Make path reachable in the worker's root: bind the first hop outside the binds."""
     for hop in hops(path):
         if covered(hop, bound_dirs, bound_files):
             continue
-        if not os.path.exists(hop):
-            return
-        hop = normalise(hop, bound_dirs)
-        if os.path.isdir(hop):
-            bound_dirs.add(hop)
-        else:
-            bound_files.add(hop)
-        binds.append(hop)
+        if os.path.exists(hop):
+            add_bind(hop, binds, bound_dirs, bound_files)
         return
 
 
@@ -130,7 +154,7 @@ def probe(name, base):
     sites = [p for p in got["sys_path"] if os.path.basename(p) in ("dist-packages", "site-packages")]
     bound_dirs = {p for p in base if os.path.isdir(p)}
     bound_files = {p for p in base if not os.path.isdir(p)}
-    binds, used_sites = [], []
+    binds, used_sites, preload = [], [], []
     for f in sorted(set(got["files"])):
         site = next((s for s in sites if f.startswith(s + "/")), None)
         if site is None:
@@ -146,14 +170,14 @@ def probe(name, base):
                 if n.endswith(".so") or ".so." in n:
                     libs.update(ldd(os.path.join(root, n)))
     for lib in sorted(libs):
-        need(lib, binds, bound_dirs, bound_files)
+        need_library(lib, binds, bound_dirs, bound_files, preload)
     for d in got["data"]:
         need(d, binds, bound_dirs, bound_files)
     used_sites.sort(key=sites.index)
-    for p in binds + used_sites:
-        if ":" in p or "\t" in p or "\n" in p:
-            return None, "a path contains ':' or a control character: %r" % p
-    return (used_sites, binds), None
+    for p in binds + used_sites + preload + got["env"]:
+        if ":" in p or "\t" in p or "\n" in p or '"' in p or "\\" in p:
+            return None, "a path contains ':', a quote, a backslash or a control character: %r" % p
+    return (used_sites, binds, preload, got["env"]), None
 
 
 def main():
@@ -163,7 +187,7 @@ def main():
         if result is None:
             print("%s\tmissing\t%s" % (name, why.replace("\t", " ").replace(";", ",")))
         else:
-            print("%s\tok\t%s\t%s" % (name, ":".join(result[0]), ":".join(result[1])))
+            print("%s\tok\t%s" % (name, "\t".join(":".join(r) for r in result)))
 
 
 if __name__ == "__main__":

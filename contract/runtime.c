@@ -19,6 +19,7 @@ const char runtime_masks[] = CODEINTERP_PY_MASK;
 #define PACKAGE(name)                                                                                                  \
         {                                                                                                              \
                 .sites = CODEINTERP_PY_PKG_##name##_SITES, .binds = CODEINTERP_PY_PKG_##name##_BINDS,                  \
+                .preload = CODEINTERP_PY_PKG_##name##_PRELOAD, .env = CODEINTERP_PY_PKG_##name##_ENV,                  \
                 .missing = CODEINTERP_PY_PKG_##name##_MISSING[0] ? CODEINTERP_PY_PKG_##name##_MISSING : NULL,          \
         }
 const RuntimePackage runtime_packages[_POLICY_PACKAGE_MAX] = {

@@ -20,11 +20,15 @@ int runtime_path_next(const char *list, const char **cursor, char ret_path[stati
 
 /* The pythonPackages allow-list as this build's interpreter has it (configure time,
  * cmake/python_packages.py): per package, the site directories its import needs on
- * sys.path and the read-only binds beyond runtime_binds ("" when missing), or NULL
- * and why it is missing. */
+ * sys.path, the read-only binds beyond runtime_binds, and the libraries to dlopen()
+ * by their real path before the first import (their soname's symlink leads out of
+ * the root: Debian's alternatives), the environment its import needs ("" when
+ * missing); missing is NULL or why. */
 typedef struct RuntimePackage {
         const char *sites;   /* ':'-separated */
         const char *binds;   /* ':'-separated */
+        const char *preload; /* ':'-separated */
+        const char *env;     /* ':'-separated NAME=VALUE: the worker's environment (MATPLOTLIBRC) */
         const char *missing; /* NULL when available */
 } RuntimePackage;
 extern const RuntimePackage runtime_packages[_POLICY_PACKAGE_MAX];

@@ -19,6 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,52 @@ static int packages_environment(void) {
         for (size_t i = 0; i < ELEMENTSOF(vars); i++)
                 if (setenv(vars[i][0], vars[i][1], 1) < 0)
                         return -errno;
+        /* And what the packages themselves need (contract/runtime.h: MATPLOTLIBRC). */
+        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
+                const char *cursor = NULL, *end;
+                int r;
+
+                if (!(packages_mask & POLICY_PACKAGE_BIT(p)))
+                        continue;
+                for (cursor = runtime_packages[p].env; *cursor; cursor = *end ? end + 1 : end) {
+                        char item[PATH_MAX], *eq;
+                        size_t len;
+
+                        end = strchrnul(cursor, ':');
+                        len = (size_t) (end - cursor);
+                        if (len >= sizeof item)
+                                return -EINVAL;
+                        memcpy(item, cursor, len);
+                        item[len] = 0;
+                        eq = strchr(item, '=');
+                        if (!eq || eq == item)
+                                return -EINVAL;
+                        *eq = 0;
+                        r = setenv(item, eq + 1, 1);
+                        if (r < 0)
+                                return -errno;
+                }
+        }
+        return 0;
+}
+
+/* The libraries the packages' extension modules need by a soname whose symlink leads
+ * out of the worker's root (contract/runtime.h): loaded by their real path first, so
+ * the loader finds them among the loaded objects. Never unloaded. */
+static int packages_preload_libraries(void) {
+        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
+                const char *cursor = NULL;
+                char path[PATH_MAX];
+                int r;
+
+                if (!(packages_mask & POLICY_PACKAGE_BIT(p)))
+                        continue;
+                while ((r = runtime_path_next(runtime_packages[p].preload, &cursor, path)) > 0)
+                        if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL))
+                                return -ENOENT;
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -300,7 +347,7 @@ int pyrun_init_packages(uint32_t packages) {
         if (packages >> _POLICY_PACKAGE_MAX)
                 return -EINVAL;
         packages_mask = packages;
-        if (packages && (r = packages_environment()) < 0)
+        if (packages && ((r = packages_environment()) < 0 || (r = packages_preload_libraries()) < 0))
                 return r;
 
         PyPreConfig_InitIsolatedConfig(&preconfig);
