@@ -8,7 +8,7 @@
 #error "CODEINTERP_PY_RUNTIME and CODEINTERP_PY_MASK (':'-separated paths) must be defined by the build"
 #endif
 
-#if !defined(CODEINTERP_PY_PKG_NUMPY_BINDS) || !defined(CODEINTERP_PY_PKG_PANDAS_BINDS) ||                          \
+#if !defined(CODEINTERP_PY_PKG_NUMPY_BINDS) || !defined(CODEINTERP_PY_PKG_PANDAS_BINDS) ||                             \
         !defined(CODEINTERP_PY_PKG_MATPLOTLIB_BINDS)
 #error "CODEINTERP_PY_PKG_<NAME>_SITES, _BINDS and _MISSING must be defined by the build (cmake/python.cmake)"
 #endif

@@ -156,9 +156,14 @@ static uint32_t packages_mask = 0;
  * (the zygote imports it with a private one, see the runner's preload()), and a home. */
 static int packages_environment(void) {
         static const char *const vars[][2] = {
-                { "OPENBLAS_NUM_THREADS", "1" }, { "OMP_NUM_THREADS", "1" },        { "MKL_NUM_THREADS", "1" },
-                { "NUMEXPR_NUM_THREADS", "1" },  { "VECLIB_MAXIMUM_THREADS", "1" }, { "GOTO_NUM_THREADS", "1" },
-                { "MPLBACKEND", "Agg" },         { "MPLCONFIGDIR", "/tmp/.matplotlib" },
+                { "OPENBLAS_NUM_THREADS", "1" },
+                { "OMP_NUM_THREADS", "1" },
+                { "MKL_NUM_THREADS", "1" },
+                { "NUMEXPR_NUM_THREADS", "1" },
+                { "VECLIB_MAXIMUM_THREADS", "1" },
+                { "GOTO_NUM_THREADS", "1" },
+                { "MPLBACKEND", "Agg" },
+                { "MPLCONFIGDIR", "/tmp/.matplotlib" },
                 /* Without HOME, os.path.expanduser("~") (sysconfig at import, under pandas)
                  * asks getpwuid(), and glibc tries nscd's socket: a denied socket(). */
                 { "HOME", "/tmp" },

@@ -116,8 +116,8 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         close(sync_fd);
         /* The runtime is opened with the zygote's (root's) credentials, before the switch
          * to the worker uid, which may not be able to traverse it (sandbox.h). */
-        if ((r = sandbox_runtime_open(python_packages, &rt, &stage)) < 0 || (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 ||
-            (r = sandbox_prepare(&rt, &stage)) < 0) {
+        if ((r = sandbox_runtime_open(python_packages, &rt, &stage)) < 0 ||
+            (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 || (r = sandbox_prepare(&rt, &stage)) < 0) {
                 failed = r;
                 failed_stage = stage;
         }

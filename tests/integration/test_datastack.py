@@ -217,6 +217,16 @@ def test_missing_package_refused(tmp_path):
     assert "pythonPackages: %s is not available to this build's Python" % missing[0] in r.stderr
 
 
+def test_zygote_refuses_a_mask_outside_the_allow_list():
+    """The zygote takes the mask as its fifth argument and refuses bits the allow-list
+    does not have (the supervisor never sends one: this is the zygote's own check)."""
+    worker = os.path.join(os.path.dirname(DAEMON), "codeinterp-worker")
+    r = subprocess.run([worker, "--zygote", "65534", "65534", "2", str(1 << len(PACKAGES))],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    assert "bad arguments" in r.stderr
+
+
 @needs_stack
 def test_check_config_lists_binds(tmp_path):
     r = subprocess.run([DAEMON, "--check-config", "--policy", DATA_POLICY_PATH], capture_output=True, text=True)

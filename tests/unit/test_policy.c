@@ -776,6 +776,22 @@ static void test_digest(void **state) {
         assert_string_not_equal(p.sha256, q.sha256);
 }
 
+/* packaging/policy-data.yaml: the reviewed profile with the three packages. */
+static void test_data_policy_file(void **state) {
+        Policy p;
+        char err[256];
+
+        policy_init_defaults(&p);
+        if (policy_load_file(&p, CODEINTERP_SOURCE_DIR "/packaging/policy-data.yaml", err, sizeof(err)) != 0)
+                fail_msg("policy-data.yaml: %s", err);
+        assert_int_equal(p.python_packages, POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY) |
+                                                    POLICY_PACKAGE_BIT(POLICY_PACKAGE_PANDAS) |
+                                                    POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB));
+        assert_int_equal(p.timeout_ms, 30000);
+        assert_int_equal(p.memory_bytes, 536870912);
+        assert_int_equal(p.seccomp_deny, POLICY_DENY_ERRNO);
+}
+
 static void test_packaging_file(void **state) {
         const char *path = CODEINTERP_SOURCE_DIR "/packaging/policy.yaml";
         _cleanup_free_ char *text = NULL;
@@ -1001,6 +1017,7 @@ int main(void) {
                 cmocka_unit_test(test_digest_known_answer),
                 cmocka_unit_test(test_digest),
                 cmocka_unit_test(test_packaging_file),
+                cmocka_unit_test(test_data_policy_file),
                 cmocka_unit_test(test_load_file_errors),
                 cmocka_unit_test(test_active_workers),
                 cmocka_unit_test(test_to_string),
