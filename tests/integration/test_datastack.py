@@ -3,6 +3,7 @@ scientific stack"): under packaging/policy-data.yaml numpy, pandas and matplotli
 importable, preloaded in zygote mode and imported on demand in exec mode, each call
 starts pristine, thread pools have one thread, package directories are read-only, and
 pip/ensurepip stay absent; under the reviewed profile `import numpy` fails."""
+import json
 import os
 import subprocess
 import time
@@ -251,3 +252,20 @@ def test_stack_within_the_seccomp_allow_list():
                    "fig.savefig('/tmp/p.svg')\nfig.savefig('/tmp/p.pdf')\n"
                    "Image.open('/tmp/p.png').quantize(colors=8, method=Image.Quantize.LIBIMAGEQUANT).size\n")
         assert ok(r) == "(640, 480)"
+
+
+def describe_guidance(sup):
+    out = sup.client("describe")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["tool"]["guidance"]
+
+
+@needs_stack
+def test_describe_names_the_packages(dsup, rsup):
+    """The tool's guidance tells the model what it can import: the packages under the
+    data policy, the standard library alone under the reviewed profile."""
+    g = describe_guidance(dsup)
+    assert ("The Python standard library is available, and these packages (read-only): numpy, pandas, "
+            "matplotlib (matplotlib with the non-interactive Agg backend: save figures to files).") in g
+    g = describe_guidance(rsup)
+    assert "The Python standard library is available.\n" in g and "numpy" not in g
