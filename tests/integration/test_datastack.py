@@ -89,6 +89,15 @@ def test_preloaded_in_zygote_only(dsup):
 
 
 @needs_stack
+def test_zygote_leaves_no_matplotlib_directory(dsup):
+    """The zygote builds matplotlib's font list in a private temporary directory of the
+    host's /tmp and removes it after the import."""
+    import glob
+    run(dsup, "1")  # the zygote is ready
+    assert glob.glob("/tmp/codeinterp-mpl-*") == []
+
+
+@needs_stack
 def test_each_call_starts_pristine(dsup):
     set_state = ("import numpy as np, pandas as pd, matplotlib\n"
                  "pd.set_option('display.max_rows', 3)\n"
