@@ -50,8 +50,7 @@ typedef struct SandboxRuntime {
         int fd[SANDBOX_RUNTIME_MAX];
 } SandboxRuntime;
 
-/* packages: the policy's pythonPackages mask (0: the interpreter's binds alone). A
- * package this build does not have fails with ENOPKG. */
+/* packages: the policy's pythonPackages mask (0: the interpreter's binds alone). */
 int sandbox_runtime_open(uint32_t packages, SandboxRuntime *ret, SetupStage *ret_stage);
 void sandbox_runtime_close(SandboxRuntime *rt);
 
