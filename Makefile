@@ -95,7 +95,8 @@ CPPCHECK_DEFINES = -D__x86_64__ -D__linux__ -D_GNU_SOURCE -DCODEINTERP_VERSION=\
 	-DCODEINTERP_PY_STDLIB=\"/\" -DCODEINTERP_PY_DYNLOAD=\"/\" -DCODEINTERP_PY_LIBDIR=\"/\" \
 	-DCODEINTERP_PY_VERSION=\"3\" -DCODEINTERP_PY_PREFIX=\"/\" -DCODEINTERP_PY_EXECUTABLE=\"/\" \
 	-DCODEINTERP_PY_RUNTIME=\"/\" -DCODEINTERP_PY_MASK=\"\" -DCODEINTERP_PYTHON=\"/\" -DCODEINTERP_SOURCE_DIR=\"/\" \
-	-DCODEINTERP_WORKER_PATH=\"/\"
+	-DCODEINTERP_WORKER_PATH=\"/\" \
+	$(foreach p,NUMPY PANDAS MATPLOTLIB,$(foreach f,SITES BINDS PRELOAD ENV MISSING,-DCODEINTERP_PY_PKG_$(p)_$(f)=\"\"))
 CPPCHECK_DIRS = $(wildcard common contract policy supervisor worker client)
 cppcheck: deps
 	cppcheck --quiet --enable=warning,portability --inline-suppr --error-exitcode=1 --platform=unix64 \
@@ -189,7 +190,8 @@ bench: build
 
 # The adversarial suite (tests/adversarial, docs/security.md "Adversarial suite"): every
 # escape and abuse attempt inside the sandbox, in errno and kill mode, in both worker
-# start modes; and the validation mode, which runs each attempt outside the sandbox (root
+# start modes, then once more under the data policy (packaging/policy-data.yaml: the
+# scientific stack bound and preloaded) in zygote mode; and the validation mode, which runs each attempt outside the sandbox (root
 # in a temp dir, or an unshare'd user namespace) and checks that it escapes there.
 .PHONY: adversarial adversarial-validate
 adversarial: build
@@ -197,7 +199,12 @@ adversarial: build
 		echo "adversarial: workerStart $$start"; \
 		CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=$$start \
 			$(PYTEST) -q -p no:cacheprovider tests/adversarial || rc=1; \
-	done; exit $$rc
+	done; \
+	echo "adversarial: workerStart zygote, packaging/policy-data.yaml"; \
+	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote \
+		CODEINTERP_ADVERSARIAL_POLICY=$(abspath packaging/policy-data.yaml) \
+		$(PYTEST) -q -p no:cacheprovider tests/adversarial || rc=1; \
+	exit $$rc
 
 adversarial-validate:
 	/usr/bin/python3 tests/adversarial/validate.py

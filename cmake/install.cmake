@@ -10,6 +10,7 @@
 #   <systemd unit dir>/codeinterpd.{socket,service}   configured with the paths above
 #   <systemd user unit dir>/codeinterpd.{socket,service}   the rootless pair (packaging/user)
 #   <sysconfdir>/codeinterp/policy.yaml   the example policy (every key at its default)
+#   <sysconfdir>/codeinterp/policy-data.yaml   the data policy (the scientific stack on)
 #   share/man/man{1,8}, share/doc/codeinterp
 #   <python dir>/codeinterp               the Python client, when python/codeinterp exists
 include(GNUInstallDirs)
@@ -92,7 +93,8 @@ foreach(unit codeinterpd.service codeinterpd.socket)
   configure_file(${CMAKE_SOURCE_DIR}/packaging/user/${unit} ${CMAKE_BINARY_DIR}/packaging/user/${unit} @ONLY)
   install(FILES ${CMAKE_BINARY_DIR}/packaging/user/${unit} DESTINATION ${CODEINTERP_SYSTEMD_USERUNITDIR})
 endforeach()
-install(FILES ${CMAKE_SOURCE_DIR}/packaging/policy.yaml DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/codeinterp)
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/policy.yaml ${CMAKE_SOURCE_DIR}/packaging/policy-data.yaml
+  DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/codeinterp)
 
 install(FILES ${CMAKE_SOURCE_DIR}/docs/man/codeinterp.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${CMAKE_SOURCE_DIR}/docs/man/codeinterpd.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)

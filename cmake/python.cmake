@@ -180,6 +180,55 @@ endforeach()
 list(REMOVE_DUPLICATES _py_masks)
 string(REPLACE ";" ":" CODEINTERP_PY_MASK "${_py_masks}")
 
+# The pythonPackages allow-list (docs/policy.md): for each package, the site
+# directories its import needs on sys.path and the read-only binds it needs beyond
+# the ones above, or why this interpreter cannot have it (cmake/python_packages.py,
+# which imports each package in a child of the interpreter). The worker binds the
+# union for the packages its policy names; a policy naming a missing one is refused.
+#   CODEINTERP_PY_PKG_<NAME>_SITES, _BINDS, _PRELOAD, _ENV   ':'-separated
+#   CODEINTERP_PY_PKG_<NAME>_MISSING          "" when available, else the reason
+execute_process(COMMAND "${CODEINTERP_PYTHON}" -s -E "${CMAKE_CURRENT_LIST_DIR}/python_packages.py"
+  "${CODEINTERP_PY_RUNTIME}"
+  OUTPUT_VARIABLE _py_pkgs_out ERROR_VARIABLE _py_pkgs_err RESULT_VARIABLE _py_pkgs_rc
+  OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT _py_pkgs_rc EQUAL 0)
+  message(FATAL_ERROR "cmake/python_packages.py failed with ${CODEINTERP_PYTHON}: ${_py_pkgs_err}")
+endif()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${CMAKE_CURRENT_LIST_DIR}/python_packages.py")
+string(REPLACE "\n" ";" _py_pkgs_lines "${_py_pkgs_out}")
+set(_py_pkgs_json "")
+foreach(_line ${_py_pkgs_lines})
+  string(REPLACE "\t" ";" _f "${_line}")
+  list(GET _f 0 _name)
+  list(GET _f 1 _state)
+  string(TOUPPER "${_name}" _NAME)
+  if(_state STREQUAL "ok")
+    list(GET _f 2 CODEINTERP_PY_PKG_${_NAME}_SITES)
+    list(GET _f 3 CODEINTERP_PY_PKG_${_NAME}_BINDS)
+    list(GET _f 4 CODEINTERP_PY_PKG_${_NAME}_PRELOAD)
+    list(GET _f 5 CODEINTERP_PY_PKG_${_NAME}_ENV)
+    set(CODEINTERP_PY_PKG_${_NAME}_MISSING "")
+    message(STATUS "Python package ${_name}: sys.path ${CODEINTERP_PY_PKG_${_NAME}_SITES}; "
+      "binds ${CODEINTERP_PY_PKG_${_NAME}_BINDS}; preloaded ${CODEINTERP_PY_PKG_${_NAME}_PRELOAD}")
+    string(REPLACE ":" "\", \"" _b "${CODEINTERP_PY_PKG_${_NAME}_BINDS}")
+    string(REPLACE ":" "\", \"" _s "${CODEINTERP_PY_PKG_${_NAME}_SITES}")
+    string(REPLACE ":" "\", \"" _l "${CODEINTERP_PY_PKG_${_NAME}_PRELOAD}")
+    string(APPEND _py_pkgs_json "    \"${_name}\": {\"sites\": [\"${_s}\"], \"binds\": [\"${_b}\"], "
+      "\"preload\": [\"${_l}\"], \"env\": \"${CODEINTERP_PY_PKG_${_NAME}_ENV}\"},\n")
+  else()
+    list(GET _f 2 _why)
+    string(REGEX REPLACE "[\"\\]" "'" _why "${_why}")
+    set(CODEINTERP_PY_PKG_${_NAME}_SITES "")
+    set(CODEINTERP_PY_PKG_${_NAME}_BINDS "")
+    set(CODEINTERP_PY_PKG_${_NAME}_PRELOAD "")
+    set(CODEINTERP_PY_PKG_${_NAME}_ENV "")
+    set(CODEINTERP_PY_PKG_${_NAME}_MISSING "${_why}")
+    message(STATUS "Python package ${_name}: not available (${_why})")
+    string(APPEND _py_pkgs_json "    \"${_name}\": null,\n")
+  endif()
+endforeach()
+string(REGEX REPLACE ",\n$" "\n" _py_pkgs_json "${_py_pkgs_json}")
+
 message(STATUS "Embedded Python ${CODEINTERP_PY_VERSION} (${CODEINTERP_PYTHON}): stdlib ${CODEINTERP_PY_STDLIB}, "
   "libdir ${CODEINTERP_PY_LIBDIR}, embed ${_py_pc}")
 message(STATUS "Worker runtime binds: ${CODEINTERP_PY_RUNTIME}; hidden: ${CODEINTERP_PY_MASK}")
@@ -205,6 +254,8 @@ file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/python.json" CONTENT [=[
   "prefix": "@CODEINTERP_PY_PREFIX@",
   "executable": "@CODEINTERP_PY_EXECUTABLE@",
   "runtime": [@_py_runtime_json@],
-  "hidden": [@_py_masks_json@]
+  "hidden": [@_py_masks_json@],
+  "packages": {
+@_py_pkgs_json@  }
 }
 ]=] @ONLY)

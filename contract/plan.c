@@ -25,6 +25,7 @@ int plan_encode(const char *code, size_t code_len, const Policy *p, const PlanIn
         mp_pack_kv_bool(pk, "outputs", p->max_artifacts > 0);
         mp_pack_kv_uint(pk, "excCeiling", p->max_output_characters);
         mp_pack_kv_bool(pk, "denyKill", p->seccomp_deny == POLICY_DENY_KILL);
+        mp_pack_kv_uint(pk, "pythonPackages", p->python_packages);
         mp_pack_cstr(pk, "inputs");
         msgpack_pack_array(pk, n_inputs);
         for (size_t i = 0; i < n_inputs; i++) {
@@ -94,6 +95,12 @@ int plan_decode(void *buf, size_t len, WorkerPlan *ret) {
             (r = mp_get_uint(root, "excCeiling", &p.exc_ceiling)) < 0 || (r = mp_get_bool(root, "denyKill", &b)) < 0)
                 goto fail;
         p.deny = b ? POLICY_DENY_KILL : POLICY_DENY_ERRNO;
+        if ((r = get_u32(root, "pythonPackages", &p.python_packages)) < 0)
+                goto fail;
+        if (p.python_packages >> _POLICY_PACKAGE_MAX) {
+                r = -EBADMSG;
+                goto fail;
+        }
 
         inputs = mp_map_get(root, "inputs");
         if (!inputs || inputs->type != MSGPACK_OBJECT_ARRAY || inputs->via.array.size > PLAN_MAX_INPUTS) {

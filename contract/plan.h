@@ -56,6 +56,7 @@ typedef struct WorkerPlan {
         size_t code_len;
         uint64_t exc_ceiling; /* characters kept of exception message / traceback */
         PolicyDenyAction deny;
+        uint32_t python_packages; /* the policy's pythonPackages (POLICY_PACKAGE_BIT() mask) */
         PlanSandbox sandbox;
         /* owns the memory the pointers above refer to */
         void *buf;

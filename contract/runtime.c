@@ -8,8 +8,72 @@
 #error "CODEINTERP_PY_RUNTIME and CODEINTERP_PY_MASK (':'-separated paths) must be defined by the build"
 #endif
 
+#if !defined(CODEINTERP_PY_PKG_NUMPY_BINDS) || !defined(CODEINTERP_PY_PKG_PANDAS_BINDS) ||                             \
+        !defined(CODEINTERP_PY_PKG_MATPLOTLIB_BINDS)
+#error "CODEINTERP_PY_PKG_<NAME>_SITES, _BINDS and _MISSING must be defined by the build (cmake/python.cmake)"
+#endif
+
 const char runtime_binds[] = CODEINTERP_PY_RUNTIME;
 const char runtime_masks[] = CODEINTERP_PY_MASK;
+
+#define PACKAGE(name)                                                                                                  \
+        {                                                                                                              \
+                .sites = CODEINTERP_PY_PKG_##name##_SITES, .binds = CODEINTERP_PY_PKG_##name##_BINDS,                  \
+                .preload = CODEINTERP_PY_PKG_##name##_PRELOAD, .env = CODEINTERP_PY_PKG_##name##_ENV,                  \
+                .missing = CODEINTERP_PY_PKG_##name##_MISSING[0] ? CODEINTERP_PY_PKG_##name##_MISSING : NULL,          \
+        }
+const RuntimePackage runtime_packages[_POLICY_PACKAGE_MAX] = {
+        [POLICY_PACKAGE_NUMPY] = PACKAGE(NUMPY),
+        [POLICY_PACKAGE_PANDAS] = PACKAGE(PANDAS),
+        [POLICY_PACKAGE_MATPLOTLIB] = PACKAGE(MATPLOTLIB),
+};
+
+int runtime_packages_missing(uint32_t mask, PolicyPackage *ret_package) {
+        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++)
+                if ((mask & POLICY_PACKAGE_BIT(p)) && runtime_packages[p].missing) {
+                        *ret_package = p;
+                        return 1;
+                }
+        return 0;
+}
+
+/* Whether path is among the binds of an earlier package of mask. */
+static int bound_before(uint32_t mask, PolicyPackage upto, const char *path) {
+        for (PolicyPackage p = 0; p < upto; p++) {
+                const char *cursor = NULL;
+                char other[PATH_MAX];
+                int r;
+
+                if (!(mask & POLICY_PACKAGE_BIT(p)))
+                        continue;
+                while ((r = runtime_path_next(runtime_packages[p].binds, &cursor, other)) > 0)
+                        if (strcmp(other, path) == 0)
+                                return 1;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int runtime_package_bind_next(uint32_t mask, PolicyPackage *package, const char **cursor,
+                              char ret_path[static PATH_MAX]) {
+        int r;
+
+        for (; *package < _POLICY_PACKAGE_MAX; (*package)++, *cursor = NULL) {
+                if (!(mask & POLICY_PACKAGE_BIT(*package)))
+                        continue;
+                while ((r = runtime_path_next(runtime_packages[*package].binds, cursor, ret_path)) > 0) {
+                        r = bound_before(mask, *package, ret_path);
+                        if (r < 0)
+                                return r;
+                        if (r == 0)
+                                return 1;
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
 
 int runtime_path_next(const char *list, const char **cursor, char ret_path[static PATH_MAX]) {
         const char *p = *cursor ?: list, *end;

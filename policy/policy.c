@@ -45,6 +45,7 @@ typedef enum KeyType {
         KEY_UID_LIST, /* sequence of uids */
         KEY_GID_LIST, /* sequence of gids */
         KEY_GROUP,    /* group name or gid */
+        KEY_PACKAGES, /* sequence of names from the pythonPackages allow-list, stored as a bit mask */
 } KeyType;
 
 /* Table order is the canonical order of the digest lines. Never reorder:
@@ -89,6 +90,7 @@ typedef enum KeyId {
         K_ZYGOTE_POOL_SIZE,
         K_IDLE_EXIT_SECONDS,
         K_CGROUPS,
+        K_PYTHON_PACKAGES,
         _K_MAX,
 } KeyId;
 
@@ -152,6 +154,8 @@ static const KeyDef keys[_K_MAX] = {
         RESTART(K_ZYGOTE_POOL_SIZE, "zygotePoolSize", KEY_U32, zygote_pool_size, 0, 64),
         DEF(K_IDLE_EXIT_SECONDS, "idleExitSeconds", KEY_U32, idle_exit_seconds, 0, 604800),
         RESTART(K_CGROUPS, "cgroups", KEY_CGROUPS, cgroups, 0, 0),
+        /* The zygote imports them and the worker's root binds them: read at start only. */
+        RESTART(K_PYTHON_PACKAGES, "pythonPackages", KEY_PACKAGES, python_packages, 0, 0),
 };
 
 static uint32_t *field_u32(Policy *p, const KeyDef *d) {
@@ -215,6 +219,33 @@ const char *policy_cgroups_to_string(PolicyCgroups c) {
         return NULL;
 }
 
+const char *policy_package_to_string(PolicyPackage p) {
+        static const char *const names[_POLICY_PACKAGE_MAX] = {
+                [POLICY_PACKAGE_NUMPY] = "numpy",
+                [POLICY_PACKAGE_PANDAS] = "pandas",
+                [POLICY_PACKAGE_MATPLOTLIB] = "matplotlib",
+        };
+        return (unsigned) p < _POLICY_PACKAGE_MAX ? names[p] : NULL;
+}
+
+void policy_packages_format(uint32_t mask, char *buf, size_t size) {
+        size_t n = 0;
+
+        if (size == 0)
+                return;
+        buf[0] = 0;
+        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
+                int k;
+
+                if (!(mask & POLICY_PACKAGE_BIT(p)))
+                        continue;
+                k = snprintf(buf + n, size - n, "%s%s", n > 0 ? ", " : "", policy_package_to_string(p));
+                if (k < 0 || (size_t) k >= size - n)
+                        return;
+                n += (size_t) k;
+        }
+}
+
 void policy_init_defaults(Policy *p) {
         if (!p)
                 return;
@@ -268,6 +299,8 @@ void policy_init_defaults(Policy *p) {
                 .idle_exit_seconds = 0,
 
                 .cgroups = POLICY_CGROUPS_OFF,
+
+                .python_packages = 0,
         };
         policy_finalize(p);
 }
@@ -302,6 +335,8 @@ static size_t key_size(const KeyDef *d) {
                 return sizeof(uint32_t) * POLICY_MAX_PEERS;
         case KEY_GROUP:
                 return sizeof(gid_t);
+        case KEY_PACKAGES:
+                return sizeof(uint32_t);
         }
         return 0;
 }
@@ -317,7 +352,7 @@ int policy_keep_restart_keys(Policy *p, const Policy *running,
 
                 if (!d->restart)
                         continue;
-                /* Only the U32, START and GROUP types are restart keys (checked by the unit test). */
+                /* Only the U32, START, CGROUPS, PACKAGES and GROUP types are restart keys. */
                 differ = memcmp((const uint8_t *) p + d->offset, (const uint8_t *) running + d->offset, size) != 0;
                 if (d->type == KEY_GROUP)
                         differ = p->has_socket_group != running->has_socket_group ||
@@ -447,6 +482,13 @@ void policy_finalize(Policy *p) {
                         if (p->has_socket_group)
                                 canon_printf(&c, "%" PRIu32, (uint32_t) p->socket_group);
                         break;
+                case KEY_PACKAGES: {
+                        unsigned n = 0;
+                        for (PolicyPackage k = 0; k < _POLICY_PACKAGE_MAX; k++)
+                                if (p->python_packages & POLICY_PACKAGE_BIT(k))
+                                        canon_printf(&c, "%s%s", n++ > 0 ? "," : "", policy_package_to_string(k));
+                        break;
+                }
                 }
                 canon_printf(&c, "\n");
         }
@@ -756,6 +798,49 @@ static int parse_id_list(Loader *l, const KeyDef *d, uint32_t *ids, size_t *n_id
         return 0;
 }
 
+/* A sequence of allow-listed package names, each at most once. */
+static int parse_packages(Loader *l, const KeyDef *d) {
+        uint32_t mask = 0;
+        int r;
+
+        if (l->ev.type != YAML_SEQUENCE_START_EVENT)
+                return fail(l, ev_line(&l->ev), d->key, "expected a sequence of package names, got %s",
+                            event_kind(l->ev.type));
+        for (;;) {
+                const char *s;
+                size_t n;
+                char buf[48];
+                PolicyPackage p;
+
+                r = next_event(l);
+                if (r < 0)
+                        return r;
+                if (l->ev.type == YAML_SEQUENCE_END_EVENT)
+                        break;
+                r = check_node(l, d->key);
+                if (r < 0)
+                        return r;
+                if (l->ev.type != YAML_SCALAR_EVENT)
+                        return fail(l, ev_line(&l->ev), d->key, "expected a package name, got %s",
+                                    event_kind(l->ev.type));
+                s = (const char *) l->ev.data.scalar.value;
+                n = l->ev.data.scalar.length;
+                for (p = 0; p < _POLICY_PACKAGE_MAX; p++) {
+                        const char *name = policy_package_to_string(p);
+                        if (strlen(name) == n && memcmp(s, name, n) == 0)
+                                break;
+                }
+                if (p == _POLICY_PACKAGE_MAX)
+                        return fail(l, ev_line(&l->ev), d->key,
+                                    "'%s' is not in the allow-list (numpy, pandas, matplotlib)", sanitize(s, n, buf));
+                if (mask & POLICY_PACKAGE_BIT(p))
+                        return fail(l, ev_line(&l->ev), d->key, "duplicate entry %s", policy_package_to_string(p));
+                mask |= POLICY_PACKAGE_BIT(p);
+        }
+        l->policy.python_packages = mask;
+        return 0;
+}
+
 static int parse_name(Loader *l, const KeyDef *d, const char *s, size_t n) {
         const yaml_event_t *ev = &l->ev;
         char buf[48];
@@ -814,6 +899,8 @@ static int parse_value(Loader *l, const KeyDef *d) {
                 return parse_id_list(l, d, l->policy.allowed_uids, &l->policy.n_allowed_uids);
         if (d->type == KEY_GID_LIST)
                 return parse_id_list(l, d, l->policy.allowed_gids, &l->policy.n_allowed_gids);
+        if (d->type == KEY_PACKAGES)
+                return parse_packages(l, d);
 
         if (ev->type != YAML_SCALAR_EVENT)
                 return fail(l, ev_line(ev), d->key, "expected a scalar value, got %s", event_kind(ev->type));
@@ -853,6 +940,7 @@ static int parse_value(Loader *l, const KeyDef *d) {
                 return parse_group(l, d);
         case KEY_UID_LIST:
         case KEY_GID_LIST:
+        case KEY_PACKAGES:
                 break;
         }
         return fail(l, ev_line(ev), d->key, "internal error: unhandled key type");

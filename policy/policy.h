@@ -28,6 +28,16 @@ typedef enum PolicyCgroups {
         POLICY_CGROUPS_OFF,      /* never */
 } PolicyCgroups;
 
+/* The pythonPackages allow-list: the packages a policy may make importable (read-only,
+ * bound into the worker's root; docs/policy.md). New entries go at the end. */
+typedef enum PolicyPackage {
+        POLICY_PACKAGE_NUMPY,
+        POLICY_PACKAGE_PANDAS,
+        POLICY_PACKAGE_MATPLOTLIB,
+        _POLICY_PACKAGE_MAX,
+} PolicyPackage;
+#define POLICY_PACKAGE_BIT(p) (UINT32_C(1) << (p))
+
 typedef struct Policy {
         char name[POLICY_NAME_MAX]; /* name: "code_interpreter" */
 
@@ -90,6 +100,9 @@ typedef struct Policy {
         /* Per-worker cgroups. */
         PolicyCgroups cgroups; /* cgroups: auto | required | off; auto */
 
+        /* The scientific stack. */
+        uint32_t python_packages; /* pythonPackages: POLICY_PACKAGE_BIT() of each listed package; [] */
+
         char sha256[65]; /* hex digest of the effective values, filled by policy_finalize() */
 } Policy;
 
@@ -120,10 +133,10 @@ typedef struct PolicyLimit {
 size_t policy_limits(const Policy *p, PolicyLimit ret[static POLICY_MAX_LIMITS]);
 
 /* Reload: keys that are read once at start (workerStart, workerUid, workerGid,
- * socketGroup, the zygote keys) keep their running values. Copies each such key that
+ * socketGroup, the zygote keys, cgroups, pythonPackages) keep their running values. Copies each such key that
  * differs from running into p, names it in ret_changed, recomputes the digest if any
  * did, and returns how many. */
-#define POLICY_MAX_RESTART_KEYS 8
+#define POLICY_MAX_RESTART_KEYS 16
 int policy_keep_restart_keys(Policy *p, const Policy *running, const char *ret_changed[static POLICY_MAX_RESTART_KEYS]);
 bool policy_key_needs_restart(const char *key);
 
@@ -141,3 +154,6 @@ PolicySnapshot *policy_snapshot_unref(PolicySnapshot *s);
 const char *policy_deny_action_to_string(PolicyDenyAction a);
 const char *policy_worker_start_to_string(PolicyWorkerStart s);
 const char *policy_cgroups_to_string(PolicyCgroups c);
+const char *policy_package_to_string(PolicyPackage p);
+/* The packages of mask as "numpy, pandas" (allow-list order; "" when none). */
+void policy_packages_format(uint32_t mask, char *buf, size_t size);

@@ -24,6 +24,9 @@ python3-pytest
 python3-msgpack
 python3-pyflakes
 python3-yaml
+python3-numpy
+python3-pandas
+python3-matplotlib
 clang-format
 clang
 libclang-rt-14-dev
@@ -37,7 +40,10 @@ coreutils
 # clang-format: make check-format.  clang, libclang-rt-14-dev: the libFuzzer targets
 # (make fuzz-smoke).  cppcheck: make cppcheck.  util-linux: unshare
 # (tests/integration/conftest.py) and prlimit (tests/integration/test_faults.py).
-# coreutils: timeout.  git is not needed: make check-format lists the C files with
+# coreutils: timeout.  python3-numpy, python3-pandas, python3-matplotlib: the
+# pythonPackages allow-list, bound into workers under packaging/policy-data.yaml
+# (configure computes their binds, so install them before the first build; the data
+# policy's tests and make bench use them).  git is not needed: make check-format lists the C files with
 # find when there is no git checkout.
 missing=""
 for p in $PKGS; do

@@ -3,7 +3,8 @@
 # patch release of each minor version under $PYENV_ROOT/versions, default
 # /root/.pyenv/versions), each in its own build directory BUILD-py3.X, and run the
 # seccomp probe (tests/unit/seccomp_python_probe.c) and the core integration tests
-# (test_core, test_sandbox, test_zygote, test_python_runtime) against it in both worker
+# (test_core, test_sandbox, test_zygote, test_python_runtime, test_datastack: there the
+# stack is missing and a policy naming it is refused) against it in both worker
 # start modes. CODEINTERP_PYTHONS="/path/python3.X ..." names the interpreters instead.
 #
 # No such interpreter is not a failure, not even with CODEINTERP_MUST_SANDBOX=1: the
@@ -16,7 +17,7 @@ set -eu
 
 build=${1:-build}
 cmake_flags=${2:-}
-tests="tests/integration/test_core.py tests/integration/test_sandbox.py tests/integration/test_zygote.py tests/integration/test_python_runtime.py"
+tests="tests/integration/test_core.py tests/integration/test_sandbox.py tests/integration/test_zygote.py tests/integration/test_python_runtime.py tests/integration/test_datastack.py"
 
 find_interpreters() {
         root="${PYENV_ROOT:-/root/.pyenv}/versions"

@@ -74,7 +74,8 @@ static void help(void) {
                "  --worker PATH     the codeinterp-worker binary (default: next to codeinterpd if there,\n"
                "                    else " CODEINTERP_WORKER_PATH ")\n"
                "  --check-config    load the policy, check that this host can run workers (root or\n"
-               "                    rootless, namespaces, seccomp, the Python standard library), print, exit\n"
+               "                    rootless, namespaces, seccomp, the Python standard library, the\n"
+               "                    policy's pythonPackages), print, exit\n"
                "  --cgroup-fs PATH  where the cgroup filesystem is mounted (default /sys/fs/cgroup)\n"
                "  -v, --verbose     log debug messages\n"
                "  -h, --help        show this help\n"
@@ -445,6 +446,49 @@ static int check_python(void) {
         return bad ? -ENOENT : 0;
 }
 
+/* The policy's pythonPackages against what this build's interpreter has (configure
+ * time, contract/runtime.h): 0, or -ENOPKG with the first missing one and why in msg. */
+static int packages_available(char *msg, size_t size) {
+        PolicyPackage p;
+
+        if (runtime_packages_missing(policy.python_packages, &p) == 0)
+                return 0;
+        snprintf(msg, size,
+                 "pythonPackages: %s is not available to this build's Python %s (%s): %s; install Debian's "
+                 "python3-%s for /usr/bin/python3 (make deps) and build against it, or remove it from the policy",
+                 policy_package_to_string(p), CODEINTERP_PY_VERSION, CODEINTERP_PYTHON, runtime_packages[p].missing,
+                 policy_package_to_string(p));
+        return -ENOPKG;
+}
+
+/* The policy's packages: what each brings into the worker's root. */
+static int check_packages(void) {
+        PolicyPackage package = 0;
+        const char *cursor = NULL;
+        char names[128], path[PATH_MAX], msg[1024];
+        int r, bad = 0;
+
+        policy_packages_format(policy.python_packages, names, sizeof names);
+        printf("python packages: %s\n", names[0] ? names : "none (import numpy fails in a worker)");
+        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++)
+                if (runtime_packages[p].missing)
+                        printf("  %s: not available to this build (%s)\n", policy_package_to_string(p),
+                               runtime_packages[p].missing);
+        if (packages_available(msg, sizeof msg) < 0) {
+                printf("  refused: %s\n", msg);
+                return -ENOPKG;
+        }
+        if (!policy.python_packages)
+                return 0;
+        printf("  extra read-only binds:\n");
+        while ((r = runtime_package_bind_next(policy.python_packages, &package, &cursor, path)) > 0) {
+                _cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
+                printf("    %s: %s\n", path, fd < 0 ? "missing" : "present");
+                bad |= fd < 0;
+        }
+        return bad || r < 0 ? -ENOENT : 0;
+}
+
 static int check_config(void) {
         struct sock_fprog prog;
         uint64_t room = sched_cgroup_memory_available();
@@ -502,6 +546,7 @@ static int check_config(void) {
                 if (fd >= 0)
                         close(fd);
         }
+        bad |= check_packages() < 0;
         if (room == UINT64_MAX)
                 printf("memory cgroup: no limit on the supervisor's cgroup\n");
         else
@@ -523,7 +568,7 @@ int main(int argc, char **argv) {
         CgroupRoot *cgroups = NULL;
         sd_event *e = NULL;
         sigset_t mask;
-        char err[512];
+        char err[1024];
         int k;
 
         log_set_prefix("codeinterpd");
@@ -541,6 +586,10 @@ int main(int argc, char **argv) {
         }
         if (arg_check)
                 return check_config();
+        if (packages_available(err, sizeof err) < 0) {
+                log_error("Policy \"%s\": %s", arg_policy ?: "(defaults)", err);
+                return 2;
+        }
 
         signal(SIGPIPE, SIG_IGN);
         sigemptyset(&mask);

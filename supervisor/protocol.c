@@ -800,7 +800,7 @@ static const char tool_description[] =
  * rules in docs/protocol.md (outcomes, fitting, sources) and docs/client.md (rendering). */
 static char *tool_guidance(const Policy *p) {
         _cleanup_free_ char *files = NULL;
-        char *s = NULL;
+        char *s = NULL, names[128], available[512] = "The Python standard library is available.";
         unsigned keep = p->max_output_characters - p->max_output_characters / 4;
 
         /* Files handed back: only when the policy gives calls an /outputs. */
@@ -815,6 +815,15 @@ static char *tool_guidance(const Policy *p) {
                 files = NULL;
         if (!files)
                 return NULL;
+
+        /* The policy's pythonPackages (docs/policy.md): named, so the model uses them. */
+        policy_packages_format(p->python_packages, names, sizeof names);
+        if (names[0])
+                snprintf(available, sizeof available,
+                         "The Python standard library is available, and these packages (read-only): %s%s.", names,
+                         p->python_packages & POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB)
+                                 ? " (matplotlib with the non-interactive Agg backend: save figures to files)"
+                                 : "");
 
         if (asprintf(&s,
                      "When to use it: whenever your answer creates or transforms structured, machine-readable "
@@ -833,7 +842,7 @@ static char *tool_guidance(const Policy *p) {
                      "mounted.\n"
                      "\n"
                      "Not available: network access, package installation (pip or otherwise), other host "
-                     "files%s. The Python standard library is available.\n"
+                     "files%s. %s\n"
                      "\n"
                      "What comes back: the outcome, stdout, stderr, and the repr() of the value of the final "
                      "expression statement (none if it ends with ';' or is None). Each of these keeps at most "
@@ -860,9 +869,9 @@ static char *tool_guidance(const Policy *p) {
                      "\n"
                      "An ok outcome shows what this code computed from these inputs under these limits; it "
                      "does not show that the inputs are true or that the code does what its summary says.",
-                     PROTO_MAX_SOURCE_IDS, files, p->max_output_characters, keep, p->max_output_characters - keep,
-                     p->timeout_ms, p->max_code_characters, PROTO_SUMMARY_MAX_CHARS, p->max_calls,
-                     (unsigned long long) p->memory_bytes, p->cpu_seconds) < 0)
+                     PROTO_MAX_SOURCE_IDS, files, available, p->max_output_characters, keep,
+                     p->max_output_characters - keep, p->timeout_ms, p->max_code_characters, PROTO_SUMMARY_MAX_CHARS,
+                     p->max_calls, (unsigned long long) p->memory_bytes, p->cpu_seconds) < 0)
                 return NULL;
         return s;
 }

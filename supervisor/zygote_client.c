@@ -267,8 +267,8 @@ static int zygote_launch(ZygoteClient *z) {
                 return k;
         }
         if (pid == 0) {
-                char uid[16], gid[16], pool_size[16];
-                char *const argv[] = { "codeinterp-zygote", "--zygote", uid, gid, pool_size, NULL };
+                char uid[16], gid[16], pool_size[16], packages[16];
+                char *const argv[] = { "codeinterp-zygote", "--zygote", uid, gid, pool_size, packages, NULL };
                 static char *const envp[] = { "LANG=C.UTF-8", NULL };
                 sigset_t none;
                 int exe = fcntl(z->worker_exec_fd, F_DUPFD_CLOEXEC, 16);
@@ -277,6 +277,7 @@ static int zygote_launch(ZygoteClient *z) {
                 snprintf(uid, sizeof uid, "%u", (unsigned) z->policy->worker_uid);
                 snprintf(gid, sizeof gid, "%u", (unsigned) z->policy->worker_gid);
                 snprintf(pool_size, sizeof pool_size, "%u", z->policy->zygote_pool_size);
+                snprintf(packages, sizeof packages, "%u", (unsigned) z->policy->python_packages);
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
                 for (int sig = 1; sig < _NSIG; sig++)

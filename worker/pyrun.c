@@ -19,6 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 
 #include "common/cleanup.h"
 #include "common/util.h"
+#include "contract/runtime.h"
 #include "worker/pyrun.h"
 #include "contract/report.h"
 
@@ -145,10 +147,136 @@ static int pyrun_configure(PyConfig *config) {
         return 0;
 }
 
+/* The policy's pythonPackages, set by pyrun_init_packages(). */
+static uint32_t packages_mask = 0;
+
+/* The environment the packages read when their libraries load: one thread in every
+ * BLAS/OpenMP pool (a worker is one process with RLIMIT_NPROC of threads), and
+ * matplotlib's non-interactive Agg backend with a config directory in the call's /tmp
+ * (the zygote imports it with a private one, see the runner's preload()), and a home. */
+static int packages_environment(void) {
+        static const char *const vars[][2] = {
+                { "OPENBLAS_NUM_THREADS", "1" },
+                { "OMP_NUM_THREADS", "1" },
+                { "MKL_NUM_THREADS", "1" },
+                { "NUMEXPR_NUM_THREADS", "1" },
+                { "VECLIB_MAXIMUM_THREADS", "1" },
+                { "GOTO_NUM_THREADS", "1" },
+                { "MPLBACKEND", "Agg" },
+                { "MPLCONFIGDIR", "/tmp/.matplotlib" },
+                /* Without HOME, os.path.expanduser("~") (sysconfig at import, under pandas)
+                 * asks getpwuid(), and glibc tries nscd's socket: a denied socket(). */
+                { "HOME", "/tmp" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(vars); i++)
+                if (setenv(vars[i][0], vars[i][1], 1) < 0)
+                        return -errno;
+        /* And what the packages themselves need (contract/runtime.h: MATPLOTLIBRC). */
+        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
+                const char *cursor = NULL, *end;
+                int r;
+
+                if (!(packages_mask & POLICY_PACKAGE_BIT(p)))
+                        continue;
+                for (cursor = runtime_packages[p].env; *cursor; cursor = *end ? end + 1 : end) {
+                        char item[PATH_MAX], *eq;
+                        size_t len;
+
+                        end = strchrnul(cursor, ':');
+                        len = (size_t) (end - cursor);
+                        if (len >= sizeof item)
+                                return -EINVAL;
+                        memcpy(item, cursor, len);
+                        item[len] = 0;
+                        eq = strchr(item, '=');
+                        if (!eq || eq == item)
+                                return -EINVAL;
+                        *eq = 0;
+                        r = setenv(item, eq + 1, 1);
+                        if (r < 0)
+                                return -errno;
+                }
+        }
+        return 0;
+}
+
+/* The libraries the packages' extension modules need by a soname whose symlink leads
+ * out of the worker's root (contract/runtime.h): loaded by their real path first, so
+ * the loader finds them among the loaded objects. Never unloaded. */
+static int packages_preload_libraries(void) {
+        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
+                const char *cursor = NULL;
+                char path[PATH_MAX];
+                int r;
+
+                if (!(packages_mask & POLICY_PACKAGE_BIT(p)))
+                        continue;
+                while ((r = runtime_path_next(runtime_packages[p].preload, &cursor, path)) > 0)
+                        if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL))
+                                return -ENOENT;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The import path: the stdlib, lib-dynload, then each site directory of the policy's
+ * packages once. */
+static PyObject *import_paths(void) {
+        _cleanup_pyobj_ PyObject *list = Py_BuildValue("[ss]", CODEINTERP_PY_STDLIB, CODEINTERP_PY_DYNLOAD);
+
+        if (!list)
+                return NULL;
+        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
+                const char *cursor = NULL;
+                char path[PATH_MAX];
+                int r;
+
+                if (!(packages_mask & POLICY_PACKAGE_BIT(p)))
+                        continue;
+                while ((r = runtime_path_next(runtime_packages[p].sites, &cursor, path)) > 0) {
+                        _cleanup_pyobj_ PyObject *s = PyUnicode_DecodeFSDefault(path);
+                        if (!s)
+                                return NULL;
+                        r = PySequence_Contains(list, s);
+                        if (r < 0 || (r == 0 && PyList_Append(list, s) < 0))
+                                return NULL;
+                }
+                if (r < 0) {
+                        PyErr_SetString(PyExc_ValueError, "malformed site directory list");
+                        return NULL;
+                }
+        }
+        return PyList_AsTuple(list);
+}
+
+/* The names of the policy's packages, in allow-list order. */
+static PyObject *package_names(void) {
+        _cleanup_pyobj_ PyObject *list = PyList_New(0);
+
+        if (!list)
+                return NULL;
+        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
+                _cleanup_pyobj_ PyObject *s = NULL;
+
+                if (!(packages_mask & POLICY_PACKAGE_BIT(p)))
+                        continue;
+                s = PyUnicode_FromString(policy_package_to_string(p));
+                if (!s || PyList_Append(list, s) < 0)
+                        return NULL;
+        }
+        return PyList_AsTuple(list);
+}
+
+/* The runner's preload(names) and reseed_packages(), bound by pyrun_runner_setup(). */
+static PyObject *runner_preload = NULL;
+static PyObject *runner_reseed_packages = NULL;
+
 /* Compile and run the runner into a private namespace; bind its run(). */
 static int pyrun_runner_setup(void) {
         _cleanup_pyobj_ PyObject *globals = NULL, *builtins = NULL, *name = NULL, *paths = NULL, *numeric = NULL,
-                                 *code = NULL, *ret = NULL;
+                                 *names = NULL, *code = NULL, *ret = NULL;
         const char *source = (const char *) runner_source;
         const char *numeric_text = (const char *) numeric_source;
         PyObject *run;
@@ -167,13 +295,15 @@ static int pyrun_runner_setup(void) {
         globals = PyDict_New();
         builtins = PyDict_Copy(PyEval_GetBuiltins());
         name = PyUnicode_FromString("codeinterp.runner");
-        paths = Py_BuildValue("(ss)", CODEINTERP_PY_STDLIB, CODEINTERP_PY_DYNLOAD);
+        paths = import_paths();
+        names = package_names();
         numeric = PyUnicode_FromStringAndSize(numeric_text, (Py_ssize_t) (sizeof numeric_source - 1));
-        if (!globals || !builtins || !name || !paths || !numeric)
+        if (!globals || !builtins || !name || !paths || !numeric || !names)
                 goto fail;
         if (PyDict_SetItemString(globals, "__builtins__", builtins) < 0 ||
             PyDict_SetItemString(globals, "__name__", name) < 0 || PyDict_SetItemString(globals, "_PATHS", paths) < 0 ||
-            PyDict_SetItemString(globals, "_NUMERIC", numeric) < 0)
+            PyDict_SetItemString(globals, "_NUMERIC", numeric) < 0 ||
+            PyDict_SetItemString(globals, "_PACKAGES", names) < 0)
                 goto fail;
 
         code = Py_CompileString(source, "<codeinterp-runner>", Py_file_input);
@@ -187,6 +317,14 @@ static int pyrun_runner_setup(void) {
         if (!run || !PyCallable_Check(run))
                 return -EIO;
         runner_run = Py_NewRef(run);
+        run = PyDict_GetItemString(globals, "preload"); /* borrowed */
+        if (!run || !PyCallable_Check(run))
+                return -EIO;
+        runner_preload = Py_NewRef(run);
+        run = PyDict_GetItemString(globals, "reseed_packages"); /* borrowed */
+        if (!run || !PyCallable_Check(run))
+                return -EIO;
+        runner_reseed_packages = Py_NewRef(run);
         return 0;
 
 fail:
@@ -200,6 +338,10 @@ fail:
 }
 
 int pyrun_init(void) {
+        return pyrun_init_packages(0);
+}
+
+int pyrun_init_packages(uint32_t packages) {
         PyPreConfig preconfig;
         PyConfig config;
         PyStatus status;
@@ -207,6 +349,11 @@ int pyrun_init(void) {
 
         if (Py_IsInitialized())
                 return -EALREADY;
+        if (packages >> _POLICY_PACKAGE_MAX)
+                return -EINVAL;
+        packages_mask = packages;
+        if (packages && ((r = packages_environment()) < 0 || (r = packages_preload_libraries()) < 0))
+                return r;
 
         PyPreConfig_InitIsolatedConfig(&preconfig);
         preconfig.utf8_mode = 1;
@@ -256,6 +403,16 @@ int pyrun_preload(void) {
         r = preload_module(PRELOAD_NUMERIC);
         if (r < 0)
                 return r;
+        if (packages_mask) {
+                _cleanup_pyobj_ PyObject *names = package_names(), *ret = NULL;
+
+                ret = names ? PyObject_CallOneArg(runner_preload, names) : NULL;
+                if (!ret) {
+                        r = PyErr_ExceptionMatches(PyExc_ImportError) ? -ENOPKG : -EIO;
+                        PyErr_Clear();
+                        return r;
+                }
+        }
         return resolve_reseed();
 }
 
@@ -323,6 +480,14 @@ int pyrun_reseed(void) {
         if (!ret) {
                 PyErr_Clear();
                 return -EIO;
+        }
+        Py_CLEAR(ret);
+        if (packages_mask) {
+                ret = PyObject_CallNoArgs(runner_reseed_packages);
+                if (!ret) {
+                        PyErr_Clear();
+                        return -EIO;
+                }
         }
         return 0;
 }

@@ -42,13 +42,20 @@ typedef struct PyrunReport {
 
 /* Initialise CPython once per process with the isolated configuration. */
 int pyrun_init(void);
-/* Import the modules calculations use (zygote). */
+/* The same, with the policy's pythonPackages (a POLICY_PACKAGE_BIT() mask): their site
+ * directories join the import path, and the environment pins the numeric libraries'
+ * thread pools to one thread and matplotlib to the Agg backend (set before any import). */
+int pyrun_init_packages(uint32_t packages);
+/* Import the modules calculations use, and the policy's packages (zygote; matplotlib
+ * with the Agg backend and its font manager built, its config directory a private
+ * temporary directory removed afterwards). */
 int pyrun_preload(void);
 /* Zygote: run the runner once on built-in constants so lazily built interpreter state
  * (AST types, compiler and type caches) is made once and shared copy-on-write. Leaves
  * __main__ as it was. Never runs user code. */
 int pyrun_warmup(void);
-/* Give this process fresh randomness (random module state) after fork. */
+/* Give this process fresh randomness (random module state, and numpy's global
+ * RandomState when numpy is loaded) after fork. */
 int pyrun_reseed(void);
 /* Run code (UTF-8). The final expression's repr (UTF-8) is written to result_fd,
  * which is then closed (always, also on failure; -1 discards the value). Returns 0

@@ -8,7 +8,9 @@
 #
 #   __builtins__  a snapshot (copy) of the builtins dict
 #   __name__      "codeinterp.runner"
-#   _PATHS        the import path: (stdlib directory, lib-dynload directory)
+#   _PATHS        the import path: (stdlib directory, lib-dynload directory,
+#                 then the site directories of the policy's pythonPackages)
+#   _PACKAGES     the policy's pythonPackages names (optional; empty: none)
 #   _NUMERIC      the text of worker/codeinterp_numeric.py (embedded the same
 #                 way), served to "import codeinterp_numeric" by the finder
 #                 below
@@ -143,6 +145,35 @@ for _name in list(_sys.modules):
 del _name
 _sys.path[:] = list(_PATHS)
 _sys.path_importer_cache.clear()
+
+
+def _no_uname_subprocess():
+    """platform.processor() runs `uname -p` in a subprocess, and pandas asks for it
+    at import (pandas.compat, through platform.uname()). A worker can run no program
+    (seccompDenyAction kill ends it at the vfork), so the answer is given here:
+    '', which is what Debian's `uname -p` ("unknown") becomes."""
+    import platform
+    platform._Processor.get_linux = staticmethod(lambda: "")
+
+
+def _no_program_starts():
+    """matplotlib's font manager runs `fc-list` when it builds its font list (in
+    an exec-mode worker, at import). No worker can start a program: errno mode
+    answers the vfork with EPERM, which matplotlib handles, but kill mode would
+    end the worker there. So the stdlib's one way to start a program,
+    _posixsubprocess.fork_exec, raises that same PermissionError in both modes
+    (a direct fork, vfork or execve is still the filter's to answer)."""
+    import _posixsubprocess
+
+    def fork_exec(*args, **kwargs):
+        raise PermissionError(_errno.EPERM, "starting programs is not possible in the sandbox")
+
+    _posixsubprocess.fork_exec = fork_exec
+
+
+if _G.get("_PACKAGES"):
+    _no_uname_subprocess()
+    _no_program_starts()
 
 
 def _decode(code):
@@ -440,3 +471,57 @@ def _run(code, inputs, main):
         return _report(exc, False, text, lines)
     return {"exception": False, "limit": None, "exc_type": None, "exc_message": None,
             "exc_traceback": None, "result": result, "exc": None}
+
+
+def preload(names):
+    """Zygote only, before any call: import the policy's pythonPackages once, so
+    every worker forked later has them ready. matplotlib gets the Agg backend
+    and builds its font manager now, with a private temporary config directory
+    (the zygote runs in the host's file system) that is removed afterwards; a
+    worker's own writes go to MPLCONFIGDIR in its /tmp (set by pyrun.c)."""
+    import os
+    import shutil
+    import tempfile
+    for name in names:
+        if name != "matplotlib":
+            __import__(name)
+            continue
+        saved = os.environ.get("MPLCONFIGDIR")
+        tmp = tempfile.mkdtemp(prefix="codeinterp-mpl-")
+        os.environ["MPLCONFIGDIR"] = tmp
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot
+            import matplotlib.font_manager
+            matplotlib.font_manager.fontManager.findfont("DejaVu Sans")
+            _warm_matplotlib(matplotlib.pyplot)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if saved is None:
+                del os.environ["MPLCONFIGDIR"]
+            else:
+                os.environ["MPLCONFIGDIR"] = saved
+
+
+def _warm_matplotlib(plt):
+    """One line plot rendered to PNG in memory and closed: the fonts, the text
+    layout and tick machinery, the Agg renderer and the PNG writer are then made
+    once in the zygote instead of in every call. Leaves no figure open."""
+    import io
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 3], [1, 4, 9], label="x")
+    ax.set_title("t")
+    ax.set_xlabel("x")
+    ax.legend()
+    fig.savefig(io.BytesIO(), format="png")
+    plt.close("all")
+
+
+def reseed_packages():
+    """In each worker after the fork, before its call: numpy's global
+    RandomState (np.random.seed() without an argument draws fresh OS entropy),
+    so two workers of one zygote never draw the same numbers."""
+    numpy = _sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()

@@ -53,13 +53,35 @@ void sandbox_runtime_close(SandboxRuntime *rt) {
         rt->n = 0;
 }
 
-int sandbox_runtime_open(SandboxRuntime *ret, SetupStage *ret_stage) {
-        SandboxRuntime rt = {};
-        const char *cursor = NULL;
+/* The runtime's paths in bind order: the interpreter's, then the packages'. */
+typedef struct RuntimeCursor {
+        bool base_done;
+        const char *base;
+        PolicyPackage package;
+        const char *cursor;
+} RuntimeCursor;
+
+static int runtime_next(uint32_t packages, RuntimeCursor *c, char ret_path[static PATH_MAX]) {
+        int r;
+
+        if (!c->base_done) {
+                r = runtime_path_next(runtime_binds, &c->base, ret_path);
+                if (r != 0)
+                        return r;
+                c->base_done = true;
+        }
+        return runtime_package_bind_next(packages, &c->package, &c->cursor, ret_path);
+}
+
+int sandbox_runtime_open(uint32_t packages, SandboxRuntime *ret, SetupStage *ret_stage) {
+        SandboxRuntime rt = { .packages = packages };
+        RuntimeCursor c = {};
         char path[PATH_MAX];
         int r;
 
-        while ((r = runtime_path_next(runtime_binds, &cursor, path)) > 0) {
+        /* A package this build lacks has no binds (the supervisor refuses such a policy
+         * at start, and the zygote's preload would fail on its import). */
+        while ((r = runtime_next(packages, &c, path)) > 0) {
                 int fd;
 
                 if (rt.n >= SANDBOX_RUNTIME_MAX) {
@@ -303,6 +325,7 @@ static int mask_dir(const char *path) {
 
 static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
         static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", NULL };
+        RuntimeCursor rc = {};
         const char *cursor = NULL;
         char path[PATH_MAX];
         int r;
@@ -313,7 +336,7 @@ static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
                 FAIL(SETUP_STAGE_MOUNT_ROOT, errno);
 
         for (size_t i = 0; i < rt->n; i++) {
-                if ((r = runtime_path_next(runtime_binds, &cursor, path)) <= 0)
+                if ((r = runtime_next(rt->packages, &rc, path)) <= 0)
                         FAIL(SETUP_STAGE_MOUNT_BIND, r < 0 ? r : EINVAL);
                 if ((r = bind_runtime(rt->fd[i], path)) < 0)
                         FAIL(SETUP_STAGE_MOUNT_BIND, r);

@@ -40,15 +40,18 @@ static inline void cap_freep(cap_t *caps) {
 }
 #define _cleanup_cap_free_ _cleanup_(cap_freep)
 
-/* The read-only runtime binds (host path == sandbox path), one descriptor each, in the
- * order of runtime_path_next() (contract/runtime.h). */
-#define SANDBOX_RUNTIME_MAX 16
+/* The read-only runtime binds (host path == sandbox path), one descriptor each: the
+ * interpreter's (runtime_path_next() over runtime_binds), then those of the policy's
+ * pythonPackages (runtime_package_bind_next()), in that order (contract/runtime.h). */
+#define SANDBOX_RUNTIME_MAX 64
 typedef struct SandboxRuntime {
         size_t n;
+        uint32_t packages; /* the pythonPackages mask the binds were opened for */
         int fd[SANDBOX_RUNTIME_MAX];
 } SandboxRuntime;
 
-int sandbox_runtime_open(SandboxRuntime *ret, SetupStage *ret_stage);
+/* packages: the policy's pythonPackages mask (0: the interpreter's binds alone). */
+int sandbox_runtime_open(uint32_t packages, SandboxRuntime *ret, SetupStage *ret_stage);
 void sandbox_runtime_close(SandboxRuntime *rt);
 
 /* In a new child: put src[0..n) at descriptors 0..n-1 (n <= 8), whatever numbers they had. */

@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
         if (r < 0)
                 worker_fail(SETUP_STAGE_SECCOMP, r);
         /* Still root's credentials (exec_child.c): open the runtime, then become the worker. */
-        r = sandbox_runtime_open(&rt, &stage);
+        r = sandbox_runtime_open(plan.python_packages, &rt, &stage);
         if (r < 0)
                 worker_fail(stage, r);
         r = sandbox_become(plan.sandbox.uid, plan.sandbox.gid, &stage);
@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
         if (r < 0)
                 worker_fail(stage, r);
 
-        r = pyrun_init();
+        r = pyrun_init_packages(plan.python_packages);
         if (r < 0)
                 worker_fail(SETUP_STAGE_PYTHON_INIT, r);
 

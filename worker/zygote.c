@@ -76,6 +76,7 @@ static size_t pool_target = 0;
 static bool may_refill = true; /* at start, then after each IDLE hint until the next spawn */
 static uid_t worker_uid;
 static gid_t worker_gid;
+static uint32_t python_packages; /* the policy's pythonPackages: preloaded, and bound in every worker */
 
 /* Receive the call's fds (a one-byte message) on chan. -ECONNRESET when the zygote
  * went away. */
@@ -125,8 +126,8 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         close(sync_fd);
         /* The runtime is opened with the zygote's (root's) credentials, before the switch
          * to the worker uid, which may not be able to traverse it (sandbox.h). */
-        if ((r = sandbox_runtime_open(&rt, &stage)) < 0 || (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 ||
-            (r = sandbox_prepare(&rt, &stage)) < 0) {
+        if ((r = sandbox_runtime_open(python_packages, &rt, &stage)) < 0 ||
+            (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 || (r = sandbox_prepare(&rt, &stage)) < 0) {
                 failed = r;
                 failed_stage = stage;
         }
@@ -162,7 +163,7 @@ static _Noreturn void child_main(int sync_fd, int chan) {
                 worker_fail(failed_stage, failed);
 
         worker_read_plan(&plan);
-        if (plan.sandbox.uid != worker_uid || plan.sandbox.gid != worker_gid)
+        if (plan.sandbox.uid != worker_uid || plan.sandbox.gid != worker_gid || plan.python_packages != python_packages)
                 worker_fail(SETUP_STAGE_PLAN, EINVAL);
         r = sandbox_finish(&plan.sandbox, &filters[plan.deny == POLICY_DENY_KILL], &stage);
         if (r < 0)
@@ -278,11 +279,12 @@ static int serve_one(int ctl) {
 
 int zygote_main(int argc, char **argv) {
         ZygoteMsg ready = zygote_msg_ready();
-        unsigned long uid, gid, size;
+        unsigned long uid, gid, size, packages;
         int r;
 
-        if (argc != 5 || sscanf(argv[2], "%lu", &uid) != 1 || sscanf(argv[3], "%lu", &gid) != 1 ||
-            sscanf(argv[4], "%lu", &size) != 1 || uid == 0 || gid == 0 || size >= ELEMENTSOF(pool)) {
+        if (argc != 6 || sscanf(argv[2], "%lu", &uid) != 1 || sscanf(argv[3], "%lu", &gid) != 1 ||
+            sscanf(argv[4], "%lu", &size) != 1 || sscanf(argv[5], "%lu", &packages) != 1 || uid == 0 || gid == 0 ||
+            size >= ELEMENTSOF(pool) || packages >> _POLICY_PACKAGE_MAX) {
                 fprintf(stderr, "codeinterp-zygote: bad arguments\n");
                 return 2;
         }
@@ -290,6 +292,7 @@ int zygote_main(int argc, char **argv) {
         worker_gid = (gid_t) gid;
         pool_target = size;
         rootless = userns_rootless();
+        python_packages = (uint32_t) packages;
 
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         prctl(PR_SET_NAME, "ci-zygote", 0, 0, 0);
@@ -303,7 +306,7 @@ int zygote_main(int argc, char **argv) {
                 fprintf(stderr, "codeinterp-zygote: compiling the seccomp filter failed\n");
                 return 1;
         }
-        r = pyrun_init();
+        r = pyrun_init_packages(python_packages);
         if (r >= 0)
                 r = pyrun_preload();
         if (r >= 0)

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """codeinterp benchmark: drives real supervisors over the real socket and prints, in one
 run, latency per worker start mode against bare `python3 -I -S -c`, throughput at
-capacity 2, supervisor/zygote RSS across a soak, a worker's PSS, and how late the
-deadline kill lands. Ratios are what matter: absolute figures move with the machine.
+capacity 2, supervisor/zygote RSS across a soak, a worker's PSS, how late the
+deadline kill lands, and the scientific stack (packaging/policy-data.yaml): a pandas
+call and a matplotlib PNG against bare `python3 -c` of the same code, the zygote's
+RSS and a worker's PSS with the stack loaded (--stack-only: just that part). Ratios are what matter: absolute figures move with the machine.
 
 Run as root:  make bench   (or: /usr/bin/python3 tests/bench/bench.py [--soak 10000])
 
@@ -127,12 +129,16 @@ def soak(sup, calls, clients=4):
     return done[0], time.monotonic() - t0
 
 
-def worker_pss_kb(sup):
+def worker_pss_kb(sup, code="import time; time.sleep(1.5)", fields=("Pss:",)):
+    """The PSS of a live worker (a child of the supervisor that is neither the zygote
+    nor anything else it runs) while code sleeps: /proc/PID/smaps_rollup, kB. With
+    several fields, a dict of them."""
     st = status(sup)
     sup_pid, zyg = st["pid"], st.get("zygotePid")
     c = sup.connect()
-    rid = c.request("execute", summary="pss", code="import time; time.sleep(1.5)", sourceIds=[])
+    rid = c.request("execute", summary="pss", code=code, sourceIds=[])
     pss = None
+    got = {}
     deadline = time.monotonic() + 1.2
     while pss is None and time.monotonic() < deadline:
         for d in os.listdir("/proc"):
@@ -145,14 +151,92 @@ def worker_pss_kb(sup):
                     continue
                 with open("/proc/%s/smaps_rollup" % d) as f:
                     for line in f:
-                        if line.startswith("Pss:"):
-                            pss = int(line.split()[1])
+                        for field in fields:
+                            if line.startswith(field):
+                                got[field] = int(line.split()[1])
+                if "Pss:" in got:
+                    pss = got["Pss:"]
             except (OSError, ValueError, IndexError):
                 continue
         time.sleep(0.05)
     c.wait(rid)
     c.close()
-    return pss
+    return pss if len(fields) == 1 else got
+
+
+# The scientific stack (pythonPackages, packaging/policy-data.yaml): one pandas call and
+# one matplotlib PNG, each against bare `/usr/bin/python3 -c` of the same code (site on:
+# that is where Debian's dist-packages come from). The plot goes to /outputs when the
+# worker has one (the artifacts branch), else to /tmp; bare python writes to a temporary
+# directory of the host (BENCH_PLOT_DIR).
+PANDAS = "import pandas as pd; pd.DataFrame({'h': [9.0, 7.5]})['h'].mean()"
+PLOT = ("import os, matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; "
+        "fig, ax = plt.subplots(); ax.plot([1, 2, 3], [1, 4, 9]); "
+        "fig.savefig(os.path.join('/outputs' if os.path.isdir('/outputs') else "
+        "os.environ.get('BENCH_PLOT_DIR', '/tmp'), 'plot.png'))")
+
+
+def stack_latency(sup, code, n, gap):
+    c = sup.connect()
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        r = c.execute(code)
+        out.append((time.perf_counter() - t) * 1000)
+        assert r["outcome"] == "ok", (r.get("outcome"), r.get("exception"), r.get("detail"))
+        if gap:
+            time.sleep(gap)
+    c.close()
+    return out
+
+
+def bare_site_python(code, n, tmp):
+    env = dict(os.environ, BENCH_PLOT_DIR=tmp)
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        pid = os.posix_spawn("/usr/bin/python3", ["python3", "-c", code], env)
+        _, st = os.waitpid(pid, 0)
+        out.append((time.perf_counter() - t) * 1000)
+        assert st == 0, "bare python3 -c failed"
+    return out
+
+
+def stack(base, n):
+    """The data policy's figures: latency ratios, zygote RSS, a worker's PSS."""
+    import tempfile
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "packaging", "policy-data.yaml")) as f:
+        data = f.read()
+    if not all(conftest.PYTHON.get("packages", {}).get(p) for p in ("numpy", "pandas", "matplotlib")):
+        print("\n== scientific stack: skipped (this build's Python has no numpy/pandas/matplotlib)")
+        return
+    sup_data = conftest.Supervisor(base + data + "workerStart: zygote\ntimeoutMs: 120000\n")
+    sup_data_exec = conftest.Supervisor(base + data + "workerStart: exec\ntimeoutMs: 120000\n")
+    try:
+        with tempfile.TemporaryDirectory(prefix="codeinterp-bench-") as tmp:
+            stack_latency(sup_data, PANDAS, 3, 0.1)
+            bare_site_python(PLOT, 1, tmp)  # matplotlib's font cache for bare python, built once
+            print("\n== scientific stack (packaging/policy-data.yaml), zygote mode, calls 100 ms apart")
+            for name, code, n, target in (("pandas mean", PANDAS, max(10, n // 5), 0.05),
+                                          ("matplotlib PNG", PLOT, max(10, n // 10), 0.15)):
+                bare = bare_site_python(code, n, tmp)
+                lat = stack_latency(sup_data, code, n, 0.1)
+                bare += bare_site_python(code, n, tmp)
+                lat_exec = stack_latency(sup_data_exec, code, max(3, n // 4), 0)
+                print("%-15s bare python3 -c : %s" % (name, summary(bare)))
+                print("%-15s zygote          : %s" % (name, summary(lat)))
+                print("%-15s exec mode       : %s" % (name, summary(lat_exec)))
+                print("%-15s zygote / bare   : p50 %.3fx (target <= %.2f)   exec / bare p50 %.2fx" %
+                      (name, pct(lat, 50) / pct(bare, 50), target, pct(lat_exec, 50) / pct(bare, 50)))
+        st = status(sup_data)
+        print("zygote RSS with the stack loaded: %d kB" % rss_kb(st["zygotePid"]))
+        got = worker_pss_kb(sup_data, PANDAS + "; import time; time.sleep(1.5)",
+                            fields=("Rss:", "Pss:", "Pss_Anon:", "Pss_File:", "Private_Dirty:"))
+        print("worker during the pandas call (smaps_rollup, kB): " +
+              "  ".join("%s %s" % (k.rstrip(":"), v) for k, v in got.items()) + "   (target Pss <= 8192)")
+    finally:
+        for s in (sup_data, sup_data_exec):
+            s.stop()
 
 
 def kill_lateness(sup, timeout_ms, n):
@@ -252,6 +336,8 @@ def main():
     ap.add_argument("--versions", nargs="+", metavar="BUILD",
                     help="compare these build directories (one embedded CPython each) instead")
     ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds per build with --versions")
+    ap.add_argument("--stack-only", action="store_true",
+                    help="only the scientific stack's figures (pandas, matplotlib, zygote RSS, worker PSS)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: run as root (codeinterpd creates user namespaces)")
@@ -261,6 +347,9 @@ def main():
 
     print("codeinterp benchmark  (%d CPUs, %s)" % (os.cpu_count(), time.strftime("%Y-%m-%d %H:%M")))
     base = "maxActiveWorkers: 2\nmaxQueuedCalls: 1024\nheartbeatMs: 600000\n"
+    if args.stack_only:
+        stack(base, args.calls)
+        return
     sup_exec = conftest.Supervisor(base + "workerStart: exec\n")
     # One zygote for the whole soak (no replacement), so its RSS is comparable.
     sup_zyg = conftest.Supervisor(base + "workerStart: zygote\nzygoteMaxCalls: 10000000\n")
@@ -309,6 +398,8 @@ def main():
         print("\n== deadline kill lateness (busy loop, timeoutMs 100, measured by the supervisor)")
         late = kill_lateness(sup_kill, 100, 50)
         print("late by: " + summary(late) + "   (target p99 <= 10 ms)")
+
+        stack(base, args.calls)
     finally:
         for s in (sup_exec, sup_zyg, sup_kill):
             s.stop()

@@ -1039,7 +1039,7 @@ def test_sigterm_with_full_queue_and_running_workers(env):
 
 # ---- a zygote that speaks the control protocol wrongly ----
 
-# A stand-in for `codeinterp-zygote --zygote UID GID POOL`: it speaks the control
+# A stand-in for `codeinterp-zygote --zygote UID GID POOL PACKAGES`: it speaks the control
 # protocol of contract/zygote_proto.h (compiled against that header, so it follows the
 # protocol as it changes) and answers each spawn request wrongly, as MODE says. It must
 # be a binary: the supervisor executes the worker from a close-on-exec memfd, which a

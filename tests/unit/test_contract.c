@@ -14,12 +14,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/fdpass.h"
 #include "common/mp.h"
+#include "contract/plan.h"
 #include "contract/runtime.h"
 #include "contract/zygote_proto.h"
 
@@ -207,11 +209,92 @@ static void test_runtime_paths(void **state) {
         assert_int_equal(runtime_path_next(runtime_binds, &cursor, path), 0);
 }
 
+/* The packages' binds: none for an empty mask; for all of them, absolute paths, each
+ * once although several packages list the same (numpy comes with pandas and
+ * matplotlib too), and never one of the interpreter's binds. A package the build lacks
+ * is reported as missing. */
+static void test_runtime_packages(void **state) {
+        const uint32_t all = POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY) | POLICY_PACKAGE_BIT(POLICY_PACKAGE_PANDAS) |
+                             POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB);
+        PolicyPackage package = 0, missing;
+        const char *cursor = NULL;
+        char path[PATH_MAX], seen[64][PATH_MAX];
+        size_t n = 0, listed = 0;
+        uint32_t available = 0;
+        int r;
+
+        assert_int_equal(runtime_package_bind_next(0, &package, &cursor, path), 0);
+        assert_int_equal(runtime_packages_missing(0, &missing), 0);
+        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
+                if (runtime_packages[p].missing) {
+                        assert_int_equal(runtime_packages_missing(POLICY_PACKAGE_BIT(p), &missing), 1);
+                        assert_int_equal(missing, p);
+                        assert_string_equal(runtime_packages[p].binds, "");
+                        continue;
+                }
+                available |= POLICY_PACKAGE_BIT(p);
+                for (const char *c = runtime_packages[p].binds; *c; c++)
+                        listed += *c == ':';
+                listed += runtime_packages[p].binds[0] != 0;
+        }
+        assert_int_equal(runtime_packages_missing(available, &missing), 0);
+        if (available != all)
+                skip(); /* the dedup below needs the packages that share numpy */
+
+        package = 0;
+        cursor = NULL;
+        while ((r = runtime_package_bind_next(all, &package, &cursor, path)) > 0) {
+                const char *base = NULL;
+                char b[PATH_MAX];
+
+                assert_true(n < 64);
+                assert_int_equal(path[0], '/');
+                for (size_t i = 0; i < n; i++)
+                        assert_string_not_equal(seen[i], path);
+                while (runtime_path_next(runtime_binds, &base, b) > 0)
+                        assert_string_not_equal(b, path);
+                strcpy(seen[n++], path);
+        }
+        assert_int_equal(r, 0);
+        assert_true(n > 0 && n < listed); /* shared entries came once */
+        assert_int_equal(runtime_package_bind_next(all, &package, &cursor, path), 0);
+}
+
+/* The plan carries the policy's pythonPackages; a mask with a bit outside the
+ * allow-list is refused. */
+static void test_plan_packages(void **state) {
+        Policy p;
+        MpWriter w;
+        WorkerPlan plan;
+        void *buf;
+
+        policy_init_defaults(&p);
+        p.python_packages = POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY) | POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB);
+        mp_writer_init(&w, 1 << 20);
+        assert_int_equal(plan_encode("1", 1, &p, NULL, 0, &w), 0);
+        buf = malloc(w.sb.size);
+        assert_non_null(buf);
+        memcpy(buf, w.sb.data, w.sb.size);
+        assert_int_equal(plan_decode(buf, w.sb.size, &plan), 0);
+        assert_int_equal(plan.python_packages, p.python_packages);
+        plan_done(&plan);
+
+        mp_writer_reset(&w);
+        p.python_packages = POLICY_PACKAGE_BIT(_POLICY_PACKAGE_MAX);
+        assert_int_equal(plan_encode("1", 1, &p, NULL, 0, &w), 0);
+        buf = malloc(w.sb.size);
+        assert_non_null(buf);
+        memcpy(buf, w.sb.data, w.sb.size);
+        assert_int_equal(plan_decode(buf, w.sb.size, &plan), -EBADMSG);
+        mp_writer_done(&w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_runtime_paths),           cmocka_unit_test(test_validate),
                 cmocka_unit_test(test_round_trip_with_fds),     cmocka_unit_test(test_garbage_closes_fds),
                 cmocka_unit_test(test_fdpass_extra_fds_closed), cmocka_unit_test(test_mp_writer_sticky),
+                cmocka_unit_test(test_runtime_packages),        cmocka_unit_test(test_plan_packages),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

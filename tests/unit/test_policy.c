@@ -76,6 +76,7 @@ static const TestKey test_keys[] = {
         { "zygotePoolSize", true, 0, 64, "", "4" },
         { "idleExitSeconds", true, 0, 604800, "", "30" },
         { "cgroups", false, 0, 0, NULL, "auto" },
+        { "pythonPackages", false, 0, 0, NULL, "[numpy]" },
 };
 
 /* Every key, non-default, mutually consistent; flow and block styles, comments, quoting. */
@@ -121,7 +122,8 @@ static const char full_doc[] = "# every key overridden\n"
                                "zygoteMaxSeconds: 600\n"
                                "zygotePoolSize: 5\n"
                                "idleExitSeconds: 90\n"
-                               "cgroups: required\n";
+                               "cgroups: required\n"
+                               "pythonPackages: [matplotlib, numpy]\n";
 
 /* Byte copies, so that "unchanged" can be checked with memcmp, padding included. */
 static void policy_copy(Policy *dst, const Policy *src) {
@@ -265,6 +267,8 @@ static void test_full_override(void **state) {
         assert_int_equal(p.zygote_max_seconds, 600);
         assert_int_equal(p.zygote_pool_size, 5);
         assert_int_equal(p.idle_exit_seconds, 90);
+        assert_int_equal(p.python_packages,
+                         POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY) | POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB));
 
         assert_true(is_hex64(p.sha256));
         assert_string_not_equal(p.sha256, d.sha256);
@@ -448,6 +452,12 @@ static const ErrorCase error_cases[] = {
         { "workerStart: fork\n", 0, "workerStart:", "expected exec or zygote" },
         { "workerStart: \"\"\n", 0, "workerStart:", "expected exec or zygote" },
         { "cgroups: v3\n", 0, "cgroups:", "expected auto, required or off" },
+        { "pythonPackages: numpy\n", 0, "pythonPackages:", "expected a sequence of package names, got a scalar" },
+        { "pythonPackages: [scipy]\n", 0, "pythonPackages:", "'scipy' is not in the allow-list" },
+        { "pythonPackages: [pip]\n", 0, "pythonPackages:", "'pip' is not in the allow-list" },
+        { "pythonPackages: [numpy, numpy]\n", 0, "pythonPackages:", "duplicate entry numpy" },
+        { "pythonPackages: [[numpy]]\n", 0, "pythonPackages:", "expected a package name, got a sequence" },
+        { "pythonPackages: [Numpy]\n", 0, "pythonPackages:", "'Numpy' is not in the allow-list" },
         { "socketGroup: no-such-group-zq9\n", 0, "socketGroup:", "unknown group 'no-such-group-zq9'" },
         { "socketGroup: \"bad name\"\n", 0, "socketGroup:", "invalid group name" },
         { "socketGroup: -x\n", 0, "socketGroup:", "invalid group name" },
@@ -592,7 +602,7 @@ static void test_keep_restart_keys(void **state) {
         assert_memory_equal(&p, &running, sizeof p);
 
         assert_int_equal(load(&p, full_doc, err, sizeof(err)), 0);
-        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 8);
+        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 9);
         assert_string_equal(changed[0], "workerUid");
         assert_string_equal(changed[1], "workerGid");
         assert_string_equal(changed[2], "socketGroup");
@@ -601,6 +611,8 @@ static void test_keep_restart_keys(void **state) {
         assert_string_equal(changed[5], "zygoteMaxSeconds");
         assert_string_equal(changed[6], "zygotePoolSize");
         assert_string_equal(changed[7], "cgroups");
+        assert_string_equal(changed[8], "pythonPackages");
+        assert_int_equal(p.python_packages, 0);
         assert_int_equal(p.cgroups, running.cgroups);
         assert_int_equal(p.worker_uid, running.worker_uid);
         assert_int_equal(p.worker_start, running.worker_start);
@@ -674,7 +686,8 @@ static void test_digest_known_answer(void **state) {
                                         "zygoteMaxSeconds=3600\n"
                                         "zygotePoolSize=2\n"
                                         "idleExitSeconds=0\n"
-                                        "cgroups=off\n";
+                                        "cgroups=off\n"
+                                        "pythonPackages=\n";
         char want[65];
         Policy p;
         char err[256];
@@ -683,8 +696,13 @@ static void test_digest_known_answer(void **state) {
         sha256_hex(canonical, strlen(canonical), want);
         assert_string_equal(p.sha256, want);
 
-        /* Lists are sorted, comma-separated; the socket group is the resolved gid. */
-        assert_int_equal(load(&p, "allowedUids: [1001, 5]\nallowedGids: [7]\nsocketGroup: 42\n", err, sizeof(err)), 0);
+        /* Lists are sorted, comma-separated; the socket group is the resolved gid; the
+         * packages are in allow-list order. */
+        assert_int_equal(load(&p,
+                              "allowedUids: [1001, 5]\nallowedGids: [7]\nsocketGroup: 42\n"
+                              "pythonPackages: [matplotlib, numpy, pandas]\n",
+                              err, sizeof(err)),
+                         0);
         {
                 char c2[sizeof(canonical) + 64], *s;
                 size_t n = 0;
@@ -698,6 +716,8 @@ static void test_digest_known_answer(void **state) {
                                 n += (size_t) sprintf(c2 + n, "allowedGids=7\n");
                         else if (strncmp(line, "socketGroup=", 12) == 0)
                                 n += (size_t) sprintf(c2 + n, "socketGroup=42\n");
+                        else if (strncmp(line, "pythonPackages=", 15) == 0)
+                                n += (size_t) sprintf(c2 + n, "pythonPackages=numpy,pandas,matplotlib\n");
                         else {
                                 memcpy(c2 + n, line, l);
                                 n += l;
@@ -762,6 +782,22 @@ static void test_digest(void **state) {
         policy_copy(&q, &d);
         assert_int_equal(load(&q, "allowedGids: [1, 2, 3]\n", err, sizeof(err)), 0);
         assert_string_not_equal(p.sha256, q.sha256);
+}
+
+/* packaging/policy-data.yaml: the reviewed profile with the three packages. */
+static void test_data_policy_file(void **state) {
+        Policy p;
+        char err[256];
+
+        policy_init_defaults(&p);
+        if (policy_load_file(&p, CODEINTERP_SOURCE_DIR "/packaging/policy-data.yaml", err, sizeof(err)) != 0)
+                fail_msg("policy-data.yaml: %s", err);
+        assert_int_equal(p.python_packages, POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY) |
+                                                    POLICY_PACKAGE_BIT(POLICY_PACKAGE_PANDAS) |
+                                                    POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB));
+        assert_int_equal(p.timeout_ms, 30000);
+        assert_int_equal(p.memory_bytes, 536870912);
+        assert_int_equal(p.seccomp_deny, POLICY_DENY_ERRNO);
 }
 
 static void test_packaging_file(void **state) {
@@ -871,6 +907,17 @@ static void test_to_string(void **state) {
         assert_string_equal(policy_cgroups_to_string(POLICY_CGROUPS_REQUIRED), "required");
         assert_string_equal(policy_cgroups_to_string(POLICY_CGROUPS_OFF), "off");
         assert_null(policy_cgroups_to_string((PolicyCgroups) 42));
+        assert_string_equal(policy_package_to_string(POLICY_PACKAGE_PANDAS), "pandas");
+        assert_null(policy_package_to_string(_POLICY_PACKAGE_MAX));
+        {
+                char buf[64];
+                policy_packages_format(0, buf, sizeof buf);
+                assert_string_equal(buf, "");
+                policy_packages_format(POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB) |
+                                               POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY),
+                                       buf, sizeof buf);
+                assert_string_equal(buf, "numpy, matplotlib");
+        }
 }
 
 /* Random byte and line mutations of a valid document: never crash, always 0 or -EINVAL,
@@ -978,6 +1025,7 @@ int main(void) {
                 cmocka_unit_test(test_digest_known_answer),
                 cmocka_unit_test(test_digest),
                 cmocka_unit_test(test_packaging_file),
+                cmocka_unit_test(test_data_policy_file),
                 cmocka_unit_test(test_load_file_errors),
                 cmocka_unit_test(test_active_workers),
                 cmocka_unit_test(test_to_string),
