@@ -11,7 +11,7 @@ int plan_encode(const char *code, size_t code_len, const Policy *p, const PlanIn
                 MpWriter *w) {
         msgpack_packer *pk = &w->pk;
 
-        msgpack_pack_map(pk, 13);
+        msgpack_pack_map(pk, 14);
         mp_pack_cstr(pk, "code");
         mp_pack_strn(pk, code, code_len);
         mp_pack_kv_uint(pk, "uid", p->worker_uid);

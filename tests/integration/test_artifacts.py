@@ -281,17 +281,18 @@ except OSError as e:
     assert all(p["artifacts"] is None and p["artifactBytes"] is None for p in progress)
 
 
-def test_matplotlib_savefig(msup):
-    """plt.savefig('/outputs/runtime.png') returns a PNG. Skipped only while the worker's
-    policy offers no matplotlib (the pythonPackages key comes from another branch)."""
-    probe = run(msup, "import importlib.util\nimportlib.util.find_spec('matplotlib') is not None")
-    if probe["outcome"] != "ok" or probe["result"]["text"] != "True":
-        pytest.skip("the worker's policy does not offer matplotlib")
-    r = ok(msup, "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-                 "plt.plot([1, 2, 3], [1, 4, 9])\nplt.savefig('/outputs/runtime.png')\n")
+def test_matplotlib_savefig():
+    """plt.savefig('/outputs/runtime.png') returns a PNG, under packaging/policy-data.yaml
+    (the scientific stack, test_datastack.py)."""
+    from test_datastack import data_policy, require_stack
+    require_stack()
+    with running_supervisor(data_policy()) as s:
+        r = ok(s, "import matplotlib.pyplot as plt\n"
+                  "plt.plot([1, 2, 3], [1, 4, 9])\nplt.savefig('/outputs/runtime.png')\n")
     (a,) = r["artifacts"]
     assert a["name"] == "runtime.png" and a["mediaType"] == "image/png"
     assert a["data"].startswith(b"\x89PNG\r\n\x1a\n")
+    assert a["bytes"] == len(a["data"]) and a["sha256"] == hashlib.sha256(a["data"]).hexdigest()
 
 
 # ---- codeinterp exec --save-artifacts / --json ----
