@@ -11,6 +11,11 @@
 
 #define POLICY_MAX_PEERS 32
 #define POLICY_NAME_MAX 64
+/* The default block of workers' host ids: high above login.defs' UID_MAX and the usual
+ * /etc/subuid ranges, below 2^31 (ids that read as negative in signed code) and clear of
+ * systemd's container (0x80000-0x6fffffff) and foreign (0x7ffe0000-0x7ffeffff) ranges. */
+#define POLICY_HOST_ID_BASE_DEFAULT 0x7ff00000U
+#define POLICY_HOST_ID_COUNT_MAX 1048576
 
 typedef enum PolicyDenyAction {
         POLICY_DENY_ERRNO, /* denied syscalls fail with EPERM (or ENOSYS when unknown) */
@@ -45,8 +50,8 @@ typedef struct Policy {
         uint32_t open_files;           /* maxOpenFiles: RLIMIT_NOFILE, 64 */
         uint32_t processes;            /* maxProcesses: RLIMIT_NPROC (threads), 16 */
         uint64_t tmp_bytes;            /* tmpBytes: size of the /tmp tmpfs, 16777216 */
-        uid_t worker_uid;              /* workerUid: host uid the worker runs as, 65534 */
-        gid_t worker_gid;              /* workerGid: host gid, 65534 */
+        uid_t worker_uid;              /* workerUid: the uid the worker has inside its user namespace, 65534 */
+        gid_t worker_gid;              /* workerGid: the gid inside, 65534 */
         PolicyDenyAction seccomp_deny; /* seccompDenyAction: errno | kill; errno */
 
         /* Supervisor bounds. */
@@ -88,6 +93,10 @@ typedef struct Policy {
         /* Per-worker cgroups. */
         PolicyCgroups cgroups; /* cgroups: auto | required | off; auto */
 
+        /* The host ids of workers: each live worker has one of its own (supervisor/worker_ids.h). */
+        uint32_t worker_host_id_base;  /* workerHostIdBase: first host uid and gid of the block, 0x7ff00000 */
+        uint32_t worker_host_id_count; /* workerHostIdCount: ids in the block (live workers at most), 65536 */
+
         char sha256[65]; /* hex digest of the effective values, filled by policy_finalize() */
 } Policy;
 
@@ -117,11 +126,11 @@ typedef struct PolicyLimit {
 } PolicyLimit;
 size_t policy_limits(const Policy *p, PolicyLimit ret[static POLICY_MAX_LIMITS]);
 
-/* Reload: keys that are read once at start (workerStart, workerUid, workerGid,
+/* Reload: keys that are read once at start (workerStart, workerUid, workerGid, the host id block,
  * socketGroup, the zygote keys) keep their running values. Copies each such key that
  * differs from running into p, names it in ret_changed, recomputes the digest if any
  * did, and returns how many. */
-#define POLICY_MAX_RESTART_KEYS 8
+#define POLICY_MAX_RESTART_KEYS 12
 int policy_keep_restart_keys(Policy *p, const Policy *running, const char *ret_changed[static POLICY_MAX_RESTART_KEYS]);
 bool policy_key_needs_restart(const char *key);
 

@@ -30,6 +30,7 @@
 #include "policy/policy.h"
 #include "policy/seccomp.h"
 #include "supervisor/cgroup.h"
+#include "supervisor/worker_ids.h"
 #include "supervisor/protocol.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/server.h"
@@ -381,15 +382,16 @@ static int check_namespaces(void) {
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
 }
 
-/* Can the worker uid reach path on its own? Asked in a child that switches to it.
- * Informational: workers bind the runtime from descriptors opened as root. */
+/* Can a worker's host uid reach path on its own? Asked in a child that switches to the
+ * first of the block (every id of it is "others" to the host's files). Informational:
+ * workers bind the runtime from descriptors opened as root. */
 static bool worker_uid_reaches(const char *path) {
+        uid_t uid = policy.worker_host_id_base;
         int status = 0;
         pid_t pid = fork();
 
         if (pid == 0) {
-                if (setgroups(0, NULL) < 0 || setresgid(policy.worker_gid, policy.worker_gid, policy.worker_gid) < 0 ||
-                    setresuid(policy.worker_uid, policy.worker_uid, policy.worker_uid) < 0)
+                if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
                         _exit(2);
                 _exit(access(path, R_OK) < 0 ? 1 : 0);
         }
@@ -415,7 +417,7 @@ static int check_python(void) {
                         bad = 1;
                         continue;
                 }
-                printf("    %s: present; worker uid %u %s\n", path, (unsigned) policy.worker_uid,
+                printf("    %s: present; worker host uid %u %s\n", path, (unsigned) policy.worker_host_id_base,
                        worker_uid_reaches(path) ? "can reach it too"
                                                 : "cannot reach it by path (fine: bound from the descriptor)");
         }
@@ -472,6 +474,12 @@ static int check_config(void) {
                        why, why[0] ? ")" : "");
         bad |= k < 0;
         cgroup_root_free(cg);
+        k = worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL, why, sizeof why);
+        printf("worker host ids: %u-%llu (uid %u, gid %u inside each worker): %s%s\n",
+               (unsigned) policy.worker_host_id_base,
+               (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,
+               (unsigned) policy.worker_uid, (unsigned) policy.worker_gid, k < 0 ? "refused, " : "free", why);
+        bad |= k < 0;
         return bad ? 1 : 0;
 }
 
@@ -534,6 +542,14 @@ int main(int argc, char **argv) {
             (k = sd_event_add_signal(e, NULL, SIGINT, on_signal, NULL)) < 0 ||
             (k = sd_event_add_signal(e, NULL, SIGCHLD, on_sigchld, NULL)) < 0) {
                 log_error_errno(k, "Installing signal handlers failed: %m");
+                goto out;
+        }
+        /* The workers' host ids belong to nobody else (docs/security.md). */
+        k = worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL, err, sizeof err);
+        if (k < 0) {
+                log_error("The worker host id block %u-%llu (workerHostIdBase, workerHostIdCount) cannot be used: %s",
+                          (unsigned) policy.worker_host_id_base,
+                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1, err);
                 goto out;
         }
         /* Before any child: on cgroup v2 the supervisor may move itself into a leaf. */

@@ -64,7 +64,22 @@ struct Runner {
         Cgroup *cgroup;                 /* the worker's own cgroup, or NULL */
         int go_fd;                      /* zygote mode: write end of the go pipe until the worker may go */
         uint64_t oom_kills;             /* read from the cgroup after the reap */
+        WorkerIds *ids;
+        WorkerId id; /* the worker's host identity, while has_id */
+        bool has_id;
 };
+
+/* The worker that had the runner's host id is reaped (reaped false: it may not be,
+ * wait4 failed): the id goes back to the block, or waits in quarantine. */
+static void runner_put_id(Runner *r, bool reaped) {
+        if (!r->has_id)
+                return;
+        if (reaped)
+                worker_id_release(r->ids, r->id.slot);
+        else
+                worker_id_quarantine(r->ids, r->id.slot);
+        r->has_id = false;
+}
 
 pid_t runner_pid(const Runner *r) {
         return r->pid;
@@ -280,6 +295,11 @@ static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *use
                 status = W_EXITCODE(127, 0);
         }
         r->pid = 0;
+        if (r->has_id) {
+                res.has_host_uid = true;
+                res.host_uid = r->id.uid;
+        }
+        runner_put_id(r, p > 0);
         complete(r, &res, status, &ru);
         return 0;
 }
@@ -393,8 +413,9 @@ Runner *runner_free(Runner *r) {
         if (r->spawning)
                 zygote_client_spawn_abandon(r->zygote, r->spawn_token);
         sd_event_source_disable_unref(r->killed_source);
-        /* Never leave a worker behind, nor its cgroup. */
+        /* Never leave a worker behind, nor its cgroup, nor its host id taken. */
         kill_and_reap(r->pid, r->pidfd);
+        runner_put_id(r, true);
         cgroup_free(r->cgroup);
         if (r->go_fd >= 0)
                 close(r->go_fd);
@@ -429,16 +450,22 @@ static void release_worker(Runner *r) {
 }
 
 /* The zygote's answer. r may be freed by the callbacks called here. */
-static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd, void *userdata) {
+static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd, const WorkerId *id,
+                       void *userdata) {
         Runner *r = userdata;
         RunnerStartError err = { .error = error };
         int k;
 
         r->spawning = false;
         r->killed_source = sd_event_source_disable_unref(r->killed_source);
+        if (answer == ZYGOTE_ANSWER_WORKER) {
+                r->id = *id;
+                r->has_id = true;
+        }
         if (answer == ZYGOTE_ANSWER_WORKER && r->cgroup && (k = cgroup_attach(r->cgroup, pid)) < 0) {
                 /* It has not read its plan yet: nothing of the call ran. */
                 kill_and_reap(pid, pidfd);
+                runner_put_id(r, true);
                 close(pidfd);
                 answer = ZYGOTE_ANSWER_FAILED;
                 err.error = k;
@@ -459,6 +486,7 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
                 }
                 /* Without a watch on its exit the worker cannot be run: kill and reap it. */
                 kill_and_reap(pid, pidfd);
+                runner_put_id(r, true);
                 close(pidfd);
                 r->pidfd = -1;
                 r->pid = 0;
@@ -475,7 +503,8 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
         r->started(r, answer == ZYGOTE_ANSWER_RETRY ? RUNNER_RETRY : RUNNER_FAILED, &err, r->userdata);
 }
 
-static Runner *runner_new(sd_event *e, const Policy *p, RunnerDoneFn done, RunnerStartedFn started, void *userdata) {
+static Runner *runner_new(sd_event *e, const Policy *p, WorkerIds *ids, RunnerDoneFn done, RunnerStartedFn started,
+                          void *userdata) {
         Runner *r = calloc(1, sizeof *r);
 
         if (!r)
@@ -489,6 +518,7 @@ static Runner *runner_new(sd_event *e, const Policy *p, RunnerDoneFn done, Runne
                 .started = started,
                 .userdata = userdata,
                 .event = e,
+                .ids = ids,
         };
         for (int ch = 0; ch < _CH_MAX; ch++)
                 r->fds[ch] = -1;
@@ -516,8 +546,8 @@ static int make_plan_fd(const Policy *p, const RunnerRequest *req, int *ret_fd) 
 
 /* Exec mode: clone the child into the worker's namespaces (it runs the worker side's
  * exec_child_main), map its ids, let it go. The child's fds are ours until then. */
-static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, int pipes[][2], int plan_fd, pid_t *ret_pid,
-                      int *ret_pidfd, const char **ret_step) {
+static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, const WorkerId *id, int pipes[][2],
+                      int plan_fd, pid_t *ret_pid, int *ret_pidfd, const char **ret_step) {
         _cleanup_close_ int devnull = -1, sync_r = -1, sync_w = -1;
         int sync_pipe[2], pidfd = -1, k;
         pid_t pid;
@@ -554,9 +584,10 @@ static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, int 
                 };
                 exec_child_main(&start);
         }
-        /* The supervisor is the worker's creator and maps its ids. */
+        /* The supervisor is the worker's creator and maps its ids: workerUid inside, its
+         * own host uid outside. */
         *ret_step = "writing its id maps";
-        if ((k = userns_write_id_maps(pid, p->worker_uid, p->worker_gid)) < 0 ||
+        if ((k = userns_write_id_maps(pid, p->worker_uid, id->uid, p->worker_gid, id->gid)) < 0 ||
             (cg && (*ret_step = "moving it into its cgroup", k = cgroup_attach(cg, pid)) < 0) ||
             (*ret_step = "releasing it", write(sync_w, "x", 1) != 1 && (k = -errno) < 0)) {
                 kill_and_reap(pid, pidfd);
@@ -583,7 +614,7 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
 
         if (sp->zygote && zygote_client_state(sp->zygote) == ZYGOTE_STATE_STARTING)
                 return RUNNER_START_LATER;
-        r = runner_new(e, p, done, started, userdata);
+        r = runner_new(e, p, sp->ids, done, started, userdata);
         if (!r) {
                 k = -ENOMEM;
                 goto fail;
@@ -642,8 +673,14 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                         goto fail;
                 r->zygote = sp->zygote;
                 r->spawning = true;
-        } else if ((k = start_exec(p, sp, r->cgroup, pipes, plan_fd, &r->pid, &r->pidfd, &step)) < 0)
-                goto fail;
+        } else {
+                step = "taking a host uid";
+                if ((k = worker_id_acquire(sp->ids, &r->id)) < 0)
+                        goto fail;
+                r->has_id = true;
+                if ((k = start_exec(p, sp, r->cgroup, &r->id, pipes, plan_fd, &r->pid, &r->pidfd, &step)) < 0)
+                        goto fail;
+        }
 
         r->start_usec = now_usec();
         step = "watching it";

@@ -56,6 +56,9 @@ struct ZygoteClient {
         sd_event_source *spawn_timer;  /* the oldest pending request's deadline */
         ZygoteSettledFn on_settled;
         void *settled_userdata;
+        WorkerIds *ids; /* where slots come from (the server's) */
+        uint32_t *held; /* the slots this zygote holds: given with SLOT or SPAWN, not given back */
+        size_t n_held, held_cap;
 };
 
 struct ZygotePending {
@@ -113,6 +116,82 @@ static void zygote_failed(ZygoteClient *z, int error, const char *fmt, ...) {
                   z->failures == 1 ? "" : "s");
 }
 
+static int held_add(ZygoteClient *z, uint32_t slot) {
+        if (z->n_held == z->held_cap) {
+                size_t cap = z->held_cap ? z->held_cap * 2 : 16;
+                uint32_t *h = reallocarray(z->held, cap, sizeof *h);
+                if (!h)
+                        return -ENOMEM;
+                z->held = h;
+                z->held_cap = cap;
+        }
+        z->held[z->n_held++] = slot;
+        return 0;
+}
+
+/* Take slot out of the held set: false if this zygote does not hold it. */
+static bool held_remove(ZygoteClient *z, uint32_t slot) {
+        for (size_t i = 0; i < z->n_held; i++)
+                if (z->held[i] == slot) {
+                        z->held[i] = z->held[--z->n_held];
+                        return true;
+                }
+        return false;
+}
+
+static bool held_has(const ZygoteClient *z, uint32_t slot) {
+        for (size_t i = 0; i < z->n_held; i++)
+                if (z->held[i] == slot)
+                        return true;
+        return false;
+}
+
+/* The zygote is gone: the pre-started workers of its slots may still live until they
+ * notice (they are our children, reaped as strays), so their ids wait in quarantine. */
+static void held_quarantine_all(ZygoteClient *z) {
+        for (size_t i = 0; i < z->n_held; i++)
+                worker_id_quarantine(z->ids, z->held[i]);
+        z->n_held = 0;
+        worker_ids_sweep(z->ids);
+}
+
+/* A new slot for the zygote (sent as SLOT or with a spawn request): held from now on. */
+static int slot_give(ZygoteClient *z, ZygoteSlot *ret) {
+        WorkerId id;
+        int k;
+
+        if ((k = worker_id_acquire(z->ids, &id)) < 0)
+                return k;
+        if ((k = held_add(z, id.slot)) < 0) {
+                worker_id_release(z->ids, id.slot);
+                return k;
+        }
+        *ret = (ZygoteSlot){ .slot = id.slot, .uid = id.uid, .gid = id.gid };
+        return 0;
+}
+
+/* A freshly ready zygote gets a slot per pre-started worker. A slot that cannot be
+ * given is not: the pool is smaller (logged). */
+static void give_pool_slots(ZygoteClient *z) {
+        for (uint32_t i = 0; i < z->policy->zygote_pool_size; i++) {
+                ZygoteSlot slot;
+                ZygoteMsg m;
+                int k = slot_give(z, &slot);
+                if (k >= 0) {
+                        m = zygote_msg_slot(&slot);
+                        k = zygote_msg_send(z->ctl, &m, NULL, 0, MSG_DONTWAIT);
+                        if (k < 0) {
+                                held_remove(z, slot.slot);
+                                worker_id_release(z->ids, slot.slot);
+                        }
+                }
+                if (k < 0) {
+                        log_warning_errno(k, "Zygote %u: a pre-started worker gets no host id: %m", z->generation);
+                        return;
+                }
+        }
+}
+
 void zygote_client_set_ready_callback(ZygoteClient *z, ZygoteReadyFn fn, void *userdata) {
         z->on_ready = fn;
         z->userdata = userdata;
@@ -144,6 +223,7 @@ static void zygote_stop(ZygoteClient *z) {
                 close(z->pidfd);
                 z->pidfd = -1;
         }
+        held_quarantine_all(z);
 }
 
 /* Stop this zygote, start the next one (at once, or backed off after failures), and
@@ -183,7 +263,7 @@ static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata);
 static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ZygoteClient *z = userdata;
         ZygoteMsg ready;
-        int k, fds[_SPAWN_FD_MAX];
+        int k, fds[ZYGOTE_FDS_MAX];
         size_t n_fds;
 
         k = zygote_msg_recv(z->ctl, &ready, fds, &n_fds, MSG_DONTWAIT);
@@ -209,6 +289,7 @@ static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *user
         z->failures = 0;
         z->last_error[0] = 0;
         log_info("Zygote %u ready (pid %d)", z->generation, (int) z->pid);
+        give_pool_slots(z);
         if (z->on_ready)
                 z->on_ready(z->userdata);
         return 0;
@@ -325,7 +406,7 @@ static int wait_first_ready(ZygoteClient *z) {
         return z->ready ? 0 : -EIO;
 }
 
-int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteClient **ret) {
+int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, WorkerIds *ids, ZygoteClient **ret) {
         ZygoteClient *z = calloc(1, sizeof *z);
         int k;
 
@@ -335,12 +416,14 @@ int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteCl
         z->policy_at_start = *p;
         z->policy = &z->policy_at_start;
         z->worker_exec_fd = worker_exec_fd;
+        z->ids = ids;
         z->pidfd = z->ctl = -1;
         k = zygote_launch(z);
         if (k >= 0)
                 k = wait_first_ready(z);
         if (k < 0) {
                 zygote_stop(z);
+                free(z->held);
                 free(z);
                 return k;
         }
@@ -357,6 +440,7 @@ ZygoteClient *zygote_client_free(ZygoteClient *z) {
                 z->pending = p->next;
                 free(p);
         }
+        free(z->held);
         free(z);
         return NULL;
 }
@@ -382,7 +466,7 @@ static void zygote_fail_pending(ZygoteClient *z, ZygoteAnswer answer, int error,
                 ZygotePending *p = list;
                 list = p->next;
                 if (p->fn)
-                        p->fn(answer, error, cause, 0, -1, p->userdata);
+                        p->fn(answer, error, cause, 0, -1, NULL, p->userdata);
                 free(p);
         }
         if (z->on_settled)
@@ -412,16 +496,16 @@ static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* Whether an answer is one this zygote may give: to a request in flight, naming (on
- * success) a child of ours. A pidfd of any other process is not a worker: it is
- * neither killed nor used. */
+/* Whether an answer is one this zygote may give: to a request in flight, giving back a
+ * slot it holds, naming (on success) a child of ours. A pidfd of any other process is
+ * not a worker: it is neither killed nor used. */
 static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
         siginfo_t si = {};
         const ZygotePending *p;
 
         for (p = z->pending; p && p->token != rep->token; p = p->next)
                 ;
-        if (!p)
+        if (!p || !held_has(z, rep->slot))
                 return false;
         if (rep->error != 0)
                 return true;
@@ -432,22 +516,33 @@ static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, int pi
 /* One answer (answer_plausible() has found its request): hand it over. */
 static void deliver(ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
         ZygotePending **pp, *p;
+        WorkerId id;
 
         for (pp = &z->pending; (*pp)->token != rep->token; pp = &(*pp)->next)
                 ;
         p = *pp;
         *pp = p->next;
+        /* The slot given back leaves the zygote: to the worker's runner, or free (no
+         * worker ever had it), or into quarantine (its worker is killed as a stray). */
+        held_remove(z, rep->slot);
+        worker_id_of_slot(z->ids, rep->slot, &id);
         if (!p->fn) {
                 /* Abandoned: the worker must not run anything. It is our child and is
                  * reaped as a stray. */
+                if (rep->error == 0)
+                        worker_id_quarantine(z->ids, rep->slot);
+                else
+                        worker_id_release(z->ids, rep->slot);
                 pidfd_kill(pidfd);
                 if (pidfd >= 0)
                         close(pidfd);
         } else if (rep->error != 0) {
+                worker_id_release(z->ids, rep->slot);
                 log_warning("Zygote %u failed to start a worker: %s", z->generation, strerror(rep->error));
-                p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", 0, -1, p->userdata);
+                p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", 0, -1, NULL,
+                      p->userdata);
         } else
-                p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL, rep->pid, pidfd, p->userdata);
+                p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL, rep->pid, pidfd, &id, p->userdata);
         free(p);
 }
 
@@ -457,7 +552,7 @@ static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata
 
         for (;;) {
                 ZygoteMsg rep;
-                int k, fds[_SPAWN_FD_MAX];
+                int k, fds[ZYGOTE_FDS_MAX];
                 size_t n_fds;
 
                 k = zygote_msg_recv(z->ctl, &rep, fds, &n_fds, MSG_DONTWAIT);
@@ -497,6 +592,7 @@ static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata
 int zygote_client_spawn(ZygoteClient *z, const int fds[_SPAWN_FD_MAX], ZygoteSpawnedFn fn, void *userdata,
                         uint64_t *ret_token) {
         ZygoteMsg req;
+        ZygoteSlot slot;
         ZygotePending *p, **tail;
         int k;
 
@@ -515,9 +611,15 @@ int zygote_client_spawn(ZygoteClient *z, const int fds[_SPAWN_FD_MAX], ZygoteSpa
         p = calloc(1, sizeof *p);
         if (!p)
                 return -ENOMEM;
-        req = zygote_msg_spawn(++z->token, z->policy->worker_uid, z->policy->worker_gid);
+        if ((k = slot_give(z, &slot)) < 0) {
+                free(p);
+                return k;
+        }
+        req = zygote_msg_spawn(++z->token, &slot);
         k = zygote_msg_send(z->ctl, &req, fds, _SPAWN_FD_MAX, MSG_DONTWAIT);
         if (k < 0) {
+                held_remove(z, slot.slot);
+                worker_id_release(z->ids, slot.slot);
                 free(p);
                 if (k == -EAGAIN)
                         return -ENOBUFS; /* its socket is full: far more requests than workers */

@@ -74,6 +74,8 @@ static const TestKey test_keys[] = {
         { "zygotePoolSize", true, 0, 64, "", "4" },
         { "idleExitSeconds", true, 0, 604800, "", "30" },
         { "cgroups", false, 0, 0, NULL, "auto" },
+        { "workerHostIdBase", true, 1, 4294967294, "workerHostIdCount: 1\n", "3000000000" },
+        { "workerHostIdCount", true, 1, 1048576, "", "16" },
 };
 
 /* Every key, non-default, mutually consistent; flow and block styles, comments, quoting. */
@@ -117,7 +119,9 @@ static const char full_doc[] = "# every key overridden\n"
                                "zygoteMaxSeconds: 600\n"
                                "zygotePoolSize: 5\n"
                                "idleExitSeconds: 90\n"
-                               "cgroups: required\n";
+                               "cgroups: required\n"
+                               "workerHostIdBase: 3000000000\n"
+                               "workerHostIdCount: 1024\n";
 
 /* Byte copies, so that "unchanged" can be checked with memcmp, padding included. */
 static void policy_copy(Policy *dst, const Policy *src) {
@@ -231,6 +235,8 @@ static void test_full_override(void **state) {
         assert_int_equal(p.tmp_bytes, 8388608);
         assert_int_equal(p.worker_uid, 1234);
         assert_int_equal(p.worker_gid, 4321);
+        assert_int_equal(p.worker_host_id_base, 3000000000U);
+        assert_int_equal(p.worker_host_id_count, 1024);
         assert_int_equal(p.seccomp_deny, POLICY_DENY_KILL);
         assert_int_equal(p.max_message_bytes, 2097152);
         assert_int_equal(p.max_worker_message_bytes, 524288);
@@ -422,6 +428,8 @@ static const ErrorCase error_cases[] = {
         { "maxCalls: 4294967306\n", 0, "maxCalls:", "out of range" },
         { "workerUid: 0\n", 0, "workerUid:", "out of range 1..4294967294" },
         { "workerGid: 0\n", 0, "workerGid:", "out of range" },
+        { "workerHostIdBase: 0\n", 0, "workerHostIdBase:", "out of range" },
+        { "workerHostIdBase: 4294967000\n", 0, "workerHostIdCount", "must be at most 4294967295" },
         { "allowedUids: [4294967295]\n", 0, "allowedUids:", "out of range" },
         { "allowedGids: [1, 2, 1]\n", 0, "allowedGids:", "duplicate entry 1" },
         { "allowedUids: [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32]\n",
@@ -586,7 +594,7 @@ static void test_keep_restart_keys(void **state) {
         assert_memory_equal(&p, &running, sizeof p);
 
         assert_int_equal(load(&p, full_doc, err, sizeof(err)), 0);
-        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 8);
+        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 10);
         assert_string_equal(changed[0], "workerUid");
         assert_string_equal(changed[1], "workerGid");
         assert_string_equal(changed[2], "socketGroup");
@@ -595,6 +603,8 @@ static void test_keep_restart_keys(void **state) {
         assert_string_equal(changed[5], "zygoteMaxSeconds");
         assert_string_equal(changed[6], "zygotePoolSize");
         assert_string_equal(changed[7], "cgroups");
+        assert_string_equal(changed[8], "workerHostIdBase");
+        assert_string_equal(changed[9], "workerHostIdCount");
         assert_int_equal(p.cgroups, running.cgroups);
         assert_int_equal(p.worker_uid, running.worker_uid);
         assert_int_equal(p.worker_start, running.worker_start);
@@ -666,7 +676,9 @@ static void test_digest_known_answer(void **state) {
                                         "zygoteMaxSeconds=3600\n"
                                         "zygotePoolSize=2\n"
                                         "idleExitSeconds=0\n"
-                                        "cgroups=off\n";
+                                        "cgroups=off\n"
+                                        "workerHostIdBase=2146435072\n"
+                                        "workerHostIdCount=65536\n";
         char want[65];
         Policy p;
         char err[256];
