@@ -37,6 +37,8 @@
 #define CPU_LIMIT_SLACK_USEC(limit_usec) MAX(200000ULL, (limit_usec) / 2)
 /* How long a call killed while its worker is being made waits for the zygote's answer. */
 #define KILL_SPAWN_GRACE_USEC 200000ULL
+#define EXEC_CLONE_FLAGS                                                                                               \
+        (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
 enum { CH_OUT, CH_ERR, CH_RESULT, CH_REPORT, _CH_MAX };
 
@@ -451,9 +453,10 @@ static void release_worker(Runner *r) {
 
 /* The zygote's answer. r may be freed by the callbacks called here. */
 static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd, const WorkerId *id,
-                       void *userdata) {
+                       Cgroup *cgroup, void *userdata) {
         Runner *r = userdata;
         RunnerStartError err = { .error = error };
+        const char *step = NULL;
         int k;
 
         r->spawning = false;
@@ -461,15 +464,20 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
         if (answer == ZYGOTE_ANSWER_WORKER) {
                 r->id = *id;
                 r->has_id = true;
+                r->cgroup = cgroup; /* it is in it already (the zygote moved it at its clone) */
         }
-        if (answer == ZYGOTE_ANSWER_WORKER && r->cgroup && (k = cgroup_attach(r->cgroup, pid)) < 0) {
-                /* It has not read its plan yet: nothing of the call ran. */
+        /* A reload since the slot's cgroup was made may have changed the limits: the
+         * worker has not read its plan yet, it waits for the go byte. */
+        if (answer == ZYGOTE_ANSWER_WORKER && r->cgroup &&
+            (k = cgroup_update_limits(r->cgroup, r->policy->memory_bytes, r->policy->processes, &step)) < 0) {
+                /* Nothing of the call ran. */
                 kill_and_reap(pid, pidfd);
                 runner_put_id(r, true);
+                r->cgroup = cgroup_free(r->cgroup);
                 close(pidfd);
                 answer = ZYGOTE_ANSWER_FAILED;
                 err.error = k;
-                cause = "moving it into its cgroup";
+                cause = step;
         }
         if (answer == ZYGOTE_ANSWER_WORKER) {
                 r->pid = pid;
@@ -549,7 +557,8 @@ static int make_plan_fd(const Policy *p, const RunnerRequest *req, int *ret_fd) 
 static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, const WorkerId *id, int pipes[][2],
                       int plan_fd, pid_t *ret_pid, int *ret_pidfd, const char **ret_step) {
         _cleanup_close_ int devnull = -1, sync_r = -1, sync_w = -1;
-        int sync_pipe[2], pidfd = -1, k;
+        int sync_pipe[2], pidfd = -1, cgroup_fds[2] = { -1, -1 }, k;
+        size_t n_cgroup_fds = 0;
         pid_t pid;
 
         *ret_step = "opening /dev/null";
@@ -562,11 +571,27 @@ static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, cons
         sync_r = sync_pipe[0];
         sync_w = sync_pipe[1];
         *ret_step = "clone";
-        pid = clone_with_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-                                       CLONE_NEWCGROUP,
-                               SIGCHLD, &pidfd);
-        if (pid < 0)
+        /* v2: born in its cgroup, nothing to move (a move waits for an RCU grace period).
+         * v1, or a kernel without CLONE_INTO_CGROUP: moved below, before it is let go. */
+        pid = -ENOSYS;
+        if (cgroup_clone_fd(cg) >= 0) {
+                pid = clone_into_cgroup_with_pidfd(EXEC_CLONE_FLAGS, SIGCHLD, cgroup_clone_fd(cg), &pidfd);
+                if (pid >= 0)
+                        cg = NULL; /* in it already */
+        }
+        if (pid == -ENOSYS || pid == -E2BIG) {
+                /* The child moves itself once released (sandbox_enter_cgroup()), so the
+                 * move's wait does not block this loop. */
+                *ret_step = "opening its cgroup";
+                if (cg && (k = cgroup_open_procs(cg, cgroup_fds, &n_cgroup_fds)) < 0)
+                        return k;
+                *ret_step = "clone";
+                pid = clone_with_pidfd(EXEC_CLONE_FLAGS, SIGCHLD, &pidfd);
+        }
+        if (pid < 0) {
+                fdpass_close_all(cgroup_fds, n_cgroup_fds);
                 return pid;
+        }
         if (pid == 0) {
                 ExecStart start = {
                         .sync_fd = sync_r,
@@ -581,14 +606,16 @@ static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, cons
                         .worker_exec_fd = sp->worker_exec_fd,
                         .uid = p->worker_uid,
                         .gid = p->worker_gid,
+                        .cgroup_fds = { cgroup_fds[0], cgroup_fds[1] },
+                        .n_cgroup_fds = n_cgroup_fds,
                 };
                 exec_child_main(&start);
         }
+        fdpass_close_all(cgroup_fds, n_cgroup_fds);
         /* The supervisor is the worker's creator and maps its ids: workerUid inside, its
          * own host uid outside. */
         *ret_step = "writing its id maps";
         if ((k = userns_write_id_maps(pid, p->worker_uid, id->uid, p->worker_gid, id->gid)) < 0 ||
-            (cg && (*ret_step = "moving it into its cgroup", k = cgroup_attach(cg, pid)) < 0) ||
             (*ret_step = "releasing it", write(sync_w, "x", 1) != 1 && (k = -errno) < 0)) {
                 kill_and_reap(pid, pidfd);
                 close(pidfd);
@@ -628,8 +655,9 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                         k = -errno;
                         goto fail;
                 }
-        /* Its own cgroup, made before the worker exists (docs/design.md). */
-        if ((k = cgroup_new(sp->cgroups, p->memory_bytes, p->processes, &r->cgroup, &step)) < 0)
+        /* Exec mode: its own cgroup, made before the worker exists. Zygote mode: the
+         * worker comes in a slot's cgroup, made ahead (docs/design.md). */
+        if (!sp->zygote && (k = cgroup_new(sp->cgroups, p->memory_bytes, p->processes, &r->cgroup, &step)) < 0)
                 goto fail;
 
         if (sp->zygote) {
@@ -641,8 +669,13 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                 }
                 go_r = go[0];
                 r->go_fd = go[1];
-                /* Without a cgroup there is nothing to wait for: go at once. */
-                if (!r->cgroup)
+                /* Nothing to wait for unless the slot's cgroup needs other limits than
+                 * it was made with (a reload): go at once. */
+                uint64_t slot_memory;
+                uint32_t slot_processes;
+                zygote_client_slot_limits(sp->zygote, &slot_memory, &slot_processes);
+                if (cgroup_root_version(sp->cgroups) == CGROUP_NONE ||
+                    (slot_memory == p->memory_bytes && slot_processes == p->processes))
                         release_worker(r);
                 const int fds[_SPAWN_FD_MAX] = {
                         [SPAWN_FD_STDOUT] = pipes[CH_OUT][1],

@@ -769,7 +769,7 @@ int server_new(sd_event *e, PolicySnapshot *snapshot, int listen_fd, int worker_
                 return k;
         }
         if (p->worker_start == POLICY_WORKER_START_ZYGOTE &&
-            (k = zygote_client_new(e, p, worker_exec_fd, s->ids, &s->zygote)) < 0) {
+            (k = zygote_client_new(e, p, worker_exec_fd, s->ids, cgroups, &s->zygote)) < 0) {
                 log_error_errno(k, "Starting the zygote failed: %m");
                 server_free(s);
                 return k;

@@ -18,8 +18,7 @@
 typedef enum SlotState {
         SLOT_FREE,
         SLOT_USED,        /* a worker (or a zygote, for its next workers) has it */
-        SLOT_QUARANTINED, /* its worker may still exist: free once no child is mapped to it */
-        SLOT_SEEN,        /* during a sweep: quarantined, and a child is mapped to it */
+        SLOT_QUARANTINED, /* its worker may still exist, and no runner serves it */
 } SlotState;
 
 struct WorkerIds {
@@ -95,8 +94,7 @@ static int check_mapped(const char *path, uint32_t base, uint32_t count, char *w
         return -ERANGE;
 }
 
-int worker_ids_check(uint32_t base, uint32_t count, const char *subuid, const char *subgid, char *why,
-                     size_t why_len) {
+int worker_ids_check(uint32_t base, uint32_t count, const char *subuid, const char *subgid, char *why, size_t why_len) {
         struct passwd *pw;
         struct group *gr;
         int k = 0;
@@ -210,9 +208,9 @@ void worker_id_quarantine(WorkerIds *ids, uint32_t slot) {
         ids->quarantined++;
 }
 
-/* Mark the quarantined slots that the child's user namespace maps (SLOT_SEEN). -errno
- * when the map cannot be read for another reason than the child being gone. */
-static int mark_mapped(WorkerIds *ids, pid_t pid) {
+/* Whether the child's user namespace maps a quarantined slot: 1 (and the slot), 0, or
+ * -errno when the map cannot be read for another reason than the child being gone. */
+static int child_in_quarantine(const WorkerIds *ids, pid_t pid, uint32_t *ret_slot) {
         char path[64];
         _cleanup_fclose_ FILE *f = NULL;
         uint64_t in, out, n;
@@ -222,29 +220,38 @@ static int mark_mapped(WorkerIds *ids, pid_t pid) {
         if (!f)
                 return errno == ENOENT || errno == ESRCH ? 0 : -errno;
         while (fscanf(f, "%" SCNu64 " %" SCNu64 " %" SCNu64, &in, &out, &n) == 3)
-                for (uint64_t id = MAX(out, (uint64_t) ids->base); id < out + n && id < (uint64_t) ids->base + ids->count;
-                     id++)
-                        if (ids->state[id - ids->base] == SLOT_QUARANTINED)
-                                ids->state[id - ids->base] = SLOT_SEEN;
+                for (uint64_t id = MAX(out, (uint64_t) ids->base);
+                     id < out + n && id < (uint64_t) ids->base + ids->count; id++)
+                        if (ids->state[id - ids->base] == SLOT_QUARANTINED) {
+                                *ret_slot = (uint32_t) (id - ids->base);
+                                return 1;
+                        }
         return 0;
 }
 
 void worker_ids_sweep(WorkerIds *ids) {
         pid_t pids[512];
         size_t n;
-        bool unsure = false;
+        bool unsure;
 
         if (!ids || ids->quarantined == 0)
                 return;
         n = proc_list_children(pids, ELEMENTSOF(pids));
         unsure = n == ELEMENTSOF(pids);
-        for (size_t i = 0; i < n; i++)
-                if (mark_mapped(ids, pids[i]) < 0)
+        for (size_t i = 0; i < n; i++) {
+                uint32_t slot;
+                int k = child_in_quarantine(ids, pids[i], &slot);
+                if (k < 0)
                         unsure = true;
-        for (uint32_t slot = 0; slot < ids->count; slot++) {
-                if (ids->state[slot] == SLOT_SEEN)
-                        ids->state[slot] = SLOT_QUARANTINED;
-                else if (ids->state[slot] == SLOT_QUARANTINED && !unsure)
-                        worker_id_release(ids, slot);
+                else if (k > 0)
+                        /* A worker no runner serves (a pre-started one of a zygote that
+                         * went away, or the answer to an abandoned request): ended now,
+                         * so its id need not wait for it. */
+                        kill_and_reap(pids[i], -1);
         }
+        if (unsure)
+                return;
+        for (uint32_t slot = 0; slot < ids->count; slot++)
+                if (ids->state[slot] == SLOT_QUARANTINED)
+                        worker_id_release(ids, slot);
 }

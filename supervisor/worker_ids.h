@@ -29,8 +29,7 @@ typedef struct WorkerIds WorkerIds;
  * of subuid / subgid (NULL: /etc/subuid, /etc/subgid; a missing file is empty), and it
  * must be mapped in the supervisor's own user namespace (/proc/self/uid_map, gid_map).
  * 0, or -EEXIST / -ERANGE with why naming the clash. */
-int worker_ids_check(uint32_t base, uint32_t count, const char *subuid, const char *subgid, char *why,
-                     size_t why_len);
+int worker_ids_check(uint32_t base, uint32_t count, const char *subuid, const char *subgid, char *why, size_t why_len);
 
 int worker_ids_new(const Policy *p, WorkerIds **ret);
 WorkerIds *worker_ids_free(WorkerIds *ids);
@@ -41,13 +40,14 @@ WorkerIds *worker_ids_free(WorkerIds *ids);
 int worker_id_acquire(WorkerIds *ids, WorkerId *ret);
 /* The slot's worker has been reaped (or never existed): the id is free. */
 void worker_id_release(WorkerIds *ids, uint32_t slot);
-/* The slot's worker may still exist and is not ours to reap by pid (a pre-started
- * worker of a zygote that went away, a worker killed as a stray): the id is free again
- * once no child of the supervisor is mapped to it (worker_ids_sweep()). */
+/* The slot's worker may still exist and no runner serves it (a pre-started worker of a
+ * zygote that went away, the worker of an abandoned request): the id is free again once
+ * no child of the supervisor is mapped to it (worker_ids_sweep()). */
 void worker_id_quarantine(WorkerIds *ids, uint32_t slot);
-/* Free the quarantined ids no child of this process is mapped to any more (read from
- * each child's /proc/PID/uid_map; a zombie still counts). Called after strays are
- * reaped. */
+/* Find the children of this process mapped to a quarantined id (each child's
+ * /proc/PID/uid_map; a zombie still has it), SIGKILL and reap them (no runner serves
+ * them), and free the quarantined ids. Called after strays are reaped, when a zygote
+ * stops, and by worker_id_acquire() when no id is free. */
 void worker_ids_sweep(WorkerIds *ids);
 /* The identity of a slot number, if it is in the block. */
 bool worker_id_of_slot(const WorkerIds *ids, uint32_t slot, WorkerId *ret);

@@ -29,6 +29,12 @@
 
 typedef struct ZygotePending ZygotePending;
 
+/* A slot the zygote holds, and its cgroup (NULL without cgroups). */
+typedef struct HeldSlot {
+        uint32_t slot;
+        Cgroup *cgroup;
+} HeldSlot;
+
 struct ZygoteClient {
         sd_event *event;
         Policy policy_at_start; /* the zygote's keys are read at start only: a reload keeps them */
@@ -56,8 +62,9 @@ struct ZygoteClient {
         sd_event_source *spawn_timer;  /* the oldest pending request's deadline */
         ZygoteSettledFn on_settled;
         void *settled_userdata;
-        WorkerIds *ids; /* where slots come from (the server's) */
-        uint32_t *held; /* the slots this zygote holds: given with SLOT or SPAWN, not given back */
+        WorkerIds *ids;      /* where slots come from (the server's) */
+        CgroupRoot *cgroups; /* where slots' cgroups are made (the server's) */
+        HeldSlot *held;      /* the slots this zygote holds: given with SLOT or SPAWN, not given back */
         size_t n_held, held_cap;
 };
 
@@ -116,23 +123,24 @@ static void zygote_failed(ZygoteClient *z, int error, const char *fmt, ...) {
                   z->failures == 1 ? "" : "s");
 }
 
-static int held_add(ZygoteClient *z, uint32_t slot) {
+static int held_add(ZygoteClient *z, uint32_t slot, Cgroup *cg) {
         if (z->n_held == z->held_cap) {
                 size_t cap = z->held_cap ? z->held_cap * 2 : 16;
-                uint32_t *h = reallocarray(z->held, cap, sizeof *h);
+                HeldSlot *h = reallocarray(z->held, cap, sizeof *h);
                 if (!h)
                         return -ENOMEM;
                 z->held = h;
                 z->held_cap = cap;
         }
-        z->held[z->n_held++] = slot;
+        z->held[z->n_held++] = (HeldSlot){ .slot = slot, .cgroup = cg };
         return 0;
 }
 
-/* Take slot out of the held set: false if this zygote does not hold it. */
-static bool held_remove(ZygoteClient *z, uint32_t slot) {
+/* Take slot out of the held set, with its cgroup: false if this zygote does not hold it. */
+static bool held_take(ZygoteClient *z, uint32_t slot, Cgroup **ret_cgroup) {
         for (size_t i = 0; i < z->n_held; i++)
-                if (z->held[i] == slot) {
+                if (z->held[i].slot == slot) {
+                        *ret_cgroup = z->held[i].cgroup;
                         z->held[i] = z->held[--z->n_held];
                         return true;
                 }
@@ -141,52 +149,86 @@ static bool held_remove(ZygoteClient *z, uint32_t slot) {
 
 static bool held_has(const ZygoteClient *z, uint32_t slot) {
         for (size_t i = 0; i < z->n_held; i++)
-                if (z->held[i] == slot)
+                if (z->held[i].slot == slot)
                         return true;
         return false;
 }
 
+/* A slot that is no worker's (failed, or never used): its cgroup goes, its id is free. */
+static void slot_free(ZygoteClient *z, uint32_t slot, Cgroup *cg) {
+        cgroup_free(cg);
+        worker_id_release(z->ids, slot);
+}
+
 /* The zygote is gone: the pre-started workers of its slots may still live until they
- * notice (they are our children, reaped as strays), so their ids wait in quarantine. */
+ * notice (they are our children, reaped as strays). Their cgroups name them: they are
+ * killed and the cgroups removed; their ids wait in quarantine until they are reaped. */
 static void held_quarantine_all(ZygoteClient *z) {
-        for (size_t i = 0; i < z->n_held; i++)
-                worker_id_quarantine(z->ids, z->held[i]);
+        for (size_t i = 0; i < z->n_held; i++) {
+                cgroup_kill_members(z->held[i].cgroup);
+                cgroup_free(z->held[i].cgroup);
+                worker_id_quarantine(z->ids, z->held[i].slot);
+        }
         z->n_held = 0;
         worker_ids_sweep(z->ids);
 }
 
-/* A new slot for the zygote (sent as SLOT or with a spawn request): held from now on. */
-static int slot_give(ZygoteClient *z, ZygoteSlot *ret) {
+void zygote_client_slot_limits(const ZygoteClient *z, uint64_t *ret_memory_bytes, uint32_t *ret_max_processes) {
+        *ret_memory_bytes = z->policy->memory_bytes;
+        *ret_max_processes = z->policy->processes;
+}
+
+/* A new slot for the zygote (sent as SLOT or with a spawn request), with its cgroup
+ * made now and that cgroup's cgroup.procs descriptors in fds (the caller closes them
+ * once sent). Held from now on. */
+static int slot_give(ZygoteClient *z, ZygoteSlot *ret, int fds[static ZYGOTE_CGROUP_FDS_MAX]) {
+        const char *step = NULL;
+        Cgroup *cg = NULL;
+        size_t n_fds = 0;
         WorkerId id;
         int k;
 
         if ((k = worker_id_acquire(z->ids, &id)) < 0)
                 return k;
-        if ((k = held_add(z, id.slot)) < 0) {
+        if ((k = cgroup_new(z->cgroups, z->policy->memory_bytes, z->policy->processes, &cg, &step)) < 0) {
+                log_warning_errno(k, "Making a worker cgroup failed at %s: %m", step);
                 worker_id_release(z->ids, id.slot);
                 return k;
         }
-        *ret = (ZygoteSlot){ .slot = id.slot, .uid = id.uid, .gid = id.gid };
+        if ((cg && (k = cgroup_open_procs(cg, fds, &n_fds)) < 0) || (k = held_add(z, id.slot, cg)) < 0) {
+                fdpass_close_all(fds, n_fds);
+                slot_free(z, id.slot, cg);
+                return k;
+        }
+        *ret = (ZygoteSlot){ .slot = id.slot, .uid = id.uid, .gid = id.gid, .n_cgroup_fds = (uint32_t) n_fds };
         return 0;
+}
+
+/* Take back a slot whose message could not be sent. */
+static void slot_take_back(ZygoteClient *z, uint32_t slot) {
+        Cgroup *cg = NULL;
+
+        if (held_take(z, slot, &cg))
+                slot_free(z, slot, cg);
 }
 
 /* A freshly ready zygote gets a slot per pre-started worker. A slot that cannot be
  * given is not: the pool is smaller (logged). */
 static void give_pool_slots(ZygoteClient *z) {
         for (uint32_t i = 0; i < z->policy->zygote_pool_size; i++) {
+                int fds[ZYGOTE_CGROUP_FDS_MAX];
                 ZygoteSlot slot;
                 ZygoteMsg m;
-                int k = slot_give(z, &slot);
+                int k = slot_give(z, &slot, fds);
                 if (k >= 0) {
                         m = zygote_msg_slot(&slot);
-                        k = zygote_msg_send(z->ctl, &m, NULL, 0, MSG_DONTWAIT);
-                        if (k < 0) {
-                                held_remove(z, slot.slot);
-                                worker_id_release(z->ids, slot.slot);
-                        }
+                        k = zygote_msg_send(z->ctl, &m, fds, slot.n_cgroup_fds, MSG_DONTWAIT);
+                        fdpass_close_all(fds, slot.n_cgroup_fds);
+                        if (k < 0)
+                                slot_take_back(z, slot.slot);
                 }
                 if (k < 0) {
-                        log_warning_errno(k, "Zygote %u: a pre-started worker gets no host id: %m", z->generation);
+                        log_warning_errno(k, "Zygote %u: a pre-started worker gets no slot: %m", z->generation);
                         return;
                 }
         }
@@ -406,7 +448,8 @@ static int wait_first_ready(ZygoteClient *z) {
         return z->ready ? 0 : -EIO;
 }
 
-int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, WorkerIds *ids, ZygoteClient **ret) {
+int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, WorkerIds *ids, CgroupRoot *cgroups,
+                      ZygoteClient **ret) {
         ZygoteClient *z = calloc(1, sizeof *z);
         int k;
 
@@ -417,6 +460,7 @@ int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, WorkerId
         z->policy = &z->policy_at_start;
         z->worker_exec_fd = worker_exec_fd;
         z->ids = ids;
+        z->cgroups = cgroups;
         z->pidfd = z->ctl = -1;
         k = zygote_launch(z);
         if (k >= 0)
@@ -466,7 +510,7 @@ static void zygote_fail_pending(ZygoteClient *z, ZygoteAnswer answer, int error,
                 ZygotePending *p = list;
                 list = p->next;
                 if (p->fn)
-                        p->fn(answer, error, cause, 0, -1, NULL, p->userdata);
+                        p->fn(answer, error, cause, 0, -1, NULL, NULL, p->userdata);
                 free(p);
         }
         if (z->on_settled)
@@ -516,6 +560,7 @@ static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, int pi
 /* One answer (answer_plausible() has found its request): hand it over. */
 static void deliver(ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
         ZygotePending **pp, *p;
+        Cgroup *cg = NULL;
         WorkerId id;
 
         for (pp = &z->pending; (*pp)->token != rep->token; pp = &(*pp)->next)
@@ -524,25 +569,26 @@ static void deliver(ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
         *pp = p->next;
         /* The slot given back leaves the zygote: to the worker's runner, or free (no
          * worker ever had it), or into quarantine (its worker is killed as a stray). */
-        held_remove(z, rep->slot);
+        held_take(z, rep->slot, &cg);
         worker_id_of_slot(z->ids, rep->slot, &id);
         if (!p->fn) {
                 /* Abandoned: the worker must not run anything. It is our child and is
                  * reaped as a stray. */
+                pidfd_kill(pidfd);
+                if (pidfd >= 0)
+                        close(pidfd);
+                cgroup_free(cg);
                 if (rep->error == 0)
                         worker_id_quarantine(z->ids, rep->slot);
                 else
                         worker_id_release(z->ids, rep->slot);
-                pidfd_kill(pidfd);
-                if (pidfd >= 0)
-                        close(pidfd);
         } else if (rep->error != 0) {
-                worker_id_release(z->ids, rep->slot);
+                slot_free(z, rep->slot, cg);
                 log_warning("Zygote %u failed to start a worker: %s", z->generation, strerror(rep->error));
-                p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", 0, -1, NULL,
+                p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", 0, -1, NULL, NULL,
                       p->userdata);
         } else
-                p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL, rep->pid, pidfd, &id, p->userdata);
+                p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL, rep->pid, pidfd, &id, cg, p->userdata);
         free(p);
 }
 
@@ -594,6 +640,7 @@ int zygote_client_spawn(ZygoteClient *z, const int fds[_SPAWN_FD_MAX], ZygoteSpa
         ZygoteMsg req;
         ZygoteSlot slot;
         ZygotePending *p, **tail;
+        int all[ZYGOTE_FDS_MAX];
         int k;
 
         if (!zygote_client_ready(z))
@@ -611,15 +658,17 @@ int zygote_client_spawn(ZygoteClient *z, const int fds[_SPAWN_FD_MAX], ZygoteSpa
         p = calloc(1, sizeof *p);
         if (!p)
                 return -ENOMEM;
-        if ((k = slot_give(z, &slot)) < 0) {
+        /* The call's descriptors, then its slot's cgroup.procs. */
+        memcpy(all, fds, _SPAWN_FD_MAX * sizeof *fds);
+        if ((k = slot_give(z, &slot, all + _SPAWN_FD_MAX)) < 0) {
                 free(p);
                 return k;
         }
         req = zygote_msg_spawn(++z->token, &slot);
-        k = zygote_msg_send(z->ctl, &req, fds, _SPAWN_FD_MAX, MSG_DONTWAIT);
+        k = zygote_msg_send(z->ctl, &req, all, _SPAWN_FD_MAX + slot.n_cgroup_fds, MSG_DONTWAIT);
+        fdpass_close_all(all + _SPAWN_FD_MAX, slot.n_cgroup_fds);
         if (k < 0) {
-                held_remove(z, slot.slot);
-                worker_id_release(z->ids, slot.slot);
+                slot_take_back(z, slot.slot);
                 free(p);
                 if (k == -EAGAIN)
                         return -ENOBUFS; /* its socket is full: far more requests than workers */

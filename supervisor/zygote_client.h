@@ -11,6 +11,7 @@
 
 #include "contract/fds.h"
 #include "policy/policy.h"
+#include "supervisor/cgroup.h"
 #include "supervisor/worker_ids.h"
 
 typedef struct ZygoteClient ZygoteClient;
@@ -26,18 +27,24 @@ typedef enum ZygoteAnswer {
 } ZygoteAnswer;
 
 /* cause: a short text naming what failed, no user content (for the result's detail).
- * With a worker, id is its host identity, now the callee's: released (worker_id_release())
- * once the worker is reaped. */
+ * With a worker, id is its host identity and cgroup (NULL without cgroups) the cgroup
+ * it already runs in, both now the callee's: the id is released (worker_id_release())
+ * and the cgroup freed once the worker is reaped. */
 typedef void (*ZygoteSpawnedFn)(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd,
-                                const WorkerId *id, void *userdata);
+                                const WorkerId *id, Cgroup *cgroup, void *userdata);
 /* No spawn request is in flight any more. */
 typedef void (*ZygoteSettledFn)(void *userdata);
 
 /* Starts the first zygote and waits for it (nothing is served yet). Later starts
  * (after a death, a failure or a replacement) run in the event loop's background. The
- * zygote's workers take their host identities from ids (the caller's, outliving z):
- * zygotePoolSize slots when it is ready, one with each spawn request. */
-int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, WorkerIds *ids, ZygoteClient **ret);
+ * zygote's workers take their host identities from ids and, unless cgroups is NULL or
+ * version none, a cgroup each, made with the start policy's limits and entered by the
+ * worker when the zygote clones it (both the caller's, outliving z): zygotePoolSize
+ * slots when it is ready, one with each spawn request. */
+int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, WorkerIds *ids, CgroupRoot *cgroups,
+                      ZygoteClient **ret);
+/* The memory and process limits the slots' cgroups are made with (the start policy's). */
+void zygote_client_slot_limits(const ZygoteClient *z, uint64_t *ret_memory_bytes, uint32_t *ret_max_processes);
 /* Called whenever a (new) zygote becomes ready to serve. */
 void zygote_client_set_ready_callback(ZygoteClient *z, ZygoteReadyFn fn, void *userdata);
 bool zygote_client_ready(const ZygoteClient *z);

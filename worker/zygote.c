@@ -130,8 +130,9 @@ static bool call_waiting(int chan) {
         return poll(&pfd, 1, 0) > 0;
 }
 
-/* In the new worker: a copy of the zygote, in fresh namespaces, waiting for its call. */
-static _Noreturn void child_main(int sync_fd, int chan) {
+/* In the new worker: a copy of the zygote, in fresh namespaces, waiting for its call.
+ * slot: its cgroup's descriptors, entered first. */
+static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
         SetupStage stage = SETUP_STAGE_NONE, failed_stage = SETUP_STAGE_NONE;
         int failed = 0, fds[_SPAWN_FD_MAX], src[_WORKER_FD_MAX];
         WorkerPlan plan;
@@ -154,8 +155,13 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         close(sync_fd);
         /* The runtime is opened with the zygote's (root's) credentials, before the switch
          * to the worker uid, which may not be able to traverse it (sandbox.h). */
-        if ((r = sandbox_runtime_open(&rt, &stage)) < 0 || (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 ||
-            (r = sandbox_prepare(&rt, &stage)) < 0) {
+        /* Into the slot's cgroup first (the wait is ours, not the zygote's): all it
+         * touches from here on is charged there. */
+        if ((r = sandbox_enter_cgroup(slot->cgroup_fds, slot->id.n_cgroup_fds)) < 0) {
+                failed = r;
+                failed_stage = SETUP_STAGE_CGROUP;
+        } else if ((r = sandbox_runtime_open(&rt, &stage)) < 0 ||
+                   (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 || (r = sandbox_prepare(&rt, &stage)) < 0) {
                 failed = r;
                 failed_stage = stage;
         }
@@ -238,14 +244,14 @@ static int pool_child_new(int ctl, Slot *slot, PoolChild *ret) {
                         pool_child_close(&pool[i]);
                 for (size_t i = 0; i < n_slots; i++)
                         slot_close(&slots[i]);
-                slot_close(slot);
-                child_main(sync[0], chan[1]);
+                child_main(sync[0], chan[1], slot);
         }
         k = pid < 0 ? pid : 0;
         PyOS_AfterFork_Parent();
         close(sync[0]);
         close(chan[1]);
-        /* Inside it is worker_uid, on the host the slot's own uid. */
+        /* Inside it is worker_uid, on the host the slot's own uid; once released it enters
+         * the slot's cgroup itself, before it prepares anything. */
         if (k == 0 && ((k = userns_write_id_maps(pid, worker_uid, slot->id.uid, worker_gid, slot->id.gid)) < 0 ||
                        (write(sync[1], "x", 1) != 1 && (k = -EIO))))
                 pidfd_kill(pidfd); /* reaped by the supervisor, its parent */

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -121,36 +122,39 @@ static pid_t mapped_child(const WorkerId *id) {
         return pid;
 }
 
+static bool gone(pid_t pid) {
+        return waitpid(pid, NULL, WNOHANG) < 0 && errno == ECHILD;
+}
+
 static void test_quarantine(void **state) {
         Policy p;
         WorkerIds *ids;
-        WorkerId a, b;
-        pid_t pid;
+        WorkerId a, b, c;
+        pid_t pid_a, pid_c;
 
         if (geteuid() != 0) {
                 skip();
                 return;
         }
         policy_init_defaults(&p);
-        p.worker_host_id_count = 2;
+        p.worker_host_id_count = 3;
         assert_int_equal(worker_ids_new(&p, &ids), 0);
         assert_int_equal(worker_id_acquire(ids, &a), 0);
         assert_int_equal(worker_id_acquire(ids, &b), 0);
-        pid = mapped_child(&a);
+        assert_int_equal(worker_id_acquire(ids, &c), 0);
+        pid_a = mapped_child(&a);
+        pid_c = mapped_child(&c);
+        /* a's and b's workers are nobody's (b has none left); c's is still served. */
         worker_id_quarantine(ids, a.slot);
         worker_id_quarantine(ids, b.slot);
-        /* b has no child: free at the sweep; a's child is alive, then a zombie: kept. */
-        worker_ids_sweep(ids);
-        assert_int_equal(worker_ids_in_use(ids), 1);
-        kill(pid, SIGKILL);
-        usleep(50000);
-        worker_ids_sweep(ids);
-        assert_int_equal(worker_ids_in_use(ids), 1);
-        assert_int_equal(waitpid(pid, NULL, 0), pid);
-        /* Reaped: an acquire with nothing free sweeps by itself. */
-        assert_int_equal(worker_id_acquire(ids, &b), 0);
+        assert_int_equal(worker_ids_in_use(ids), 3);
+        /* With no id free, an acquire sweeps: a's child is killed and reaped, a and b free. */
         assert_int_equal(worker_id_acquire(ids, &b), 0);
         assert_int_equal(worker_ids_in_use(ids), 2);
+        assert_true(gone(pid_a));
+        assert_false(gone(pid_c)); /* not quarantined: left alone */
+        kill(pid_c, SIGKILL);
+        assert_int_equal(waitpid(pid_c, NULL, 0), pid_c);
         worker_ids_free(ids);
 }
 
