@@ -219,13 +219,13 @@ static int child_in_quarantine(const WorkerIds *ids, pid_t pid, uint32_t *ret_sl
         f = fopen(path, "re");
         if (!f)
                 return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+        /* A worker's map is one id of the block. A map that reaches outside it is no
+         * worker's: the zygote's, say, which shares our namespace and so "maps" every id. */
         while (fscanf(f, "%" SCNu64 " %" SCNu64 " %" SCNu64, &in, &out, &n) == 3)
-                for (uint64_t id = MAX(out, (uint64_t) ids->base);
-                     id < out + n && id < (uint64_t) ids->base + ids->count; id++)
-                        if (ids->state[id - ids->base] == SLOT_QUARANTINED) {
-                                *ret_slot = (uint32_t) (id - ids->base);
-                                return 1;
-                        }
+                if (n == 1 && in_block(out, ids->base, ids->count) && ids->state[out - ids->base] == SLOT_QUARANTINED) {
+                        *ret_slot = (uint32_t) (out - ids->base);
+                        return 1;
+                }
         return 0;
 }
 

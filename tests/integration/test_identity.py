@@ -172,3 +172,30 @@ def test_ids_of_a_killed_zygotes_pool_come_back(sups):
         r = c.execute("2")
         assert r["outcome"] == "ok", r
         assert BASE <= r["exitStatus"]["hostUid"] < BASE + 3
+
+
+def test_block_not_mapped_in_the_supervisors_namespace_is_refused(monkeypatch):
+    """A supervisor in a user namespace of its own (ids 0-65535, as in a user-namespaced
+    pod) cannot map the default block: it refuses to start and says so; a block inside
+    its range works (test_faults.py's namespace test runs calls with one)."""
+    require_sandbox()
+    import shutil
+    import tempfile
+
+    import test_faults
+
+    made, real_mkdtemp = [], tempfile.mkdtemp
+
+    def mkdtemp(**kw):
+        made.append(real_mkdtemp(**kw))
+        return made[-1]
+
+    monkeypatch.setattr(test_faults.tempfile, "mkdtemp", mkdtemp)
+    try:
+        with pytest.raises(RuntimeError) as e:
+            test_faults.UsernsSupervisor("workerStart: exec\n")
+    finally:
+        for d in made:
+            shutil.rmtree(d, ignore_errors=True)
+    assert "not all mapped in the supervisor's user namespace" in str(e.value), str(e.value)
+    assert "workerHostIdBase" in str(e.value)

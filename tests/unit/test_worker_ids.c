@@ -144,6 +144,13 @@ static void test_quarantine(void **state) {
         assert_int_equal(worker_id_acquire(ids, &c), 0);
         pid_a = mapped_child(&a);
         pid_c = mapped_child(&c);
+        /* A child in our own namespace (the zygote is one) "maps" every id: no worker. */
+        pid_t plain = fork();
+        assert_true(plain >= 0);
+        if (plain == 0) {
+                pause();
+                _exit(0);
+        }
         /* a's and b's workers are nobody's (b has none left); c's is still served. */
         worker_id_quarantine(ids, a.slot);
         worker_id_quarantine(ids, b.slot);
@@ -153,6 +160,9 @@ static void test_quarantine(void **state) {
         assert_int_equal(worker_ids_in_use(ids), 2);
         assert_true(gone(pid_a));
         assert_false(gone(pid_c)); /* not quarantined: left alone */
+        assert_false(gone(plain));
+        kill(plain, SIGKILL);
+        assert_int_equal(waitpid(plain, NULL, 0), plain);
         kill(pid_c, SIGKILL);
         assert_int_equal(waitpid(pid_c, NULL, 0), pid_c);
         worker_ids_free(ids);
