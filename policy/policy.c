@@ -266,7 +266,7 @@ void policy_init_defaults(Policy *p) {
 
                 .idle_exit_seconds = 0,
 
-                .cgroups = POLICY_CGROUPS_OFF,
+                .cgroups = POLICY_CGROUPS_AUTO,
                 .worker_host_id_base = POLICY_HOST_ID_BASE_DEFAULT,
                 .worker_host_id_count = 65536,
         };

@@ -120,8 +120,7 @@ def sups():
     started = []
 
     def make(policy=POLICY, extra_args=()):
-        # cgroups is off in the reviewed profile (its cost, docs/performance.md): these
-        # tests ask for auto unless they name a mode themselves.
+        # auto is the reviewed profile's; said here too, so these tests do not depend on it.
         if "cgroups:" not in policy:
             policy = "cgroups: auto\n" + policy
         s = Supervisor(policy, extra_args)
@@ -254,13 +253,13 @@ def test_check_config_names_the_cgroup_version(tmp_path):
     import subprocess
 
     from conftest import DAEMON
-    # The reviewed profile has cgroups off; with auto, the host's version is named.
+    # The reviewed profile has cgroups auto: the host's version is named; off says so.
     out = subprocess.run([DAEMON, "--check-config"], capture_output=True, text=True).stdout
-    assert "cgroup per worker: none" in out, out
-    auto = tmp_path / "auto.yaml"
-    auto.write_text("cgroups: auto\n")
-    out = subprocess.run([DAEMON, "--check-config", "--policy", str(auto)], capture_output=True, text=True).stdout
     assert "cgroup per worker: %s" % (VERSION or "none") in out, out
+    off = tmp_path / "off.yaml"
+    off.write_text("cgroups: off\n")
+    out = subprocess.run([DAEMON, "--check-config", "--policy", str(off)], capture_output=True, text=True).stdout
+    assert "cgroup per worker: none (cgroups: off)" in out, out
     p = tmp_path / "p.yaml"
     p.write_text("cgroups: required\n")
     r = subprocess.run([DAEMON, "--check-config", "--policy", str(p), "--cgroup-fs", "/nonexistent"],

@@ -73,7 +73,7 @@ static const TestKey test_keys[] = {
         { "zygoteMaxSeconds", true, 1, 604800, "", "60" },
         { "zygotePoolSize", true, 0, 64, "", "4" },
         { "idleExitSeconds", true, 0, 604800, "", "30" },
-        { "cgroups", false, 0, 0, NULL, "auto" },
+        { "cgroups", false, 0, 0, NULL, "off" },
         { "workerHostIdBase", true, 1, 4294967294, "workerHostIdCount: 1\n", "3000000000" },
         { "workerHostIdCount", true, 1, 1048576, "", "16" },
 };
@@ -676,7 +676,7 @@ static void test_digest_known_answer(void **state) {
                                         "zygoteMaxSeconds=3600\n"
                                         "zygotePoolSize=2\n"
                                         "idleExitSeconds=0\n"
-                                        "cgroups=off\n"
+                                        "cgroups=auto\n"
                                         "workerHostIdBase=2146435072\n"
                                         "workerHostIdCount=65536\n";
         char want[65];
