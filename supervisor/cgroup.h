@@ -63,3 +63,6 @@ const char *cgroup_path(const Cgroup *cg);
 /* Remove the cgroup (its processes must be gone: retried briefly while busy) and free.
  * A cgroup that cannot be removed is logged. NULL-safe. */
 Cgroup *cgroup_free(Cgroup *cg);
+static inline void cgroup_freep(Cgroup **cg) {
+        cgroup_free(*cg);
+}

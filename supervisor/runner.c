@@ -333,7 +333,6 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
                         res.memory_peak_bytes = st.peak_bytes;
                 } else
                         log_warning_errno(k, "Reading the worker cgroup %s failed: %m", cgroup_path(r->cgroup));
-                r->cgroup = cgroup_free(r->cgroup);
         }
         classify(r, status, ru, &res);
 
@@ -348,6 +347,9 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
         if (!res.has_result)
                 fit_text_done(&res.result);
 
+        /* The empty cgroup is removed once the result is on its way (done sends it and
+         * may free r): its rmdir is no part of the call's latency. */
+        _cleanup_(cgroup_freep) Cgroup *cg = TAKE_PTR(r->cgroup);
         r->done(r, &res, r->userdata);
 }
 

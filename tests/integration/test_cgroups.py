@@ -93,7 +93,8 @@ POOL = 2  # zygotePoolSize's default
 def calls_left(sup):
     """Worker cgroups of this supervisor beyond those of its pre-started workers: in
     zygote mode each of the (at most zygotePoolSize) slots the zygote holds has its
-    cgroup made ahead, empty until the zygote clones a ci-pool worker into it."""
+    cgroup made ahead, empty until the zygote clones a ci-pool worker into it, and the
+    supervisor keeps two spare slots made."""
     left = leftovers(sup.proc.pid)
     if conftest.WORKER_START != "zygote":
         return left
@@ -110,9 +111,10 @@ def calls_left(sup):
                 pass
         if names - {"ci-pool"}:
             busy.append(d)
-    # Pool slots: at most POOL per hierarchy (v1 has two: memory and pids).
+    # Pool slots and the spare slots the supervisor makes ahead in idle time
+    # (ZYGOTE_SPARE_SLOTS, 2): at most POOL + 2 per hierarchy (v1 has two).
     per = 1 if VERSION == "v2" else 2
-    return busy if len(left) - len(busy) <= POOL * per else left
+    return busy if len(left) - len(busy) <= (POOL + 2) * per else left
 
 
 @pytest.fixture
