@@ -466,7 +466,7 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
         if (answer == ZYGOTE_ANSWER_WORKER) {
                 r->id = *id;
                 r->has_id = true;
-                r->cgroup = cgroup; /* it is in it already (the zygote moved it at its clone) */
+                r->cgroup = cgroup; /* it moved itself in, first thing after its clone */
         }
         /* A reload since the slot's cgroup was made may have changed the limits: the
          * worker has not read its plan yet, it waits for the go byte. */
@@ -574,7 +574,7 @@ static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, cons
         sync_w = sync_pipe[1];
         *ret_step = "clone";
         /* v2: born in its cgroup, nothing to move (a move waits for an RCU grace period).
-         * v1, or a kernel without CLONE_INTO_CGROUP: moved below, before it is let go. */
+         * v1, or a kernel without CLONE_INTO_CGROUP: the child moves itself. */
         pid = -ENOSYS;
         if (cgroup_clone_fd(cg) >= 0) {
                 pid = clone_into_cgroup_with_pidfd(EXEC_CLONE_FLAGS, SIGCHLD, cgroup_clone_fd(cg), &pidfd);

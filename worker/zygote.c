@@ -153,10 +153,10 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
         if (read(sync_fd, &c, 1) != 1)
                 _exit(127); /* the zygote could not map our ids and gave up on us */
         close(sync_fd);
-        /* The runtime is opened with the zygote's (root's) credentials, before the switch
-         * to the worker uid, which may not be able to traverse it (sandbox.h). */
         /* Into the slot's cgroup first (the wait is ours, not the zygote's): all it
-         * touches from here on is charged there. */
+         * touches from here on is charged there. Then the runtime is opened with the
+         * zygote's (root's) credentials, before the switch to the worker uid, which may
+         * not be able to traverse it (sandbox.h). */
         if ((r = sandbox_enter_cgroup(slot->cgroup_fds, slot->id.n_cgroup_fds)) < 0) {
                 failed = r;
                 failed_stage = SETUP_STAGE_CGROUP;
