@@ -6,7 +6,6 @@ cgroups: off and a host without a usable hierarchy give "none", and required ref
 to start there. Runs in both worker start modes (CODEINTERP_WORKER_START)."""
 import os
 import threading
-import time
 
 import pytest
 
