@@ -512,6 +512,16 @@ int main(int argc, char **argv) {
                 return 1;
         }
 
+        /* The workers' host ids belong to nobody else (docs/security.md); refused before
+         * the socket exists. */
+        k = worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL, err, sizeof err);
+        if (k < 0) {
+                log_error("The worker host id block %u-%llu (workerHostIdBase, workerHostIdCount) cannot be used: %s",
+                          (unsigned) policy.worker_host_id_base,
+                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1, err);
+                return 1;
+        }
+
         signal(SIGPIPE, SIG_IGN);
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
@@ -542,14 +552,6 @@ int main(int argc, char **argv) {
             (k = sd_event_add_signal(e, NULL, SIGINT, on_signal, NULL)) < 0 ||
             (k = sd_event_add_signal(e, NULL, SIGCHLD, on_sigchld, NULL)) < 0) {
                 log_error_errno(k, "Installing signal handlers failed: %m");
-                goto out;
-        }
-        /* The workers' host ids belong to nobody else (docs/security.md). */
-        k = worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL, err, sizeof err);
-        if (k < 0) {
-                log_error("The worker host id block %u-%llu (workerHostIdBase, workerHostIdCount) cannot be used: %s",
-                          (unsigned) policy.worker_host_id_base,
-                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1, err);
                 goto out;
         }
         /* Before any child: on cgroup v2 the supervisor may move itself into a leaf. */

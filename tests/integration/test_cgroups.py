@@ -97,10 +97,14 @@ def calls_left(sup):
     left = leftovers(sup.proc.pid)
     if conftest.WORKER_START != "zygote":
         return left
-    busy = []
+    busy, gone = [], []
     for d in left:
-        with open(os.path.join(d, "cgroup.procs")) as f:
-            pids = [int(x) for x in f.read().split()]
+        try:
+            with open(os.path.join(d, "cgroup.procs")) as f:
+                pids = [int(x) for x in f.read().split()]
+        except FileNotFoundError:
+            gone.append(d)  # removed since it was listed
+            continue
         names = set()
         for p in pids:
             try:
@@ -113,6 +117,7 @@ def calls_left(sup):
     # Pool slots and the spare slots the supervisor makes ahead in idle time
     # (ZYGOTE_SPARE_SLOTS, 2): at most POOL + 2 per hierarchy (v1 has two).
     per = 1 if VERSION == "v2" else 2
+    left = [d for d in left if d not in gone]
     return busy if len(left) - len(busy) <= (POOL + 2) * per else left
 
 
