@@ -23,3 +23,15 @@ pid_t clone_with_pidfd(uint64_t flags, int exit_signal, int *ret_pidfd) {
                               ret_pidfd, NULL, 0);
         return pid < 0 ? -errno : (pid_t) pid;
 }
+
+pid_t clone_into_cgroup_with_pidfd(uint64_t flags, int exit_signal, int cgroup_fd, int *ret_pidfd) {
+        struct clone_args args = {
+                .flags = flags | CLONE_PIDFD | CLONE_INTO_CGROUP,
+                .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
+                .exit_signal = (uint64_t) exit_signal,
+                .cgroup = (uint64_t) cgroup_fd,
+        };
+        long pid = syscall(SYS_clone3, &args, sizeof args);
+
+        return pid < 0 ? -errno : (pid_t) pid;
+}

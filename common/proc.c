@@ -2,6 +2,9 @@
 #include "common/proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -26,4 +29,30 @@ void kill_and_reap(pid_t pid, int pidfd) {
         while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
                 ;
         errno = saved;
+}
+
+/* The supervisor is single-threaded: its children are its main thread's. */
+size_t proc_list_children(pid_t *ret, size_t max) {
+        char path[64], buf[4096];
+        size_t n_pids = 0;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+                return 0;
+        buf[n] = 0;
+        for (char *p = buf, *end; *p && n_pids < max; p = end) {
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid > 0)
+                        ret[n_pids++] = (pid_t) pid;
+        }
+        return n_pids;
 }

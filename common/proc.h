@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stddef.h>
 #include <sys/types.h>
 
 /* SIGKILL a child (through its pidfd when pidfd >= 0, which cannot hit a recycled
@@ -9,3 +10,6 @@
 void kill_and_reap(pid_t pid, int pidfd);
 /* SIGKILL through a pidfd only (the reap happens elsewhere, e.g. in the event loop). */
 void pidfd_kill(int pidfd);
+/* This process's children (from /proc/self/task/TID/children of the calling thread):
+ * up to max pids into ret; how many. */
+size_t proc_list_children(pid_t *ret, size_t max);

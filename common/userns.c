@@ -13,16 +13,6 @@ bool userns_rootless(void) {
         return geteuid() != 0;
 }
 
-void userns_host_ids(uid_t uid, gid_t gid, uid_t *ret_host_uid, gid_t *ret_host_gid) {
-        if (userns_rootless()) {
-                *ret_host_uid = geteuid();
-                *ret_host_gid = getegid();
-        } else {
-                *ret_host_uid = uid;
-                *ret_host_gid = gid;
-        }
-}
-
 static int write_proc_file(pid_t pid, const char *which, const char *text) {
         char path[64];
         _cleanup_close_ int fd = -1;
@@ -44,18 +34,13 @@ static int write_id_map(pid_t pid, const char *which, unsigned inside, unsigned 
         return write_proc_file(pid, which, line);
 }
 
-int userns_write_id_maps(pid_t pid, uid_t uid, gid_t gid) {
-        uid_t host_uid;
-        gid_t host_gid;
-        int r;
-
-        userns_host_ids(uid, gid, &host_uid, &host_gid);
-        r = write_id_map(pid, "uid_map", uid, host_uid);
+int userns_write_id_maps(pid_t pid, uid_t inside_uid, uid_t host_uid, gid_t inside_gid, gid_t host_gid) {
+        int r = write_id_map(pid, "uid_map", inside_uid, host_uid);
         if (r < 0)
                 return r;
         if (userns_rootless() && (r = write_proc_file(pid, "setgroups", "deny")) < 0)
                 return r;
-        return write_id_map(pid, "gid_map", gid, host_gid);
+        return write_id_map(pid, "gid_map", inside_gid, host_gid);
 }
 
 bool userns_setgroups_denied(void) {

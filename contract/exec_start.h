@@ -19,6 +19,8 @@ typedef struct ExecStart {
         int worker_exec_fd;      /* the sealed codeinterp-worker */
         uid_t uid;               /* the worker identity */
         gid_t gid;
+        int cgroup_fds[2]; /* its cgroup's cgroup.procs (v1: memory and pids), entered after the sync */
+        size_t n_cgroup_fds;
 } ExecStart;
 
 _Noreturn void exec_child_main(const ExecStart *start);

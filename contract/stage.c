@@ -4,6 +4,7 @@
 static const char *const stage_names[_SETUP_STAGE_MAX] = {
         [SETUP_STAGE_NONE] = "none",
         [SETUP_STAGE_SYNC] = "sync",
+        [SETUP_STAGE_CGROUP] = "cgroup",
         [SETUP_STAGE_IDENTITY] = "identity",
         [SETUP_STAGE_CAPS_KEEP] = "caps_keep",
         [SETUP_STAGE_EXEC] = "exec",

@@ -7,6 +7,7 @@
 typedef enum SetupStage {
         SETUP_STAGE_NONE,
         SETUP_STAGE_SYNC,      /* waiting for the creator to write the id maps */
+        SETUP_STAGE_CGROUP,    /* entering the worker's own cgroup */
         SETUP_STAGE_IDENTITY,  /* setgroups / setresgid / setresuid */
         SETUP_STAGE_CAPS_KEEP, /* keeping namespace capabilities for setup */
         SETUP_STAGE_EXEC,      /* exec of the worker binary (exec mode) */

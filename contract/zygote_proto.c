@@ -5,20 +5,41 @@
 
 #include "common/fdpass.h"
 
-_Static_assert(_SPAWN_FD_MAX <= FDPASS_MAX, "a spawn's descriptors fit one message");
+_Static_assert(ZYGOTE_FDS_MAX <= FDPASS_MAX, "a spawn's descriptors and its slot's fit one message");
+_Static_assert(sizeof(ZygoteMsg) == 40, "no padding: every byte of a message is a field");
 
 ZygoteMsg zygote_msg_ready(void) {
         return (ZygoteMsg){ .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_READY };
 }
 
-ZygoteMsg zygote_msg_spawn(uint64_t token, uid_t uid, gid_t gid) {
-        return (ZygoteMsg){ .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_SPAWN, .token = token, .uid = uid, .gid = gid };
+ZygoteMsg zygote_msg_slot(const ZygoteSlot *slot) {
+        return (ZygoteMsg){ .magic = ZYGOTE_MAGIC,
+                            .kind = ZYGOTE_MSG_SLOT,
+                            .uid = slot->uid,
+                            .gid = slot->gid,
+                            .slot = slot->slot,
+                            .n_cgroup_fds = slot->n_cgroup_fds };
 }
 
-ZygoteMsg zygote_msg_spawned(uint64_t token, int error, pid_t pid) {
-        return (ZygoteMsg){
-                .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_SPAWNED, .token = token, .error = error, .pid = pid
-        };
+ZygoteMsg zygote_msg_spawn(uint64_t token, const ZygoteSlot *slot) {
+        ZygoteMsg m = zygote_msg_slot(slot);
+
+        m.kind = ZYGOTE_MSG_SPAWN;
+        m.token = token;
+        return m;
+}
+
+ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid) {
+        return (ZygoteMsg){ .magic = ZYGOTE_MAGIC,
+                            .kind = ZYGOTE_MSG_SPAWNED,
+                            .token = token,
+                            .error = error,
+                            .pid = pid,
+                            .slot = slot };
+}
+
+ZygoteSlot zygote_msg_get_slot(const ZygoteMsg *m) {
+        return (ZygoteSlot){ .slot = m->slot, .uid = m->uid, .gid = m->gid, .n_cgroup_fds = m->n_cgroup_fds };
 }
 
 ZygoteMsg zygote_msg_idle(void) {
@@ -28,8 +49,10 @@ ZygoteMsg zygote_msg_idle(void) {
 /* How many descriptors each kind carries. */
 static size_t fds_of(const ZygoteMsg *m) {
         switch (m->kind) {
+        case ZYGOTE_MSG_SLOT:
+                return m->n_cgroup_fds;
         case ZYGOTE_MSG_SPAWN:
-                return _SPAWN_FD_MAX;
+                return _SPAWN_FD_MAX + (size_t) m->n_cgroup_fds;
         case ZYGOTE_MSG_SPAWNED:
                 return m->error == 0 ? 1 : 0;
         default:
@@ -43,17 +66,22 @@ int zygote_msg_validate(const ZygoteMsg *m, size_t len, size_t n_fds) {
         switch (m->kind) {
         case ZYGOTE_MSG_READY:
         case ZYGOTE_MSG_IDLE:
-                if (m->token != 0 || m->error != 0 || m->pid != 0)
+                if (m->token != 0 || m->error != 0 || m->pid != 0 || m->uid != 0 || m->gid != 0 || m->slot != 0 ||
+                    m->n_cgroup_fds != 0)
                         return -EBADMSG;
                 break;
+        case ZYGOTE_MSG_SLOT:
         case ZYGOTE_MSG_SPAWN:
-                if (m->token == 0 || m->uid == 0 || m->gid == 0)
+                /* A slot is never root's, and carries at most one cgroup per hierarchy. */
+                if ((m->kind == ZYGOTE_MSG_SPAWN) != (m->token != 0) || m->uid == 0 || m->gid == 0 || m->error != 0 ||
+                    m->pid != 0 || m->n_cgroup_fds > ZYGOTE_CGROUP_FDS_MAX)
                         return -EBADMSG;
                 break;
         case ZYGOTE_MSG_SPAWNED:
                 /* The sign of error matters: a negative value is no errno, and a success
                  * names a real pid. */
-                if (m->token == 0 || m->error < 0 || m->error > ZYGOTE_ERRNO_MAX)
+                if (m->token == 0 || m->error < 0 || m->error > ZYGOTE_ERRNO_MAX || m->uid != 0 || m->gid != 0 ||
+                    m->n_cgroup_fds != 0)
                         return -EBADMSG;
                 if (m->error == 0 ? m->pid <= 0 : m->pid != 0)
                         return -EBADMSG;
@@ -70,7 +98,7 @@ int zygote_msg_send(int sock, const ZygoteMsg *m, const int *fds, size_t n_fds, 
         return fdpass_send(sock, m, sizeof *m, fds, n_fds, flags);
 }
 
-int zygote_msg_recv(int sock, ZygoteMsg *ret, int fds[_SPAWN_FD_MAX], size_t *ret_n_fds, int flags) {
+int zygote_msg_recv(int sock, ZygoteMsg *ret, int fds[ZYGOTE_FDS_MAX], size_t *ret_n_fds, int flags) {
         ZygoteMsg m = {};
         size_t n_fds = 0;
         ssize_t n;
@@ -78,7 +106,7 @@ int zygote_msg_recv(int sock, ZygoteMsg *ret, int fds[_SPAWN_FD_MAX], size_t *re
         *ret_n_fds = 0;
         /* One byte more than a message: a longer datagram shows as a wrong size. */
         char buf[sizeof m + 1];
-        n = fdpass_recv(sock, buf, sizeof buf, fds, _SPAWN_FD_MAX, &n_fds, flags);
+        n = fdpass_recv(sock, buf, sizeof buf, fds, ZYGOTE_FDS_MAX, &n_fds, flags);
         if (n == -EMSGSIZE)
                 return -EBADMSG;
         if (n < 0)

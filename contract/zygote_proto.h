@@ -4,11 +4,23 @@
  *
  *   kind     direction            descriptors             meaning
  *   READY    zygote -> supervisor none                    initialised, serving (once, first)
- *   SPAWN    supervisor -> zygote the call's _SPAWN_FD_MAX a request: a worker for this call
+ *   SLOT     supervisor -> zygote n_cgroup_fds            a host identity (slot, uid, gid) for
+ *                                                         a pre-started worker, with its cgroup
+ *   SPAWN    supervisor -> zygote the call's _SPAWN_FD_MAX a request: a worker for this call,
+ *                                 + n_cgroup_fds          and one more slot (as SLOT)
  *   SPAWNED  zygote -> supervisor the worker's pidfd       the answer, error 0 (pid set) ...
  *                                 none                    ... or error = an errno, pid 0
  *   IDLE     supervisor -> zygote none                    a hint, no answer: no worker runs
  *                                                         and no call waits (refill the pool)
+ *
+ * Slots. Every worker runs in a slot the supervisor owns (supervisor/worker_ids.h): a
+ * host uid and gid of its own and, with cgroups, its own cgroup, whose cgroup.procs
+ * files (opened by the supervisor, O_WRONLY) come with the slot. The zygote holds the
+ * slots the supervisor gave it; each pre-started worker uses one; it never reuses one.
+ * Every SPAWN gives one slot and every SPAWNED gives one back: on success the slot of
+ * the worker it names, on failure an unused one. So the zygote holds as many slots as
+ * it was given with SLOT (its pool's size), and a slot comes back to it only through
+ * the supervisor, after the worker that had it is reaped.
  *
  * The worker is cloned with CLONE_PARENT: it is the supervisor's child, reaped and killed
  * by the supervisor as in exec mode. Both sides decode with zygote_msg_recv(), which
@@ -25,29 +37,46 @@
 #define ZYGOTE_MAGIC 0x7a79676fU /* "zygo" */
 #define ZYGOTE_POOL_NICE 10      /* pre-started workers prepare at this nice value */
 #define ZYGOTE_ERRNO_MAX 4095    /* an answer's error is 0 or an errno in 1..4095 */
+#define ZYGOTE_CGROUP_FDS_MAX 2  /* a slot's cgroup.procs files: v1 memory and pids, v2 one */
+/* The most descriptors a message carries: a spawn's and its slot's cgroup. */
+#define ZYGOTE_FDS_MAX (_SPAWN_FD_MAX + ZYGOTE_CGROUP_FDS_MAX)
 
 typedef enum ZygoteMsgKind {
         ZYGOTE_MSG_READY = 1,
         ZYGOTE_MSG_SPAWN = 2,
         ZYGOTE_MSG_SPAWNED = 3,
         ZYGOTE_MSG_IDLE = 4,
+        ZYGOTE_MSG_SLOT = 5,
 } ZygoteMsgKind;
 
 typedef struct ZygoteMsg {
         uint32_t magic;
         uint32_t kind;  /* ZygoteMsgKind */
         uint64_t token; /* SPAWN and its SPAWNED: the request's number (> 0) */
-        uint32_t uid;   /* SPAWN: the worker's uid and gid, checked by the zygote */
+        uint32_t uid;   /* SLOT, SPAWN: the slot's host uid and gid (never 0) */
         uint32_t gid;
-        int32_t error; /* SPAWNED: 0 or a positive errno */
-        int32_t pid;   /* SPAWNED with error 0: the worker's pid in the supervisor's namespace */
+        int32_t error;         /* SPAWNED: 0 or a positive errno */
+        int32_t pid;           /* SPAWNED with error 0: the worker's pid in the supervisor's namespace */
+        uint32_t slot;         /* SLOT, SPAWN: the slot given; SPAWNED: the slot given back */
+        uint32_t n_cgroup_fds; /* SLOT, SPAWN: the slot's cgroup.procs descriptors, last (0..2) */
 } ZygoteMsg;
+
+/* A slot as it travels: its number, host ids and how many cgroup.procs descriptors
+ * come with it. */
+typedef struct ZygoteSlot {
+        uint32_t slot;
+        uid_t uid;
+        gid_t gid;
+        uint32_t n_cgroup_fds;
+} ZygoteSlot;
 
 /* Build messages of each kind. */
 ZygoteMsg zygote_msg_ready(void);
-ZygoteMsg zygote_msg_spawn(uint64_t token, uid_t uid, gid_t gid);
-ZygoteMsg zygote_msg_spawned(uint64_t token, int error, pid_t pid);
+ZygoteMsg zygote_msg_slot(const ZygoteSlot *slot);
+ZygoteMsg zygote_msg_spawn(uint64_t token, const ZygoteSlot *slot);
+ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid);
 ZygoteMsg zygote_msg_idle(void);
+ZygoteSlot zygote_msg_get_slot(const ZygoteMsg *m);
 
 /* Check a received message and the number of descriptors that came with it:
  * 0 or -EBADMSG. */
@@ -56,7 +85,7 @@ int zygote_msg_validate(const ZygoteMsg *m, size_t len, size_t n_fds);
 /* Send m with fds (n_fds must be what its kind carries). flags: sendmsg's
  * (MSG_DONTWAIT for the supervisor). 0 or -errno. */
 int zygote_msg_send(int sock, const ZygoteMsg *m, const int *fds, size_t n_fds, int flags);
-/* Receive and validate one message; fds get what it carried (up to _SPAWN_FD_MAX).
+/* Receive and validate one message; fds get what it carried (up to ZYGOTE_FDS_MAX).
  * -ECONNRESET at EOF; -EBADMSG for a malformed message (its descriptors are closed);
  * other -errno from recvmsg (-EAGAIN on a non-blocking socket with nothing to read). */
-int zygote_msg_recv(int sock, ZygoteMsg *ret, int fds[_SPAWN_FD_MAX], size_t *ret_n_fds, int flags);
+int zygote_msg_recv(int sock, ZygoteMsg *ret, int fds[ZYGOTE_FDS_MAX], size_t *ret_n_fds, int flags);

@@ -91,6 +91,8 @@ typedef enum KeyId {
         K_IDLE_EXIT_SECONDS,
         K_CGROUPS,
         K_PYTHON_PACKAGES,
+        K_WORKER_HOST_ID_BASE,
+        K_WORKER_HOST_ID_COUNT,
         _K_MAX,
 } KeyId;
 
@@ -156,6 +158,9 @@ static const KeyDef keys[_K_MAX] = {
         RESTART(K_CGROUPS, "cgroups", KEY_CGROUPS, cgroups, 0, 0),
         /* The zygote imports them and the worker's root binds them: read at start only. */
         RESTART(K_PYTHON_PACKAGES, "pythonPackages", KEY_PACKAGES, python_packages, 0, 0),
+        RESTART(K_WORKER_HOST_ID_BASE, "workerHostIdBase", KEY_U32, worker_host_id_base, 1, UINT32_MAX - 1),
+        RESTART(K_WORKER_HOST_ID_COUNT, "workerHostIdCount", KEY_U32, worker_host_id_count, 1,
+                POLICY_HOST_ID_COUNT_MAX),
 };
 
 static uint32_t *field_u32(Policy *p, const KeyDef *d) {
@@ -298,9 +303,12 @@ void policy_init_defaults(Policy *p) {
 
                 .idle_exit_seconds = 0,
 
-                .cgroups = POLICY_CGROUPS_OFF,
+                .cgroups = POLICY_CGROUPS_AUTO,
 
                 .python_packages = 0,
+
+                .worker_host_id_base = POLICY_HOST_ID_BASE_DEFAULT,
+                .worker_host_id_count = 65536,
         };
         policy_finalize(p);
 }
@@ -1038,6 +1046,12 @@ static int check_cross(Loader *l) {
                 return fail_pair(l, K_MAX_CONNECTION_OUTPUT_BYTES, K_MAX_RESULT_BYTES,
                                  "maxConnectionOutputBytes (%" PRIu64 ") must be at least maxResultBytes (%" PRIu32 ")",
                                  p->max_connection_output_bytes, p->max_result_bytes);
+
+        /* The last host id of the block must be a real id: (uid_t) -1 means "no change". */
+        if ((uint64_t) p->worker_host_id_base + p->worker_host_id_count > UINT32_MAX)
+                return fail_pair(l, K_WORKER_HOST_ID_COUNT, K_WORKER_HOST_ID_BASE,
+                                 "workerHostIdBase + workerHostIdCount (%" PRIu64 ") must be at most %" PRIu32,
+                                 (uint64_t) p->worker_host_id_base + p->worker_host_id_count, UINT32_MAX);
         return 0;
 }
 

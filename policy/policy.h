@@ -11,6 +11,11 @@
 
 #define POLICY_MAX_PEERS 32
 #define POLICY_NAME_MAX 64
+/* The default block of workers' host ids: high above login.defs' UID_MAX and the usual
+ * /etc/subuid ranges, below 2^31 (ids that read as negative in signed code) and clear of
+ * systemd's container (0x80000-0x6fffffff) and foreign (0x7ffe0000-0x7ffeffff) ranges. */
+#define POLICY_HOST_ID_BASE_DEFAULT 0x7ff00000U
+#define POLICY_HOST_ID_COUNT_MAX 1048576
 
 typedef enum PolicyDenyAction {
         POLICY_DENY_ERRNO, /* denied syscalls fail with EPERM (or ENOSYS when unknown) */
@@ -57,8 +62,8 @@ typedef struct Policy {
         uint64_t tmp_bytes;            /* tmpBytes: size of the /tmp tmpfs, 16777216 */
         uint32_t max_artifacts;        /* maxArtifacts: files kept from /outputs, 16; 0 = no /outputs */
         uint64_t max_artifact_bytes;   /* maxArtifactBytes: size of the /outputs tmpfs, 8388608 */
-        uid_t worker_uid;              /* workerUid: host uid the worker runs as, 65534 */
-        gid_t worker_gid;              /* workerGid: host gid, 65534 */
+        uid_t worker_uid;              /* workerUid: the uid the worker has inside its user namespace, 65534 */
+        gid_t worker_gid;              /* workerGid: the gid inside, 65534 */
         PolicyDenyAction seccomp_deny; /* seccompDenyAction: errno | kill; errno */
 
         /* Supervisor bounds. */
@@ -103,6 +108,10 @@ typedef struct Policy {
         /* The scientific stack. */
         uint32_t python_packages; /* pythonPackages: POLICY_PACKAGE_BIT() of each listed package; [] */
 
+        /* The host ids of workers: each live worker has one of its own (supervisor/worker_ids.h). */
+        uint32_t worker_host_id_base;  /* workerHostIdBase: first host uid and gid of the block, 0x7ff00000 */
+        uint32_t worker_host_id_count; /* workerHostIdCount: ids in the block (live workers at most), 65536 */
+
         char sha256[65]; /* hex digest of the effective values, filled by policy_finalize() */
 } Policy;
 
@@ -132,11 +141,11 @@ typedef struct PolicyLimit {
 } PolicyLimit;
 size_t policy_limits(const Policy *p, PolicyLimit ret[static POLICY_MAX_LIMITS]);
 
-/* Reload: keys that are read once at start (workerStart, workerUid, workerGid,
+/* Reload: keys that are read once at start (workerStart, workerUid, workerGid, the host id block,
  * socketGroup, the zygote keys, cgroups, pythonPackages) keep their running values. Copies each such key that
  * differs from running into p, names it in ret_changed, recomputes the digest if any
  * did, and returns how many. */
-#define POLICY_MAX_RESTART_KEYS 16
+#define POLICY_MAX_RESTART_KEYS 18
 int policy_keep_restart_keys(Policy *p, const Policy *running, const char *ret_changed[static POLICY_MAX_RESTART_KEYS]);
 bool policy_key_needs_restart(const char *key);
 

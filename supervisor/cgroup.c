@@ -42,6 +42,8 @@ struct Cgroup {
         size_t n_dirs;
         char name[64]; /* relative to parents[]: "w…" (v2), "codeinterp/w…" (v1) */
         char path[PATH_MAX + 80];
+        uint64_t memory_bytes; /* the limits written */
+        uint32_t max_processes;
 };
 
 static int write_at(int dir, const char *file, const char *value) {
@@ -408,17 +410,28 @@ static int set_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes,
                 if ((*ret_step = "setting memory.oom.group", k = write_at(d, "memory.oom.group", "1")) < 0)
                         return k;
                 *ret_step = "setting pids.max";
-                return write_at(d, "pids.max", procs);
+                if ((k = write_at(d, "pids.max", procs)) < 0)
+                        return k;
+                cg->memory_bytes = memory_bytes;
+                cg->max_processes = max_processes;
+                return 0;
         }
-        if ((*ret_step = "setting memory.limit_in_bytes",
-             k = write_at(cg->dirs[CG_MEMORY], "memory.limit_in_bytes", mem)) < 0)
-                return k;
-        if ((*ret_step = "setting memory.memsw.limit_in_bytes",
-             k = write_at(cg->dirs[CG_MEMORY], "memory.memsw.limit_in_bytes", mem)) < 0 &&
-            k != -ENOENT)
-                return k;
+        /* v1 keeps memory.limit_in_bytes <= memory.memsw.limit_in_bytes at every step:
+         * raising an existing limit writes memsw first, lowering it (or a new cgroup,
+         * where both are unlimited) the memory limit first. */
+        for (int i = 0; i < 2; i++) {
+                bool memsw = (i == 0) == (cg->memory_bytes != 0 && memory_bytes > cg->memory_bytes);
+                *ret_step = memsw ? "setting memory.memsw.limit_in_bytes" : "setting memory.limit_in_bytes";
+                k = write_at(cg->dirs[CG_MEMORY], memsw ? "memory.memsw.limit_in_bytes" : "memory.limit_in_bytes", mem);
+                if (k < 0 && !(memsw && k == -ENOENT))
+                        return k;
+        }
         *ret_step = "setting pids.max";
-        return write_at(cg->dirs[CG_PIDS], "pids.max", procs);
+        if ((k = write_at(cg->dirs[CG_PIDS], "pids.max", procs)) < 0)
+                return k;
+        cg->memory_bytes = memory_bytes;
+        cg->max_processes = max_processes;
+        return 0;
 }
 
 int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, Cgroup **ret, const char **ret_step) {
@@ -504,4 +517,45 @@ int cgroup_stats(Cgroup *cg, CgroupStats *ret) {
         }
         *ret = st;
         return 0;
+}
+
+int cgroup_open_procs(Cgroup *cg, int fds[static 2], size_t *ret_n) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < cg->n_dirs; i++) {
+                int fd = openat(cg->dirs[i], "cgroup.procs", O_WRONLY | O_CLOEXEC);
+                if (fd < 0) {
+                        int k = -errno;
+                        while (n > 0)
+                                close(fds[--n]);
+                        return k;
+                }
+                fds[n++] = fd;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+int cgroup_clone_fd(const Cgroup *cg) {
+        return cg && cg->version == CGROUP_V2 ? cg->dirs[0] : -1;
+}
+
+int cgroup_update_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes, const char **ret_step) {
+        if (cg->memory_bytes == memory_bytes && cg->max_processes == max_processes)
+                return 0;
+        return set_limits(cg, memory_bytes, max_processes, ret_step);
+}
+
+void cgroup_kill_members(Cgroup *cg) {
+        char buf[4096];
+
+        if (!cg || cg->n_dirs == 0 || read_at(cg->dirs[0], "cgroup.procs", buf, sizeof buf) < 0)
+                return;
+        for (char *p = buf, *end; *p; p = end) {
+                long pid = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                if (pid > 0)
+                        (void) kill((pid_t) pid, SIGKILL);
+        }
 }

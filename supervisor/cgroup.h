@@ -37,6 +37,19 @@ typedef struct Cgroup Cgroup;
 int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, Cgroup **ret, const char **ret_step);
 /* Put the process into the cgroup (every hierarchy). 0 or -errno. */
 int cgroup_attach(Cgroup *cg, pid_t pid);
+/* The cgroup's cgroup.procs files, opened O_WRONLY here (as root) for another process
+ * to move a child in: v1 checks the writer's euid, v2 the opener's credentials. One
+ * per hierarchy; *ret_n of them. */
+int cgroup_open_procs(Cgroup *cg, int fds[static 2], size_t *ret_n);
+/* v2: the cgroup's directory, for CLONE_INTO_CGROUP; -1 on v1 (two hierarchies, which
+ * clone3 cannot name). */
+int cgroup_clone_fd(const Cgroup *cg);
+/* Write the limits again if they differ from the ones the cgroup has (a reload changed
+ * memoryBytes or maxProcesses since it was made). ret_step names a failed step. */
+int cgroup_update_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes, const char **ret_step);
+/* SIGKILL every process in the cgroup (its first hierarchy's cgroup.procs): for the
+ * pre-started worker of a slot whose zygote went away, which only this tells us of. */
+void cgroup_kill_members(Cgroup *cg);
 
 typedef struct CgroupStats {
         uint64_t oom_kills; /* processes the cgroup's OOM killer ended */
@@ -50,3 +63,6 @@ const char *cgroup_path(const Cgroup *cg);
 /* Remove the cgroup (its processes must be gone: retried briefly while busy) and free.
  * A cgroup that cannot be removed is logged. NULL-safe. */
 Cgroup *cgroup_free(Cgroup *cg);
+static inline void cgroup_freep(Cgroup **cg) {
+        cgroup_free(*cg);
+}

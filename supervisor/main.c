@@ -32,6 +32,7 @@
 #include "policy/seccomp.h"
 #include "supervisor/artifacts.h"
 #include "supervisor/cgroup.h"
+#include "supervisor/worker_ids.h"
 #include "supervisor/protocol.h"
 #include "supervisor/scheduler.h"
 #include "supervisor/server.h"
@@ -386,10 +387,12 @@ static int check_namespaces(void) {
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
 }
 
-/* Can the worker uid reach path on its own? Asked in a child that switches to it.
- * Informational: workers bind the runtime from descriptors opened as root. Rootless the
- * worker is this user on the host: asked here. */
+/* Can a worker's host uid reach path on its own? Asked in a child that switches to the
+ * first of the block (every id of it is "others" to the host's files). Informational:
+ * workers bind the runtime from descriptors opened as root. Rootless the worker is this
+ * user on the host: asked here. */
 static bool worker_uid_reaches(const char *path) {
+        uid_t uid = policy.worker_host_id_base;
         int status = 0;
         pid_t pid;
 
@@ -397,8 +400,7 @@ static bool worker_uid_reaches(const char *path) {
                 return access(path, R_OK) == 0;
         pid = fork();
         if (pid == 0) {
-                if (setgroups(0, NULL) < 0 || setresgid(policy.worker_gid, policy.worker_gid, policy.worker_gid) < 0 ||
-                    setresuid(policy.worker_uid, policy.worker_uid, policy.worker_uid) < 0)
+                if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
                         _exit(2);
                 _exit(access(path, R_OK) < 0 ? 1 : 0);
         }
@@ -410,12 +412,10 @@ static bool worker_uid_reaches(const char *path) {
 /* The embedded Python the build chose (cmake/python.cmake) and what the worker binds. */
 static int check_python(void) {
         const char *cursor = NULL;
-        uid_t host_uid;
-        gid_t host_gid;
+        uid_t host_uid = userns_rootless() ? geteuid() : policy.worker_host_id_base;
         char path[PATH_MAX];
         int r, bad = 0;
 
-        userns_host_ids(policy.worker_uid, policy.worker_gid, &host_uid, &host_gid);
         printf("embedded python: %s, from %s\n", CODEINTERP_PY_VERSION, CODEINTERP_PYTHON);
         printf("  prefix %s, stdlib %s, lib-dynload %s, libpython in %s\n", CODEINTERP_PY_PREFIX, CODEINTERP_PY_STDLIB,
                CODEINTERP_PY_DYNLOAD, CODEINTERP_PY_LIBDIR);
@@ -428,7 +428,7 @@ static int check_python(void) {
                         bad = 1;
                         continue;
                 }
-                printf("    %s: present; worker uid %u %s\n", path, (unsigned) host_uid,
+                printf("    %s: present; worker host uid %u %s\n", path, (unsigned) host_uid,
                        worker_uid_reaches(path) ? "can reach it too"
                                                 : "cannot reach it by path (fine: bound from the descriptor)");
         }
@@ -494,21 +494,20 @@ static int check_config(void) {
         uint64_t room = sched_cgroup_memory_available();
         CgroupRoot *cg = NULL;
         char why[512];
-        uid_t host_uid;
-        gid_t host_gid;
         int k, ns, bad = 0;
 
         printf("policy: %s (sha256 %s)\n", policy.name, policy.sha256);
         printf("worker start: %s, active workers: %u, queue: %u\n", policy_worker_start_to_string(policy.worker_start),
                policy_active_workers(&policy), policy.max_queued_calls);
-        userns_host_ids(policy.worker_uid, policy.worker_gid, &host_uid, &host_gid);
         if (userns_rootless())
                 printf("running as root: no, rootless (uid %u): workers are uid %u, gid %u inside and this user's "
                        "uid %u, gid %u on the host (docs/security.md)\n",
                        (unsigned) geteuid(), (unsigned) policy.worker_uid, (unsigned) policy.worker_gid,
-                       (unsigned) host_uid, (unsigned) host_gid);
+                       (unsigned) geteuid(), (unsigned) getegid());
         else
-                printf("running as root: yes: workers are uid %u, gid %u\n", (unsigned) host_uid, (unsigned) host_gid);
+                printf("running as root: yes: workers are uid %u, gid %u inside, each with a host uid and gid of "
+                       "its own from the block below\n",
+                       (unsigned) policy.worker_uid, (unsigned) policy.worker_gid);
         ns = check_namespaces();
         printf("user, mount, pid, net, ipc, uts and cgroup namespaces: %s\n",
                ns < 0 ? strerror(-ns) : "can be created");
@@ -532,8 +531,7 @@ static int check_config(void) {
                 printf("/outputs tmpfs: off (maxArtifacts: 0)\n");
         else {
                 int fd = -1;
-                k = artifacts_mount_new(policy.max_artifact_bytes, policy.max_artifacts, policy.worker_uid,
-                                        policy.worker_gid, &fd);
+                k = artifacts_mount_new(policy.max_artifact_bytes, policy.max_artifacts, 0, 0, &fd);
                 if (k >= 0)
                         printf("/outputs tmpfs: can be made (%u files, %llu bytes)\n", policy.max_artifacts,
                                (unsigned long long) policy.max_artifact_bytes);
@@ -559,6 +557,18 @@ static int check_config(void) {
                        why, why[0] ? ")" : "");
         bad |= k < 0;
         cgroup_root_free(cg);
+        if (userns_rootless())
+                printf("worker host ids: none of their own, rootless (workerHostIdBase and workerHostIdCount are "
+                       "not used)\n");
+        else {
+                k = worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL, why,
+                                     sizeof why);
+                printf("worker host ids: %u-%llu (uid %u, gid %u inside each worker): %s%s\n",
+                       (unsigned) policy.worker_host_id_base,
+                       (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,
+                       (unsigned) policy.worker_uid, (unsigned) policy.worker_gid, k < 0 ? "refused, " : "free", why);
+                bad |= k < 0;
+        }
         return bad ? 1 : 0;
 }
 
@@ -589,6 +599,18 @@ int main(int argc, char **argv) {
         if (packages_available(err, sizeof err) < 0) {
                 log_error("Policy \"%s\": %s", arg_policy ?: "(defaults)", err);
                 return 2;
+        }
+
+        /* The workers' host ids belong to nobody else (docs/security.md); refused before
+         * the socket exists. Rootless there is no block: every worker is this user. */
+        k = userns_rootless() ? 0
+                              : worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL,
+                                                 err, sizeof err);
+        if (k < 0) {
+                log_error("The worker host id block %u-%llu (workerHostIdBase, workerHostIdCount) cannot be used: %s",
+                          (unsigned) policy.worker_host_id_base,
+                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1, err);
+                return 1;
         }
 
         signal(SIGPIPE, SIG_IGN);

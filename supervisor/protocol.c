@@ -626,8 +626,13 @@ static void pack_exit_status(msgpack_packer *pk, const ProtoResult *r) {
                 msgpack_pack_nil(pk);
                 return;
         }
-        msgpack_pack_map(pk, 6);
+        msgpack_pack_map(pk, 7);
         mp_pack_kv_uint(pk, "pid", (uint64_t) r->pid);
+        mp_pack_cstr(pk, "hostUid");
+        if (r->has_host_uid)
+                msgpack_pack_uint32(pk, r->host_uid);
+        else
+                msgpack_pack_nil(pk);
         mp_pack_cstr(pk, "code");
         if (r->exit_code >= 0)
                 msgpack_pack_int(pk, r->exit_code);

@@ -170,6 +170,8 @@ typedef struct ProtoResult {
         bool started;
         bool has_exit; /* the worker existed and was reaped */
         pid_t pid;
+        bool has_host_uid; /* the worker's own host uid, else hostUid is nil */
+        uid_t host_uid;
         int exit_code; /* -1: killed */
         int signal;
         uint64_t cpu_usec, max_rss_kb;

@@ -38,6 +38,8 @@
 #define CPU_LIMIT_SLACK_USEC(limit_usec) MAX(200000ULL, (limit_usec) / 2)
 /* How long a call killed while its worker is being made waits for the zygote's answer. */
 #define KILL_SPAWN_GRACE_USEC 200000ULL
+#define EXEC_CLONE_FLAGS                                                                                               \
+        (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
 enum { CH_OUT, CH_ERR, CH_RESULT, CH_REPORT, _CH_MAX };
 
@@ -66,7 +68,33 @@ struct Runner {
         int go_fd;                      /* zygote mode: write end of the go pipe until the worker may go */
         uint64_t oom_kills;             /* read from the cgroup after the reap */
         int outputs_fd;                 /* the call's /outputs tmpfs (artifacts.h), or -1 */
+        WorkerIds *ids;
+        WorkerId id; /* the worker's host identity, while has_id */
+        bool has_id;
 };
+
+/* The worker that had the runner's host id is reaped (reaped false: it may not be,
+ * wait4 failed): the id goes back to the block, or waits in quarantine. */
+static void runner_put_id(Runner *r, bool reaped) {
+        if (!r->has_id)
+                return;
+        if (reaped)
+                worker_id_release(r->ids, r->id.slot);
+        else
+                worker_id_quarantine(r->ids, r->id.slot);
+        r->has_id = false;
+}
+
+/* The call's /outputs belongs to the worker's host ids, known only now (exec mode: just
+ * taken; zygote mode: the slot the zygote's worker came in), before the worker may run
+ * any code. */
+static int runner_own_outputs(Runner *r) {
+        if (r->outputs_fd < 0)
+                return 0;
+        if (fchownat(r->outputs_fd, "", r->id.uid, r->id.gid, AT_EMPTY_PATH) < 0)
+                return -errno;
+        return 0;
+}
 
 pid_t runner_pid(const Runner *r) {
         return r->pid;
@@ -293,6 +321,11 @@ static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *use
                 status = W_EXITCODE(127, 0);
         }
         r->pid = 0;
+        if (r->has_id) {
+                res.has_host_uid = true;
+                res.host_uid = r->id.uid;
+        }
+        runner_put_id(r, p > 0);
         complete(r, &res, status, &ru);
         return 0;
 }
@@ -324,7 +357,6 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
                         res.memory_peak_bytes = st.peak_bytes;
                 } else
                         log_warning_errno(k, "Reading the worker cgroup %s failed: %m", cgroup_path(r->cgroup));
-                r->cgroup = cgroup_free(r->cgroup);
         }
         classify(r, status, ru, &res);
         /* Only a reaped worker's /outputs is read: its pid namespace is empty, nothing
@@ -351,6 +383,9 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
         if (!res.has_result)
                 fit_text_done(&res.result);
 
+        /* The empty cgroup is removed once the result is on its way (done sends it and
+         * may free r): its rmdir is no part of the call's latency. */
+        _cleanup_(cgroup_freep) Cgroup *cg = TAKE_PTR(r->cgroup);
         r->done(r, &res, r->userdata);
 }
 
@@ -418,8 +453,9 @@ Runner *runner_free(Runner *r) {
         if (r->spawning)
                 zygote_client_spawn_abandon(r->zygote, r->spawn_token);
         sd_event_source_disable_unref(r->killed_source);
-        /* Never leave a worker behind, nor its cgroup. */
+        /* Never leave a worker behind, nor its cgroup, nor its host id taken. */
         kill_and_reap(r->pid, r->pidfd);
+        runner_put_id(r, true);
         cgroup_free(r->cgroup);
         if (r->go_fd >= 0)
                 close(r->go_fd);
@@ -456,20 +492,34 @@ static void release_worker(Runner *r) {
 }
 
 /* The zygote's answer. r may be freed by the callbacks called here. */
-static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd, void *userdata) {
+static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd, const WorkerId *id,
+                       Cgroup *cgroup, void *userdata) {
         Runner *r = userdata;
         RunnerStartError err = { .error = error };
+        const char *step = NULL;
         int k;
 
         r->spawning = false;
         r->killed_source = sd_event_source_disable_unref(r->killed_source);
-        if (answer == ZYGOTE_ANSWER_WORKER && r->cgroup && (k = cgroup_attach(r->cgroup, pid)) < 0) {
-                /* It has not read its plan yet: nothing of the call ran. */
+        if (answer == ZYGOTE_ANSWER_WORKER) {
+                r->id = *id;
+                r->has_id = true;
+                r->cgroup = cgroup; /* it moved itself in, first thing after its clone */
+        }
+        /* A reload since the slot's cgroup was made may have changed the limits: the
+         * worker has not read its plan yet, it waits for the go byte. */
+        if (answer == ZYGOTE_ANSWER_WORKER &&
+            (((step = "handing it its /outputs", k = runner_own_outputs(r)) < 0) ||
+             (r->cgroup &&
+              (k = cgroup_update_limits(r->cgroup, r->policy->memory_bytes, r->policy->processes, &step)) < 0))) {
+                /* Nothing of the call ran. */
                 kill_and_reap(pid, pidfd);
+                runner_put_id(r, true);
+                r->cgroup = cgroup_free(r->cgroup);
                 close(pidfd);
                 answer = ZYGOTE_ANSWER_FAILED;
                 err.error = k;
-                cause = "moving it into its cgroup";
+                cause = step;
         }
         if (answer == ZYGOTE_ANSWER_WORKER) {
                 r->pid = pid;
@@ -486,6 +536,7 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
                 }
                 /* Without a watch on its exit the worker cannot be run: kill and reap it. */
                 kill_and_reap(pid, pidfd);
+                runner_put_id(r, true);
                 close(pidfd);
                 r->pidfd = -1;
                 r->pid = 0;
@@ -502,7 +553,8 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
         r->started(r, answer == ZYGOTE_ANSWER_RETRY ? RUNNER_RETRY : RUNNER_FAILED, &err, r->userdata);
 }
 
-static Runner *runner_new(sd_event *e, const Policy *p, RunnerDoneFn done, RunnerStartedFn started, void *userdata) {
+static Runner *runner_new(sd_event *e, const Policy *p, WorkerIds *ids, RunnerDoneFn done, RunnerStartedFn started,
+                          void *userdata) {
         Runner *r = calloc(1, sizeof *r);
 
         if (!r)
@@ -517,6 +569,7 @@ static Runner *runner_new(sd_event *e, const Policy *p, RunnerDoneFn done, Runne
                 .started = started,
                 .userdata = userdata,
                 .event = e,
+                .ids = ids,
         };
         for (int ch = 0; ch < _CH_MAX; ch++)
                 r->fds[ch] = -1;
@@ -544,10 +597,11 @@ static int make_plan_fd(const Policy *p, const RunnerRequest *req, int *ret_fd) 
 
 /* Exec mode: clone the child into the worker's namespaces (it runs the worker side's
  * exec_child_main), map its ids, let it go. The child's fds are ours until then. */
-static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, int pipes[][2], int plan_fd, int outputs_fd,
-                      pid_t *ret_pid, int *ret_pidfd, const char **ret_step) {
+static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, const WorkerId *id, int pipes[][2],
+                      int plan_fd, int outputs_fd, pid_t *ret_pid, int *ret_pidfd, const char **ret_step) {
         _cleanup_close_ int devnull = -1, sync_r = -1, sync_w = -1;
-        int sync_pipe[2], pidfd = -1, k;
+        int sync_pipe[2], pidfd = -1, cgroup_fds[2] = { -1, -1 }, k;
+        size_t n_cgroup_fds = 0;
         pid_t pid;
 
         *ret_step = "opening /dev/null";
@@ -560,11 +614,27 @@ static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, int 
         sync_r = sync_pipe[0];
         sync_w = sync_pipe[1];
         *ret_step = "clone";
-        pid = clone_with_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-                                       CLONE_NEWCGROUP,
-                               SIGCHLD, &pidfd);
-        if (pid < 0)
+        /* v2: born in its cgroup, nothing to move (a move waits for an RCU grace period).
+         * v1, or a kernel without CLONE_INTO_CGROUP: the child moves itself. */
+        pid = -ENOSYS;
+        if (cgroup_clone_fd(cg) >= 0) {
+                pid = clone_into_cgroup_with_pidfd(EXEC_CLONE_FLAGS, SIGCHLD, cgroup_clone_fd(cg), &pidfd);
+                if (pid >= 0)
+                        cg = NULL; /* in it already */
+        }
+        if (pid == -ENOSYS || pid == -E2BIG) {
+                /* The child moves itself once released (sandbox_enter_cgroup()), so the
+                 * move's wait does not block this loop. */
+                *ret_step = "opening its cgroup";
+                if (cg && (k = cgroup_open_procs(cg, cgroup_fds, &n_cgroup_fds)) < 0)
+                        return k;
+                *ret_step = "clone";
+                pid = clone_with_pidfd(EXEC_CLONE_FLAGS, SIGCHLD, &pidfd);
+        }
+        if (pid < 0) {
+                fdpass_close_all(cgroup_fds, n_cgroup_fds);
                 return pid;
+        }
         if (pid == 0) {
                 ExecStart start = {
                         .sync_fd = sync_r,
@@ -580,13 +650,16 @@ static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, int 
                         .worker_exec_fd = sp->worker_exec_fd,
                         .uid = p->worker_uid,
                         .gid = p->worker_gid,
+                        .cgroup_fds = { cgroup_fds[0], cgroup_fds[1] },
+                        .n_cgroup_fds = n_cgroup_fds,
                 };
                 exec_child_main(&start);
         }
-        /* The supervisor is the worker's creator and maps its ids. */
+        fdpass_close_all(cgroup_fds, n_cgroup_fds);
+        /* The supervisor is the worker's creator and maps its ids: workerUid inside, its
+         * own host uid outside. */
         *ret_step = "writing its id maps";
-        if ((k = userns_write_id_maps(pid, p->worker_uid, p->worker_gid)) < 0 ||
-            (cg && (*ret_step = "moving it into its cgroup", k = cgroup_attach(cg, pid)) < 0) ||
+        if ((k = userns_write_id_maps(pid, p->worker_uid, id->uid, p->worker_gid, id->gid)) < 0 ||
             (*ret_step = "releasing it", write(sync_w, "x", 1) != 1 && (k = -errno) < 0)) {
                 kill_and_reap(pid, pidfd);
                 close(pidfd);
@@ -612,7 +685,7 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
 
         if (sp->zygote && zygote_client_state(sp->zygote) == ZYGOTE_STATE_STARTING)
                 return RUNNER_START_LATER;
-        r = runner_new(e, p, done, started, userdata);
+        r = runner_new(e, p, sp->ids, done, started, userdata);
         if (!r) {
                 k = -ENOMEM;
                 goto fail;
@@ -626,12 +699,12 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                         k = -errno;
                         goto fail;
                 }
-        /* Its /outputs: a tmpfs made and bounded here (artifacts.h); without one the
-         * worker's descriptor slot holds /dev/null and the plan says not to mount. */
+        /* Its /outputs: a tmpfs made and bounded here (artifacts.h), owned by root until
+         * the worker's host id is known (runner_own_outputs()); without one the worker's
+         * descriptor slot holds /dev/null and the plan says not to mount. */
         if (p->max_artifacts > 0) {
                 step = "creating its /outputs tmpfs";
-                if ((k = artifacts_mount_new(p->max_artifact_bytes, p->max_artifacts, p->worker_uid, p->worker_gid,
-                                             &r->outputs_fd)) < 0)
+                if ((k = artifacts_mount_new(p->max_artifact_bytes, p->max_artifacts, 0, 0, &r->outputs_fd)) < 0)
                         goto fail;
         } else {
                 step = "opening /dev/null";
@@ -642,8 +715,9 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                 }
         }
         outputs_fd = r->outputs_fd >= 0 ? r->outputs_fd : no_outputs;
-        /* Its own cgroup, made before the worker exists (docs/design.md). */
-        if ((k = cgroup_new(sp->cgroups, p->memory_bytes, p->processes, &r->cgroup, &step)) < 0)
+        /* Exec mode: its own cgroup, made before the worker exists. Zygote mode: the
+         * worker comes in a slot's cgroup, made ahead (docs/design.md). */
+        if (!sp->zygote && (k = cgroup_new(sp->cgroups, p->memory_bytes, p->processes, &r->cgroup, &step)) < 0)
                 goto fail;
 
         if (sp->zygote) {
@@ -655,8 +729,13 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                 }
                 go_r = go[0];
                 r->go_fd = go[1];
-                /* Without a cgroup there is nothing to wait for: go at once. */
-                if (!r->cgroup)
+                /* Nothing to wait for unless the slot's cgroup needs other limits than
+                 * it was made with (a reload): go at once. */
+                uint64_t slot_memory;
+                uint32_t slot_processes;
+                zygote_client_slot_limits(sp->zygote, &slot_memory, &slot_processes);
+                if (cgroup_root_version(sp->cgroups) == CGROUP_NONE ||
+                    (slot_memory == p->memory_bytes && slot_processes == p->processes))
                         release_worker(r);
                 const int fds[_SPAWN_FD_MAX] = {
                         [SPAWN_FD_STDOUT] = pipes[CH_OUT][1],
@@ -688,8 +767,16 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                         goto fail;
                 r->zygote = sp->zygote;
                 r->spawning = true;
-        } else if ((k = start_exec(p, sp, r->cgroup, pipes, plan_fd, outputs_fd, &r->pid, &r->pidfd, &step)) < 0)
-                goto fail;
+        } else {
+                step = "taking a host uid";
+                if ((k = worker_id_acquire(sp->ids, &r->id)) < 0)
+                        goto fail;
+                r->has_id = true;
+                step = "handing it its /outputs";
+                if ((k = runner_own_outputs(r)) < 0 || (k = start_exec(p, sp, r->cgroup, &r->id, pipes, plan_fd,
+                                                                       outputs_fd, &r->pid, &r->pidfd, &step)) < 0)
+                        goto fail;
+        }
 
         r->start_usec = now_usec();
         step = "watching it";

@@ -14,6 +14,7 @@
 #include "supervisor/artifacts.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/outcome.h"
+#include "supervisor/worker_ids.h"
 #include "supervisor/zygote_client.h"
 
 typedef enum RunnerKill {
@@ -35,8 +36,10 @@ typedef struct RunnerResult {
         WorkerReport report; /* when the worker sent "done" */
         bool partial;        /* killed before it finished: output is what arrived until then */
         pid_t pid;           /* the worker's pid on the host */
-        int exit_code;       /* -1 if killed by a signal */
-        int signal;          /* 0 if exited */
+        bool has_host_uid;   /* a worker existed: it ran as host_uid */
+        uid_t host_uid;
+        int exit_code; /* -1 if killed by a signal */
+        int signal;    /* 0 if exited */
         uint64_t cpu_usec;
         uint64_t max_rss_kb;
         bool has_memory_peak; /* the worker had a cgroup that reports its peak */
@@ -85,6 +88,7 @@ typedef struct RunnerSpawner {
         int worker_exec_fd;
         ZygoteClient *zygote;
         CgroupRoot *cgroups; /* a cgroup per worker unless NULL or version none */
+        WorkerIds *ids;      /* the workers' host identities */
 } RunnerSpawner;
 
 /* Start a worker. Returns 0: in exec mode the worker exists; in zygote mode it is asked

@@ -42,6 +42,7 @@ struct Server {
         sd_event_source *accept_retry; /* accept paused: out of descriptors */
         ZygoteClient *zygote;
         CgroupRoot *cgroups; /* the workers' cgroups: version none without */
+        WorkerIds *ids;      /* the workers' host identities */
         uint64_t next_call_id;
         uint64_t refused[_OUTCOME_MAX]; /* execute requests refused before admission, by outcome */
         bool shutting_down;
@@ -279,6 +280,8 @@ static void send_result(Connection *c, const Policy *p, Call *call, RunnerResult
                 .started = call->started,
                 .has_exit = call->started && res->start_usec,
                 .pid = res->pid,
+                .has_host_uid = res->has_host_uid,
+                .host_uid = res->host_uid,
                 .exit_code = res->exit_code,
                 .signal = res->signal,
                 .cpu_usec = res->cpu_usec,
@@ -775,13 +778,17 @@ int server_new(sd_event *e, PolicySnapshot *snapshot, int listen_fd, int worker_
         s->snapshot = policy_snapshot_ref(snapshot);
         s->policy = p;
         s->listen_fd = -1; /* ours only on success: the caller closes it otherwise */
+        if ((k = worker_ids_new(p, &s->ids)) < 0) {
+                server_free(s);
+                return k;
+        }
         if (p->worker_start == POLICY_WORKER_START_ZYGOTE &&
-            (k = zygote_client_new(e, p, worker_exec_fd, &s->zygote)) < 0) {
+            (k = zygote_client_new(e, p, worker_exec_fd, s->ids, cgroups, &s->zygote)) < 0) {
                 log_error_errno(k, "Starting the zygote failed: %m");
                 server_free(s);
                 return k;
         }
-        RunnerSpawner sp = { .worker_exec_fd = worker_exec_fd, .zygote = s->zygote, .cgroups = cgroups };
+        RunnerSpawner sp = { .worker_exec_fd = worker_exec_fd, .zygote = s->zygote, .cgroups = cgroups, .ids = s->ids };
         if ((k = sched_new(e, p, &sp, &cb, s, &s->sched)) < 0 ||
             (k = inv_registry_new(e, p, on_invocation_closed, s, &s->invocations)) < 0 ||
             (k = sd_event_add_io(e, &s->listen_source, listen_fd, EPOLLIN, on_accept, s)) < 0) {
@@ -820,28 +827,6 @@ void server_shutdown(Server *s) {
         sched_cancel_all(s->sched);
 }
 
-/* Our children, from /proc (the supervisor is single-threaded): up to max pids. */
-static size_t list_children(pid_t *ret, size_t max) {
-        char path[64], buf[4096];
-        _cleanup_close_ int fd = -1;
-        size_t n_pids = 0;
-        ssize_t n;
-
-        snprintf(path, sizeof path, "/proc/self/task/%d/children", (int) getpid());
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || (n = read(fd, buf, sizeof buf - 1)) <= 0)
-                return 0;
-        buf[n] = 0;
-        for (char *p = buf, *end; *p && n_pids < max; p = end) {
-                long pid = strtol(p, &end, 10);
-                if (end == p)
-                        break;
-                if (pid > 0)
-                        ret[n_pids++] = (pid_t) pid;
-        }
-        return n_pids;
-}
-
 void server_reap_strays(Server *s) {
         pid_t pids[512];
         size_t n;
@@ -850,13 +835,16 @@ void server_reap_strays(Server *s) {
          * wait until every answer is in (on_zygote_settled() calls us again). */
         if (zygote_client_spawns_pending(s->zygote))
                 return;
-        n = list_children(pids, ELEMENTSOF(pids));
+        n = proc_list_children(pids, ELEMENTSOF(pids));
         for (size_t i = 0; i < n; i++) {
                 if (sched_owns_pid(s->sched, pids[i]) || (s->zygote && zygote_client_pid(s->zygote) == pids[i]))
                         continue;
                 if (waitpid(pids[i], NULL, WNOHANG) > 0)
                         log_debug("Reaped stray child %d", (int) pids[i]);
         }
+        /* The host ids of strays (and of a lost zygote's pre-started workers) are free
+         * once they are reaped. */
+        worker_ids_sweep(s->ids);
 }
 
 /* At exit nothing of ours may outlive us: pre-started workers still preparing (they
@@ -866,7 +854,7 @@ static void kill_children(void) {
         pid_t pids[512];
         size_t n;
 
-        while ((n = list_children(pids, ELEMENTSOF(pids))) > 0)
+        while ((n = proc_list_children(pids, ELEMENTSOF(pids))) > 0)
                 for (size_t i = 0; i < n; i++)
                         kill_and_reap(pids[i], -1);
 }
@@ -899,6 +887,7 @@ Server *server_free(Server *s) {
         s->zygote = zygote_client_free(s->zygote);
         kill_children();
         s->cgroups = cgroup_root_free(s->cgroups); /* after every runner: their cgroups are gone */
+        s->ids = worker_ids_free(s->ids);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
         policy_snapshot_unref(s->snapshot);

@@ -25,9 +25,24 @@
 #include "contract/zygote_proto.h"
 
 #define ZYGOTE_START_TIMEOUT_SEC 30
+/* Slots made ahead (id and cgroup), so a spawn request does not make one on its call's
+ * path: a cgroup's mkdir and limits cost ~0.2 ms on v1 here. */
+#define ZYGOTE_SPARE_SLOTS 2
 #define ZYGOTE_SPAWN_TIMEOUT_SEC 5
 
 typedef struct ZygotePending ZygotePending;
+
+/* A slot the zygote holds, and its cgroup (NULL without cgroups). */
+typedef struct HeldSlot {
+        uint32_t slot;
+        Cgroup *cgroup;
+} HeldSlot;
+
+/* A slot made ahead, not given to any zygote yet. */
+typedef struct SpareSlot {
+        WorkerId id;
+        Cgroup *cgroup;
+} SpareSlot;
 
 struct ZygoteClient {
         sd_event *event;
@@ -56,6 +71,13 @@ struct ZygoteClient {
         sd_event_source *spawn_timer;  /* the oldest pending request's deadline */
         ZygoteSettledFn on_settled;
         void *settled_userdata;
+        WorkerIds *ids;      /* where slots come from (the server's) */
+        CgroupRoot *cgroups; /* where slots' cgroups are made (the server's) */
+        HeldSlot *held;      /* the slots this zygote holds: given with SLOT or SPAWN, not given back */
+        size_t n_held, held_cap;
+        SpareSlot spare[ZYGOTE_SPARE_SLOTS]; /* with cgroups: slots made ahead, in idle time */
+        size_t n_spare;
+        sd_event_source *spare_source; /* idle priority: makes spares while there are too few */
 };
 
 struct ZygotePending {
@@ -113,6 +135,168 @@ static void zygote_failed(ZygoteClient *z, int error, const char *fmt, ...) {
                   z->failures == 1 ? "" : "s");
 }
 
+static int held_add(ZygoteClient *z, uint32_t slot, Cgroup *cg) {
+        if (z->n_held == z->held_cap) {
+                size_t cap = z->held_cap ? z->held_cap * 2 : 16;
+                HeldSlot *h = reallocarray(z->held, cap, sizeof *h);
+                if (!h)
+                        return -ENOMEM;
+                z->held = h;
+                z->held_cap = cap;
+        }
+        z->held[z->n_held++] = (HeldSlot){ .slot = slot, .cgroup = cg };
+        return 0;
+}
+
+/* Take slot out of the held set, with its cgroup: false if this zygote does not hold it. */
+static bool held_take(ZygoteClient *z, uint32_t slot, Cgroup **ret_cgroup) {
+        for (size_t i = 0; i < z->n_held; i++)
+                if (z->held[i].slot == slot) {
+                        *ret_cgroup = z->held[i].cgroup;
+                        z->held[i] = z->held[--z->n_held];
+                        return true;
+                }
+        return false;
+}
+
+static bool held_has(const ZygoteClient *z, uint32_t slot) {
+        for (size_t i = 0; i < z->n_held; i++)
+                if (z->held[i].slot == slot)
+                        return true;
+        return false;
+}
+
+/* A slot that is no worker's (failed, or never used): its cgroup goes, its id is free. */
+static void slot_free(ZygoteClient *z, uint32_t slot, Cgroup *cg) {
+        cgroup_free(cg);
+        worker_id_release(z->ids, slot);
+}
+
+/* The zygote is gone: the pre-started workers of its slots may still live until they
+ * notice (they are our children, reaped as strays). Their cgroups name them: they are
+ * killed and the cgroups removed; their ids wait in quarantine until they are reaped. */
+static void held_quarantine_all(ZygoteClient *z) {
+        for (size_t i = 0; i < z->n_held; i++) {
+                cgroup_kill_members(z->held[i].cgroup);
+                cgroup_free(z->held[i].cgroup);
+                worker_id_quarantine(z->ids, z->held[i].slot);
+        }
+        z->n_held = 0;
+        worker_ids_sweep(z->ids);
+}
+
+void zygote_client_slot_limits(const ZygoteClient *z, uint64_t *ret_memory_bytes, uint32_t *ret_max_processes) {
+        *ret_memory_bytes = z->policy->memory_bytes;
+        *ret_max_processes = z->policy->processes;
+}
+
+/* A slot: its id and (with cgroups) its cgroup, made with the start policy's limits. */
+static int slot_make(ZygoteClient *z, SpareSlot *ret) {
+        const char *step = NULL;
+        Cgroup *cg = NULL;
+        WorkerId id;
+        int k;
+
+        if ((k = worker_id_acquire(z->ids, &id)) < 0)
+                return k;
+        if ((k = cgroup_new(z->cgroups, z->policy->memory_bytes, z->policy->processes, &cg, &step)) < 0) {
+                log_warning_errno(k, "Making a worker cgroup failed at %s: %m", step);
+                worker_id_release(z->ids, id.slot);
+                return k;
+        }
+        *ret = (SpareSlot){ .id = id, .cgroup = cg };
+        return 0;
+}
+
+/* Idle time (nothing else for the loop to do): make one spare slot, and stop once
+ * there are enough. */
+static int on_make_spare(sd_event_source *s, void *userdata) {
+        ZygoteClient *z = userdata;
+
+        if (z->n_spare >= ZYGOTE_SPARE_SLOTS || slot_make(z, &z->spare[z->n_spare]) < 0) {
+                /* Full, or failing: wait until a spare is taken (a failure shows there). */
+                sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                return 0;
+        }
+        z->n_spare++;
+        return 0;
+}
+
+static void spares_wanted(ZygoteClient *z) {
+        if (cgroup_root_version(z->cgroups) == CGROUP_NONE)
+                return; /* an id alone costs nothing to take */
+        if (!z->spare_source) {
+                if (sd_event_add_defer(z->event, &z->spare_source, on_make_spare, z) < 0 ||
+                    sd_event_source_set_priority(z->spare_source, SD_EVENT_PRIORITY_IDLE) < 0) {
+                        z->spare_source = sd_event_source_disable_unref(z->spare_source);
+                        return; /* then every slot is made when it is needed */
+                }
+        }
+        sd_event_source_set_enabled(z->spare_source, SD_EVENT_ON);
+}
+
+static void spares_free(ZygoteClient *z) {
+        z->spare_source = sd_event_source_disable_unref(z->spare_source);
+        while (z->n_spare > 0) {
+                SpareSlot *sp = &z->spare[--z->n_spare];
+                cgroup_free(sp->cgroup);
+                worker_id_release(z->ids, sp->id.slot);
+        }
+}
+
+/* A new slot for the zygote (sent as SLOT or with a spawn request): a spare if there is
+ * one, else made now; its cgroup's cgroup.procs descriptors in fds (the caller closes
+ * them once sent). Held from now on. */
+static int slot_give(ZygoteClient *z, ZygoteSlot *ret, int fds[static ZYGOTE_CGROUP_FDS_MAX]) {
+        SpareSlot sp;
+        size_t n_fds = 0;
+        int k;
+
+        if (z->n_spare > 0)
+                sp = z->spare[--z->n_spare];
+        else if ((k = slot_make(z, &sp)) < 0)
+                return k;
+        spares_wanted(z);
+        if ((sp.cgroup && (k = cgroup_open_procs(sp.cgroup, fds, &n_fds)) < 0) ||
+            (k = held_add(z, sp.id.slot, sp.cgroup)) < 0) {
+                fdpass_close_all(fds, n_fds);
+                slot_free(z, sp.id.slot, sp.cgroup);
+                return k;
+        }
+        *ret = (ZygoteSlot){ .slot = sp.id.slot, .uid = sp.id.uid, .gid = sp.id.gid, .n_cgroup_fds = (uint32_t) n_fds };
+        return 0;
+}
+
+/* Take back a slot whose message could not be sent. */
+static void slot_take_back(ZygoteClient *z, uint32_t slot) {
+        Cgroup *cg = NULL;
+
+        if (held_take(z, slot, &cg))
+                slot_free(z, slot, cg);
+}
+
+/* A freshly ready zygote gets a slot per pre-started worker. A slot that cannot be
+ * given is not: the pool is smaller (logged). */
+static void give_pool_slots(ZygoteClient *z) {
+        for (uint32_t i = 0; i < z->policy->zygote_pool_size; i++) {
+                int fds[ZYGOTE_CGROUP_FDS_MAX];
+                ZygoteSlot slot;
+                ZygoteMsg m;
+                int k = slot_give(z, &slot, fds);
+                if (k >= 0) {
+                        m = zygote_msg_slot(&slot);
+                        k = zygote_msg_send(z->ctl, &m, fds, slot.n_cgroup_fds, MSG_DONTWAIT);
+                        fdpass_close_all(fds, slot.n_cgroup_fds);
+                        if (k < 0)
+                                slot_take_back(z, slot.slot);
+                }
+                if (k < 0) {
+                        log_warning_errno(k, "Zygote %u: a pre-started worker gets no slot: %m", z->generation);
+                        return;
+                }
+        }
+}
+
 void zygote_client_set_ready_callback(ZygoteClient *z, ZygoteReadyFn fn, void *userdata) {
         z->on_ready = fn;
         z->userdata = userdata;
@@ -144,6 +328,7 @@ static void zygote_stop(ZygoteClient *z) {
                 close(z->pidfd);
                 z->pidfd = -1;
         }
+        held_quarantine_all(z);
 }
 
 /* Stop this zygote, start the next one (at once, or backed off after failures), and
@@ -183,7 +368,7 @@ static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata);
 static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ZygoteClient *z = userdata;
         ZygoteMsg ready;
-        int k, fds[_SPAWN_FD_MAX];
+        int k, fds[ZYGOTE_FDS_MAX];
         size_t n_fds;
 
         k = zygote_msg_recv(z->ctl, &ready, fds, &n_fds, MSG_DONTWAIT);
@@ -209,6 +394,7 @@ static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *user
         z->failures = 0;
         z->last_error[0] = 0;
         log_info("Zygote %u ready (pid %d)", z->generation, (int) z->pid);
+        give_pool_slots(z);
         if (z->on_ready)
                 z->on_ready(z->userdata);
         return 0;
@@ -326,7 +512,8 @@ static int wait_first_ready(ZygoteClient *z) {
         return z->ready ? 0 : -EIO;
 }
 
-int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteClient **ret) {
+int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, WorkerIds *ids, CgroupRoot *cgroups,
+                      ZygoteClient **ret) {
         ZygoteClient *z = calloc(1, sizeof *z);
         int k;
 
@@ -336,12 +523,16 @@ int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteCl
         z->policy_at_start = *p;
         z->policy = &z->policy_at_start;
         z->worker_exec_fd = worker_exec_fd;
+        z->ids = ids;
+        z->cgroups = cgroups;
         z->pidfd = z->ctl = -1;
         k = zygote_launch(z);
         if (k >= 0)
                 k = wait_first_ready(z);
         if (k < 0) {
                 zygote_stop(z);
+                spares_free(z);
+                free(z->held);
                 free(z);
                 return k;
         }
@@ -358,6 +549,8 @@ ZygoteClient *zygote_client_free(ZygoteClient *z) {
                 z->pending = p->next;
                 free(p);
         }
+        spares_free(z);
+        free(z->held);
         free(z);
         return NULL;
 }
@@ -383,7 +576,7 @@ static void zygote_fail_pending(ZygoteClient *z, ZygoteAnswer answer, int error,
                 ZygotePending *p = list;
                 list = p->next;
                 if (p->fn)
-                        p->fn(answer, error, cause, 0, -1, p->userdata);
+                        p->fn(answer, error, cause, 0, -1, NULL, NULL, p->userdata);
                 free(p);
         }
         if (z->on_settled)
@@ -413,16 +606,16 @@ static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* Whether an answer is one this zygote may give: to a request in flight, naming (on
- * success) a child of ours. A pidfd of any other process is not a worker: it is
- * neither killed nor used. */
+/* Whether an answer is one this zygote may give: to a request in flight, giving back a
+ * slot it holds, naming (on success) a child of ours. A pidfd of any other process is
+ * not a worker: it is neither killed nor used. */
 static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
         siginfo_t si = {};
         const ZygotePending *p;
 
         for (p = z->pending; p && p->token != rep->token; p = p->next)
                 ;
-        if (!p)
+        if (!p || !held_has(z, rep->slot))
                 return false;
         if (rep->error != 0)
                 return true;
@@ -433,22 +626,35 @@ static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, int pi
 /* One answer (answer_plausible() has found its request): hand it over. */
 static void deliver(ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
         ZygotePending **pp, *p;
+        Cgroup *cg = NULL;
+        WorkerId id;
 
         for (pp = &z->pending; (*pp)->token != rep->token; pp = &(*pp)->next)
                 ;
         p = *pp;
         *pp = p->next;
+        /* The slot given back leaves the zygote: to the worker's runner, or free (no
+         * worker ever had it), or into quarantine (its worker is killed as a stray). */
+        held_take(z, rep->slot, &cg);
+        worker_id_of_slot(z->ids, rep->slot, &id);
         if (!p->fn) {
                 /* Abandoned: the worker must not run anything. It is our child and is
                  * reaped as a stray. */
                 pidfd_kill(pidfd);
                 if (pidfd >= 0)
                         close(pidfd);
+                cgroup_free(cg);
+                if (rep->error == 0)
+                        worker_id_quarantine(z->ids, rep->slot);
+                else
+                        worker_id_release(z->ids, rep->slot);
         } else if (rep->error != 0) {
+                slot_free(z, rep->slot, cg);
                 log_warning("Zygote %u failed to start a worker: %s", z->generation, strerror(rep->error));
-                p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", 0, -1, p->userdata);
+                p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", 0, -1, NULL, NULL,
+                      p->userdata);
         } else
-                p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL, rep->pid, pidfd, p->userdata);
+                p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL, rep->pid, pidfd, &id, cg, p->userdata);
         free(p);
 }
 
@@ -458,7 +664,7 @@ static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata
 
         for (;;) {
                 ZygoteMsg rep;
-                int k, fds[_SPAWN_FD_MAX];
+                int k, fds[ZYGOTE_FDS_MAX];
                 size_t n_fds;
 
                 k = zygote_msg_recv(z->ctl, &rep, fds, &n_fds, MSG_DONTWAIT);
@@ -498,7 +704,9 @@ static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata
 int zygote_client_spawn(ZygoteClient *z, const int fds[_SPAWN_FD_MAX], ZygoteSpawnedFn fn, void *userdata,
                         uint64_t *ret_token) {
         ZygoteMsg req;
+        ZygoteSlot slot;
         ZygotePending *p, **tail;
+        int all[ZYGOTE_FDS_MAX];
         int k;
 
         if (!zygote_client_ready(z))
@@ -516,9 +724,17 @@ int zygote_client_spawn(ZygoteClient *z, const int fds[_SPAWN_FD_MAX], ZygoteSpa
         p = calloc(1, sizeof *p);
         if (!p)
                 return -ENOMEM;
-        req = zygote_msg_spawn(++z->token, z->policy->worker_uid, z->policy->worker_gid);
-        k = zygote_msg_send(z->ctl, &req, fds, _SPAWN_FD_MAX, MSG_DONTWAIT);
+        /* The call's descriptors, then its slot's cgroup.procs. */
+        memcpy(all, fds, _SPAWN_FD_MAX * sizeof *fds);
+        if ((k = slot_give(z, &slot, all + _SPAWN_FD_MAX)) < 0) {
+                free(p);
+                return k;
+        }
+        req = zygote_msg_spawn(++z->token, &slot);
+        k = zygote_msg_send(z->ctl, &req, all, _SPAWN_FD_MAX + slot.n_cgroup_fds, MSG_DONTWAIT);
+        fdpass_close_all(all + _SPAWN_FD_MAX, slot.n_cgroup_fds);
         if (k < 0) {
+                slot_take_back(z, slot.slot);
                 free(p);
                 if (k == -EAGAIN)
                         return -ENOBUFS; /* its socket is full: far more requests than workers */

@@ -11,6 +11,8 @@
 
 #include "contract/fds.h"
 #include "policy/policy.h"
+#include "supervisor/cgroup.h"
+#include "supervisor/worker_ids.h"
 
 typedef struct ZygoteClient ZygoteClient;
 
@@ -24,15 +26,25 @@ typedef enum ZygoteAnswer {
         ZYGOTE_ANSWER_FAILED, /* no worker: error (-errno) and cause say why */
 } ZygoteAnswer;
 
-/* cause: a short text naming what failed, no user content (for the result's detail). */
+/* cause: a short text naming what failed, no user content (for the result's detail).
+ * With a worker, id is its host identity and cgroup (NULL without cgroups) the cgroup
+ * it already runs in, both now the callee's: the id is released (worker_id_release())
+ * and the cgroup freed once the worker is reaped. */
 typedef void (*ZygoteSpawnedFn)(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd,
-                                void *userdata);
+                                const WorkerId *id, Cgroup *cgroup, void *userdata);
 /* No spawn request is in flight any more. */
 typedef void (*ZygoteSettledFn)(void *userdata);
 
 /* Starts the first zygote and waits for it (nothing is served yet). Later starts
- * (after a death, a failure or a replacement) run in the event loop's background. */
-int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, ZygoteClient **ret);
+ * (after a death, a failure or a replacement) run in the event loop's background. The
+ * zygote's workers take their host identities from ids and, unless cgroups is NULL or
+ * version none, a cgroup each, made with the start policy's limits and entered by the
+ * worker when the zygote clones it (both the caller's, outliving z): zygotePoolSize
+ * slots when it is ready, one with each spawn request. */
+int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, WorkerIds *ids, CgroupRoot *cgroups,
+                      ZygoteClient **ret);
+/* The memory and process limits the slots' cgroups are made with (the start policy's). */
+void zygote_client_slot_limits(const ZygoteClient *z, uint64_t *ret_memory_bytes, uint32_t *ret_max_processes);
 /* Called whenever a (new) zygote becomes ready to serve. */
 void zygote_client_set_ready_callback(ZygoteClient *z, ZygoteReadyFn fn, void *userdata);
 bool zygote_client_ready(const ZygoteClient *z);
@@ -52,7 +64,7 @@ const char *zygote_client_last_error(const ZygoteClient *z);
 #define ZYGOTE_SPAWN_LATER 1
 
 /* Ask for a worker for the call whose fds these are (contract/fds.h, ZygoteSpawnFd
- * order). Does not wait: fn is called from the event loop with the answer (also when
+ * order), giving the zygote one more slot (-EUSERS: none is free). Does not wait: fn is called from the event loop with the answer (also when
  * the zygote dies or stops answering); the worker is a child of the calling process.
  * Returns 0 when asked, ZYGOTE_SPAWN_LATER when no zygote can take it now (one is
  * starting, or this one is being replaced: try again when the ready callback runs),

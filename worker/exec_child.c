@@ -33,6 +33,9 @@ _Noreturn void exec_child_main(const ExecStart *start) {
         /* Wait until the creator has written our uid/gid maps. */
         if (read(start->sync_fd, &c, 1) != 1)
                 fail(report_fd, SETUP_STAGE_SYNC, EPIPE);
+        /* Into its cgroup before anything else: what it touches from here on is charged there. */
+        if ((r = sandbox_enter_cgroup(start->cgroup_fds, start->n_cgroup_fds)) < 0)
+                fail(report_fd, SETUP_STAGE_CGROUP, -r);
         /* The worker binary's fd may sit where a worker fd must go: move it up first. */
         exe = fcntl(start->worker_exec_fd, F_DUPFD_CLOEXEC, 16);
         if (exe < 0)

@@ -104,6 +104,17 @@ int sandbox_runtime_open(uint32_t packages, SandboxRuntime *ret, SetupStage *ret
         return 0;
 }
 
+int sandbox_enter_cgroup(const int *fds, size_t n) {
+        int r = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                if (r == 0 && write(fds[i], "0", 1) != 1)
+                        r = -errno;
+                close(fds[i]);
+        }
+        return r;
+}
+
 /* First move every source above the target range, then dup2 down (dup2 clears
  * close-on-exec on the result), so a source already sitting on a target is safe. */
 int sandbox_install_fds(const int *src, int n) {

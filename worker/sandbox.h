@@ -56,6 +56,12 @@ void sandbox_runtime_close(SandboxRuntime *rt);
 
 /* In a new child: put src[0..n) at descriptors 0..n-1 (n <= 8), whatever numbers they had. */
 int sandbox_install_fds(const int *src, int n);
+/* Move the calling process into its cgroup: "0" written to each cgroup.procs
+ * descriptor (one per hierarchy, opened O_WRONLY by the supervisor as root, which is
+ * whose credentials the kernel checks), then closed. The worker does it itself, first
+ * thing after its creator released it: the move waits for an RCU grace period in the
+ * kernel, and so that wait blocks neither the supervisor's loop nor the zygote. */
+int sandbox_enter_cgroup(const int *fds, size_t n);
 
 /* Exec mode, before the exec: keep CAP_SYS_ADMIN, CAP_SETPCAP, CAP_SETUID and
  * CAP_SETGID of the worker's namespace as ambient capabilities across it. */

@@ -67,16 +67,55 @@ static int zygote_drop_privileges(void) {
 typedef struct PoolChild {
         pid_t pid;
         int pidfd;
-        int chan; /* zygote end of the worker's own socket: the call's fds arrive on it */
+        int chan;        /* zygote end of the worker's own socket: the call's fds arrive on it */
+        ZygoteSlot slot; /* its host identity (contract/zygote_proto.h) */
 } PoolChild;
+
+/* A slot the supervisor gave us and no worker uses yet, with its cgroup's descriptors. */
+typedef struct Slot {
+        ZygoteSlot id;
+        int cgroup_fds[ZYGOTE_CGROUP_FDS_MAX];
+} Slot;
 
 static PoolChild pool[65];
 static size_t pool_len = 0;
 static size_t pool_target = 0;
+/* We hold at most the pool's slots and the one of the request being served. */
+static Slot slots[ELEMENTSOF(pool) + 1];
+static size_t n_slots = 0;
 static bool may_refill = true; /* at start, then after each IDLE hint until the next spawn */
-static uid_t worker_uid;
+static uid_t worker_uid;       /* the ids inside every worker's user namespace */
 static gid_t worker_gid;
 static uint32_t python_packages; /* the policy's pythonPackages: preloaded, and bound in every worker */
+
+static void slot_close(Slot *s) {
+        fdpass_close_all(s->cgroup_fds, s->id.n_cgroup_fds);
+        s->id.n_cgroup_fds = 0;
+}
+
+/* Keep a slot (from SLOT or SPAWN; its descriptors are ours now). false when we hold
+ * too many already: the supervisor broke the protocol, the slot is dropped. */
+static bool slot_push(const ZygoteSlot *id, const int *cgroup_fds) {
+        Slot *s;
+
+        if (n_slots >= ELEMENTSOF(slots)) {
+                fdpass_close_all((int *) cgroup_fds, id->n_cgroup_fds);
+                return false;
+        }
+        s = &slots[n_slots++];
+        s->id = *id;
+        memcpy(s->cgroup_fds, cgroup_fds, id->n_cgroup_fds * sizeof *cgroup_fds);
+        return true;
+}
+
+/* The slot held longest (the first given). */
+static Slot slot_pop(void) {
+        Slot s = slots[0];
+
+        memmove(slots, slots + 1, (n_slots - 1) * sizeof *slots);
+        n_slots--;
+        return s;
+}
 
 /* Receive the call's fds (a one-byte message) on chan. -ECONNRESET when the zygote
  * went away. */
@@ -99,8 +138,9 @@ static bool call_waiting(int chan) {
         return poll(&pfd, 1, 0) > 0;
 }
 
-/* In the new worker: a copy of the zygote, in fresh namespaces, waiting for its call. */
-static _Noreturn void child_main(int sync_fd, int chan) {
+/* In the new worker: a copy of the zygote, in fresh namespaces, waiting for its call.
+ * slot: its cgroup's descriptors, entered first. */
+static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
         SetupStage stage = SETUP_STAGE_NONE, failed_stage = SETUP_STAGE_NONE;
         int failed = 0, fds[_SPAWN_FD_MAX], src[_WORKER_FD_MAX];
         WorkerPlan plan;
@@ -124,10 +164,15 @@ static _Noreturn void child_main(int sync_fd, int chan) {
         if (read(sync_fd, &c, 1) != 1)
                 _exit(127); /* the zygote could not map our ids and gave up on us */
         close(sync_fd);
-        /* The runtime is opened with the zygote's (root's) credentials, before the switch
-         * to the worker uid, which may not be able to traverse it (sandbox.h). */
-        if ((r = sandbox_runtime_open(python_packages, &rt, &stage)) < 0 ||
-            (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 || (r = sandbox_prepare(&rt, &stage)) < 0) {
+        /* Into the slot's cgroup first (the wait is ours, not the zygote's): all it
+         * touches from here on is charged there. Then the runtime is opened with the
+         * zygote's (root's) credentials, before the switch to the worker uid, which may
+         * not be able to traverse it (sandbox.h). */
+        if ((r = sandbox_enter_cgroup(slot->cgroup_fds, slot->id.n_cgroup_fds)) < 0) {
+                failed = r;
+                failed_stage = SETUP_STAGE_CGROUP;
+        } else if ((r = sandbox_runtime_open(python_packages, &rt, &stage)) < 0 ||
+                   (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 || (r = sandbox_prepare(&rt, &stage)) < 0) {
                 failed = r;
                 failed_stage = stage;
         }
@@ -180,8 +225,11 @@ static void pool_child_close(PoolChild *pc) {
         *pc = (PoolChild){ .pidfd = -1, .chan = -1 };
 }
 
-/* Clone one worker into fresh namespaces, map its ids and let it prepare. */
-static int pool_child_new(int ctl, PoolChild *ret) {
+/* Clone one worker into fresh namespaces in the slot's identity (and cgroup), map its ids
+ * and let it prepare. On success the slot is used up (its descriptors closed); on
+ * failure it is intact: a child that did not get the sync byte never took the slot's
+ * uid (it exits; the supervisor reaps it). */
+static int pool_child_new(int ctl, Slot *slot, PoolChild *ret) {
         int chan[2] = { -1, -1 }, sync[2] = { -1, -1 }, pidfd = -1, k;
         pid_t pid;
 
@@ -205,31 +253,40 @@ static int pool_child_new(int ctl, PoolChild *ret) {
                 close(ctl);
                 for (size_t i = 0; i < pool_len; i++)
                         pool_child_close(&pool[i]);
-                child_main(sync[0], chan[1]);
+                for (size_t i = 0; i < n_slots; i++)
+                        slot_close(&slots[i]);
+                child_main(sync[0], chan[1], slot);
         }
         k = pid < 0 ? pid : 0;
         PyOS_AfterFork_Parent();
         close(sync[0]);
         close(chan[1]);
-        if (k == 0 && ((k = userns_write_id_maps(pid, worker_uid, worker_gid)) < 0 ||
+        /* Inside it is worker_uid, on the host the slot's own uid; once released it enters
+         * the slot's cgroup itself, before it prepares anything. */
+        if (k == 0 && ((k = userns_write_id_maps(pid, worker_uid, slot->id.uid, worker_gid, slot->id.gid)) < 0 ||
                        (write(sync[1], "x", 1) != 1 && (k = -EIO))))
                 pidfd_kill(pidfd); /* reaped by the supervisor, its parent */
         close(sync[1]);
+        if (k == 0)
+                slot_close(slot); /* used up */
         if (k < 0) {
                 close(chan[0]);
                 if (pidfd >= 0)
                         close(pidfd);
                 return k;
         }
-        *ret = (PoolChild){ .pid = pid, .pidfd = pidfd, .chan = chan[0] };
+        *ret = (PoolChild){ .pid = pid, .pidfd = pidfd, .chan = chan[0], .slot = slot->id };
+        ret->slot.n_cgroup_fds = 0;
         return 0;
 }
 
 /* Hand the call's fds to a pre-started worker if there is one (oldest first), else to
- * a new one made now. A worker that died while waiting fails the send and is dropped.
+ * a new one made now in a slot we hold. A worker that died while waiting fails the send
+ * and is dropped (its slot with it: the supervisor gets it back when we are replaced).
  * On success *ret is the worker (its chan closed by the caller). */
 static int assign_worker(int ctl, const int fds[_SPAWN_FD_MAX], PoolChild *ret) {
         PoolChild pc;
+        Slot slot;
         int k;
 
         for (;;) {
@@ -237,8 +294,16 @@ static int assign_worker(int ctl, const int fds[_SPAWN_FD_MAX], PoolChild *ret) 
                         pc = pool[0];
                         memmove(pool, pool + 1, (pool_len - 1) * sizeof *pool);
                         pool_len--;
-                } else if ((k = pool_child_new(ctl, &pc)) < 0)
-                        return k;
+                } else if (n_slots == 0)
+                        return -EUSERS;
+                else {
+                        slot = slot_pop();
+                        if ((k = pool_child_new(ctl, &slot, &pc)) < 0) {
+                                /* Nothing runs in it: it stays ours, for the answer. */
+                                (void) slot_push(&slot.id, slot.cgroup_fds);
+                                return k;
+                        }
+                }
                 if (fdpass_send(pc.chan, "c", 1, fds, _SPAWN_FD_MAX, 0) == 0)
                         break;
                 pool_child_close(&pc);
@@ -251,7 +316,8 @@ static int assign_worker(int ctl, const int fds[_SPAWN_FD_MAX], PoolChild *ret) 
 static int serve_one(int ctl) {
         ZygoteMsg req, rep;
         PoolChild pc = { .pidfd = -1, .chan = -1 };
-        int fds[_SPAWN_FD_MAX];
+        ZygoteSlot id;
+        int fds[ZYGOTE_FDS_MAX];
         size_t n_fds = 0;
         int k;
 
@@ -264,14 +330,26 @@ static int serve_one(int ctl) {
                 may_refill = true;
                 return 0;
         }
+        id = zygote_msg_get_slot(&req);
+        if (req.kind == ZYGOTE_MSG_SLOT) {
+                (void) slot_push(&id, fds);
+                return 0;
+        }
+        if (req.kind != ZYGOTE_MSG_SPAWN) {
+                fdpass_close_all(fds, n_fds);
+                return 0; /* a READY or SPAWNED has no business here */
+        }
         may_refill = false;
-        if (req.kind != ZYGOTE_MSG_SPAWN || req.uid != worker_uid || req.gid != worker_gid)
-                rep = zygote_msg_spawned(req.token, EBADMSG, 0);
-        else if ((k = assign_worker(ctl, fds, &pc)) < 0)
-                rep = zygote_msg_spawned(req.token, -k, 0);
-        else
-                rep = zygote_msg_spawned(req.token, 0, pc.pid);
-        fdpass_close_all(fds, n_fds);
+        /* The request's slot is ours now; the answer gives one back. */
+        if (!slot_push(&id, fds + _SPAWN_FD_MAX)) {
+                rep = zygote_msg_spawned(req.token, id.slot, EBADMSG, 0);
+        } else if ((k = assign_worker(ctl, fds, &pc)) < 0) {
+                Slot unused = slot_pop();
+                slot_close(&unused);
+                rep = zygote_msg_spawned(req.token, unused.id.slot, -k, 0);
+        } else
+                rep = zygote_msg_spawned(req.token, pc.slot.slot, 0, pc.pid);
+        fdpass_close_all(fds, _SPAWN_FD_MAX);
         k = zygote_msg_send(ctl, &rep, &pc.pidfd, rep.error ? 0 : 1, 0);
         pool_child_close(&pc);
         return k < 0 ? k : 0;
@@ -328,13 +406,16 @@ int zygote_main(int argc, char **argv) {
         for (;;) {
                 /* Requests first; the pool is refilled one worker at a time while none
                  * is waiting, and only while no call runs (see zygote.h). */
-                if (pool_len < pool_target && may_refill) {
+                if (pool_len < pool_target && may_refill && n_slots > 0) {
                         struct pollfd pfd = { .fd = ZYGOTE_CTL_FD, .events = POLLIN };
                         if (poll(&pfd, 1, 0) == 0) {
-                                if (pool_child_new(ZYGOTE_CTL_FD, &pool[pool_len]) == 0)
+                                Slot slot = slot_pop();
+                                if (pool_child_new(ZYGOTE_CTL_FD, &slot, &pool[pool_len]) == 0)
                                         pool_len++;
-                                else
+                                else {
+                                        (void) slot_push(&slot.id, slot.cgroup_fds);
                                         (void) poll(&pfd, 1, 100); /* do not spin on a failing clone */
+                                }
                                 continue;
                         }
                 }

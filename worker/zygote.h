@@ -4,13 +4,15 @@
  * (contract/zygote_proto.h) on ZYGOTE_CTL_FD.
  *
  * The zygote keeps up to POOL_SIZE workers pre-started (namespaces, minimal root,
- * after-fork work done), each waiting on its own socket for one call's fds; a worker
- * is used for exactly one call. It prepares them only after its start and after an
+ * after-fork work done), each in a slot the supervisor gave it (a host uid and gid,
+ * and a cgroup it enters first), each waiting on its own socket for one call's fds; a
+ * worker is used for exactly one call. It prepares them only after its start and after an
  * IDLE hint, never while a call runs: on a virtualised host, creating a process slows
  * every other process's page faults (TLB shootdowns), so a refill during a call costs
  * that call more than the pool saves it. */
 #pragma once
 
-/* argv: codeinterp-zygote --zygote UID GID POOL_SIZE. Runs the zygote loop on fd
- * ZYGOTE_CTL_FD; returns the process exit status. */
+/* argv: codeinterp-zygote --zygote UID GID POOL_SIZE, UID and GID the ids inside every
+ * worker's namespace (workerUid, workerGid); the host ids come with the supervisor's
+ * slots. Runs the zygote loop on fd ZYGOTE_CTL_FD; returns the process exit status. */
 int zygote_main(int argc, char **argv);

@@ -135,13 +135,16 @@ class Timing:
 
 @dataclasses.dataclass(frozen=True)
 class ExitStatus:
-    """How the worker ended: exit code or signal, CPU time and peak RSS."""
+    """How the worker ended: exit code or signal, CPU time and peak RSS; the worker's
+    own host uid, and its cgroup's peak memory (None without a cgroup)."""
 
     pid: int
     code: Optional[int]
     signal: Optional[int]
     cpu_ms: int
     max_rss_kb: int
+    host_uid: Optional[int] = None
+    memory_peak_bytes: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,9 +2,11 @@
 """codeinterp benchmark: drives real supervisors over the real socket and prints, in one
 run, latency per worker start mode against bare `python3 -I -S -c`, throughput at
 capacity 2, supervisor/zygote RSS across a soak, a worker's PSS, how late the
-deadline kill lands, and the scientific stack (packaging/policy-data.yaml): a pandas
-call and a matplotlib PNG against bare `python3 -c` of the same code, the zygote's
-RSS and a worker's PSS with the stack loaded (--stack-only: just that part). Ratios are what matter: absolute figures move with the machine.
+deadline kill lands, what a cgroup per worker costs (cgroups off against auto,
+interleaved; --cgroups-only runs just that), and the scientific stack
+(packaging/policy-data.yaml): a pandas call and a matplotlib PNG against bare
+`python3 -c` of the same code, the zygote's RSS and a worker's PSS with the stack
+loaded (--stack-only: just that part). Ratios are what matter: absolute figures move with the machine.
 
 Run as root:  make bench   (or: /usr/bin/python3 tests/bench/bench.py [--soak 10000])
 
@@ -328,6 +330,46 @@ def versions(builds, args):
         print("%-34s" % name + "".join("%12.1f" % f(a) for a in accs))
 
 
+def cgroups_cost(args):
+    """cgroups off against auto, the same calls on supervisors started side by side and
+    measured in interleaved rounds: latency (zygote with a pre-started worker, zygote
+    back to back, exec) and throughput at capacity 2; the added median and the ratio."""
+    base = "maxActiveWorkers: 2\nmaxQueuedCalls: 1024\nheartbeatMs: 600000\nzygoteMaxCalls: 10000000\n"
+    sups = {}
+    for cg in ("off", "auto"):
+        for mode in ("zygote", "exec"):
+            sups[cg, mode] = conftest.Supervisor(base + "cgroups: %s\nworkerStart: %s\n" % (cg, mode))
+    try:
+        version = sups["auto", "zygote"].connect().call("hello")["cgroup"]
+        for s in sups.values():
+            latency(s, 5)
+        lat = {}
+        thr = {}
+        for _ in range(args.rounds):
+            for cg in ("off", "auto"):
+                z, e = sups[cg, "zygote"], sups[cg, "exec"]
+                lat.setdefault((cg, "zygote, 50 ms apart"), []).extend(latency(z, args.calls // 2, gap=0.05))
+                lat.setdefault((cg, "zygote, back to back"), []).extend(latency(z, args.calls // 2))
+                lat.setdefault((cg, "exec"), []).extend(latency(e, max(10, args.calls // 8)))
+                for mode, s in (("zygote", z), ("exec", e)):
+                    rate, errors = throughput(s, 2, args.seconds / 2)
+                    assert not errors, errors
+                    thr.setdefault((cg, mode), []).append(rate)
+        print("\n== cgroups: off against auto (%s here), interleaved, %d rounds" % (version, args.rounds))
+        for what in ("zygote, 50 ms apart", "zygote, back to back", "exec"):
+            off, auto = lat["off", what], lat["auto", what]
+            print("%-21s off: p50 %6.2f ms p90 %6.2f ms   auto: p50 %6.2f ms p90 %6.2f ms   "
+                  "added p50 %+6.2f ms (target <= 0.5)" %
+                  (what, pct(off, 50), pct(off, 90), pct(auto, 50), pct(auto, 90), pct(auto, 50) - pct(off, 50)))
+        for mode in ("zygote", "exec"):
+            off, auto = sum(thr["off", mode]) / len(thr["off", mode]), sum(thr["auto", mode]) / len(thr["auto", mode])
+            print("throughput %-6s 2 clients: off %7.1f calls/s   auto %7.1f calls/s   auto/off %.2f (target >= 0.90)"
+                  % (mode, off, auto, auto / off))
+    finally:
+        for s in sups.values():
+            s.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=200, help="sequential calls per latency sample")
@@ -335,7 +377,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=5.0, help="seconds per throughput point")
     ap.add_argument("--versions", nargs="+", metavar="BUILD",
                     help="compare these build directories (one embedded CPython each) instead")
-    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds per build with --versions")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="interleaved rounds per build with --versions, and of cgroups off against auto")
+    ap.add_argument("--cgroups-only", action="store_true", help="only the cgroups off/auto comparison")
     ap.add_argument("--stack-only", action="store_true",
                     help="only the scientific stack's figures (pandas, matplotlib, zygote RSS, worker PSS)")
     args = ap.parse_args()
@@ -343,6 +387,9 @@ def main():
         sys.exit("bench: run as root (codeinterpd creates user namespaces)")
     if args.versions:
         versions(args.versions, args)
+        return
+    if args.cgroups_only:
+        cgroups_cost(args)
         return
 
     print("codeinterp benchmark  (%d CPUs, %s)" % (os.cpu_count(), time.strftime("%Y-%m-%d %H:%M")))
@@ -403,6 +450,7 @@ def main():
     finally:
         for s in (sup_exec, sup_zyg, sup_kill):
             s.stop()
+    cgroups_cost(args)
 
 
 if __name__ == "__main__":

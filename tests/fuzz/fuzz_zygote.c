@@ -2,7 +2,7 @@
 /* libFuzzer target for the zygote's control messages (contract/zygote_proto.c): what
  * the supervisor believes of a zygote's answer, and the zygote of a request. The
  * first input byte is the number of descriptors that came with the message (mod 8),
- * the rest the datagram. An accepted message is one of the four kinds with fields in
+ * the rest the datagram. An accepted message is one of the five kinds with fields in
  * range and exactly the descriptors its kind carries; anything else is refused.
  * Built with -DCODEINTERP_FUZZ=ON (tests/fuzz/CMakeLists.txt); run by make fuzz-smoke. */
 #include <stdint.h>
@@ -29,16 +29,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         switch (m.kind) {
         case ZYGOTE_MSG_READY:
         case ZYGOTE_MSG_IDLE:
-                if (n_fds != 0 || m.token != 0)
+                if (n_fds != 0 || m.token != 0 || m.uid != 0 || m.slot != 0 || m.n_cgroup_fds != 0)
+                        abort();
+                break;
+        case ZYGOTE_MSG_SLOT:
+                if (n_fds != m.n_cgroup_fds || n_fds > ZYGOTE_CGROUP_FDS_MAX || m.token != 0 || m.uid == 0 ||
+                    m.gid == 0)
                         abort();
                 break;
         case ZYGOTE_MSG_SPAWN:
-                if (n_fds != _SPAWN_FD_MAX || m.token == 0 || m.uid == 0 || m.gid == 0)
+                if (m.n_cgroup_fds > ZYGOTE_CGROUP_FDS_MAX || n_fds != _SPAWN_FD_MAX + m.n_cgroup_fds || m.token == 0 ||
+                    m.uid == 0 || m.gid == 0)
                         abort();
                 break;
         case ZYGOTE_MSG_SPAWNED:
                 if (m.error < 0 || m.error > ZYGOTE_ERRNO_MAX || (m.error == 0) != (m.pid > 0) ||
-                    n_fds != (m.error == 0 ? 1u : 0u))
+                    n_fds != (m.error == 0 ? 1u : 0u) || m.uid != 0 || m.n_cgroup_fds != 0)
                         abort();
                 break;
         default:

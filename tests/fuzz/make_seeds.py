@@ -208,17 +208,22 @@ def results():
     }
 
 
-def zygote_msg(kind, token=0, uid=0, gid=0, error=0, pid=0, n_fds=0):
+def zygote_msg(kind, token=0, uid=0, gid=0, error=0, pid=0, slot=0, n_cgroup_fds=0, n_fds=0):
     """One fuzz_zygote input: the descriptor count, then a ZygoteMsg (little-endian)."""
-    return bytes([n_fds]) + struct.pack("<IIQIIii", 0x7a79676f, kind, token, uid, gid, error, pid)
+    return bytes([n_fds]) + struct.pack("<IIQIIiiII", 0x7a79676f, kind, token, uid, gid, error, pid, slot,
+                                        n_cgroup_fds)
 
 
 def zygote_msgs():
     return {
         "ready": zygote_msg(1),
-        "spawn": zygote_msg(2, token=1, uid=65534, gid=65534, n_fds=5),
-        "spawned": zygote_msg(3, token=1, pid=4242, n_fds=1),
-        "spawned_eagain": zygote_msg(3, token=2, error=11),
+        "spawn": zygote_msg(2, token=1, uid=2146435072, gid=2146435072, n_fds=6),
+        "spawn_cgroup_v1": zygote_msg(2, token=1, uid=2146435073, gid=2146435073, slot=1, n_cgroup_fds=2, n_fds=8),
+        "slot": zygote_msg(5, uid=2146435074, gid=2146435074, slot=2),
+        "slot_cgroup_v2": zygote_msg(5, uid=2146435075, gid=2146435075, slot=3, n_cgroup_fds=1, n_fds=1),
+        "slot_root": zygote_msg(5, uid=0, gid=0, slot=4),
+        "spawned": zygote_msg(3, token=1, pid=4242, slot=1, n_fds=1),
+        "spawned_eagain": zygote_msg(3, token=2, error=11, slot=2),
         "idle": zygote_msg(4),
         "negative_error": zygote_msg(3, token=3, error=-11),
         "short": zygote_msg(1)[:20],

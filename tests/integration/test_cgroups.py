@@ -6,10 +6,10 @@ cgroups: off and a host without a usable hierarchy give "none", and required ref
 to start there. Runs in both worker start modes (CODEINTERP_WORKER_START)."""
 import os
 import threading
-import time
 
 import pytest
 
+import conftest
 from conftest import Supervisor, require_sandbox, wait_until, worker_pids_of
 
 FS = "/sys/fs/cgroup"
@@ -86,13 +86,47 @@ def leftovers(sup_pid):
     return left
 
 
+POOL = 2  # zygotePoolSize's default
+
+
+def calls_left(sup):
+    """Worker cgroups of this supervisor beyond those of its pre-started workers: in
+    zygote mode each of the (at most zygotePoolSize) slots the zygote holds has its
+    cgroup made ahead, empty until the zygote clones a ci-pool worker into it, and the
+    supervisor keeps two spare slots made."""
+    left = leftovers(sup.proc.pid)
+    if conftest.WORKER_START != "zygote":
+        return left
+    busy, gone = [], []
+    for d in left:
+        try:
+            with open(os.path.join(d, "cgroup.procs")) as f:
+                pids = [int(x) for x in f.read().split()]
+        except FileNotFoundError:
+            gone.append(d)  # removed since it was listed
+            continue
+        names = set()
+        for p in pids:
+            try:
+                with open("/proc/%d/comm" % p) as f:
+                    names.add(f.read().strip())
+            except OSError:
+                pass
+        if names - {"ci-pool"}:
+            busy.append(d)
+    # Pool slots and the spare slots the supervisor makes ahead in idle time
+    # (ZYGOTE_SPARE_SLOTS, 2): at most POOL + 2 per hierarchy (v1 has two).
+    per = 1 if VERSION == "v2" else 2
+    left = [d for d in left if d not in gone]
+    return busy if len(left) - len(busy) <= (POOL + 2) * per else left
+
+
 @pytest.fixture
 def sups():
     started = []
 
     def make(policy=POLICY, extra_args=()):
-        # cgroups is off in the reviewed profile (its cost, docs/performance.md): these
-        # tests ask for auto unless they name a mode themselves.
+        # auto is the reviewed profile's; said here too, so these tests do not depend on it.
         if "cgroups:" not in policy:
             policy = "cgroups: auto\n" + policy
         s = Supervisor(policy, extra_args)
@@ -170,9 +204,14 @@ def test_cgroup_removed_after_timeout(sups):
     need_cgroups()
     sup = sups(POLICY + "timeoutMs: 1000\n")
     c = sup.connect()
-    r = c.execute("while True:\n    pass\n")
-    assert r["outcome"] == "timeout", r
-    assert wait_until(lambda: leftovers(sup.proc.pid) == [], timeout=2)
+    t, box = run_async(c, "while True:\n    pass\n")
+    pids = wait_until(lambda: worker_pids_of(sup), timeout=10)
+    assert pids, "no worker seen"
+    dirs = cgroup_dirs(pids[0])
+    t.join(30)
+    assert box["r"]["outcome"] == "timeout", box["r"]
+    assert wait_until(lambda: not any(os.path.exists(d) for d in dirs.values()), timeout=2), dirs
+    assert wait_until(lambda: calls_left(sup) == [], timeout=2)
 
 
 def test_cgroup_removed_at_shutdown(sups):
@@ -220,13 +259,13 @@ def test_check_config_names_the_cgroup_version(tmp_path):
     import subprocess
 
     from conftest import DAEMON
-    # The reviewed profile has cgroups off; with auto, the host's version is named.
+    # The reviewed profile has cgroups auto: the host's version is named; off says so.
     out = subprocess.run([DAEMON, "--check-config"], capture_output=True, text=True).stdout
-    assert "cgroup per worker: none" in out, out
-    auto = tmp_path / "auto.yaml"
-    auto.write_text("cgroups: auto\n")
-    out = subprocess.run([DAEMON, "--check-config", "--policy", str(auto)], capture_output=True, text=True).stdout
     assert "cgroup per worker: %s" % (VERSION or "none") in out, out
+    off = tmp_path / "off.yaml"
+    off.write_text("cgroups: off\n")
+    out = subprocess.run([DAEMON, "--check-config", "--policy", str(off)], capture_output=True, text=True).stdout
+    assert "cgroup per worker: none (cgroups: off)" in out, out
     p = tmp_path / "p.yaml"
     p.write_text("cgroups: required\n")
     r = subprocess.run([DAEMON, "--check-config", "--policy", str(p), "--cgroup-fs", "/nonexistent"],
@@ -241,8 +280,7 @@ def test_many_calls_leave_nothing(sups):
     c = sup.connect()
     for i in range(5):
         assert c.execute("%d" % i)["outcome"] == "ok"
-    time.sleep(0.1)
-    assert leftovers(sup.proc.pid) == []
+    assert wait_until(lambda: calls_left(sup) == [], timeout=2)
 
 
 def test_supervisors_sharing_a_cgroup(sups):
@@ -256,3 +294,74 @@ def test_supervisors_sharing_a_cgroup(sups):
     assert a.stop() == 0
     r = cb.execute("2")
     assert r["outcome"] == "ok", r
+
+
+def pool_workers_of(sup):
+    """Pre-started workers (ci-pool) of this supervisor: its children in zygote mode."""
+    return [p for p in conftest.pids_named("ci-pool") if conftest.descends_from(p, sup.proc.pid)]
+
+
+def test_pool_workers_wait_in_their_own_cgroups(sups):
+    """Zygote mode: each pre-started worker is moved into a cgroup made for its slot when
+    the zygote clones it, so the move (which waits for an RCU grace period) is off the
+    call's path; the call then runs in that cgroup, and it goes after the reap."""
+    need_cgroups()
+    if conftest.WORKER_START != "zygote":
+        pytest.skip("pre-started workers exist in zygote mode only")
+    sup = sups()
+    mine = cgroup_dirs(sup.proc.pid)
+
+    def settled():
+        # Each moves itself first thing after its clone (its name is set just before).
+        pool = pool_workers_of(sup)
+        return len(pool) == POOL and all(cgroup_dirs(p) != mine for p in pool) and pool
+
+    pool = wait_until(settled, timeout=10)
+    assert pool, "the pool did not fill, or its workers stayed in the supervisor's cgroup"
+    waiting = {p: cgroup_dirs(p) for p in pool}
+    for dirs in waiting.values():
+        for ctrl, d in dirs.items():
+            assert os.path.basename(d).startswith("w%d-" % sup.proc.pid) and d != mine[ctrl], dirs
+        assert int(read(dirs["pids"], "pids.max")) == PROCS
+    assert len({d["memory"] for d in waiting.values()}) == POOL  # one cgroup per worker
+    c = sup.connect()
+    t, box = run_async(c, "import time\ntime.sleep(1)\n1")
+    pids = wait_until(lambda: worker_pids_of(sup), timeout=10)
+    assert pids and pids[0] in waiting, (pids, waiting)  # the oldest pre-started worker took it
+    dirs = waiting[pids[0]]
+    assert cgroup_dirs(pids[0]) == dirs
+    t.join(30)
+    assert box["r"]["outcome"] == "ok", box["r"]
+    assert wait_until(lambda: not any(os.path.exists(d) for d in dirs.values()), timeout=2), dirs
+
+
+def test_reload_rewrites_a_prepared_cgroups_limits(sups):
+    """A slot's cgroup is made with the limits of the policy at start; a call admitted
+    after a reload that changed memoryBytes or maxProcesses gets them rewritten before
+    its worker reads its plan: lowered, then raised above the start's (v1 keeps the
+    memory limit under memsw's at each step)."""
+    need_cgroups()
+    import signal
+
+    sup = sups()
+    assert sup.connect().execute("1")["outcome"] == "ok"
+    for memory, procs in ((MEMORY // 2, PROCS - 4), (MEMORY * 2, PROCS + 4)):
+        with open(sup.policy_path, "w") as f:
+            f.write("workerStart: %s\ncgroups: auto\nmemoryBytes: %d\nmaxProcesses: %d\n" %
+                    (conftest.WORKER_START, memory, procs))
+        log_before = sup.read_log().count("Reloaded the policy")
+        sup.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: sup.read_log().count("Reloaded the policy") > log_before, 5), sup.read_log()
+        c = sup.connect()
+        t, box = run_async(c, "import time\ntime.sleep(1)\n1")
+        pids = wait_until(lambda: worker_pids_of(sup), timeout=10)
+        assert pids, "no worker seen"
+        dirs = cgroup_dirs(pids[0])
+        if VERSION == "v2":
+            assert int(read(dirs["memory"], "memory.max")) == memory
+        else:
+            assert int(read(dirs["memory"], "memory.limit_in_bytes")) == memory
+        assert int(read(dirs["pids"], "pids.max")) == procs
+        t.join(30)
+        assert box["r"]["outcome"] == "ok", box["r"]
+        assert wait_until(lambda: not worker_pids_of(sup), timeout=5)

@@ -1085,6 +1085,13 @@ static ZygoteMsg msg(uint32_t kind, uint64_t token, int error, pid_t pid) {
         return m;
 }
 
+/* An answer gives back the slot its request brought, as a real zygote may. */
+static ZygoteMsg answer(const ZygoteMsg *req, uint64_t token, int error, pid_t pid) {
+        ZygoteMsg m = msg(ZYGOTE_MSG_SPAWNED, token, error, pid);
+        m.slot = req->slot;
+        return m;
+}
+
 int main(void) {
         ZygoteMsg ready = msg(ZYGOTE_MSG_READY, 0, 0, 0);
         if (MODE == 0)
@@ -1108,7 +1115,7 @@ int main(void) {
                                         close(fd);
                                 }
                 if (n != sizeof req || req.kind != ZYGOTE_MSG_SPAWN)
-                        continue; /* IDLE hints */
+                        continue; /* IDLE hints, SLOTs */
                 ZygoteMsg r;
                 switch (MODE) {
                 case 1: /* garbage: five bytes */
@@ -1116,10 +1123,10 @@ int main(void) {
                                 return 1;
                         continue;
                 case 2: /* a clean refusal */
-                        r = msg(ZYGOTE_MSG_SPAWNED, req.token, EPERM, 0);
+                        r = answer(&req, req.token, EPERM, 0);
                         break;
                 case 3: /* a well-formed answer to a request never made */
-                        r = msg(ZYGOTE_MSG_SPAWNED, req.token + 1000, EPERM, 0);
+                        r = answer(&req, req.token + 1000, EPERM, 0);
                         break;
                 case 4: { /* "started": a process that is not the supervisor's child */
                         while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -1130,7 +1137,7 @@ int main(void) {
                                 _exit(0);
                         }
                         int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-                        r = msg(ZYGOTE_MSG_SPAWNED, req.token, 0, pid);
+                        r = answer(&req, req.token, 0, pid);
                         if (send_msg(&r, sizeof r, pidfd) < 0)
                                 return 1;
                         close(pidfd);
@@ -1263,7 +1270,9 @@ def test_missing_worker_binary_is_a_startup_error(env):
 # inside user namespace U is counted against U's limit (and its ancestors'). The host's
 # sysctls are shared with whoever else runs tests on the machine, so the supervisor runs
 # in a user namespace U of its own (uids and gids 0-65535 mapped to themselves, so it is
-# root there and can map workerUid), and only U's limit is lowered.
+# root there and can map workers' host ids, given a block inside that range: the default
+# block is not mapped there and the supervisor would refuse to start), and only U's
+# limit is lowered.
 USERNS_WRAPPER = r"""
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
@@ -1341,7 +1350,8 @@ def test_namespace_limit_fails_the_call_and_recovers(env, mode):
     host_before = open("/proc/sys/user/max_user_namespaces").read()
     try:
         t = env.start_with(lambda: UsernsSupervisor(
-            "workerStart: %s\nzygotePoolSize: 0\nmaxActiveWorkers: 1\ntimeoutMs: 5000\n" % mode))
+            "workerStart: %s\nzygotePoolSize: 0\nmaxActiveWorkers: 1\ntimeoutMs: 5000\n"
+            "workerHostIdBase: 50000\nworkerHostIdCount: 1000\n" % mode))
     except RuntimeError as e:
         if MUST_SANDBOX:
             raise

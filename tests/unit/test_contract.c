@@ -41,6 +41,9 @@ static void pair(int sv[2]) {
 }
 
 static void test_validate(void **state) {
+        const ZygoteSlot slot = { .slot = 3, .uid = 2146435075, .gid = 2146435075 };
+        const ZygoteSlot root = { .slot = 0, .uid = 0, .gid = 65534 };
+        const ZygoteSlot with_cgroup = { .slot = 1, .uid = 7, .gid = 7, .n_cgroup_fds = 2 };
         ZygoteMsg m;
 
         m = zygote_msg_ready();
@@ -50,27 +53,47 @@ static void test_validate(void **state) {
         m.magic ^= 1;
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
 
-        m = zygote_msg_spawn(7, 65534, 65534);
+        m = zygote_msg_spawn(7, &slot);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX), 0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX - 1), -EBADMSG);
-        m = zygote_msg_spawn(0, 65534, 65534); /* tokens start at 1 */
+        m = zygote_msg_spawn(0, &slot); /* tokens start at 1 */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX), -EBADMSG);
-        m = zygote_msg_spawn(1, 0, 65534); /* never root */
+        m = zygote_msg_spawn(1, &root); /* never root */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX), -EBADMSG);
+        m = zygote_msg_spawn(1, &with_cgroup); /* a slot's cgroup descriptors come last */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX + 2), 0);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX), -EBADMSG);
+        m.n_cgroup_fds = ZYGOTE_CGROUP_FDS_MAX + 1; /* one per hierarchy at most */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX + ZYGOTE_CGROUP_FDS_MAX + 1), -EBADMSG);
 
-        m = zygote_msg_spawned(3, 0, 1234);
+        m = zygote_msg_slot(&slot);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), 0);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
+        m = zygote_msg_slot(&with_cgroup);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 2), 0);
+        m = zygote_msg_slot(&root);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+        m = zygote_msg_slot(&slot);
+        m.token = 4; /* a slot is no request */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+
+        m = zygote_msg_spawned(3, 9, 0, 1234);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), 0);
+        m.uid = 5; /* an answer names its slot by number only */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
+        m = zygote_msg_spawned(3, 0, 0, 1234);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), 0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG); /* success without a pidfd */
-        m = zygote_msg_spawned(3, EAGAIN, 0);
+        m = zygote_msg_spawned(3, 0, EAGAIN, 0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), 0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG); /* failure with a pidfd */
-        m = zygote_msg_spawned(3, -EAGAIN, 0);                            /* the sign of error is checked */
+        m = zygote_msg_spawned(3, 0, -EAGAIN, 0);                         /* the sign of error is checked */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
-        m = zygote_msg_spawned(3, ZYGOTE_ERRNO_MAX + 1, 0);
+        m = zygote_msg_spawned(3, 0, ZYGOTE_ERRNO_MAX + 1, 0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
-        m = zygote_msg_spawned(3, 0, -1); /* success names a real pid */
+        m = zygote_msg_spawned(3, 0, 0, -1); /* success names a real pid */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
-        m = zygote_msg_spawned(3, EIO, 42); /* failure names none */
+        m = zygote_msg_spawned(3, 0, EIO, 42); /* failure names none */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
 
         m = zygote_msg_idle();
@@ -79,8 +102,9 @@ static void test_validate(void **state) {
 }
 
 static void test_round_trip_with_fds(void **state) {
-        int sv[2], fds[_SPAWN_FD_MAX], got[_SPAWN_FD_MAX];
-        ZygoteMsg m = zygote_msg_spawn(42, 65534, 65533), r;
+        int sv[2], fds[_SPAWN_FD_MAX], got[ZYGOTE_FDS_MAX];
+        const ZygoteSlot slot = { .slot = 17, .uid = 65534, .gid = 65533 };
+        ZygoteMsg m = zygote_msg_spawn(42, &slot), r;
         size_t n;
 
         pair(sv);
@@ -93,6 +117,7 @@ static void test_round_trip_with_fds(void **state) {
         assert_int_equal(r.token, 42);
         assert_int_equal(r.uid, 65534);
         assert_int_equal(r.gid, 65533);
+        assert_int_equal(zygote_msg_get_slot(&r).slot, 17);
         for (int i = 0; i < _SPAWN_FD_MAX; i++)
                 assert_true(fcntl(got[i], F_GETFD) & FD_CLOEXEC);
         fdpass_close_all(got, n);
@@ -107,7 +132,7 @@ static void test_round_trip_with_fds(void **state) {
 
 /* Garbage from a broken peer: refused, and the descriptors it carried are closed. */
 static void test_garbage_closes_fds(void **state) {
-        int sv[2], fds[3], got[_SPAWN_FD_MAX], before;
+        int sv[2], fds[3], got[ZYGOTE_FDS_MAX], before;
         char junk[sizeof(ZygoteMsg)] = "not a zygote message";
         ZygoteMsg r;
         size_t n = 99;
@@ -123,7 +148,7 @@ static void test_garbage_closes_fds(void **state) {
         assert_int_equal(count_fds(), before);
 
         /* A well-formed SPAWNED with a negative error, as a buggy zygote might send. */
-        ZygoteMsg bad = zygote_msg_spawned(5, 0, 0);
+        ZygoteMsg bad = zygote_msg_spawned(5, 0, 0, 0);
         bad.error = -11;
         assert_int_equal(fdpass_send(sv[0], &bad, sizeof bad, NULL, 0, 0), 0);
         assert_int_equal(zygote_msg_recv(sv[1], &r, got, &n, 0), -EBADMSG);

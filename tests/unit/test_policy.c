@@ -75,8 +75,10 @@ static const TestKey test_keys[] = {
         { "zygoteMaxSeconds", true, 1, 604800, "", "60" },
         { "zygotePoolSize", true, 0, 64, "", "4" },
         { "idleExitSeconds", true, 0, 604800, "", "30" },
-        { "cgroups", false, 0, 0, NULL, "auto" },
+        { "cgroups", false, 0, 0, NULL, "off" },
         { "pythonPackages", false, 0, 0, NULL, "[numpy]" },
+        { "workerHostIdBase", true, 1, 4294967294, "workerHostIdCount: 1\n", "3000000000" },
+        { "workerHostIdCount", true, 1, 1048576, "", "16" },
 };
 
 /* Every key, non-default, mutually consistent; flow and block styles, comments, quoting. */
@@ -123,7 +125,9 @@ static const char full_doc[] = "# every key overridden\n"
                                "zygotePoolSize: 5\n"
                                "idleExitSeconds: 90\n"
                                "cgroups: required\n"
-                               "pythonPackages: [matplotlib, numpy]\n";
+                               "pythonPackages: [matplotlib, numpy]\n"
+                               "workerHostIdBase: 3000000000\n"
+                               "workerHostIdCount: 1024\n";
 
 /* Byte copies, so that "unchanged" can be checked with memcmp, padding included. */
 static void policy_copy(Policy *dst, const Policy *src) {
@@ -239,6 +243,8 @@ static void test_full_override(void **state) {
         assert_int_equal(p.max_artifact_bytes, 1048576);
         assert_int_equal(p.worker_uid, 1234);
         assert_int_equal(p.worker_gid, 4321);
+        assert_int_equal(p.worker_host_id_base, 3000000000U);
+        assert_int_equal(p.worker_host_id_count, 1024);
         assert_int_equal(p.seccomp_deny, POLICY_DENY_KILL);
         assert_int_equal(p.max_message_bytes, 2097152);
         assert_int_equal(p.max_worker_message_bytes, 524288);
@@ -432,6 +438,8 @@ static const ErrorCase error_cases[] = {
         { "maxCalls: 4294967306\n", 0, "maxCalls:", "out of range" },
         { "workerUid: 0\n", 0, "workerUid:", "out of range 1..4294967294" },
         { "workerGid: 0\n", 0, "workerGid:", "out of range" },
+        { "workerHostIdBase: 0\n", 0, "workerHostIdBase:", "out of range" },
+        { "workerHostIdBase: 4294967000\n", 0, "workerHostIdCount", "must be at most 4294967295" },
         { "allowedUids: [4294967295]\n", 0, "allowedUids:", "out of range" },
         { "allowedGids: [1, 2, 1]\n", 0, "allowedGids:", "duplicate entry 1" },
         { "allowedUids: [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32]\n",
@@ -602,7 +610,7 @@ static void test_keep_restart_keys(void **state) {
         assert_memory_equal(&p, &running, sizeof p);
 
         assert_int_equal(load(&p, full_doc, err, sizeof(err)), 0);
-        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 9);
+        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 11);
         assert_string_equal(changed[0], "workerUid");
         assert_string_equal(changed[1], "workerGid");
         assert_string_equal(changed[2], "socketGroup");
@@ -613,6 +621,8 @@ static void test_keep_restart_keys(void **state) {
         assert_string_equal(changed[7], "cgroups");
         assert_string_equal(changed[8], "pythonPackages");
         assert_int_equal(p.python_packages, 0);
+        assert_string_equal(changed[9], "workerHostIdBase");
+        assert_string_equal(changed[10], "workerHostIdCount");
         assert_int_equal(p.cgroups, running.cgroups);
         assert_int_equal(p.worker_uid, running.worker_uid);
         assert_int_equal(p.worker_start, running.worker_start);
@@ -686,8 +696,10 @@ static void test_digest_known_answer(void **state) {
                                         "zygoteMaxSeconds=3600\n"
                                         "zygotePoolSize=2\n"
                                         "idleExitSeconds=0\n"
-                                        "cgroups=off\n"
-                                        "pythonPackages=\n";
+                                        "cgroups=auto\n"
+                                        "pythonPackages=\n"
+                                        "workerHostIdBase=2146435072\n"
+                                        "workerHostIdCount=65536\n";
         char want[65];
         Policy p;
         char err[256];
