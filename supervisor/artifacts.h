@@ -50,7 +50,8 @@ int artifacts_prepare(void);
 
 /* A fresh detached tmpfs for one call's /outputs: size max_bytes, max_files + 1 inodes,
  * root directory mode 0700 owned by uid:gid, nosuid, nodev, noexec. *ret_fd is the
- * mount's descriptor (close-on-exec). */
+ * mount's descriptor (close-on-exec). The runner makes it root's and gives it to the
+ * worker's host ids (fchownat) once they are known, before the worker may go. */
 int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd);
 
 /* Read the artifacts under dir_fd (the mount's descriptor, or any directory). Fails only

@@ -729,13 +729,16 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                 }
                 go_r = go[0];
                 r->go_fd = go[1];
-                /* Nothing to wait for unless the slot's cgroup needs other limits than
-                 * it was made with (a reload): go at once. */
+                /* Nothing to wait for unless the call has an /outputs (it becomes the
+                 * worker's once its slot, so its host ids, is known: runner_own_outputs())
+                 * or the slot's cgroup needs other limits than it was made with (a
+                 * reload): go at once. */
                 uint64_t slot_memory;
                 uint32_t slot_processes;
                 zygote_client_slot_limits(sp->zygote, &slot_memory, &slot_processes);
-                if (cgroup_root_version(sp->cgroups) == CGROUP_NONE ||
-                    (slot_memory == p->memory_bytes && slot_processes == p->processes))
+                if (r->outputs_fd < 0 &&
+                    (cgroup_root_version(sp->cgroups) == CGROUP_NONE ||
+                     (slot_memory == p->memory_bytes && slot_processes == p->processes)))
                         release_worker(r);
                 const int fds[_SPAWN_FD_MAX] = {
                         [SPAWN_FD_STDOUT] = pipes[CH_OUT][1],

@@ -1388,7 +1388,8 @@ def test_supervisor_in_a_user_namespace_still_has_outputs(env, mode):
     create tmpfs superblocks there (fsopen: EPERM); it moves into a private mount
     namespace at start, says so, and calls get their /outputs."""
     try:
-        t = env.start_with(lambda: UsernsSupervisor("workerStart: %s\nzygotePoolSize: 0\n" % mode))
+        t = env.start_with(lambda: UsernsSupervisor("workerStart: %s\nzygotePoolSize: 0\n"
+                                                          "workerHostIdBase: 50000\nworkerHostIdCount: 1000\n" % mode))
     except RuntimeError as e:
         if MUST_SANDBOX:
             raise

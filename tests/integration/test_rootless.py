@@ -69,12 +69,18 @@ def test_worker_host_ids_and_inside_ids(supervisor):
                     code="import os, time\nids = (os.getuid(), os.getgid())\ntime.sleep(1.5)\nids")
     assert wait_until(lambda: worker_pids_of(supervisor), 5.0)
     [pid] = worker_pids_of(supervisor)
-    assert proc_ids(pid) == HOST_IDS
+    ids = proc_ids(pid)
+    if ROOTLESS:
+        assert ids == HOST_IDS
+    else:  # a host uid and gid of its own from the default block (test_identity.py)
+        assert ids[0] == ids[1] and 0x7ff00000 <= ids[0] < 0x7ff00000 + 65536, ids
     with open("/proc/%d/uid_map" % pid) as f:
-        assert f.read().split() == ["65534", str(HOST_IDS[0]), "1"]
+        assert f.read().split() == ["65534", str(ids[0]), "1"]
     with open("/proc/%d/setgroups" % pid) as f:
         assert f.read().strip() == ("deny" if ROOTLESS else "allow")
-    assert value(c.wait(rid)) == "(65534, 65534)"
+    m = c.wait(rid)
+    assert value(m) == "(65534, 65534)"
+    assert m["exitStatus"]["hostUid"] == ids[0]
 
 
 @pytest.mark.skipif(WORKER_START != "zygote", reason="the pool is zygote mode's")
@@ -128,7 +134,8 @@ def test_check_config_says_rootless():
         assert line == ["running as root: no, rootless (uid %d): workers are uid 65534, gid 65534 inside and "
                         "this user's uid %d, gid %d on the host (docs/security.md)" % (HOST_IDS[0], *HOST_IDS)]
     else:
-        assert line == ["running as root: yes: workers are uid 65534, gid 65534"]
+        assert line == ["running as root: yes: workers are uid 65534, gid 65534 inside, each with a host uid "
+                        "and gid of its own from the block below"]
 
 
 @pytest.mark.skipif(not ROOTLESS, reason="as root the supervisor can make cgroups (test_cgroups.py)")
