@@ -736,9 +736,8 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                 uint64_t slot_memory;
                 uint32_t slot_processes;
                 zygote_client_slot_limits(sp->zygote, &slot_memory, &slot_processes);
-                if (r->outputs_fd < 0 &&
-                    (cgroup_root_version(sp->cgroups) == CGROUP_NONE ||
-                     (slot_memory == p->memory_bytes && slot_processes == p->processes)))
+                if (r->outputs_fd < 0 && (cgroup_root_version(sp->cgroups) == CGROUP_NONE ||
+                                          (slot_memory == p->memory_bytes && slot_processes == p->processes)))
                         release_worker(r);
                 const int fds[_SPAWN_FD_MAX] = {
                         [SPAWN_FD_STDOUT] = pipes[CH_OUT][1],
