@@ -103,18 +103,16 @@ static int mount_in_helper(uint64_t max_bytes, uint32_t max_files, uid_t uid, gi
                 _exit(r < 0 ? MIN(-r, 255) : 0);
         }
         closep(&theirs);
-        /* One message with the descriptor, or EOF when the child failed. */
+        /* One message with the descriptor, or EOF when the child failed: then its exit
+         * status is the errno. Either way it has exited or is about to. */
         n = fdpass_recv(ours, &c, 1, &mnt, 1, &n_fds, 0);
-        while (waitpid(pid, &status, __WALL) < 0)
-                if (errno != EINTR)
-                        return -errno;
+        while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
+                ;
         if (n == 1 && n_fds == 1) {
                 *ret_fd = TAKE_FD(mnt);
                 return 0;
         }
-        if (n < 0)
-                return (int) n;
-        return WIFEXITED(status) && WEXITSTATUS(status) > 0 ? -WEXITSTATUS(status) : -EPROTO;
+        return n < 0 ? (int) n : WIFEXITED(status) && WEXITSTATUS(status) > 0 ? -WEXITSTATUS(status) : -EPROTO;
 }
 
 int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd) {
