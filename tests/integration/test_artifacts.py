@@ -459,7 +459,9 @@ def test_check_config_reports_outputs():
     import subprocess
     import tempfile
     from conftest import DAEMON, ROOTLESS_USER
-    prefix = ["setpriv", "--reuid", ROOTLESS_USER, "--regid", ROOTLESS_USER, "--clear-groups", "--"] if ROOTLESS_USER else []
+    prefix = []
+    if ROOTLESS_USER:
+        prefix = ["setpriv", "--reuid", ROOTLESS_USER, "--regid", ROOTLESS_USER, "--clear-groups", "--"]
     out = subprocess.run(prefix + [DAEMON, "--check-config"], capture_output=True, text=True, timeout=60)
     assert "/outputs tmpfs: can be made (16 files, 8388608 bytes)" in out.stdout, out.stdout
     d = tempfile.mkdtemp(prefix="codeinterp-test-")  # readable by that user (0755, 0644)

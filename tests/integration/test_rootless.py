@@ -298,9 +298,11 @@ def prlimit(pid, what, soft):
     """Set the soft limit of a running supervisor (the hard one is kept) and return the
     old one. Rootless, as the supervisor's user: root here may lack CAP_SYS_RESOURCE,
     without which only a process's own user may change its limits."""
-    as_user = ["setpriv", "--reuid", ROOTLESS_USER, "--regid", str(HOST_IDS[1]), "--clear-groups", "--"] if ROOTLESS else []
-    out = subprocess.run(as_user + ["prlimit", "--pid", str(pid), "--" + what, "--raw", "--noheadings", "--output=SOFT,HARD"],
-                         check=True, capture_output=True, text=True).stdout.split()
+    as_user = []
+    if ROOTLESS:
+        as_user = ["setpriv", "--reuid", ROOTLESS_USER, "--regid", str(HOST_IDS[1]), "--clear-groups", "--"]
+    out = subprocess.run(as_user + ["prlimit", "--pid", str(pid), "--" + what, "--raw", "--noheadings",
+                                    "--output=SOFT,HARD"], check=True, capture_output=True, text=True).stdout.split()
     subprocess.run(as_user + ["prlimit", "--pid", str(pid), "--%s=%s:%s" % (what, soft, out[1])], check=True)
     return out[0]
 
