@@ -17,11 +17,14 @@ static inline void freep(void *p) {
         free(*(void **) p);
 }
 
+/* Close and forget: *fd becomes -1, so a second closep() (a later cleanup of the same
+ * variable or field) is a no-op instead of closing whatever took the number since. */
 static inline void closep(int *fd) {
         if (*fd >= 0) {
                 int saved = errno;
                 close(*fd);
                 errno = saved;
+                *fd = -1;
         }
 }
 

@@ -43,6 +43,16 @@ int userns_write_id_maps(pid_t pid, uid_t inside_uid, uid_t host_uid, gid_t insi
         return write_id_map(pid, "gid_map", inside_gid, host_gid);
 }
 
+int userns_write_own_id_maps(uid_t host_uid, gid_t host_gid) {
+        pid_t self = getpid();
+        int r;
+
+        if ((r = write_id_map(self, "uid_map", host_uid, host_uid)) < 0 ||
+            (r = write_proc_file(self, "setgroups", "deny")) < 0)
+                return r;
+        return write_id_map(self, "gid_map", host_gid, host_gid);
+}
+
 bool userns_setgroups_denied(void) {
         _cleanup_close_ int fd = open("/proc/self/setgroups", O_RDONLY | O_CLOEXEC);
         char buf[16] = {};

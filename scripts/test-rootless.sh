@@ -17,7 +17,7 @@ set -eu
 
 build=$(cd "${1:-build}" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
-tests=${CODEINTERP_ROOTLESS_TESTS:-tests/integration/test_core.py tests/integration/test_sandbox.py tests/integration/test_rootless.py}
+tests=${CODEINTERP_ROOTLESS_TESTS:-tests/integration/test_core.py tests/integration/test_sandbox.py tests/integration/test_rootless.py tests/integration/test_artifacts.py}
 user="ci-rootless-$$"
 tmp=""
 made_user=0

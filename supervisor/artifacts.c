@@ -6,16 +6,22 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clone.h"
+#include "common/fdpass.h"
 #include "common/sha256.h"
+#include "common/userns.h"
 #include "common/util.h"
 
 /* ---- the mount ---- */
@@ -32,8 +38,11 @@ static int set_number(int fs, const char *key, unsigned long long v) {
 }
 
 int artifacts_prepare(void) {
-        _cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+        _cleanup_close_ int fs = -1;
 
+        if (userns_rootless())
+                return 0; /* each mount is made by a helper (artifacts_mount_new) */
+        fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
         if (fs >= 0)
                 return 0;
         if (errno != EPERM)
@@ -44,12 +53,11 @@ int artifacts_prepare(void) {
         return fs < 0 ? -errno : 1;
 }
 
-int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd) {
+/* The mount, made in this process's mount namespace; uid and gid are host ids. */
+static int mount_here(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd) {
         _cleanup_close_ int fs = -1;
         int mnt, r;
 
-        if (max_bytes == 0) /* tmpfs reads size=0 as "unbounded" */
-                return -EINVAL;
         fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
         if (fs < 0)
                 return -errno;
@@ -65,6 +73,54 @@ int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t
                 return -errno;
         *ret_fd = mnt;
         return 0;
+}
+
+/* Rootless: a child cloned into a user namespace of its own (mapping only this user's
+ * ids, to themselves) and a mount namespace that namespace owns, where fsopen() is
+ * allowed, makes the mount with the same bounds and sends its descriptor back, then
+ * exits. The child runs only this code; a failure is its exit status (the errno). */
+static int mount_in_helper(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd) {
+        _cleanup_close_ int ours = -1, theirs = -1, pidfd = -1, mnt = -1;
+        int pair[2], status = 0;
+        size_t n_fds = 0;
+        ssize_t n;
+        pid_t pid;
+        char c;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+                return -errno;
+        ours = pair[0];
+        theirs = pair[1];
+        pid = clone_with_pidfd(CLONE_NEWUSER | CLONE_NEWNS, SIGCHLD, &pidfd);
+        if (pid < 0)
+                return pid;
+        if (pid == 0) {
+                int fd = -1, r = userns_write_own_id_maps(uid, gid);
+                if (r >= 0)
+                        r = mount_here(max_bytes, max_files, uid, gid, &fd);
+                if (r >= 0)
+                        r = fdpass_send(theirs, "m", 1, &fd, 1, 0);
+                _exit(r < 0 ? MIN(-r, 255) : 0);
+        }
+        closep(&theirs);
+        /* One message with the descriptor, or EOF when the child failed: then its exit
+         * status is the errno. Either way it has exited or is about to. */
+        n = fdpass_recv(ours, &c, 1, &mnt, 1, &n_fds, 0);
+        while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
+                ;
+        if (n == 1 && n_fds == 1) {
+                *ret_fd = TAKE_FD(mnt);
+                return 0;
+        }
+        return n < 0 ? (int) n : WIFEXITED(status) && WEXITSTATUS(status) > 0 ? -WEXITSTATUS(status) : -EPROTO;
+}
+
+int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd) {
+        if (max_bytes == 0) /* tmpfs reads size=0 as "unbounded" */
+                return -EINVAL;
+        if (userns_rootless())
+                return mount_in_helper(max_bytes, max_files, uid, gid, ret_fd);
+        return mount_here(max_bytes, max_files, uid, gid, ret_fd);
 }
 
 /* ---- names ---- */

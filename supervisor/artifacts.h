@@ -3,8 +3,10 @@
  *
  * The supervisor makes each call's /outputs itself: a tmpfs created with fsopen()/
  * fsmount() whose size (maxArtifactBytes) and inode count (maxArtifacts + 1, the root
- * takes one) are set here, so the kernel enforces them whatever the worker does. The
- * worker only attaches the detached mount with move_mount() (WORKER_FD_OUTPUTS). The
+ * takes one) are set here, so the kernel enforces them whatever the worker does
+ * (rootless, in a helper the supervisor clones into a user and mount namespace of its
+ * own, because fsopen() is refused in the host's mount namespace). The worker only
+ * attaches the detached mount with move_mount() (WORKER_FD_OUTPUTS). The
  * supervisor keeps its own descriptor and reads the files only after the worker has
  * been reaped (its pid namespace is empty then: nothing can write any more).
  *
@@ -44,14 +46,19 @@ typedef struct ArtifactSet {
  * namespace; a supervisor started in a user namespace of its own that still shares its
  * parent's mounts (unshare -r) lacks it. It then moves into a private mount namespace
  * (its mounts slaves of the old ones, so what is mounted outside still appears), which
- * its own user namespace owns. 0: nothing needed; 1: made one; -errno: neither works
- * (calls with an /outputs then fail as worker_error naming the step). */
+ * its own user namespace owns. 0: nothing needed (always rootless: there the mounts
+ * come from a helper); 1: made one; -errno: neither works (calls with an /outputs then
+ * fail as worker_error naming the step). */
 int artifacts_prepare(void);
 
 /* A fresh detached tmpfs for one call's /outputs: size max_bytes, max_files + 1 inodes,
- * root directory mode 0700 owned by uid:gid, nosuid, nodev, noexec. *ret_fd is the
- * mount's descriptor (close-on-exec). The runner makes it root's and gives it to the
- * worker's host ids (fchownat) once they are known, before the worker may go. */
+ * root directory mode 0700 owned by uid:gid as the host sees them, nosuid, nodev,
+ * noexec. *ret_fd is the mount's descriptor (close-on-exec). The runner makes it with
+ * the creator's ids (root's; rootless, this user's: the only ones its helper can name)
+ * and gives it to the worker's host ids (fchownat) once they are known, before the
+ * worker may go. Rootless it is made by a short-lived child in a user namespace of
+ * its own (mapping only this user's ids) and a mount namespace that one owns, which
+ * sends the descriptor back and is reaped here; its failure is its errno. */
 int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd);
 
 /* Read the artifacts under dir_fd (the mount's descriptor, or any directory). Fails only

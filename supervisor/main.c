@@ -531,7 +531,7 @@ static int check_config(void) {
                 printf("/outputs tmpfs: off (maxArtifacts: 0)\n");
         else {
                 int fd = -1;
-                k = artifacts_mount_new(policy.max_artifact_bytes, policy.max_artifacts, 0, 0, &fd);
+                k = artifacts_mount_new(policy.max_artifact_bytes, policy.max_artifacts, geteuid(), getegid(), &fd);
                 if (k >= 0)
                         printf("/outputs tmpfs: can be made (%u files, %llu bytes)\n", policy.max_artifacts,
                                (unsigned long long) policy.max_artifact_bytes);

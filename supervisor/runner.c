@@ -704,7 +704,8 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
          * descriptor slot holds /dev/null and the plan says not to mount. */
         if (p->max_artifacts > 0) {
                 step = "creating its /outputs tmpfs";
-                if ((k = artifacts_mount_new(p->max_artifact_bytes, p->max_artifacts, 0, 0, &r->outputs_fd)) < 0)
+                if ((k = artifacts_mount_new(p->max_artifact_bytes, p->max_artifacts, geteuid(), getegid(),
+                                             &r->outputs_fd)) < 0)
                         goto fail;
         } else {
                 step = "opening /dev/null";

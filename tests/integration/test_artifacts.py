@@ -3,6 +3,7 @@ with sha256 and a media type sniffed from the content; what does not fit is coun
 odd entries (symlinks, FIFOs, directories, sparse files, bad names, a file still being
 written) neither hang nor crash the reader; progress carries only count and size."""
 import hashlib
+import os
 
 import pytest
 
@@ -453,14 +454,28 @@ def test_cli_partly_written_file_is_removed(tmp_path):
         subprocess.run(["umount", str(out)], check=True)
 
 
-def test_check_config_reports_outputs(tmp_path):
+def test_check_config_reports_outputs():
+    """As the suite's user: root, or rootless (where the mount comes from a helper)."""
+    import shutil
     import subprocess
-    from conftest import DAEMON
-    out = subprocess.run([DAEMON, "--check-config"], capture_output=True, text=True, timeout=60)
+    import tempfile
+    from conftest import DAEMON, ROOTLESS_USER
+    prefix = []
+    if ROOTLESS_USER:
+        prefix = ["setpriv", "--reuid", ROOTLESS_USER, "--regid", ROOTLESS_USER, "--clear-groups", "--"]
+    out = subprocess.run(prefix + [DAEMON, "--check-config"], capture_output=True, text=True, timeout=60)
     assert "/outputs tmpfs: can be made (16 files, 8388608 bytes)" in out.stdout, out.stdout
-    p = tmp_path / "p.yaml"
-    p.write_text("maxArtifacts: 0\n")
-    out = subprocess.run([DAEMON, "--check-config", "--policy", str(p)], capture_output=True, text=True, timeout=60)
+    d = tempfile.mkdtemp(prefix="codeinterp-test-")  # readable by that user (0755, 0644)
+    try:
+        os.chmod(d, 0o755)
+        p = os.path.join(d, "p.yaml")
+        with open(p, "w") as f:
+            f.write("maxArtifacts: 0\n")
+        os.chmod(p, 0o644)
+        out = subprocess.run(prefix + [DAEMON, "--check-config", "--policy", p], capture_output=True, text=True,
+                             timeout=60)
+    finally:
+        shutil.rmtree(d)
     assert "/outputs tmpfs: off (maxArtifacts: 0)" in out.stdout, out.stdout
 
 

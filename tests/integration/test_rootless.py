@@ -258,3 +258,137 @@ def test_rootless_worker_keeps_the_supervisors_supplementary_groups():
         assert proc.wait(15) == 0
         shutil.rmtree(d, ignore_errors=True)
 
+
+
+# ---- /outputs (docs/design.md, "Artifacts"; rootless: the mount helper) ----
+
+def outputs_mount(pid):
+    """The super options of the /outputs mount, from /proc/PID/mountinfo, as a dict."""
+    with open("/proc/%d/mountinfo" % pid) as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == "/outputs":
+                sep = fields.index("-")
+                assert fields[sep + 1] == "tmpfs", line
+                return dict(o.partition("=")[::2] for o in fields[sep + 3].split(","))
+    raise AssertionError("no /outputs in the worker's mounts")
+
+
+def test_outputs_tmpfs_bounds_and_owner(make_supervisor):
+    """The worker's /outputs is a tmpfs with the policy's bounds (size maxArtifactBytes,
+    maxArtifacts + 1 inodes), mode 0700, owned by the worker's host ids: root's tmpfs,
+    or, rootless, the helper's; the kernel keeps the bounds either way."""
+    s = make_supervisor("maxArtifacts: 3\nmaxArtifactBytes: 65536\n")
+    c = s.connect()
+    rid = c.request("execute", summary="t", sourceIds=[],
+                    code="open('/outputs/a.txt', 'w').write('a')\nimport time\ntime.sleep(1.5)")
+    assert wait_until(lambda: worker_pids_of(s), 5.0)
+    [pid] = worker_pids_of(s)
+    opts = outputs_mount(pid)
+    assert (opts["size"], opts["nr_inodes"], opts["mode"]) == ("64k", "4", "700"), opts
+    # Made with the creator's ids, then given to the worker's host ids before it went.
+    st = os.stat("/proc/%d/root/outputs" % pid)
+    assert (st.st_uid, st.st_gid) == proc_ids(pid) and st.st_mode & 0o777 == 0o700
+    if ROOTLESS:
+        assert proc_ids(pid) == HOST_IDS
+    r = ok(c.wait(rid))
+    assert [(a["name"], a["data"]) for a in r["artifacts"]] == [("a.txt", b"a")]
+    code = ("import os\nn = 0\ntry:\n    for i in range(10):\n        open('/outputs/f%d' % i, 'w').close()\n"
+            "        n += 1\nexcept OSError as e:\n    n = (n, e.errno)\nn")
+    assert value(c.execute(code)) == "(3, 28)"  # ENOSPC: the root takes the fourth inode
+    code = ("import os\nfd = os.open('/outputs/big', os.O_WRONLY | os.O_CREAT)\nn = 0\ntry:\n    while True:\n"
+            "        n += os.write(fd, b'x' * 4096)\nexcept OSError as e:\n    n = (n, e.errno)\nn")
+    assert value(c.execute(code)) == "(65536, 28)"
+
+
+NOFILE_CAUSE = "Too many open files"
+OUTPUTS_STEP = "creating its /outputs tmpfs"
+
+
+def prlimit(pid, what, soft):
+    """Set the soft limit of a running supervisor (the hard one is kept) and return the
+    old one. Rootless, as the supervisor's user: root here may lack CAP_SYS_RESOURCE,
+    without which only a process's own user may change its limits."""
+    as_user = []
+    if ROOTLESS:
+        as_user = ["setpriv", "--reuid", ROOTLESS_USER, "--regid", str(HOST_IDS[1]), "--clear-groups", "--"]
+    out = subprocess.run(as_user + ["prlimit", "--pid", str(pid), "--" + what, "--raw", "--noheadings",
+                                    "--output=SOFT,HARD"], check=True, capture_output=True, text=True).stdout.split()
+    subprocess.run(as_user + ["prlimit", "--pid", str(pid), "--%s=%s:%s" % (what, soft, out[1])], check=True)
+    return out[0]
+
+
+def test_outputs_step_fails_under_the_descriptor_limit(make_supervisor):
+    """RLIMIT_NOFILE raised one descriptor at a time from where the plan and the pipes
+    just fit: the /outputs step fails with EMFILE for two limits as root (fsopen, then
+    fsmount) and for four rootless: the socket pair (two descriptors at once), then the
+    helper, which holds one descriptor more than the supervisor, fails opening its
+    uid_map and then at fsmount, and exits with the errno the call names. Then the call
+    is ok, and so is every call once the limit is restored."""
+    s = make_supervisor("zygotePoolSize: 1\n")
+    assert value(s.connect().execute("6 * 7")) == "42"
+    pid = s.proc.pid
+    base = len(os.listdir("/proc/%d/fd" % pid))
+    failed, seen = [], []
+    old = None
+    try:
+        for n in range(base + 1, base + 30):
+            soft = prlimit(pid, "nofile", n)
+            old = soft if old is None else old
+            c = Conn(s.socket, 15)
+            try:
+                r = c.execute("open('/outputs/x', 'w').write('x')")
+            finally:
+                c.close()
+            seen.append((n, r.get("outcome"), r.get("detail")))
+            if OUTPUTS_STEP in (r.get("detail") or ""):
+                assert r["outcome"] == "worker_error" and NOFILE_CAUSE in r["detail"], r
+                assert r["artifacts"] is None, r
+                failed.append(n)
+            elif r.get("outcome") == "ok":
+                break
+    finally:
+        if old is not None:
+            prlimit(pid, "nofile", old)
+    want = 4 if ROOTLESS else 2
+    assert len(failed) == want and failed == list(range(failed[0], failed[0] + want)), seen
+    assert seen[-1][1] == "ok", seen
+    r = ok(s.connect().execute("open('/outputs/back.txt', 'w').write('back')"))
+    assert [a["name"] for a in r["artifacts"]] == ["back.txt"]
+
+
+@pytest.mark.skipif(not ROOTLESS, reason="RLIMIT_NPROC does not bind root")
+def test_rootless_outputs_helper_under_the_process_limit(make_supervisor):
+    """Rootless, each call's /outputs comes from a helper process: with the user's
+    process limit reached (RLIMIT_NPROC of the supervisor lowered to 1) its clone fails
+    first, and the call ends as worker_error naming the step and EAGAIN; restored, the
+    next call has its /outputs again."""
+    s = make_supervisor("zygotePoolSize: 0\n")
+    assert value(s.connect().execute("6 * 7")) == "42"
+    old = prlimit(s.proc.pid, "nproc", 1)
+    try:
+        r = s.connect().execute("'never runs'")
+    finally:
+        prlimit(s.proc.pid, "nproc", old)
+    assert r["outcome"] == "worker_error", r
+    assert r["detail"] == "could not start a worker: %s: Resource temporarily unavailable" % OUTPUTS_STEP, r
+    r = ok(s.connect().execute("open('/outputs/back.txt', 'w').write('back')"))
+    assert [a["name"] for a in r["artifacts"]] == ["back.txt"]
+
+
+def test_outputs_the_owner_made_unreadable(make_supervisor):
+    """docs/security.md, "Rootless": the supervisor reads /outputs as root (every file)
+    or, rootless, as the files' owner without CAP_DAC_OVERRIDE: a file the code made
+    unreadable is omitted and counted, an /outputs it made unsearchable gives none, as
+    if the code had removed them. Nothing else changes."""
+    s = make_supervisor()
+    c = s.connect()
+    r = ok(c.execute("import os\nopen('/outputs/a', 'w').write('a')\nopen('/outputs/b', 'w').write('b')\n"
+                     "os.chmod('/outputs/a', 0)"))
+    assert [a["name"] for a in r["artifacts"]] == (["b"] if ROOTLESS else ["a", "b"])
+    assert r["omittedArtifacts"] == (1 if ROOTLESS else 0), r
+    r = ok(c.execute("import os\nopen('/outputs/a', 'w').write('a')\nos.chmod('/outputs', 0)"))
+    if ROOTLESS:
+        assert r["artifacts"] is None, r
+    else:
+        assert [a["name"] for a in r["artifacts"]] == ["a"]

@@ -9,10 +9,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/sha256.h"
@@ -234,12 +239,81 @@ static void test_mount_bounds(void **state) {
         close(mnt);
 }
 
+/* Rootless (run as root, in a child that becomes uid/gid 65534): artifacts_prepare()
+ * has nothing to do, and artifacts_mount_new() gets its tmpfs from a helper, with the
+ * same bounds, the root owned by this user on the host, and the helper reaped. The
+ * child's exit status names the first check that failed (77: no unprivileged user
+ * namespaces here). */
+static int rootless_child(void) {
+        int mnt = -1, dfd, fd, status;
+        struct statfs sfs;
+        struct stat st;
+
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                return 2;
+        /* As after an exec by that user (setpriv, systemd): the uid change made us
+         * non-dumpable, and /proc/PID/uid_map would be root's. */
+        if (prctl(PR_SET_DUMPABLE, 1) < 0)
+                return 2;
+        if (artifacts_prepare() != 0)
+                return 3;
+        int r = artifacts_mount_new(8192, 2, 1000, 1000, &mnt); /* rootless: the ids are this user's */
+        if (r == -EPERM || r == -ENOSPC)
+                return 77;
+        if (r < 0)
+                return 4;
+        if (waitpid(-1, &status, WNOHANG) != -1 || errno != ECHILD)
+                return 5; /* the helper is reaped */
+        if (fstatfs(mnt, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC || fstat(mnt, &st) < 0)
+                return 6;
+        if (st.st_uid != 65534 || st.st_gid != 65534 || (st.st_mode & 07777) != 0700)
+                return 7;
+        dfd = openat(mnt, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (dfd < 0)
+                return 8;
+        for (int i = 0; i < 2; i++) {
+                char name[8];
+                snprintf(name, sizeof name, "f%d", i);
+                fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                if (fd < 0)
+                        return 9;
+                close(fd);
+        }
+        if (openat(dfd, "f2", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) >= 0 || errno != ENOSPC)
+                return 10;
+        if (sfs.f_blocks * sfs.f_bsize != 8192)
+                return 11;
+        return 0;
+}
+
+static void test_mount_rootless(void **state) {
+        int status = 0;
+        pid_t pid;
+        (void) state;
+
+        if (geteuid() != 0) {
+                skip();
+                return;
+        }
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                _exit(rootless_child());
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 77) {
+                skip();
+                return;
+        }
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sniff_magic),     cmocka_unit_test(test_sniff_text),
                 cmocka_unit_test(test_sniff_deep_json), cmocka_unit_test(test_names),
                 cmocka_unit_test(test_collect_kinds),   cmocka_unit_test(test_collect_bounds),
-                cmocka_unit_test(test_mount_bounds),
+                cmocka_unit_test(test_mount_bounds),    cmocka_unit_test(test_mount_rootless),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
