@@ -385,7 +385,7 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
 
         /* The empty cgroup is removed once the result is on its way (done sends it and
          * may free r): its rmdir is no part of the call's latency. */
-        _cleanup_(cgroup_freep) Cgroup *cg = TAKE_PTR(r->cgroup);
+        _cleanup_(cgroup_freep) __attribute__((unused)) Cgroup *cg = TAKE_PTR(r->cgroup);
         r->done(r, &res, r->userdata);
 }
 
