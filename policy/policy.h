@@ -16,6 +16,7 @@
  * systemd's container (0x80000-0x6fffffff) and foreign (0x7ffe0000-0x7ffeffff) ranges. */
 #define POLICY_HOST_ID_BASE_DEFAULT 0x7ff00000U
 #define POLICY_HOST_ID_COUNT_MAX 1048576
+#define POLICY_CPU_BANDWIDTH_PERCENT_MAX 102400 /* cpuBandwidthPercent: 1024 CPUs */
 
 typedef enum PolicyDenyAction {
         POLICY_DENY_ERRNO, /* denied syscalls fail with EPERM (or ENOSYS when unknown) */
@@ -104,6 +105,8 @@ typedef struct Policy {
 
         /* Per-worker cgroups. */
         PolicyCgroups cgroups; /* cgroups: auto | required | off; auto */
+        uint32_t
+                cpu_bandwidth_percent; /* cpuBandwidthPercent: CPU cap of each worker's cgroup, % of one CPU; 0 = off */
 
         /* The scientific stack. */
         uint32_t python_packages; /* pythonPackages: POLICY_PACKAGE_BIT() of each listed package; [] */
@@ -142,7 +145,7 @@ typedef struct PolicyLimit {
 size_t policy_limits(const Policy *p, PolicyLimit ret[static POLICY_MAX_LIMITS]);
 
 /* Reload: keys that are read once at start (workerStart, workerUid, workerGid, the host id block,
- * socketGroup, the zygote keys, cgroups, pythonPackages) keep their running values. Copies each such key that
+ * socketGroup, the zygote keys, cgroups, cpuBandwidthPercent, pythonPackages) keep their running values. Copies each such key that
  * differs from running into p, names it in ret_changed, recomputes the digest if any
  * did, and returns how many. */
 #define POLICY_MAX_RESTART_KEYS 18
