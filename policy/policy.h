@@ -104,9 +104,8 @@ typedef struct Policy {
         uint32_t idle_exit_seconds; /* idleExitSeconds: 0 = never; exit when idle this long (activated socket only) */
 
         /* Per-worker cgroups. */
-        PolicyCgroups cgroups; /* cgroups: auto | required | off; auto */
-        uint32_t
-                cpu_bandwidth_percent; /* cpuBandwidthPercent: CPU cap of each worker's cgroup, % of one CPU; 0 = off */
+        PolicyCgroups cgroups;          /* cgroups: auto | required | off; auto */
+        uint32_t cpu_bandwidth_percent; /* cpuBandwidthPercent: each worker's CPU cap, % of one CPU; 0 = off */
 
         /* The scientific stack. */
         uint32_t python_packages; /* pythonPackages: POLICY_PACKAGE_BIT() of each listed package; [] */
@@ -145,9 +144,9 @@ typedef struct PolicyLimit {
 size_t policy_limits(const Policy *p, PolicyLimit ret[static POLICY_MAX_LIMITS]);
 
 /* Reload: keys that are read once at start (workerStart, workerUid, workerGid, the host id block,
- * socketGroup, the zygote keys, cgroups, cpuBandwidthPercent, pythonPackages) keep their running values. Copies each such key that
- * differs from running into p, names it in ret_changed, recomputes the digest if any
- * did, and returns how many. */
+ * socketGroup, the zygote keys, cgroups, cpuBandwidthPercent, pythonPackages) keep their running
+ * values. Copies each such key that differs from running into p, names it in ret_changed,
+ * recomputes the digest if any did, and returns how many. */
 #define POLICY_MAX_RESTART_KEYS 18
 int policy_keep_restart_keys(Policy *p, const Policy *running, const char *ret_changed[static POLICY_MAX_RESTART_KEYS]);
 bool policy_key_needs_restart(const char *key);
