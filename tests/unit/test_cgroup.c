@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -298,6 +299,18 @@ static void test_cpu_cap_v1_root(void **state) {
         assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 20, fs, true, &root, why, sizeof why) < 0);
         assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 20, fs, true, &root, why, sizeof why), 0);
         assert_int_equal(cgroup_root_cpu_percent(root), 0);
+        root = cgroup_root_free(root);
+
+        /* The cpu cgroup is there but "codeinterp" cannot be made in it (a /proc
+         * directory stands for it): the same, with that reason. */
+        mkdirs(cpu);
+        assert_int_equal(rmdir(cpu), 0);
+        assert_int_equal(symlink("/proc/self", cpu), 0);
+        assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 20, fs, false, &root, why, sizeof why) < 0);
+        assert_non_null(strstr(why, "cannot make"));
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 20, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_cpu_percent(root), 0);
+        assert_non_null(strstr(cgroup_root_cpu_why(root), "cannot make"));
         cgroup_root_free(root);
 }
 
@@ -337,7 +350,30 @@ static void test_cpu_cap_v2_root(void **state) {
         assert_int_equal(cgroup_root_version(root), CGROUP_V2);
         assert_int_equal(cgroup_root_cpu_percent(root), 0);
         assert_non_null(strstr(cgroup_root_cpu_why(root), "cpu controller"));
-        cgroup_root_free(root);
+        root = cgroup_root_free(root);
+
+        /* The controller is there but cannot be enabled: a subtree_control that reads
+         * fine and refuses writes (a write-sealed memfd). */
+        {
+                char sc[PATH_MAX * 3], target[64];
+                int mfd = memfd_create("subtree_control", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+                assert_true(mfd >= 0);
+                assert_int_equal(write(mfd, "memory pids\n", 12), 12);
+                assert_int_equal(fcntl(mfd, F_ADD_SEALS, F_SEAL_WRITE), 0);
+                put(dir, "cgroup.controllers", "cpu memory pids\n");
+                snprintf(sc, sizeof sc, "%s/cgroup.subtree_control", dir);
+                assert_int_equal(unlink(sc), 0);
+                snprintf(target, sizeof target, "/proc/%d/fd/%d", (int) getpid(), mfd);
+                assert_int_equal(symlink(target, sc), 0);
+                assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 50, fs, false, &root, why, sizeof why) < 0);
+                assert_non_null(strstr(why, "cannot enable cpu"));
+                assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 50, fs, false, &root, why, sizeof why), 0);
+                assert_int_equal(cgroup_root_cpu_percent(root), 0);
+                assert_non_null(strstr(cgroup_root_cpu_why(root), "cannot enable cpu"));
+                cgroup_root_free(root);
+                close(mfd);
+        }
 }
 
 /* cgroups: off with a cap: no cap, and the reason says so. */
