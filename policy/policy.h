@@ -136,7 +136,7 @@ uint32_t policy_active_workers(const Policy *p);
 
 /* A call's limits, in the key table's order: the one list that hello and every
  * result's evidence report (the table marks which keys are limits). */
-#define POLICY_MAX_LIMITS 16
+#define POLICY_MAX_LIMITS 24
 typedef struct PolicyLimit {
         const char *key; /* the policy key, which is also the wire name */
         uint64_t value;

@@ -32,7 +32,7 @@ enum { CG_MEMORY, CG_PIDS, CG_CPU };
 
 struct CgroupRoot {
         CgroupVersion version;
-        int dirs[CG_MAX_DIRS]; /* v2: [0] the workers' parent; v1: the supervisor's memory and pids cgroups */
+        int dirs[CG_MAX_DIRS]; /* v2: [0] the workers' parent; v1: the supervisor's memory, pids (and cpu) cgroups */
         size_t n_dirs;
         char path[PATH_MAX]; /* dirs[0], relative to the hierarchy */
         uint64_t seq;
