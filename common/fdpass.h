@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define FDPASS_MAX 12 /* a spawn: the call's 7 and its slot's cgroup.procs (2), with room */
+#define FDPASS_MAX 12 /* a spawn: the call's 7 and its slot's cgroup.procs (3), with room */
 
 /* Send len bytes of buf with n_fds descriptors (n_fds <= FDPASS_MAX; 0 sends none).
  * flags are sendmsg's (MSG_NOSIGNAL is always added). Returns 0 when the whole

@@ -19,7 +19,7 @@ typedef struct ExecStart {
         int worker_exec_fd;      /* the sealed codeinterp-worker */
         uid_t uid;               /* the worker identity */
         gid_t gid;
-        int cgroup_fds[2]; /* its cgroup's cgroup.procs (v1: memory and pids), entered after the sync */
+        int cgroup_fds[3]; /* its cgroup's cgroup.procs (v1: memory, pids, cpu), entered after the sync */
         size_t n_cgroup_fds;
 } ExecStart;
 

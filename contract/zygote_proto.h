@@ -37,7 +37,7 @@
 #define ZYGOTE_MAGIC 0x7a79676fU /* "zygo" */
 #define ZYGOTE_POOL_NICE 10      /* pre-started workers prepare at this nice value */
 #define ZYGOTE_ERRNO_MAX 4095    /* an answer's error is 0 or an errno in 1..4095 */
-#define ZYGOTE_CGROUP_FDS_MAX 2  /* a slot's cgroup.procs files: v1 memory and pids, v2 one */
+#define ZYGOTE_CGROUP_FDS_MAX 3  /* a slot's cgroup.procs files: v1 memory, pids (and cpu), v2 one */
 /* The most descriptors a message carries: a spawn's and its slot's cgroup. */
 #define ZYGOTE_FDS_MAX (_SPAWN_FD_MAX + ZYGOTE_CGROUP_FDS_MAX)
 
@@ -58,7 +58,7 @@ typedef struct ZygoteMsg {
         int32_t error;         /* SPAWNED: 0 or a positive errno */
         int32_t pid;           /* SPAWNED with error 0: the worker's pid in the supervisor's namespace */
         uint32_t slot;         /* SLOT, SPAWN: the slot given; SPAWNED: the slot given back */
-        uint32_t n_cgroup_fds; /* SLOT, SPAWN: the slot's cgroup.procs descriptors, last (0..2) */
+        uint32_t n_cgroup_fds; /* SLOT, SPAWN: the slot's cgroup.procs descriptors, last (0..3) */
 } ZygoteMsg;
 
 /* A slot as it travels: its number, host ids and how many cgroup.procs descriptors

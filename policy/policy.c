@@ -90,6 +90,7 @@ typedef enum KeyId {
         K_ZYGOTE_POOL_SIZE,
         K_IDLE_EXIT_SECONDS,
         K_CGROUPS,
+        K_CPU_BANDWIDTH_PERCENT,
         K_PYTHON_PACKAGES,
         K_WORKER_HOST_ID_BASE,
         K_WORKER_HOST_ID_COUNT,
@@ -113,6 +114,15 @@ typedef struct KeyDef {
         [id] = { .key = k, .type = t, .offset = offsetof(Policy, field), .min = lo, .max = hi, .restart = true }
 #define LIMIT(id, k, t, field, lo, hi)                                                                                 \
         [id] = { .key = k, .type = t, .offset = offsetof(Policy, field), .min = lo, .max = hi, .limit = true }
+/* A call's limit that takes effect only at start. */
+#define RESTART_LIMIT(id, k, t, field, lo, hi)                                                                         \
+        [id] = { .key = k,                                                                                             \
+                 .type = t,                                                                                            \
+                 .offset = offsetof(Policy, field),                                                                    \
+                 .min = lo,                                                                                            \
+                 .max = hi,                                                                                            \
+                 .limit = true,                                                                                        \
+                 .restart = true }
 
 static const KeyDef keys[_K_MAX] = {
         DEF(K_NAME, "name", KEY_NAME, name, 1, POLICY_NAME_MAX - 1),
@@ -156,6 +166,10 @@ static const KeyDef keys[_K_MAX] = {
         RESTART(K_ZYGOTE_POOL_SIZE, "zygotePoolSize", KEY_U32, zygote_pool_size, 0, 64),
         DEF(K_IDLE_EXIT_SECONDS, "idleExitSeconds", KEY_U32, idle_exit_seconds, 0, 604800),
         RESTART(K_CGROUPS, "cgroups", KEY_CGROUPS, cgroups, 0, 0),
+        /* The cgroup root opens the cpu hierarchy (v1) or enables the controller (v2)
+         * only when it is on: read at start. 0 = off. */
+        RESTART_LIMIT(K_CPU_BANDWIDTH_PERCENT, "cpuBandwidthPercent", KEY_U32, cpu_bandwidth_percent, 0,
+                      POLICY_CPU_BANDWIDTH_PERCENT_MAX),
         /* The zygote imports them and the worker's root binds them: read at start only. */
         RESTART(K_PYTHON_PACKAGES, "pythonPackages", KEY_PACKAGES, python_packages, 0, 0),
         RESTART(K_WORKER_HOST_ID_BASE, "workerHostIdBase", KEY_U32, worker_host_id_base, 1, UINT32_MAX - 1),
@@ -304,6 +318,7 @@ void policy_init_defaults(Policy *p) {
                 .idle_exit_seconds = 0,
 
                 .cgroups = POLICY_CGROUPS_AUTO,
+                .cpu_bandwidth_percent = 0,
 
                 .python_packages = 0,
 

@@ -16,6 +16,7 @@
  * systemd's container (0x80000-0x6fffffff) and foreign (0x7ffe0000-0x7ffeffff) ranges. */
 #define POLICY_HOST_ID_BASE_DEFAULT 0x7ff00000U
 #define POLICY_HOST_ID_COUNT_MAX 1048576
+#define POLICY_CPU_BANDWIDTH_PERCENT_MAX 102400 /* cpuBandwidthPercent: 1024 CPUs */
 
 typedef enum PolicyDenyAction {
         POLICY_DENY_ERRNO, /* denied syscalls fail with EPERM (or ENOSYS when unknown) */
@@ -103,7 +104,8 @@ typedef struct Policy {
         uint32_t idle_exit_seconds; /* idleExitSeconds: 0 = never; exit when idle this long (activated socket only) */
 
         /* Per-worker cgroups. */
-        PolicyCgroups cgroups; /* cgroups: auto | required | off; auto */
+        PolicyCgroups cgroups;          /* cgroups: auto | required | off; auto */
+        uint32_t cpu_bandwidth_percent; /* cpuBandwidthPercent: each worker's CPU cap, % of one CPU; 0 = off */
 
         /* The scientific stack. */
         uint32_t python_packages; /* pythonPackages: POLICY_PACKAGE_BIT() of each listed package; [] */
@@ -134,7 +136,7 @@ uint32_t policy_active_workers(const Policy *p);
 
 /* A call's limits, in the key table's order: the one list that hello and every
  * result's evidence report (the table marks which keys are limits). */
-#define POLICY_MAX_LIMITS 16
+#define POLICY_MAX_LIMITS 24
 typedef struct PolicyLimit {
         const char *key; /* the policy key, which is also the wire name */
         uint64_t value;
@@ -142,9 +144,9 @@ typedef struct PolicyLimit {
 size_t policy_limits(const Policy *p, PolicyLimit ret[static POLICY_MAX_LIMITS]);
 
 /* Reload: keys that are read once at start (workerStart, workerUid, workerGid, the host id block,
- * socketGroup, the zygote keys, cgroups, pythonPackages) keep their running values. Copies each such key that
- * differs from running into p, names it in ret_changed, recomputes the digest if any
- * did, and returns how many. */
+ * socketGroup, the zygote keys, cgroups, cpuBandwidthPercent, pythonPackages) keep their running
+ * values. Copies each such key that differs from running into p, names it in ret_changed,
+ * recomputes the digest if any did, and returns how many. */
 #define POLICY_MAX_RESTART_KEYS 18
 int policy_keep_restart_keys(Policy *p, const Policy *running, const char *ret_changed[static POLICY_MAX_RESTART_KEYS]);
 bool policy_key_needs_restart(const char *key);

@@ -19,9 +19,12 @@
 #include "common/log.h"
 #include "common/util.h"
 
-/* v2 has one hierarchy; v1 two: memory and pids. */
-#define CG_MAX_DIRS 2
-enum { CG_MEMORY, CG_PIDS };
+/* v2 has one hierarchy; v1 two: memory and pids, and a third, cpu, only when the
+ * CPU bandwidth cap is on (cpuBandwidthPercent). */
+#define CG_MAX_DIRS 3
+enum { CG_MEMORY, CG_PIDS, CG_CPU };
+/* cpu.max's and cpu.cfs_period_us's period; 1 % of one CPU is 1000 us of it. */
+#define CG_CPU_PERIOD_USEC 100000
 /* How long a busy cgroup is retried before it is left (and logged): its last
  * processes are normally gone by the time the worker is reaped. */
 #define CG_RMDIR_TRIES 50
@@ -29,10 +32,13 @@ enum { CG_MEMORY, CG_PIDS };
 
 struct CgroupRoot {
         CgroupVersion version;
-        int dirs[CG_MAX_DIRS]; /* v2: [0] the workers' parent; v1: the supervisor's memory and pids cgroups */
+        int dirs[CG_MAX_DIRS]; /* v2: [0] the workers' parent; v1: the supervisor's memory, pids (and cpu) cgroups */
         size_t n_dirs;
         char path[PATH_MAX]; /* dirs[0], relative to the hierarchy */
         uint64_t seq;
+        uint32_t want_cpu_percent; /* cpuBandwidthPercent */
+        uint32_t cpu_percent;      /* the CPU cap each worker's cgroup gets, 0 = none */
+        char cpu_why[256];         /* why a wanted cap is not applied */
 };
 
 struct Cgroup {
@@ -123,13 +129,13 @@ static bool has_words(int dir, const char *file, const char *const *want) {
 }
 
 /* The supervisor's own cgroups from /proc/self/cgroup. */
-static int own_cgroups(char *v2, char *memory, char *pids, size_t size) {
+static int own_cgroups(char *v2, char *memory, char *pids, char *cpu, size_t size) {
         _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
         char line[PATH_MAX + 64];
 
         if (!f)
                 return -errno;
-        v2[0] = memory[0] = pids[0] = 0;
+        v2[0] = memory[0] = pids[0] = cpu[0] = 0;
         while (fgets(line, sizeof line, f)) {
                 char *ctrl = strchr(line, ':'), *path;
                 if (!ctrl || !(path = strchr(ctrl + 1, ':')))
@@ -144,6 +150,8 @@ static int own_cgroups(char *v2, char *memory, char *pids, size_t size) {
                                 snprintf(memory, size, "%s", path);
                         else if (strcmp(c, "pids") == 0)
                                 snprintf(pids, size, "%s", path);
+                        else if (strcmp(c, "cpu") == 0)
+                                snprintf(cpu, size, "%s", path);
                 }
         }
         return 0;
@@ -187,6 +195,31 @@ static void set_why(char *why, size_t why_len, const char *fmt, ...) {
 }
 
 static const char *const controllers[] = { "memory", "pids", NULL };
+static const char *const cpu_controller[] = { "cpu", NULL };
+
+/* v2 with the cap on: the cpu controller for the workers' cgroups (dir is their parent).
+ * Unavailable: the cap stays 0 with root->cpu_why set; cgroup_root_open() decides. */
+static void enable_v2_cpu(CgroupRoot *root, int dir, bool dry_run) {
+        int k;
+
+        if (!has_words(dir, "cgroup.controllers", cpu_controller)) {
+                set_why(root->cpu_why, sizeof root->cpu_why, "cgroup v2: the cpu controller is not available in %s",
+                        root->path);
+                return;
+        }
+        if (!has_words(dir, "cgroup.subtree_control", cpu_controller)) {
+                if (dry_run)
+                        k = faccessat(dir, "cgroup.subtree_control", W_OK, 0) < 0 ? -errno : 0;
+                else
+                        k = write_at(dir, "cgroup.subtree_control", "+cpu");
+                if (k < 0) {
+                        set_why(root->cpu_why, sizeof root->cpu_why, "cgroup v2: cannot enable cpu in %s: %s",
+                                root->path, strerror(-k));
+                        return;
+                }
+        }
+        root->cpu_percent = root->want_cpu_percent;
+}
 
 /* v2: the workers' parent is the supervisor's cgroup when its children may have the
  * controllers; the supervisor moves itself into a leaf "supervisor" first if needed. */
@@ -205,6 +238,8 @@ static int open_v2(CgroupRoot *root, const char *mnt, const char *own, bool dry_
                         snprintf(root->path, sizeof root->path, "%.*s", (int) (leaf - own), own);
                         root->dirs[0] = TAKE_FD(parent_dir);
                         root->n_dirs = 1;
+                        if (root->want_cpu_percent > 0)
+                                enable_v2_cpu(root, root->dirs[0], dry_run);
                         return 0;
                 }
         }
@@ -246,27 +281,42 @@ static int open_v2(CgroupRoot *root, const char *mnt, const char *own, bool dry_
         snprintf(root->path, sizeof root->path, "%s", own);
         root->dirs[0] = TAKE_FD(dir);
         root->n_dirs = 1;
+        if (root->want_cpu_percent > 0)
+                enable_v2_cpu(root, root->dirs[0], dry_run);
         return 0;
 }
 
-/* v1: a "codeinterp" directory under the supervisor's memory and pids cgroups. It is
- * shared by the supervisors of one cgroup: each makes it again when it needs it and
- * tries to remove it at exit (it goes when the last one's workers are gone). */
-static int open_v1(CgroupRoot *root, const char *fs, const char *memory, const char *pids, bool dry_run, char *why,
-                   size_t why_len) {
-        const char *hier[CG_MAX_DIRS] = { "memory", "pids" }, *own[CG_MAX_DIRS] = { memory, pids };
+/* v1: a "codeinterp" directory under the supervisor's memory and pids cgroups, and its
+ * cpu cgroup when the CPU cap is on. It is shared by the supervisors of one cgroup:
+ * each makes it again when it needs it and tries to remove it at exit (it goes when
+ * the last one's workers are gone). */
+static int open_v1(CgroupRoot *root, const char *fs, const char *memory, const char *pids, const char *cpu,
+                   bool dry_run, char *why, size_t why_len) {
+        const char *hier[CG_MAX_DIRS] = { "memory", "pids", "cpu" }, *own[CG_MAX_DIRS] = { memory, pids, cpu };
+        size_t n = root->want_cpu_percent > 0 ? CG_MAX_DIRS : CG_CPU;
         char base[PATH_MAX];
         int k;
 
-        for (size_t i = 0; i < CG_MAX_DIRS; i++) {
+        for (size_t i = 0; i < n; i++) {
                 _cleanup_close_ int dir = -1;
 
+                /* Without the cpu hierarchy the workers run without the cap (the caller
+                 * decides whether that is acceptable). */
+                if (i == CG_CPU && !own[i][0]) {
+                        set_why(root->cpu_why, sizeof root->cpu_why, "cgroup v1: no cpu hierarchy");
+                        break;
+                }
                 if (!own[i][0]) {
                         set_why(why, why_len, "cgroup v1: no %s hierarchy", hier[i]);
                         return -EOPNOTSUPP;
                 }
                 snprintf(base, sizeof base, "%s/%s%s", fs, hier[i], strcmp(own[i], "/") == 0 ? "" : own[i]);
                 dir = open_dir(base);
+                if (dir < 0 && i == CG_CPU) {
+                        set_why(root->cpu_why, sizeof root->cpu_why, "cgroup v1: cannot open %s: %s", base,
+                                strerror(-dir));
+                        break;
+                }
                 if (dir < 0) {
                         set_why(why, why_len, "cgroup v1: cannot open %s: %s", base, strerror(-dir));
                         return dir;
@@ -274,10 +324,17 @@ static int open_v1(CgroupRoot *root, const char *fs, const char *memory, const c
                 if (dry_run ? faccessat(dir, ".", W_OK, 0) < 0
                             : mkdirat(dir, "codeinterp", 0755) < 0 && errno != EEXIST) {
                         k = -errno;
+                        if (i == CG_CPU) {
+                                set_why(root->cpu_why, sizeof root->cpu_why, "cgroup v1: cannot make %s/codeinterp: %s",
+                                        base, strerror(-k));
+                                break;
+                        }
                         set_why(why, why_len, "cgroup v1: cannot make %s/codeinterp: %s", base, strerror(-k));
                         return k;
                 }
                 root->dirs[root->n_dirs++] = TAKE_FD(dir);
+                if (i == CG_CPU)
+                        root->cpu_percent = root->want_cpu_percent;
         }
         snprintf(root->path, sizeof root->path, "%s", strcmp(memory, "/") == 0 ? "" : memory);
         return 0;
@@ -296,8 +353,9 @@ CgroupRoot *cgroup_root_free(CgroupRoot *root) {
         return NULL;
 }
 
-int cgroup_root_open(PolicyCgroups want, const char *fs, bool dry_run, CgroupRoot **ret, char *why, size_t why_len) {
-        char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX], mnt[PATH_MAX], probe[PATH_MAX + 32];
+int cgroup_root_open(PolicyCgroups want, uint32_t cpu_percent, const char *fs, bool dry_run, CgroupRoot **ret,
+                     char *why, size_t why_len) {
+        char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX], cpu[PATH_MAX], mnt[PATH_MAX], probe[PATH_MAX + 32];
         CgroupRoot *root = calloc(1, sizeof *root);
         int k = 0;
 
@@ -305,12 +363,15 @@ int cgroup_root_open(PolicyCgroups want, const char *fs, bool dry_run, CgroupRoo
                 return -ENOMEM;
         why[0] = 0;
         root->version = CGROUP_NONE;
+        root->want_cpu_percent = cpu_percent;
         if (want == POLICY_CGROUPS_OFF) {
                 set_why(why, why_len, "cgroups: off");
+                if (cpu_percent > 0)
+                        set_why(root->cpu_why, sizeof root->cpu_why, "cgroups: off");
                 *ret = root;
                 return 0;
         }
-        k = own_cgroups(v2, memory, pids, sizeof v2);
+        k = own_cgroups(v2, memory, pids, cpu, sizeof v2);
         if (k < 0)
                 set_why(why, why_len, "cannot read /proc/self/cgroup: %s", strerror(-k));
         if (k >= 0 && v2[0]) {
@@ -326,7 +387,7 @@ int cgroup_root_open(PolicyCgroups want, const char *fs, bool dry_run, CgroupRoo
         if (root->version == CGROUP_NONE && (memory[0] || pids[0])) {
                 char why_v2[256];
                 snprintf(why_v2, sizeof why_v2, "%s", why);
-                k = open_v1(root, fs, memory, pids, dry_run, why, why_len);
+                k = open_v1(root, fs, memory, pids, cpu, dry_run, why, why_len);
                 if (k >= 0)
                         root->version = CGROUP_V1;
                 else if (why_v2[0]) {
@@ -344,6 +405,14 @@ int cgroup_root_open(PolicyCgroups want, const char *fs, bool dry_run, CgroupRoo
                         free(root);
                         return k < 0 ? k : -EOPNOTSUPP;
                 }
+                if (cpu_percent > 0)
+                        set_why(root->cpu_why, sizeof root->cpu_why, "%s", why);
+        } else if (cpu_percent > 0 && root->cpu_percent == 0 && want == POLICY_CGROUPS_REQUIRED) {
+                /* A cap the policy asks for that cannot be applied: refuse, as for the cgroup. */
+                set_why(why, why_len, "cpuBandwidthPercent %" PRIu32 " needs the cpu controller: %s", cpu_percent,
+                        root->cpu_why);
+                cgroup_root_free(root);
+                return -EOPNOTSUPP;
         } else if (!dry_run)
                 for (size_t i = 0; i < root->n_dirs; i++) {
                         int d = root->version == CGROUP_V1
@@ -360,6 +429,14 @@ int cgroup_root_open(PolicyCgroups want, const char *fs, bool dry_run, CgroupRoo
 
 CgroupVersion cgroup_root_version(const CgroupRoot *root) {
         return root ? root->version : CGROUP_NONE;
+}
+
+uint32_t cgroup_root_cpu_percent(const CgroupRoot *root) {
+        return root ? root->cpu_percent : 0;
+}
+
+const char *cgroup_root_cpu_why(const CgroupRoot *root) {
+        return root ? root->cpu_why : "";
 }
 
 const char *cgroup_path(const Cgroup *cg) {
@@ -434,6 +511,27 @@ static int set_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes,
         return 0;
 }
 
+int cgroup_write_cpu_cap(int dir, CgroupVersion version, uint32_t percent, const char **ret_step) {
+        char quota[32], period[32], max[64];
+        int k;
+
+        if (percent == 0)
+                return 0;
+        snprintf(quota, sizeof quota, "%" PRIu64, (uint64_t) percent * (CG_CPU_PERIOD_USEC / 100));
+        snprintf(period, sizeof period, "%d", CG_CPU_PERIOD_USEC);
+        if (version == CGROUP_V2) {
+                snprintf(max, sizeof max, "%s %s", quota, period);
+                *ret_step = "setting cpu.max";
+                return write_at(dir, "cpu.max", max);
+        }
+        /* The period first: the quota is checked against it. */
+        *ret_step = "setting cpu.cfs_period_us";
+        if ((k = write_at(dir, "cpu.cfs_period_us", period)) < 0)
+                return k;
+        *ret_step = "setting cpu.cfs_quota_us";
+        return write_at(dir, "cpu.cfs_quota_us", quota);
+}
+
 int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, Cgroup **ret, const char **ret_step) {
         Cgroup *cg;
         int k;
@@ -480,7 +578,9 @@ int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, 
                         return k;
                 }
         }
-        if ((k = set_limits(cg, memory_bytes, max_processes, ret_step)) < 0) {
+        if ((k = set_limits(cg, memory_bytes, max_processes, ret_step)) < 0 ||
+            (k = cgroup_write_cpu_cap(cg->dirs[cg->version == CGROUP_V2 ? 0 : CG_CPU], cg->version, root->cpu_percent,
+                                      ret_step)) < 0) {
                 cgroup_free(cg);
                 return k;
         }
@@ -519,7 +619,7 @@ int cgroup_stats(Cgroup *cg, CgroupStats *ret) {
         return 0;
 }
 
-int cgroup_open_procs(Cgroup *cg, int fds[static 2], size_t *ret_n) {
+int cgroup_open_procs(Cgroup *cg, int fds[static CGROUP_PROCS_MAX], size_t *ret_n) {
         size_t n = 0;
 
         for (size_t i = 0; i < cg->n_dirs; i++) {

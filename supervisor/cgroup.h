@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* A cgroup per worker, the same behind cgroup v1 (the memory and pids hierarchies)
- * and v2. At start the supervisor finds where it may make cgroups (its root); per
- * worker it makes one with the call's memory and process limits, puts the worker in
+/* A cgroup per worker, the same behind cgroup v1 (the memory and pids hierarchies, and
+ * cpu with the CPU cap on) and v2. At start the supervisor finds where it may make cgroups
+ * (its root); per worker it makes one with the call's memory and process limits (and the
+ * CPU bandwidth cap, cpuBandwidthPercent, when it is on), puts the worker in
  * it before the worker runs any code of its call, reads after the reap whether the OOM
  * killer ended it and the peak memory, and removes it. */
 #pragma once
@@ -21,13 +22,25 @@ typedef enum CgroupVersion {
 
 typedef struct CgroupRoot CgroupRoot;
 
+/* cgroup.procs descriptors of one worker's cgroup at most: v1 memory, pids and cpu. */
+#define CGROUP_PROCS_MAX 3
+
 /* Find (and, unless dry_run, prepare) the place for workers' cgroups under the cgroupfs
  * mounted at fs ("/sys/fs/cgroup"). want off: version none. auto: none when no usable
  * hierarchy is found, with why saying what was missing. required: -errno then, with
  * why. On v2 (not dry_run) the supervisor may move itself into a leaf "supervisor"
- * (see docs/design.md); call it before any child is started. */
-int cgroup_root_open(PolicyCgroups want, const char *fs, bool dry_run, CgroupRoot **ret, char *why, size_t why_len);
+ * (see docs/design.md); call it before any child is started. cpu_percent > 0 (the
+ * policy's cpuBandwidthPercent) also wants the cpu controller (v2: enabled for the
+ * workers' cgroups; v1: the cpu hierarchy, opened only then): without it, required
+ * fails with why, auto runs without the cap (cgroup_root_cpu_percent() 0,
+ * cgroup_root_cpu_why() says why). */
+int cgroup_root_open(PolicyCgroups want, uint32_t cpu_percent, const char *fs, bool dry_run, CgroupRoot **ret,
+                     char *why, size_t why_len);
 CgroupVersion cgroup_root_version(const CgroupRoot *root);
+/* The CPU cap workers' cgroups get (percent of one CPU), 0 = none. */
+uint32_t cgroup_root_cpu_percent(const CgroupRoot *root);
+/* Why a cap that was asked for is not applied; "" when it is (or none was asked for). */
+const char *cgroup_root_cpu_why(const CgroupRoot *root);
 CgroupRoot *cgroup_root_free(CgroupRoot *root);
 
 typedef struct Cgroup Cgroup;
@@ -39,8 +52,8 @@ int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, 
 int cgroup_attach(Cgroup *cg, pid_t pid);
 /* The cgroup's cgroup.procs files, opened O_WRONLY here (as root) for another process
  * to move a child in: v1 checks the writer's euid, v2 the opener's credentials. One
- * per hierarchy; *ret_n of them. */
-int cgroup_open_procs(Cgroup *cg, int fds[static 2], size_t *ret_n);
+ * per hierarchy; *ret_n of them (at most CGROUP_PROCS_MAX). */
+int cgroup_open_procs(Cgroup *cg, int fds[static CGROUP_PROCS_MAX], size_t *ret_n);
 /* v2: the cgroup's directory, for CLONE_INTO_CGROUP; -1 on v1 (two hierarchies, which
  * clone3 cannot name). */
 int cgroup_clone_fd(const Cgroup *cg);
@@ -57,6 +70,11 @@ typedef struct CgroupStats {
         uint64_t peak_bytes; /* v2 memory.peak (kernels that have it), v1 memory.max_usage_in_bytes */
 } CgroupStats;
 int cgroup_stats(Cgroup *cg, CgroupStats *ret);
+/* Write the CPU bandwidth cap of percent % of one CPU into the cgroup directory dir:
+ * v2 cpu.max "<quota> 100000", v1 cpu.cfs_period_us 100000 then cpu.cfs_quota_us.
+ * percent 0 writes nothing. ret_step names a failed step. (cgroup_new() uses it; the
+ * unit test calls it on a fake directory.) */
+int cgroup_write_cpu_cap(int dir, CgroupVersion version, uint32_t percent, const char **ret_step);
 /* The path relative to the cgroupfs hierarchy ("/…/w7"), for logs and tests. */
 const char *cgroup_path(const Cgroup *cg);
 

@@ -549,12 +549,19 @@ static int check_config(void) {
                 printf("memory cgroup: no limit on the supervisor's cgroup\n");
         else
                 printf("memory cgroup: %llu bytes left\n", (unsigned long long) room);
-        k = cgroup_root_open(policy.cgroups, arg_cgroup_fs, true, &cg, why, sizeof why);
+        k = cgroup_root_open(policy.cgroups, policy.cpu_bandwidth_percent, arg_cgroup_fs, true, &cg, why, sizeof why);
         if (k < 0)
                 printf("cgroup per worker: none, but the policy requires one (%s)\n", why);
         else
                 printf("cgroup per worker: %s%s%s%s\n", proto_cgroup_name(cgroup_root_version(cg)), why[0] ? " (" : "",
                        why, why[0] ? ")" : "");
+        if (k >= 0 && policy.cpu_bandwidth_percent == 0)
+                printf("cpu cap: off\n");
+        else if (k >= 0 && cgroup_root_cpu_percent(cg) > 0)
+                printf("cpu cap: %u%% of one CPU per worker\n", (unsigned) cgroup_root_cpu_percent(cg));
+        else if (k >= 0)
+                printf("cpu cap: none, workers run without the %u%% cap (%s)\n",
+                       (unsigned) policy.cpu_bandwidth_percent, cgroup_root_cpu_why(cg));
         bad |= k < 0;
         cgroup_root_free(cg);
         if (userns_rootless())
@@ -654,13 +661,17 @@ int main(int argc, char **argv) {
                 log_warning_errno(k, "Cannot create tmpfs mounts (%m): calls with an /outputs (maxArtifacts > 0) "
                                      "will fail as worker_error");
         /* Before any child: on cgroup v2 the supervisor may move itself into a leaf. */
-        k = cgroup_root_open(policy.cgroups, arg_cgroup_fs, false, &cgroups, err, sizeof err);
+        k = cgroup_root_open(policy.cgroups, policy.cpu_bandwidth_percent, arg_cgroup_fs, false, &cgroups, err,
+                             sizeof err);
         if (k < 0) {
                 log_error_errno(k, "The policy requires a cgroup per worker, but %s", err);
                 goto out;
         }
         if (cgroup_root_version(cgroups) == CGROUP_NONE && policy.cgroups == POLICY_CGROUPS_AUTO)
                 log_notice("Workers run without a cgroup of their own: %s", err);
+        if (policy.cpu_bandwidth_percent > 0 && cgroup_root_cpu_percent(cgroups) == 0)
+                log_notice("Workers run without the CPU cap (cpuBandwidthPercent %u): %s",
+                           (unsigned) policy.cpu_bandwidth_percent, cgroup_root_cpu_why(cgroups));
         k = policy_snapshot_new(&policy, &snapshot);
         if (k >= 0)
                 k = server_new(e, snapshot, listen_fd, worker_fd, cgroups, &server);

@@ -595,12 +595,15 @@ static int make_plan_fd(const Policy *p, const RunnerRequest *req, int *ret_fd) 
         return k;
 }
 
+_Static_assert(sizeof(((ExecStart *) 0)->cgroup_fds) / sizeof(int) == CGROUP_PROCS_MAX,
+               "exec mode's child takes every cgroup.procs of its cgroup");
+
 /* Exec mode: clone the child into the worker's namespaces (it runs the worker side's
  * exec_child_main), map its ids, let it go. The child's fds are ours until then. */
 static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, const WorkerId *id, int pipes[][2],
                       int plan_fd, int outputs_fd, pid_t *ret_pid, int *ret_pidfd, const char **ret_step) {
         _cleanup_close_ int devnull = -1, sync_r = -1, sync_w = -1;
-        int sync_pipe[2], pidfd = -1, cgroup_fds[2] = { -1, -1 }, k;
+        int sync_pipe[2], pidfd = -1, cgroup_fds[CGROUP_PROCS_MAX] = { -1, -1, -1 }, k;
         size_t n_cgroup_fds = 0;
         pid_t pid;
 
@@ -650,7 +653,7 @@ static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, cons
                         .worker_exec_fd = sp->worker_exec_fd,
                         .uid = p->worker_uid,
                         .gid = p->worker_gid,
-                        .cgroup_fds = { cgroup_fds[0], cgroup_fds[1] },
+                        .cgroup_fds = { cgroup_fds[0], cgroup_fds[1], cgroup_fds[2] },
                         .n_cgroup_fds = n_cgroup_fds,
                 };
                 exec_child_main(&start);

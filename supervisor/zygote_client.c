@@ -29,6 +29,7 @@
  * path: a cgroup's mkdir and limits cost ~0.2 ms on v1 here. */
 #define ZYGOTE_SPARE_SLOTS 2
 #define ZYGOTE_SPAWN_TIMEOUT_SEC 5
+_Static_assert(ZYGOTE_CGROUP_FDS_MAX == CGROUP_PROCS_MAX, "a slot carries every cgroup.procs of its cgroup");
 
 typedef struct ZygotePending ZygotePending;
 

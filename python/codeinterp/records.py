@@ -213,6 +213,8 @@ class Limits:
     max_source_ids: int
     max_artifacts: Optional[int] = None
     max_artifact_bytes: Optional[int] = None
+    # Percent of one CPU each worker's cgroup may use, 0 = off (None: an older supervisor).
+    cpu_bandwidth_percent: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)

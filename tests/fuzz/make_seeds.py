@@ -221,6 +221,10 @@ def zygote_msgs():
         "spawn_cgroup_v1": zygote_msg(2, token=1, uid=2146435073, gid=2146435073, slot=1, n_cgroup_fds=2, n_fds=8),
         "slot": zygote_msg(5, uid=2146435074, gid=2146435074, slot=2),
         "slot_cgroup_v2": zygote_msg(5, uid=2146435075, gid=2146435075, slot=3, n_cgroup_fds=1, n_fds=1),
+        # v1 with the CPU cap (cpuBandwidthPercent): memory, pids and cpu.
+        "slot_cgroup_v1_cpu": zygote_msg(5, uid=2146435076, gid=2146435076, slot=5, n_cgroup_fds=3, n_fds=3),
+        "spawn_cgroup_v1_cpu": zygote_msg(2, token=4, uid=2146435077, gid=2146435077, slot=6, n_cgroup_fds=3,
+                                          n_fds=10),
         "slot_root": zygote_msg(5, uid=0, gid=0, slot=4),
         "spawned": zygote_msg(3, token=1, pid=4242, slot=1, n_fds=1),
         "spawned_eagain": zygote_msg(3, token=2, error=11, slot=2),

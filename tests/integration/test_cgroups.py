@@ -3,7 +3,10 @@ worker is in a cgroup of its own while it runs, with memoryBytes and maxProcesse
 its limits; the cgroup is gone after the call (also after a timeout and at shutdown);
 the cgroup's OOM killer ends a call as resource_limit memory with memoryPeakBytes;
 cgroups: off and a host without a usable hierarchy give "none", and required refuses
-to start there. Runs in both worker start modes (CODEINTERP_WORKER_START)."""
+to start there; cpuBandwidthPercent caps a busy loop's CPU time, nothing of the cpu
+controller is used without it, and a cap without a cpu controller refuses to start
+(required) or runs without (auto). Runs in both worker start modes
+(CODEINTERP_WORKER_START)."""
 import os
 import threading
 
@@ -52,19 +55,19 @@ def need_cgroups():
         pytest.skip("no cgroup hierarchy with the memory and pids controllers")
 
 
-def cgroup_dirs(pid):
-    """{"memory": dir, "pids": dir} of a process, as seen from the host."""
+def cgroup_dirs(pid, cpu=False):
+    """{"memory": dir, "pids": dir} (and "cpu" with cpu) of a process, as seen from the host."""
     with open("/proc/%d/cgroup" % pid) as f:
         lines = [line.rstrip("\n").split(":", 2) for line in f]
     if VERSION == "v2":
         mnt = FS if os.path.exists(os.path.join(FS, "cgroup.controllers")) else os.path.join(FS, "unified")
         path = [p for n, c, p in lines if n == "0" and c == ""][0]
         d = os.path.join(mnt, path.lstrip("/"))
-        return {"memory": d, "pids": d}
+        return {"memory": d, "pids": d, "cpu": d} if cpu else {"memory": d, "pids": d}
     out = {}
     for _, cs, path in lines:
         for c in cs.split(","):
-            if c in ("memory", "pids"):
+            if c in ("memory", "pids") or (cpu and c == "cpu"):
                 out[c] = os.path.join(FS, c, path.lstrip("/"))
     return out
 
@@ -89,7 +92,7 @@ def leftovers(sup_pid):
 POOL = 2  # zygotePoolSize's default
 
 
-def calls_left(sup):
+def calls_left(sup, per_v1=2):
     """Worker cgroups of this supervisor beyond those of its pre-started workers: in
     zygote mode each of the (at most zygotePoolSize) slots the zygote holds has its
     cgroup made ahead, empty until the zygote clones a ci-pool worker into it, and the
@@ -115,8 +118,9 @@ def calls_left(sup):
         if names - {"ci-pool"}:
             busy.append(d)
     # Pool slots and the spare slots the supervisor makes ahead in idle time
-    # (ZYGOTE_SPARE_SLOTS, 2): at most POOL + 2 per hierarchy (v1 has two).
-    per = 1 if VERSION == "v2" else 2
+    # (ZYGOTE_SPARE_SLOTS, 2): at most POOL + 2 per hierarchy (v1 has two, three with
+    # the CPU cap).
+    per = 1 if VERSION == "v2" else per_v1
     left = [d for d in left if d not in gone]
     return busy if len(left) - len(busy) <= (POOL + 2) * per else left
 
@@ -365,3 +369,125 @@ def test_reload_rewrites_a_prepared_cgroups_limits(sups):
         t.join(30)
         assert box["r"]["outcome"] == "ok", box["r"]
         assert wait_until(lambda: not worker_pids_of(sup), timeout=5)
+
+
+# A busy loop of about a second: the CPU time it got over its wall-clock time, overall
+# and the best of its quarters (a loaded machine may take the CPU away for a while).
+BUSY = """import time
+t0, c0 = time.monotonic(), time.process_time()
+best, t1, c1 = 0.0, t0, c0
+while time.monotonic() - t0 < 1.0:
+    for _ in range(20000):
+        pass
+    t, c = time.monotonic(), time.process_time()
+    if t - t1 >= 0.25:
+        best, t1, c1 = max(best, (c - c1) / (t - t1)), t, c
+((time.process_time() - c0) / (time.monotonic() - t0), best)
+"""
+
+
+def host_has_cpu_controller():
+    if VERSION == "v2":
+        return True  # checked by the supervisor: refused below if missing
+    with open("/proc/self/cgroup") as f:
+        return any("cpu" in line.split(":")[1].split(",") for line in f) and os.path.isdir(os.path.join(FS, "cpu"))
+
+
+def test_cpu_cap_throttles_a_busy_loop(sups):
+    """cpuBandwidthPercent 20: the worker's cgroup gets 20 ms of CPU per 100 ms period
+    (v2 cpu.max, v1 cpu.cfs_quota_us/cpu.cfs_period_us), so a busy loop of a second
+    gets clearly less CPU time than wall time; the cgroup goes after the call."""
+    need_cgroups()
+    if not host_has_cpu_controller():
+        pytest.skip("no cpu controller")
+    sup = sups(POLICY + "cpuBandwidthPercent: 20\n")
+    c = sup.connect()
+    assert c.call("hello")["limits"]["cpuBandwidthPercent"] == 20
+    t, box = run_async(c, "import time\ntime.sleep(0.5)\n" + BUSY)
+    pids = wait_until(lambda: worker_pids_of(sup), timeout=10)
+    assert pids, "no worker seen"
+    dirs = cgroup_dirs(pids[0], cpu=True)
+    mine = cgroup_dirs(sup.proc.pid, cpu=True)
+    assert os.path.basename(dirs["cpu"]).startswith("w%d-" % sup.proc.pid) and dirs["cpu"] != mine["cpu"], dirs
+    if VERSION == "v2":
+        assert read(dirs["cpu"], "cpu.max") == "20000 100000"
+    else:
+        assert read(dirs["cpu"], "cpu.cfs_period_us") == "100000"
+        assert read(dirs["cpu"], "cpu.cfs_quota_us") == "20000"
+    t.join(30)
+    r = box["r"]
+    assert r["outcome"] == "ok", r
+    assert r["evidence"]["limits"]["cpuBandwidthPercent"] == 20
+    ratio, best = eval(r["result"]["text"])
+    assert ratio < 0.5, (ratio, best)
+    assert wait_until(lambda: not any(os.path.exists(d) for d in dirs.values()), timeout=2), dirs
+    assert wait_until(lambda: calls_left(sup, per_v1=3) == [], timeout=2)
+
+
+def test_without_cpu_cap_the_loop_gets_the_cpu(sups):
+    """The default (0, off): the same loop gets about a whole CPU, and the worker stays
+    in the supervisor's cpu cgroup (no cpu cgroup is made, nothing is written)."""
+    need_cgroups()
+    sup = sups()
+    c = sup.connect()
+    assert c.call("hello")["limits"]["cpuBandwidthPercent"] == 0
+    t, box = run_async(c, "import time\ntime.sleep(0.5)\n" + BUSY)
+    pids = wait_until(lambda: worker_pids_of(sup), timeout=10)
+    assert pids, "no worker seen"
+    if VERSION == "v1" and host_has_cpu_controller():
+        assert cgroup_dirs(pids[0], cpu=True)["cpu"] == cgroup_dirs(sup.proc.pid, cpu=True)["cpu"]
+    t.join(30)
+    r = box["r"]
+    assert r["outcome"] == "ok", r
+    ratio, best = eval(r["result"]["text"])
+    assert best > 0.7, (ratio, best)
+    assert wait_until(lambda: calls_left(sup) == [], timeout=2)
+
+
+def fake_v1_tree(tmp_path):
+    """A cgroup fs of plain directories with this process's memory and pids cgroups
+    but no cpu hierarchy (a supervisor started from here has the same), or None."""
+    with open("/proc/self/cgroup") as f:
+        lines = [line.rstrip("\n").split(":", 2) for line in f]
+    own = {c: p for _, cs, p in lines for c in cs.split(",") if c in ("memory", "pids")}
+    if len(own) != 2:
+        return None
+    for c, p in own.items():
+        (tmp_path / c / p.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    return str(tmp_path)
+
+
+def test_cpu_cap_without_cpu_controller(tmp_path):
+    """A cap and no cpu controller: required refuses to start, saying why; auto runs
+    without the cap and says so; --check-config says which."""
+    import subprocess
+
+    from conftest import DAEMON
+    require_sandbox()
+    fs = fake_v1_tree(tmp_path / "fs")
+    if fs is None:
+        pytest.skip("this process has no v1 memory and pids cgroups to fake")
+    with pytest.raises(RuntimeError) as e:
+        Supervisor(POLICY + "cgroups: required\ncpuBandwidthPercent: 20\n", ["--cgroup-fs", fs]).wait_ready()
+    assert "cpuBandwidthPercent 20 needs the cpu controller" in str(e.value)
+    s = Supervisor("cgroups: auto\n" + POLICY + "cpuBandwidthPercent: 20\n", ["--cgroup-fs", fs])
+    s.wait_ready()
+    try:
+        assert wait_until(lambda: "Workers run without the CPU cap" in s.read_log(), 5), s.read_log()
+    finally:
+        s.stop()
+    p = tmp_path / "p.yaml"
+    p.write_text("cgroups: required\ncpuBandwidthPercent: 20\n")
+    r = subprocess.run([DAEMON, "--check-config", "--policy", str(p), "--cgroup-fs", fs],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "needs the cpu controller" in r.stdout, r.stdout
+    p.write_text("cgroups: auto\ncpuBandwidthPercent: 20\n")
+    r = subprocess.run([DAEMON, "--check-config", "--policy", str(p), "--cgroup-fs", fs],
+                       capture_output=True, text=True)
+    assert "cpu cap: none, workers run without the 20% cap (cgroup v1: " in r.stdout, r.stdout
+    if VERSION is not None and host_has_cpu_controller():
+        r = subprocess.run([DAEMON, "--check-config", "--policy", str(p)], capture_output=True, text=True)
+        assert "cpu cap: 20% of one CPU per worker" in r.stdout, r.stdout
+    r = subprocess.run([DAEMON, "--check-config"], capture_output=True, text=True)
+    assert "cpu cap: off" in r.stdout, r.stdout

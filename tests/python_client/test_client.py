@@ -25,6 +25,7 @@ def test_hello_is_typed(client):
     assert h.limits.max_output_characters == 64000 and h.limits.max_source_ids == 4
     assert h.outcomes[:2] == ("ok", "python_exception") and "permission_denied" in h.outcomes
     assert h.raw["limits"]["timeoutMs"] == h.limits.timeout_ms == 30000
+    assert h.limits.cpu_bandwidth_percent == 0
     assert h.rootless is False and h.cgroup == host_cgroup()  # a root supervisor, cgroups: auto by default
 
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,7 +106,7 @@ static void test_off_is_none(void **state) {
         const char *step = NULL;
         char why[256];
 
-        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_OFF, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_OFF, 0, fs, false, &root, why, sizeof why), 0);
         assert_int_equal(cgroup_root_version(root), CGROUP_NONE);
         assert_int_equal(cgroup_new(root, 1 << 24, 4, &cg, &step), 0);
         assert_null(cg);
@@ -116,12 +117,12 @@ static void test_empty_fs_auto_and_required(void **state) {
         CgroupRoot *root = NULL;
         char why[512];
 
-        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 0, fs, false, &root, why, sizeof why), 0);
         assert_int_equal(cgroup_root_version(root), CGROUP_NONE);
         assert_true(strlen(why) > 0);
         cgroup_root_free(root);
         root = NULL;
-        assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, fs, false, &root, why, sizeof why) < 0);
+        assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 0, fs, false, &root, why, sizeof why) < 0);
         assert_null(root);
         assert_true(strlen(why) > 0);
 }
@@ -151,7 +152,7 @@ static void test_failed_setup_leaves_nothing(void **state) {
                 put(dir, "cgroup.subtree_control", "memory pids\n");
         } else
                 skip();
-        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 0, fs, false, &root, why, sizeof why), 0);
         assert_int_not_equal(cgroup_root_version(root), CGROUP_NONE);
         assert_int_equal(cgroup_new(root, 1 << 24, 4, &cg, &step), -ENOENT);
         assert_null(cg);
@@ -171,11 +172,230 @@ static void test_failed_setup_leaves_nothing(void **state) {
                 assert_int_equal(access(sub, F_OK), -1);
 }
 
+static void get(const char *dir, const char *file, char *buf, size_t size) {
+        char p[PATH_MAX * 2];
+        FILE *f;
+        size_t n;
+
+        snprintf(p, sizeof p, "%s/%s", dir, file);
+        f = fopen(p, "re");
+        assert_non_null(f);
+        n = fread(buf, 1, size - 1, f);
+        buf[n] = 0;
+        fclose(f);
+}
+
+/* The cap's files in a worker's cgroup directory: v2 cpu.max, v1 the period and the
+ * quota; 0 writes nothing; a missing file names its step. */
+static void test_cpu_cap_files(void **state) {
+        const char *step = "";
+        char buf[64];
+        int dir;
+
+        put(fs, "cpu.max", "");
+        put(fs, "cpu.cfs_period_us", "");
+        put(fs, "cpu.cfs_quota_us", "");
+        dir = open(fs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dir >= 0);
+        assert_int_equal(cgroup_write_cpu_cap(dir, CGROUP_V2, 0, &step), 0);
+        assert_int_equal(cgroup_write_cpu_cap(dir, CGROUP_V1, 0, &step), 0);
+        get(fs, "cpu.max", buf, sizeof buf);
+        assert_string_equal(buf, "");
+        get(fs, "cpu.cfs_quota_us", buf, sizeof buf);
+        assert_string_equal(buf, "");
+        get(fs, "cpu.cfs_period_us", buf, sizeof buf);
+        assert_string_equal(buf, "");
+        assert_int_equal(cgroup_write_cpu_cap(dir, CGROUP_V2, 20, &step), 0);
+        get(fs, "cpu.max", buf, sizeof buf);
+        assert_string_equal(buf, "20000 100000");
+        assert_int_equal(cgroup_write_cpu_cap(dir, CGROUP_V1, 150, &step), 0);
+        get(fs, "cpu.cfs_period_us", buf, sizeof buf);
+        assert_string_equal(buf, "100000");
+        get(fs, "cpu.cfs_quota_us", buf, sizeof buf);
+        assert_string_equal(buf, "150000");
+        assert_int_equal(unlink(strcat(strcpy(buf, fs), "/cpu.cfs_quota_us")), 0);
+        assert_int_equal(cgroup_write_cpu_cap(dir, CGROUP_V1, 20, &step), -ENOENT);
+        assert_string_equal(step, "setting cpu.cfs_quota_us");
+        assert_int_equal(unlink(strcat(strcpy(buf, fs), "/cpu.max")), 0);
+        assert_int_equal(cgroup_write_cpu_cap(dir, CGROUP_V2, 20, &step), -ENOENT);
+        assert_string_equal(step, "setting cpu.max");
+        close(dir);
+}
+
+/* The supervisor's own cgroup in the v1 hierarchy hier of the fake tree (made), or
+ * false when the process has none there. */
+static bool fake_v1(const char *hier, char *dir, size_t size) {
+        char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX];
+        const char *own_path;
+        FILE *f = fopen("/proc/self/cgroup", "re");
+        char line[PATH_MAX + 64], cpu[PATH_MAX] = "";
+
+        assert_non_null(f);
+        while (fgets(line, sizeof line, f)) {
+                char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+                if (!b)
+                        continue;
+                *b++ = 0;
+                b[strcspn(b, "\n")] = 0;
+                for (char *save = NULL, *c = strtok_r(a + 1, ",", &save); c; c = strtok_r(NULL, ",", &save))
+                        if (strcmp(c, "cpu") == 0)
+                                strcpy(cpu, b);
+        }
+        fclose(f);
+        own(v2, memory, pids);
+        own_path = strcmp(hier, "memory") == 0 ? memory : strcmp(hier, "pids") == 0 ? pids : cpu;
+        if (!own_path[0])
+                return false;
+        assert_true(snprintf(dir, size, "%s/%s%s", fs, hier, strcmp(own_path, "/") == 0 ? "" : own_path) < (int) size);
+        mkdirs(dir);
+        return true;
+}
+
+/* v1 (a hybrid host like this one): the cpu hierarchy is opened, and its "codeinterp"
+ * made, only with the cap on; without it required refuses with a reason naming the
+ * cpu controller and auto runs without the cap. */
+static void test_cpu_cap_v1_root(void **state) {
+        char mem[PATH_MAX * 2], pids[PATH_MAX * 2], cpu[PATH_MAX * 2], sub[PATH_MAX * 3], why[512];
+        CgroupRoot *root = NULL;
+        Cgroup *cg = NULL;
+        const char *step = "";
+
+        if (!fake_v1("memory", mem, sizeof mem) || !fake_v1("pids", pids, sizeof pids))
+                skip();
+        /* Off: nothing of the cpu hierarchy, even where it exists. */
+        if (!fake_v1("cpu", cpu, sizeof cpu))
+                skip();
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 0, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_version(root), CGROUP_V1);
+        assert_int_equal(cgroup_root_cpu_percent(root), 0);
+        assert_string_equal(cgroup_root_cpu_why(root), "");
+        snprintf(sub, sizeof sub, "%s/codeinterp", cpu);
+        assert_int_equal(access(sub, F_OK), -1);
+        /* The first limit (memory) fails in the fake tree, not a cpu one. */
+        assert_int_equal(cgroup_new(root, 1 << 24, 4, &cg, &step), -ENOENT);
+        assert_string_equal(step, "setting memory.limit_in_bytes");
+        root = cgroup_root_free(root);
+
+        /* On: the cpu hierarchy's codeinterp; the worker's cgroup gets the cap there. */
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 20, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_cpu_percent(root), 20);
+        assert_int_equal(access(sub, F_OK), 0);
+        root = cgroup_root_free(root);
+        assert_int_equal(access(sub, F_OK), -1); /* removed at exit when empty */
+
+        /* No cpu hierarchy: required refuses, auto runs without the cap. */
+        snprintf(sub, sizeof sub, "rm -rf '%s/cpu'", fs);
+        assert_int_equal(system(sub), 0);
+        assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 20, fs, false, &root, why, sizeof why) < 0);
+        assert_null(root);
+        assert_non_null(strstr(why, "cpuBandwidthPercent"));
+        assert_non_null(strstr(why, "cpu"));
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 20, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_version(root), CGROUP_V1);
+        assert_int_equal(cgroup_root_cpu_percent(root), 0);
+        assert_true(strlen(cgroup_root_cpu_why(root)) > 0);
+        root = cgroup_root_free(root);
+        /* The dry run (--check-config) says the same. */
+        assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 20, fs, true, &root, why, sizeof why) < 0);
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 20, fs, true, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_cpu_percent(root), 0);
+        root = cgroup_root_free(root);
+
+        /* The cpu cgroup is there but "codeinterp" cannot be made in it (a /proc
+         * directory stands for it): the same, with that reason. */
+        mkdirs(cpu);
+        assert_int_equal(rmdir(cpu), 0);
+        assert_int_equal(symlink("/proc/self", cpu), 0);
+        assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 20, fs, false, &root, why, sizeof why) < 0);
+        assert_non_null(strstr(why, "cannot make"));
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 20, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_cpu_percent(root), 0);
+        assert_non_null(strstr(cgroup_root_cpu_why(root), "cannot make"));
+        cgroup_root_free(root);
+}
+
+/* v2 (the unified hierarchy of the fake tree, where this process has a v2 cgroup):
+ * the cap enables cpu in the workers' parent's subtree_control; without the cpu
+ * controller required refuses and auto runs without the cap; off writes nothing. */
+static void test_cpu_cap_v2_root(void **state) {
+        char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX], dir[PATH_MAX * 2], buf[64], why[512];
+        CgroupRoot *root = NULL;
+
+        own(v2, memory, pids);
+        if (!v2[0])
+                skip();
+        assert_true(snprintf(dir, sizeof dir, "%s/unified%s", fs, strcmp(v2, "/") == 0 ? "" : v2) < (int) sizeof dir);
+        mkdirs(dir);
+        put(dir, "cgroup.controllers", "cpu memory pids\n");
+        put(dir, "cgroup.subtree_control", "memory pids\n");
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 0, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_version(root), CGROUP_V2);
+        assert_int_equal(cgroup_root_cpu_percent(root), 0);
+        root = cgroup_root_free(root);
+        get(dir, "cgroup.subtree_control", buf, sizeof buf);
+        assert_string_equal(buf, "memory pids\n");
+
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 50, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_cpu_percent(root), 50);
+        root = cgroup_root_free(root);
+        get(dir, "cgroup.subtree_control", buf, sizeof buf);
+        assert_int_equal(strncmp(buf, "+cpu", 4), 0);
+
+        put(dir, "cgroup.controllers", "memory pids\n");
+        put(dir, "cgroup.subtree_control", "memory pids\n");
+        assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 50, fs, false, &root, why, sizeof why) < 0);
+        assert_null(root);
+        assert_non_null(strstr(why, "the cpu controller is not available"));
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 50, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_version(root), CGROUP_V2);
+        assert_int_equal(cgroup_root_cpu_percent(root), 0);
+        assert_non_null(strstr(cgroup_root_cpu_why(root), "cpu controller"));
+        root = cgroup_root_free(root);
+
+        /* The controller is there but cannot be enabled: a subtree_control that reads
+         * fine and refuses writes (a write-sealed memfd). */
+        {
+                char sc[PATH_MAX * 3], target[64];
+                int mfd = memfd_create("subtree_control", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+                assert_true(mfd >= 0);
+                assert_int_equal(write(mfd, "memory pids\n", 12), 12);
+                assert_int_equal(fcntl(mfd, F_ADD_SEALS, F_SEAL_WRITE), 0);
+                put(dir, "cgroup.controllers", "cpu memory pids\n");
+                snprintf(sc, sizeof sc, "%s/cgroup.subtree_control", dir);
+                assert_int_equal(unlink(sc), 0);
+                snprintf(target, sizeof target, "/proc/%d/fd/%d", (int) getpid(), mfd);
+                assert_int_equal(symlink(target, sc), 0);
+                assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 50, fs, false, &root, why, sizeof why) < 0);
+                assert_non_null(strstr(why, "cannot enable cpu"));
+                assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 50, fs, false, &root, why, sizeof why), 0);
+                assert_int_equal(cgroup_root_cpu_percent(root), 0);
+                assert_non_null(strstr(cgroup_root_cpu_why(root), "cannot enable cpu"));
+                cgroup_root_free(root);
+                close(mfd);
+        }
+}
+
+/* cgroups: off with a cap: no cap, and the reason says so. */
+static void test_cpu_cap_cgroups_off(void **state) {
+        CgroupRoot *root = NULL;
+        char why[256];
+
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_OFF, 20, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_cpu_percent(root), 0);
+        assert_string_equal(cgroup_root_cpu_why(root), "cgroups: off");
+        cgroup_root_free(root);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_off_is_none, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_empty_fs_auto_and_required, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_failed_setup_leaves_nothing, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cpu_cap_files, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cpu_cap_v1_root, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cpu_cap_v2_root, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cpu_cap_cgroups_off, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,6 +63,9 @@ static void test_validate(void **state) {
         m = zygote_msg_spawn(1, &with_cgroup); /* a slot's cgroup descriptors come last */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX + 2), 0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX), -EBADMSG);
+        m.n_cgroup_fds = 3; /* v1 with the CPU cap: memory, pids and cpu */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX + 3), 0);
+        assert_true(_SPAWN_FD_MAX + 3 <= FDPASS_MAX);
         m.n_cgroup_fds = ZYGOTE_CGROUP_FDS_MAX + 1; /* one per hierarchy at most */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, _SPAWN_FD_MAX + ZYGOTE_CGROUP_FDS_MAX + 1), -EBADMSG);
 

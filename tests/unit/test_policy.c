@@ -76,6 +76,7 @@ static const TestKey test_keys[] = {
         { "zygotePoolSize", true, 0, 64, "", "4" },
         { "idleExitSeconds", true, 0, 604800, "", "30" },
         { "cgroups", false, 0, 0, NULL, "off" },
+        { "cpuBandwidthPercent", true, 0, 102400, "", "20" },
         { "pythonPackages", false, 0, 0, NULL, "[numpy]" },
         { "workerHostIdBase", true, 1, 4294967294, "workerHostIdCount: 1\n", "3000000000" },
         { "workerHostIdCount", true, 1, 1048576, "", "16" },
@@ -125,6 +126,7 @@ static const char full_doc[] = "# every key overridden\n"
                                "zygotePoolSize: 5\n"
                                "idleExitSeconds: 90\n"
                                "cgroups: required\n"
+                               "cpuBandwidthPercent: 50\n"
                                "pythonPackages: [matplotlib, numpy]\n"
                                "workerHostIdBase: 3000000000\n"
                                "workerHostIdCount: 1024\n";
@@ -245,6 +247,7 @@ static void test_full_override(void **state) {
         assert_int_equal(p.worker_gid, 4321);
         assert_int_equal(p.worker_host_id_base, 3000000000U);
         assert_int_equal(p.worker_host_id_count, 1024);
+        assert_int_equal(p.cpu_bandwidth_percent, 50);
         assert_int_equal(p.seccomp_deny, POLICY_DENY_KILL);
         assert_int_equal(p.max_message_bytes, 2097152);
         assert_int_equal(p.max_worker_message_bytes, 524288);
@@ -610,7 +613,7 @@ static void test_keep_restart_keys(void **state) {
         assert_memory_equal(&p, &running, sizeof p);
 
         assert_int_equal(load(&p, full_doc, err, sizeof(err)), 0);
-        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 11);
+        assert_int_equal(policy_keep_restart_keys(&p, &running, changed), 12);
         assert_string_equal(changed[0], "workerUid");
         assert_string_equal(changed[1], "workerGid");
         assert_string_equal(changed[2], "socketGroup");
@@ -619,10 +622,12 @@ static void test_keep_restart_keys(void **state) {
         assert_string_equal(changed[5], "zygoteMaxSeconds");
         assert_string_equal(changed[6], "zygotePoolSize");
         assert_string_equal(changed[7], "cgroups");
-        assert_string_equal(changed[8], "pythonPackages");
+        assert_string_equal(changed[8], "cpuBandwidthPercent");
+        assert_int_equal(p.cpu_bandwidth_percent, 0);
+        assert_string_equal(changed[9], "pythonPackages");
         assert_int_equal(p.python_packages, 0);
-        assert_string_equal(changed[9], "workerHostIdBase");
-        assert_string_equal(changed[10], "workerHostIdCount");
+        assert_string_equal(changed[10], "workerHostIdBase");
+        assert_string_equal(changed[11], "workerHostIdCount");
         assert_int_equal(p.cgroups, running.cgroups);
         assert_int_equal(p.worker_uid, running.worker_uid);
         assert_int_equal(p.worker_start, running.worker_start);
@@ -637,6 +642,7 @@ static void test_keep_restart_keys(void **state) {
         assert_true(policy_key_needs_restart("workerStart"));
         assert_false(policy_key_needs_restart("timeoutMs"));
         assert_false(policy_key_needs_restart("idleExitSeconds"));
+        assert_true(policy_key_needs_restart("cpuBandwidthPercent"));
 }
 
 static void test_snapshot(void **state) {
@@ -697,6 +703,7 @@ static void test_digest_known_answer(void **state) {
                                         "zygotePoolSize=2\n"
                                         "idleExitSeconds=0\n"
                                         "cgroups=auto\n"
+                                        "cpuBandwidthPercent=0\n"
                                         "pythonPackages=\n"
                                         "workerHostIdBase=2146435072\n"
                                         "workerHostIdCount=65536\n";
