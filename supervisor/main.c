@@ -619,6 +619,19 @@ int main(int argc, char **argv) {
                           (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1, err);
                 return 1;
         }
+        /* Likewise a policy that requires cgroups (or a CPU cap with them) this host cannot
+         * give: checked without changing anything (the real open comes later, before the
+         * first child), so a client never connects to a supervisor about to refuse. */
+        {
+                CgroupRoot *probe = NULL;
+                k = cgroup_root_open(policy.cgroups, policy.cpu_bandwidth_percent, arg_cgroup_fs, true, &probe, err,
+                                     sizeof err);
+                cgroup_root_free(probe);
+                if (k < 0) {
+                        log_error_errno(k, "The policy requires a cgroup per worker, but %s", err);
+                        return 1;
+                }
+        }
 
         signal(SIGPIPE, SIG_IGN);
         sigemptyset(&mask);
