@@ -249,8 +249,10 @@ static int check_keys(const msgpack_object *root, ProtoError *err) {
                         return fail(err, OUTCOME_INVALID_INPUT, "request keys must be strings");
                 for (uint32_t j = 0; j < i; j++) {
                         const msgpack_object *o = &root->via.map.ptr[j].key;
+                        /* An empty string's ptr may be NULL: memcmp must not see it. */
                         if (o->via.str.size == key->via.str.size &&
-                            memcmp(o->via.str.ptr, key->via.str.ptr, key->via.str.size) == 0)
+                            (key->via.str.size == 0 ||
+                             memcmp(o->via.str.ptr, key->via.str.ptr, key->via.str.size) == 0))
                                 return fail(err, OUTCOME_INVALID_INPUT, "duplicate field \"%.*s\"",
                                             (int) MIN(key->via.str.size, 64u), key->via.str.ptr);
                 }

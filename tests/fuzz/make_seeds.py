@@ -159,6 +159,14 @@ def mp_values():
 
 # Inputs that once broke a decoder, replayed by every run (docs/testing.md).
 REGRESSIONS = {
+    "fuzz_request": {
+        # fuzz-smoke's find: two empty-string keys, one decoded with a NULL pointer, which
+        # the duplicate-key check passed to memcmp (UBSan).
+        "regress-empty-keys": bytes.fromhex(
+            "89a0aa736f757265632e707574a0696406aa696e766f63adadadadadadadadadad"
+            "adadadadadadadadadadadadadadadadadadadad1b52adad6b696e64adadadadad"
+            "adadadadadadadadadad6f757265632e707574a269640652623576"),
+    },
     "fuzz_plan": {
         # An array32 header declaring 2**32-1 elements: plan_decode() once let msgpack-c
         # allocate 128 GiB for it before anything checked the count.
