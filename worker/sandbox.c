@@ -507,10 +507,45 @@ static int set_limit(int resource, rlim_t soft, rlim_t hard) {
         return setrlimit(resource, &rl) < 0 ? -errno : 0;
 }
 
-static int set_rlimits(const PlanSandbox *plan) {
+/* /proc/self/statm, opened by sandbox_prepare() while the host's /proc is still in
+ * view and read by sandbox_finish() just before the limits are set. */
+static int statm_fd = -1;
+
+/* The address space this process has mapped now (statm's first field, in pages). */
+static int mapped_bytes(uint64_t *ret) {
+        char buf[128];
+        unsigned long long pages;
+        ssize_t n;
+
+        if (statm_fd < 0)
+                return -EBADF;
+        n = pread(statm_fd, buf, sizeof buf - 1, 0);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        if (sscanf(buf, "%llu", &pages) != 1 || pages > UINT64_MAX / (uint64_t) getpagesize())
+                return -EIO;
+        *ret = (uint64_t) pages * (uint64_t) getpagesize();
+        return 0;
+}
+
+/* memoryBytes bounds what the call may add to the address space the worker had mapped
+ * when its limits were set: in zygote mode that is the interpreter and every package
+ * the zygote preloaded (shared copy-on-write, charged to the zygote's cgroup, not the
+ * call's), in exec mode the bare worker binary before Python starts. Counting the
+ * preloaded runtime against the call would leave the code next to nothing under a
+ * data policy (numpy, pandas and matplotlib map about 200 MiB, OpenBLAS's buffers
+ * about 40 MiB more) -- and a different amount on every host.
+ *
+ * Less a sixteenth: the worker's cgroup, also at memoryBytes, is charged a little
+ * more than the pages the code maps (the runtime's pages it writes to, copied on
+ * write; page tables), and a runaway allocation should end in a MemoryError the code
+ * sees, with its traceback, rather than in the OOM killer's SIGKILL. */
+static int set_rlimits(const PlanSandbox *plan, uint64_t mapped) {
+        rlim_t as = (rlim_t) (mapped + plan->memory_bytes - plan->memory_bytes / 16);
         int r;
 
-        if ((r = set_limit(RLIMIT_AS, plan->memory_bytes, plan->memory_bytes)) < 0 ||
+        if ((r = set_limit(RLIMIT_AS, as, as)) < 0 ||
             /* Soft == hard: the worker is its pid namespace's init, and init does not get
              * SIGXCPU's default action, so the limit is enforced by the hard limit's SIGKILL. */
             (r = set_limit(RLIMIT_CPU, plan->cpu_seconds, plan->cpu_seconds)) < 0 ||
@@ -526,6 +561,16 @@ static int set_rlimits(const PlanSandbox *plan) {
 int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage) {
         int r;
 
+        closep(&statm_fd);
+        r = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+        if (r < 0)
+                FAIL(SETUP_STAGE_RLIMITS, errno);
+        /* Above the worker's descriptor numbers, which a pre-started worker has
+         * sandbox_install_fds() put in place between here and sandbox_finish(). */
+        statm_fd = fcntl(r, F_DUPFD_CLOEXEC, _WORKER_FD_MAX);
+        close(r);
+        if (statm_fd < 0)
+                FAIL(SETUP_STAGE_RLIMITS, errno);
         r = setup_root(rt, ret_stage);
         if (r < 0)
                 return r;
@@ -536,8 +581,14 @@ int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage) {
 
 int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, SetupStage *ret_stage) {
         char opts[64];
+        uint64_t mapped = 0;
         int r;
 
+        /* Measured first: nothing of the call has been mapped yet. */
+        r = mapped_bytes(&mapped);
+        closep(&statm_fd);
+        if (r < 0)
+                FAIL(SETUP_STAGE_RLIMITS, -r);
         snprintf(opts, sizeof opts, "size=%llu,mode=1777,nr_inodes=4096", (unsigned long long) plan->tmp_bytes);
         if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
                 FAIL(SETUP_STAGE_MOUNT_TMP, errno);
@@ -557,7 +608,7 @@ int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, Se
                 FAIL(SETUP_STAGE_NO_NEW_PRIVS, errno);
         if ((r = apply_landlock(plan->outputs)) < 0)
                 FAIL(SETUP_STAGE_LANDLOCK, r);
-        if ((r = set_rlimits(plan)) < 0)
+        if ((r = set_rlimits(plan, mapped)) < 0)
                 FAIL(SETUP_STAGE_RLIMITS, r);
         if (!seccomp)
                 FAIL(SETUP_STAGE_SECCOMP, EINVAL);

@@ -129,6 +129,24 @@ def test_each_call_starts_pristine(dsup):
 
 
 @needs_stack
+def test_memory_bytes_counts_what_the_code_adds():
+    """memoryBytes bounds what the call adds to the address space the worker had mapped
+    when its limits were set. The preloaded stack alone maps about 200-250 MiB
+    (OpenBLAS's buffers included): were it counted, 256 MiB would leave the code next to
+    nothing in zygote mode. Past memoryBytes the call still ends at the memory limit."""
+    require_stack()
+    with running_supervisor(data_policy() + "memoryBytes: 268435456\ntimeoutMs: 120000\n") as s:
+        r = run(s, "x = bytearray(b'\\1') * (160 << 20)\nlen(x) >> 20\n")
+        assert ok(r) == "160"
+        if WORKER_START == "zygote":
+            # the preloaded packages cost the call nothing
+            r = run(s, "import numpy as np\nint(np.ones(160 << 17).sum()) >> 17\n")
+            assert ok(r) == "160"
+        r = run(s, "x = bytearray(300 << 20)\n")
+        assert r["outcome"] == "resource_limit" and r["limit"] == "memory", (r["outcome"], r.get("exception"))
+
+
+@needs_stack
 def test_numpy_random_state_differs_per_worker(dsup):
     code = "import numpy as np\nnp.random.randint(0, 2**62, size=4).tolist()\n"
     draws = {ok(run(dsup, code)) for _ in range(3)}
