@@ -782,29 +782,43 @@ static int parse_group(Loader *l, const KeyDef *d) {
         return 0;
 }
 
+/* A sequence's entries, one scalar at a time: sequence_start() checks that the loader
+ * stands at a sequence (of `entries`, for the message), then each sequence_next()
+ * leaves the next entry in l->ev and returns 1, or returns 0 at the sequence's end. An
+ * entry that is not a scalar fails as not being `entry`. */
+static int sequence_start(Loader *l, const KeyDef *d, const char *entries) {
+        if (l->ev.type != YAML_SEQUENCE_START_EVENT)
+                return fail(l, ev_line(&l->ev), d->key, "expected a sequence of %s, got %s", entries,
+                            event_kind(l->ev.type));
+        return 0;
+}
+
+static int sequence_next(Loader *l, const KeyDef *d, const char *entry) {
+        int r = next_event(l);
+
+        if (r < 0)
+                return r;
+        if (l->ev.type == YAML_SEQUENCE_END_EVENT)
+                return 0;
+        r = check_node(l, d->key);
+        if (r < 0)
+                return r;
+        if (l->ev.type != YAML_SCALAR_EVENT)
+                return fail(l, ev_line(&l->ev), d->key, "expected %s, got %s", entry, event_kind(l->ev.type));
+        return 1;
+}
+
 static int parse_id_list(Loader *l, const KeyDef *d, uint32_t *ids, size_t *n_ids) {
         uint32_t tmp[POLICY_MAX_PEERS];
         size_t n = 0;
         int r;
 
-        if (l->ev.type != YAML_SEQUENCE_START_EVENT)
-                return fail(l, ev_line(&l->ev), d->key, "expected a sequence of integers, got %s",
-                            event_kind(l->ev.type));
-
-        for (;;) {
+        r = sequence_start(l, d, "integers");
+        if (r < 0)
+                return r;
+        while ((r = sequence_next(l, d, "an integer list entry")) > 0) {
                 uint64_t v;
 
-                r = next_event(l);
-                if (r < 0)
-                        return r;
-                if (l->ev.type == YAML_SEQUENCE_END_EVENT)
-                        break;
-                r = check_node(l, d->key);
-                if (r < 0)
-                        return r;
-                if (l->ev.type != YAML_SCALAR_EVENT)
-                        return fail(l, ev_line(&l->ev), d->key, "expected an integer list entry, got %s",
-                                    event_kind(l->ev.type));
                 if (n >= POLICY_MAX_PEERS)
                         return fail(l, ev_line(&l->ev), d->key, "more than %d entries", POLICY_MAX_PEERS);
                 r = scalar_integer(l, d, d->min, d->max, &v);
@@ -815,6 +829,8 @@ static int parse_id_list(Loader *l, const KeyDef *d, uint32_t *ids, size_t *n_id
                                 return fail(l, ev_line(&l->ev), d->key, "duplicate entry %" PRIu64, v);
                 tmp[n++] = (uint32_t) v;
         }
+        if (r < 0)
+                return r;
 
         memcpy(ids, tmp, n * sizeof(uint32_t));
         *n_ids = n;
@@ -826,28 +842,15 @@ static int parse_packages(Loader *l, const KeyDef *d) {
         uint32_t mask = 0;
         int r;
 
-        if (l->ev.type != YAML_SEQUENCE_START_EVENT)
-                return fail(l, ev_line(&l->ev), d->key, "expected a sequence of package names, got %s",
-                            event_kind(l->ev.type));
-        for (;;) {
-                const char *s;
-                size_t n;
+        r = sequence_start(l, d, "package names");
+        if (r < 0)
+                return r;
+        while ((r = sequence_next(l, d, "a package name")) > 0) {
+                const char *s = (const char *) l->ev.data.scalar.value;
+                size_t n = l->ev.data.scalar.length;
                 char buf[48];
                 PolicyPackage p;
 
-                r = next_event(l);
-                if (r < 0)
-                        return r;
-                if (l->ev.type == YAML_SEQUENCE_END_EVENT)
-                        break;
-                r = check_node(l, d->key);
-                if (r < 0)
-                        return r;
-                if (l->ev.type != YAML_SCALAR_EVENT)
-                        return fail(l, ev_line(&l->ev), d->key, "expected a package name, got %s",
-                                    event_kind(l->ev.type));
-                s = (const char *) l->ev.data.scalar.value;
-                n = l->ev.data.scalar.length;
                 for (p = 0; p < _POLICY_PACKAGE_MAX; p++) {
                         const char *name = policy_package_to_string(p);
                         if (strlen(name) == n && memcmp(s, name, n) == 0)
@@ -860,6 +863,8 @@ static int parse_packages(Loader *l, const KeyDef *d) {
                         return fail(l, ev_line(&l->ev), d->key, "duplicate entry %s", policy_package_to_string(p));
                 mask |= POLICY_PACKAGE_BIT(p);
         }
+        if (r < 0)
+                return r;
         l->policy.python_packages = mask;
         return 0;
 }
