@@ -40,7 +40,7 @@ typedef struct PlanInput {
 typedef struct PlanSandbox {
         uid_t uid; /* same number inside and on the host */
         gid_t gid;
-        uint64_t memory_bytes; /* RLIMIT_AS */
+        uint64_t memory_bytes; /* RLIMIT_AS above what the worker has mapped then; the cgroup's limit */
         uint32_t cpu_seconds;  /* RLIMIT_CPU, soft = hard (SIGKILL: init ignores SIGXCPU) */
         uint64_t file_bytes;   /* RLIMIT_FSIZE */
         uint32_t open_files;   /* RLIMIT_NOFILE */
