@@ -251,15 +251,25 @@ static void spares_free(ZygoteClient *z) {
 static int slot_give(ZygoteClient *z, ZygoteSlot *ret, int fds[static ZYGOTE_CGROUP_FDS_MAX]) {
         SpareSlot sp;
         size_t n_fds = 0;
-        int k;
+        int k = 0;
 
         if (z->n_spare > 0)
                 sp = z->spare[--z->n_spare];
         else if ((k = slot_make(z, &sp)) < 0)
                 return k;
+        if (sp.cgroup && (k = cgroup_open_procs(sp.cgroup, fds, &n_fds)) == -ENOENT) {
+                /* A cgroup made ahead was removed under us (not by us: an administrator's
+                 * cleanup, say). So may the other spares be: all are dropped, and this
+                 * slot is made again now, once. */
+                log_warning("Zygote %u: a worker cgroup made ahead is gone; making new ones", z->generation);
+                slot_free(z, sp.id.slot, sp.cgroup);
+                spares_free(z);
+                if ((k = slot_make(z, &sp)) < 0)
+                        return k;
+                k = sp.cgroup ? cgroup_open_procs(sp.cgroup, fds, &n_fds) : 0;
+        }
         spares_wanted(z);
-        if ((sp.cgroup && (k = cgroup_open_procs(sp.cgroup, fds, &n_fds)) < 0) ||
-            (k = held_add(z, sp.id.slot, sp.cgroup)) < 0) {
+        if ((sp.cgroup && k < 0) || (k = held_add(z, sp.id.slot, sp.cgroup)) < 0) {
                 fdpass_close_all(fds, n_fds);
                 slot_free(z, sp.id.slot, sp.cgroup);
                 return k;
