@@ -197,6 +197,13 @@ static void set_why(char *why, size_t why_len, const char *fmt, ...) {
 static const char *const controllers[] = { "memory", "pids", NULL };
 static const char *const cpu_controller[] = { "cpu", NULL };
 
+/* Whether this process may make the workers' cgroups in dir/name: the directory exists
+ * (made by another supervisor of the same cgroup, say a root one beside a rootless one)
+ * says nothing about that. */
+static int writable_at(int dir, const char *name) {
+        return faccessat(dir, name, W_OK | X_OK, AT_EACCESS) < 0 ? -errno : 0;
+}
+
 /* v2 with the cap on: the cpu controller for the workers' cgroups (dir is their parent).
  * Unavailable: the cap stays 0 with root->cpu_why set; cgroup_root_open() decides. */
 static void enable_v2_cpu(CgroupRoot *root, int dir, bool dry_run) {
@@ -234,7 +241,8 @@ static int open_v2(CgroupRoot *root, const char *mnt, const char *own, bool dry_
         if (leaf && strcmp(leaf, "/supervisor") == 0 && leaf != own) {
                 snprintf(parent, sizeof parent, "%s%.*s", mnt, (int) (leaf - own), own);
                 parent_dir = open_dir(parent);
-                if (parent_dir >= 0 && has_words(parent_dir, "cgroup.subtree_control", controllers)) {
+                if (parent_dir >= 0 && has_words(parent_dir, "cgroup.subtree_control", controllers) &&
+                    writable_at(parent_dir, ".") == 0) {
                         snprintf(root->path, sizeof root->path, "%.*s", (int) (leaf - own), own);
                         root->dirs[0] = TAKE_FD(parent_dir);
                         root->n_dirs = 1;
@@ -277,6 +285,10 @@ static int open_v2(CgroupRoot *root, const char *mnt, const char *own, bool dry_
                                 return k;
                         }
                 }
+        }
+        if ((k = writable_at(dir, ".")) < 0) {
+                set_why(why, why_len, "cgroup v2: cannot make cgroups in %s: %s", base, strerror(-k));
+                return k;
         }
         snprintf(root->path, sizeof root->path, "%s", own);
         root->dirs[0] = TAKE_FD(dir);
@@ -321,9 +333,12 @@ static int open_v1(CgroupRoot *root, const char *fs, const char *memory, const c
                         set_why(why, why_len, "cgroup v1: cannot open %s: %s", base, strerror(-dir));
                         return dir;
                 }
-                if (dry_run ? faccessat(dir, ".", W_OK, 0) < 0
-                            : mkdirat(dir, "codeinterp", 0755) < 0 && errno != EEXIST) {
-                        k = -errno;
+                if (dry_run)
+                        k = writable_at(dir, faccessat(dir, "codeinterp", F_OK, 0) == 0 ? "codeinterp" : ".");
+                else
+                        k = mkdirat(dir, "codeinterp", 0755) < 0 && errno != EEXIST ? -errno
+                                                                                    : writable_at(dir, "codeinterp");
+                if (k < 0) {
                         if (i == CG_CPU) {
                                 set_why(root->cpu_why, sizeof root->cpu_why, "cgroup v1: cannot make %s/codeinterp: %s",
                                         base, strerror(-k));

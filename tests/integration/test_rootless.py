@@ -148,6 +148,31 @@ def test_rootless_cgroups_only_where_delegated(make_supervisor):
         Supervisor("cgroups: required\n")
 
 
+@pytest.mark.skipif(not ROOTLESS, reason="needs a rootless supervisor beside the root one")
+def test_rootless_beside_a_root_supervisor(make_supervisor):
+    """A root supervisor of the same cgroup has made its workers' parent (v1: the shared
+    `codeinterp` directory; v2: controllers enabled for children). That the directory
+    exists does not make it the rootless supervisor's: it still runs without cgroups,
+    and its calls work, while the root one's run in cgroups."""
+    from codeinterp.testing import Daemon
+    root = Daemon(DAEMON, "workerStart: %s\ncgroups: auto\n" % WORKER_START, (), user=None)
+    try:
+        root.wait_ready()
+        rc = Conn(root.socket, 60)
+        try:
+            have = rc.call("hello")["cgroup"]
+            assert ok(rc.execute("1"))["evidence"]["runtime"]["cgroup"] == have
+        finally:
+            rc.close()
+        c = make_supervisor("cgroups: auto\n").connect()
+        assert c.call("hello")["cgroup"] == "none"
+        assert ok(c.execute("1"))["evidence"]["runtime"]["cgroup"] == "none"
+        with pytest.raises(RuntimeError, match="requires a cgroup per worker"):
+            Supervisor("cgroups: required\n")
+    finally:
+        assert root.stop() == 0
+
+
 THREADS = """import threading
 ev = threading.Event()
 n = 0
