@@ -35,7 +35,7 @@
 #include "contract/fds.h"
 
 #define ZYGOTE_MAGIC 0x7a79676fU /* "zygo" */
-#define ZYGOTE_POOL_NICE 10      /* pre-started workers prepare at this nice value */
+#define ZYGOTE_POOL_NICE 10      /* pre-started workers prepare this much nicer than the supervisor */
 #define ZYGOTE_ERRNO_MAX 4095    /* an answer's error is 0 or an errno in 1..4095 */
 #define ZYGOTE_CGROUP_FDS_MAX 3  /* a slot's cgroup.procs files: v1 memory, pids (and cpu), v2 one */
 /* The most descriptors a message carries: a spawn's and its slot's cgroup. */

@@ -524,8 +524,12 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
         if (answer == ZYGOTE_ANSWER_WORKER) {
                 r->pid = pid;
                 r->pidfd = pidfd;
-                /* Pre-started workers prepare at a lower priority; this one has a call now. */
-                (void) setpriority(PRIO_PROCESS, (id_t) pid, 0);
+                /* Pre-started workers prepare at a lower priority; this one has a call now
+                 * and runs it at ours (an operator's Nice= holds for the calls too). */
+                errno = 0;
+                int own_nice = getpriority(PRIO_PROCESS, 0);
+                if (errno == 0)
+                        (void) setpriority(PRIO_PROCESS, (id_t) pid, own_nice);
                 release_worker(r);
                 k = sd_event_add_io(r->event, &r->pid_source, pidfd, EPOLLIN, on_exit_event, r);
                 if (k >= 0) {

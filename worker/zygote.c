@@ -154,7 +154,7 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
          * Rootless it could not (raising a priority takes CAP_SYS_NICE on the host), and
          * the call would run at the lower one: pool workers keep the normal priority. */
         if (!rootless)
-                (void) setpriority(PRIO_PROCESS, 0, ZYGOTE_POOL_NICE);
+                (void) !nice(ZYGOTE_POOL_NICE); /* relative to the supervisor's own: it may run niced */
         PyOS_AfterFork_Child();
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
