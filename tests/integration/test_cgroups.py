@@ -7,6 +7,7 @@ to start there; cpuBandwidthPercent caps a busy loop's CPU time, nothing of the 
 controller is used without it, and a cap without a cpu controller refuses to start
 (required) or runs without (auto). Runs in both worker start modes
 (CODEINTERP_WORKER_START)."""
+import errno
 import os
 import threading
 
@@ -89,6 +90,19 @@ def leftovers(sup_pid):
     return left
 
 
+def cgroup_procs(d):
+    """The pids in cgroup d, or None when it is gone. A cgroup the supervisor is
+    removing while we look may still be listed: opening its files then fails with
+    ENOENT, or (cgroup v1, the directory already dying) reading fails with ENODEV."""
+    try:
+        with open(os.path.join(d, "cgroup.procs")) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ENODEV):
+            return None
+        raise
+
+
 POOL = 2  # zygotePoolSize's default
 
 
@@ -102,10 +116,8 @@ def calls_left(sup, per_v1=2):
         return left
     busy, gone = [], []
     for d in left:
-        try:
-            with open(os.path.join(d, "cgroup.procs")) as f:
-                pids = [int(x) for x in f.read().split()]
-        except FileNotFoundError:
+        pids = cgroup_procs(d)
+        if pids is None:
             gone.append(d)  # removed since it was listed
             continue
         names = set()
@@ -497,12 +509,8 @@ def empty_worker_cgroups(sup):
     """This supervisor's worker cgroups that hold no process: the slots made ahead."""
     out = []
     for d in leftovers(sup.proc.pid):
-        try:
-            with open(os.path.join(d, "cgroup.procs")) as f:
-                if not f.read().split():
-                    out.append(d)
-        except FileNotFoundError:
-            pass
+        if cgroup_procs(d) == []:
+            out.append(d)
     return out
 
 

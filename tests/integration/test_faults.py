@@ -21,6 +21,7 @@ cgroup the test made is removed.
 
 The fd and pids cases run in both worker start modes whatever CODEINTERP_WORKER_START
 says: the ASan run (default mode zygote) must see the exec-mode paths too."""
+import errno
 import os
 import random
 import re
@@ -259,8 +260,10 @@ class PidsCgroup:
         try:
             with open(os.path.join(self.path, "cgroup.procs")) as f:
                 return [int(x) for x in f.read().split()]
-        except FileNotFoundError:
-            return []
+        except OSError as e:
+            if e.errno in (errno.ENOENT, errno.ENODEV):  # removed, or dying (v1)
+                return []
+            raise
 
     def current(self):
         with open(os.path.join(self.path, "pids.current")) as f:
