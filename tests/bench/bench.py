@@ -5,8 +5,8 @@ capacity 2, supervisor/zygote RSS across a soak, a worker's PSS, how late the
 deadline kill lands, what a cgroup per worker costs (cgroups off against auto,
 interleaved; --cgroups-only runs just that), and the scientific stack
 (packaging/policy-data.yaml): a pandas call and a matplotlib PNG against bare
-`python3 -c` of the same code, the zygote's RSS and a worker's PSS with the stack
-loaded (--stack-only: just that part). Ratios are what matter: absolute figures move with the machine.
+`python3 -c` of the same code, the zygote's RSS and a call worker's PSS with the stack
+loaded, alone and with k calls at once (--stack-only: just that part). Ratios are what matter: absolute figures move with the machine.
 
 Run as root:  make bench   (or: /usr/bin/python3 tests/bench/bench.py [--soak 10000])
 
@@ -131,39 +131,91 @@ def soak(sup, calls, clients=4):
     return done[0], time.monotonic() - t0
 
 
+def call_workers(sup_pid, comm_wanted="ci-worker"):
+    """The supervisor's call workers: its children named ci-worker (the zygote's
+    pre-started workers are ci-pool until a call takes them; the zygote is ci-zygote)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+            comm = st[st.index("(") + 1:st.rindex(")")]
+            ppid = int(st.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == sup_pid and comm == comm_wanted:
+            out.append(int(d))
+    return out
+
+
+def smaps_rollup(pid, fields):
+    got = {}
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            for field in fields:
+                if line.startswith(field):
+                    got[field] = int(line.split()[1])
+    return got
+
+
 def worker_pss_kb(sup, code="import time; time.sleep(1.5)", fields=("Pss:",)):
-    """The PSS of a live worker (a child of the supervisor that is neither the zygote
-    nor anything else it runs) while code sleeps: /proc/PID/smaps_rollup, kB. With
-    several fields, a dict of them."""
-    st = status(sup)
-    sup_pid, zyg = st["pid"], st.get("zygotePid")
+    """The PSS of a live call worker while code sleeps: /proc/PID/smaps_rollup, kB.
+    With several fields, a dict of them."""
+    sup_pid = status(sup)["pid"]
     c = sup.connect()
     rid = c.request("execute", summary="pss", code=code, sourceIds=[])
-    pss = None
     got = {}
     deadline = time.monotonic() + 1.2
-    while pss is None and time.monotonic() < deadline:
-        for d in os.listdir("/proc"):
-            if not d.isdigit() or int(d) in (sup_pid, zyg):
-                continue
+    while "Pss:" not in got and time.monotonic() < deadline:
+        for pid in call_workers(sup_pid):
             try:
-                with open("/proc/%s/stat" % d) as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                if ppid != sup_pid:
-                    continue
-                with open("/proc/%s/smaps_rollup" % d) as f:
-                    for line in f:
-                        for field in fields:
-                            if line.startswith(field):
-                                got[field] = int(line.split()[1])
-                if "Pss:" in got:
-                    pss = got["Pss:"]
-            except (OSError, ValueError, IndexError):
+                got = smaps_rollup(pid, fields)
+            except OSError:
                 continue
+            if "Pss:" in got:
+                break
         time.sleep(0.05)
     c.wait(rid)
     c.close()
-    return pss if len(fields) == 1 else got
+    return got.get("Pss:") if len(fields) == 1 else got
+
+
+def concurrent_memory(sup, code, k, hold=2.0):
+    """k calls of code (which then sleeps) at once: the mean Pss, Private_Dirty and
+    Rss of the k call workers, the zygote's and pre-started workers' Rss, and the
+    host memory they use together (what `free` would see go: the sum of every
+    process's Pss, zygote and pre-started workers included), in kB."""
+    st = status(sup)
+    sup_pid, zyg = st["pid"], st["zygotePid"]
+    clients = [sup.connect() for _ in range(k)]
+    rids = [c.request("execute", summary="mem", code=code + "; import time; time.sleep(%s)" % hold, sourceIds=[])
+            for c in clients]
+    deadline = time.monotonic() + hold * 0.8
+    pids = []
+    while time.monotonic() < deadline:
+        pids = call_workers(sup_pid)
+        if len(pids) >= k:
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)  # each has run its import and sleeps
+    fields = ("Rss:", "Pss:", "Private_Dirty:")
+    workers = [smaps_rollup(p, fields) for p in pids]
+    pool = [smaps_rollup(p, fields) for p in call_workers(sup_pid, "ci-pool")]
+    zygote = smaps_rollup(zyg, fields)
+    for c, rid in zip(clients, rids):
+        assert c.wait(rid)["outcome"] == "ok"
+        c.close()
+    n = len(workers) or 1
+    return {
+        "workers": len(workers),
+        "pool": len(pool),
+        "pss": sum(w["Pss:"] for w in workers) / n,
+        "private": sum(w["Private_Dirty:"] for w in workers) / n,
+        "zygote_rss": zygote["Rss:"],
+        "total_pss": sum(x["Pss:"] for x in workers + pool + [zygote]),
+    }
 
 
 # The scientific stack (pythonPackages, packaging/policy-data.yaml): one pandas call and
@@ -236,6 +288,21 @@ def stack(base, n):
                             fields=("Rss:", "Pss:", "Pss_Anon:", "Pss_File:", "Private_Dirty:"))
         print("worker during the pandas call (smaps_rollup, kB): " +
               "  ".join("%s %s" % (k.rstrip(":"), v) for k, v in got.items()) + "   (target Pss <= 8192)")
+        # PSS divides each page among the processes mapping it, so a worker's PSS
+        # falls as more workers share the zygote's heap: the same call, k at once.
+        sup_wide = conftest.Supervisor(base.replace("maxActiveWorkers: 2", "maxActiveWorkers: 8") + data +
+                                       "workerStart: zygote\ntimeoutMs: 120000\n")
+        try:
+            stack_latency(sup_wide, PANDAS, 2, 0.1)
+            print("pandas call, k at once (kB): k  workers+pool  mean Pss  mean Private_Dirty  "
+                  "zygote Rss  sum of Pss (zygote, pool, workers)")
+            for k in (1, 2, 4, 8):
+                m = concurrent_memory(sup_wide, PANDAS, k)
+                print("                              %d  %d+%d  %8.0f  %8.0f  %8d  %8d" %
+                      (k, m["workers"], m["pool"], m["pss"], m["private"], m["zygote_rss"], m["total_pss"]))
+                time.sleep(0.5)  # the pool refills while idle
+        finally:
+            sup_wide.stop()
     finally:
         for s in (sup_data, sup_data_exec):
             s.stop()
