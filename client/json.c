@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdint.h>
 
-static void write_string(FILE *f, const char *s, size_t n) {
+void ci_json_write_string(FILE *f, const char *s, size_t n) {
         const uint8_t *p = (const uint8_t *) s, *end = p + n;
 
         fputc('"', f);
@@ -87,7 +87,7 @@ void ci_json_write(FILE *f, const msgpack_object *o) {
                         fputs("null", f);
                 break;
         case MSGPACK_OBJECT_STR:
-                write_string(f, o->via.str.ptr, o->via.str.size);
+                ci_json_write_string(f, o->via.str.ptr, o->via.str.size);
                 break;
         case MSGPACK_OBJECT_BIN:
                 write_base64(f, (const uint8_t *) o->via.bin.ptr, o->via.bin.size);
@@ -108,7 +108,7 @@ void ci_json_write(FILE *f, const msgpack_object *o) {
                         if (i)
                                 fputc(',', f);
                         if (k->type == MSGPACK_OBJECT_STR)
-                                write_string(f, k->via.str.ptr, k->via.str.size);
+                                ci_json_write_string(f, k->via.str.ptr, k->via.str.size);
                         else
                                 fputs("\"?\"", f);
                         fputc(':', f);

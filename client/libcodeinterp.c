@@ -80,19 +80,30 @@ int ci_recv(CiClient *c, CiMessage *ret) {
         if (m.len > CI_MAX_MESSAGE)
                 return -EMSGSIZE;
         m.buf = malloc(m.len ? m.len : 1);
-        if (!m.buf)
+        if (!m.buf) {
+                /* Read the message and drop it, so that the next one is read from its
+                 * start: the connection stays usable, this one message is lost. */
+                uint8_t scratch[16384];
+                for (size_t left = m.len; left > 0;) {
+                        size_t n = MIN(left, sizeof scratch);
+                        if ((k = read_full(c->fd, scratch, n)) < 0)
+                                return k;
+                        left -= n;
+                }
                 return -ENOMEM;
+        }
         if ((k = read_full(c->fd, m.buf, m.len)) < 0) {
                 free(m.buf);
                 return k;
         }
         msgpack_unpacked_init(&m.unpacked);
+        msgpack_unpack_return u = MSGPACK_UNPACK_PARSE_ERROR;
         if (mp_validate(m.buf, m.len, 16, NULL) < 0 ||
-            msgpack_unpack_next(&m.unpacked, m.buf, m.len, &off) != MSGPACK_UNPACK_SUCCESS ||
+            (u = msgpack_unpack_next(&m.unpacked, m.buf, m.len, &off)) != MSGPACK_UNPACK_SUCCESS ||
             m.unpacked.data.type != MSGPACK_OBJECT_MAP) {
                 msgpack_unpacked_destroy(&m.unpacked);
                 free(m.buf);
-                return -EPROTO;
+                return u == MSGPACK_UNPACK_NOMEM_ERROR ? -ENOMEM : -EPROTO;
         }
         *ret = m;
         return 0;
@@ -144,25 +155,34 @@ static int wait_reply(CiClient *c, uint64_t id, CiMessage *ret) {
         }
 }
 
-static void begin(msgpack_sbuffer *sb, msgpack_packer *pk, CiClient *c, const char *op, size_t extra,
-                  uint64_t *ret_id) {
-        msgpack_sbuffer_init(sb);
-        msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
-        msgpack_pack_map(pk, 2 + extra);
-        mp_pack_kv_str(pk, "op", op);
+/* A request is packed whole into an MpWriter, then sent: if memory ran out while
+ * packing (a large code or source), nothing is sent and the call returns -ENOMEM,
+ * never a frame with fields missing. */
+static void begin(MpWriter *w, CiClient *c, const char *op, size_t extra, uint64_t *ret_id) {
+        mp_writer_init(w, 0);
+        msgpack_pack_map(&w->pk, 2 + extra);
+        mp_pack_kv_str(&w->pk, "op", op);
         *ret_id = c->next_id++;
-        mp_pack_kv_uint(pk, "id", *ret_id);
+        mp_pack_kv_uint(&w->pk, "id", *ret_id);
+}
+
+/* Send what w holds unless packing it failed; frees w's buffer either way. */
+static int send_writer(CiClient *c, MpWriter *w) {
+        int k = mp_writer_error(w);
+
+        if (k == 0)
+                k = ci_send(c, &w->sb);
+        mp_writer_done(w);
+        return k;
 }
 
 static int simple(CiClient *c, const char *op, CiMessage *ret) {
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
         uint64_t id;
         int k;
 
-        begin(&sb, &pk, c, op, 0, &id);
-        k = ci_send(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        begin(&w, c, op, 0, &id);
+        k = send_writer(c, &w);
         return k < 0 ? k : wait_reply(c, id, ret);
 }
 
@@ -200,60 +220,54 @@ int ci_invocation_open(CiClient *c, char ret_id[CI_INVOCATION_ID_MAX + 1], CiMes
 }
 
 int ci_invocation_close(CiClient *c, const char *invocation, CiMessage *ret) {
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
         uint64_t id;
         int k;
 
-        begin(&sb, &pk, c, "invocation.close", 1, &id);
-        mp_pack_kv_str(&pk, "invocation", invocation);
-        k = ci_send(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        begin(&w, c, "invocation.close", 1, &id);
+        mp_pack_kv_str(&w.pk, "invocation", invocation);
+        k = send_writer(c, &w);
         return k < 0 ? k : wait_reply(c, id, ret);
 }
 
 int ci_source_put(CiClient *c, const char *invocation, const CiSource *s, CiMessage *ret) {
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
         uint64_t id;
         int k;
 
-        begin(&sb, &pk, c, "source.put", s->attachment ? 7 : (s->origin ? 5 : 4), &id);
-        mp_pack_kv_str(&pk, "invocation", invocation);
-        mp_pack_kv_str(&pk, "sourceId", s->id);
-        mp_pack_kv_str(&pk, "kind", s->attachment ? "attachment" : "read_source");
-        mp_pack_cstr(&pk, "text");
-        mp_pack_strn(&pk, s->text, s->text_len);
+        begin(&w, c, "source.put", s->attachment ? 7 : (s->origin ? 5 : 4), &id);
+        mp_pack_kv_str(&w.pk, "invocation", invocation);
+        mp_pack_kv_str(&w.pk, "sourceId", s->id);
+        mp_pack_kv_str(&w.pk, "kind", s->attachment ? "attachment" : "read_source");
+        mp_pack_cstr(&w.pk, "text");
+        mp_pack_strn(&w.pk, s->text, s->text_len);
         if (s->attachment) {
-                mp_pack_cstr(&pk, "original");
-                msgpack_pack_bin(&pk, s->original_len);
-                msgpack_pack_bin_body(&pk, s->original, s->original_len);
-                mp_pack_kv_str(&pk, "mediaType", s->media_type ?: "application/octet-stream");
-                mp_pack_kv_str(&pk, "fileName", s->file_name ?: s->id);
+                mp_pack_cstr(&w.pk, "original");
+                msgpack_pack_bin(&w.pk, s->original_len);
+                msgpack_pack_bin_body(&w.pk, s->original, s->original_len);
+                mp_pack_kv_str(&w.pk, "mediaType", s->media_type ?: "application/octet-stream");
+                mp_pack_kv_str(&w.pk, "fileName", s->file_name ?: s->id);
         } else if (s->origin)
-                mp_pack_kv_str(&pk, "origin", s->origin);
-        k = ci_send(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+                mp_pack_kv_str(&w.pk, "origin", s->origin);
+        k = send_writer(c, &w);
         return k < 0 ? k : wait_reply(c, id, ret);
 }
 
 int ci_execute_send(CiClient *c, const CiExecute *x, uint64_t *ret_id) {
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
         int k;
 
-        begin(&sb, &pk, c, "execute", x->invocation ? 4 : 3, ret_id);
-        mp_pack_kv_str(&pk, "summary", x->summary ?: "");
-        mp_pack_cstr(&pk, "code");
-        mp_pack_strn(&pk, x->code, x->code_len);
+        begin(&w, c, "execute", x->invocation ? 4 : 3, ret_id);
+        mp_pack_kv_str(&w.pk, "summary", x->summary ?: "");
+        mp_pack_cstr(&w.pk, "code");
+        mp_pack_strn(&w.pk, x->code, x->code_len);
         if (x->invocation)
-                mp_pack_kv_str(&pk, "invocation", x->invocation);
-        mp_pack_cstr(&pk, "sourceIds");
-        msgpack_pack_array(&pk, x->n_source_ids);
+                mp_pack_kv_str(&w.pk, "invocation", x->invocation);
+        mp_pack_cstr(&w.pk, "sourceIds");
+        msgpack_pack_array(&w.pk, x->n_source_ids);
         for (size_t i = 0; i < x->n_source_ids; i++)
-                mp_pack_cstr(&pk, x->source_ids[i]);
-        k = ci_send(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+                mp_pack_cstr(&w.pk, x->source_ids[i]);
+        k = send_writer(c, &w);
         return k;
 }
 
@@ -284,14 +298,12 @@ int ci_execute(CiClient *c, const CiExecute *x, CiProgressFn cb, void *userdata,
 }
 
 int ci_cancel(CiClient *c, uint64_t call_id, uint64_t *ret_id) {
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
         int k;
 
-        begin(&sb, &pk, c, "cancel", 1, ret_id);
-        mp_pack_kv_uint(&pk, "callId", call_id);
-        k = ci_send(c, &sb);
-        msgpack_sbuffer_destroy(&sb);
+        begin(&w, c, "cancel", 1, ret_id);
+        mp_pack_kv_uint(&w.pk, "callId", call_id);
+        k = send_writer(c, &w);
         return k;
 }
 

@@ -48,7 +48,10 @@ typedef void (*CiProgressFn)(const msgpack_object *progress, void *userdata);
 int ci_connect(const char *path, CiClient **ret);
 void ci_close(CiClient *c);
 int ci_fd(const CiClient *c);
-/* Lowest level: send one map built in sb; receive one message (at most 64 MiB). */
+/* Lowest level: send one map built in sb; receive one message (at most 64 MiB).
+ * ci_recv() returns -ENOMEM when the message cannot be held in memory: it has been
+ * read and dropped, and the next call reads the next message. The request helpers
+ * below return -ENOMEM, having sent nothing, when their request cannot be built. */
 int ci_send(CiClient *c, const msgpack_sbuffer *sb);
 int ci_recv(CiClient *c, CiMessage *ret);
 void ci_message_done(CiMessage *m);

@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client/json.h"
 #include "client/libcodeinterp.h"
 #include "client/tool.h"
 #include "common/cleanup.h"
@@ -70,7 +72,7 @@ typedef struct Mcp {
         McpCall calls[MCP_MAX_CALLS];
         char *in;
         size_t in_len, in_cap;
-        bool in_skipping; /* inside a line longer than MCP_MAX_LINE */
+        enum { SKIP_NONE, SKIP_TOO_LONG, SKIP_NO_MEMORY } in_skipping; /* inside a line not kept: why */
 } Mcp;
 
 static void tokener_freep(json_tokener **t) {
@@ -82,52 +84,167 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
         return read_file_all(path, MCP_MAX_FILE, ret, ret_len);
 }
 
-/* ---- output ---- */
+/* ---- output ----
+ *
+ * Out of memory is not the end of a session: a request whose answer cannot be built
+ * is answered with an "out of memory" error (answer_oom()), and the server goes on.
+ * Only a lost stdout, stdin or supervisor ends it. json-c takes a NULL value as JSON
+ * null, so every value is added through obj_set()/arr_push(), which refuse NULL: an
+ * answer is complete or not sent, never sent with a field turned into null. It is
+ * written by write_tree(), which allocates nothing. */
 
+static int obj_set(json_object *o, const char *key, json_object *v) {
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int arr_push(json_object *a, json_object *v) {
+        if (!v)
+                return -ENOMEM;
+        if (json_object_array_add(a, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* o as JSON, straight from the tree to f. Not json-c's serialiser: it drops what it
+ * cannot allocate and returns the rest (0.16), so under memory pressure a string (an
+ * image's base64) could go out shortened or empty. This needs no memory. */
+static void write_tree(FILE *f, json_object *o) {
+        bool first = true;
+
+        switch (json_object_get_type(o)) {
+        case json_type_null:
+                fputs("null", f);
+                break;
+        case json_type_boolean:
+                fputs(json_object_get_boolean(o) ? "true" : "false", f);
+                break;
+        case json_type_int:
+                if (json_object_get_int64(o) == INT64_MAX) /* or above: an unsigned one */
+                        fprintf(f, "%" PRIu64, json_object_get_uint64(o));
+                else
+                        fprintf(f, "%" PRId64, json_object_get_int64(o));
+                break;
+        case json_type_double:
+                if (isfinite(json_object_get_double(o)))
+                        fprintf(f, "%.17g", json_object_get_double(o));
+                else
+                        fputs("null", f);
+                break;
+        case json_type_string:
+                ci_json_write_string(f, json_object_get_string(o), (size_t) json_object_get_string_len(o));
+                break;
+        case json_type_array:
+                fputc('[', f);
+                for (size_t i = 0, n = json_object_array_length(o); i < n; i++) {
+                        if (i)
+                                fputc(',', f);
+                        write_tree(f, json_object_array_get_idx(o, i));
+                }
+                fputc(']', f);
+                break;
+        case json_type_object:
+                fputc('{', f);
+                json_object_object_foreach(o, key, val) {
+                        if (!first)
+                                fputc(',', f);
+                        first = false;
+                        ci_json_write_string(f, key, strlen(key));
+                        fputc(':', f);
+                        write_tree(f, val);
+                }
+                fputc('}', f);
+                break;
+        }
+}
+
+/* Write msg (taken) as one line. -EIO: stdout is gone. */
 static int send_json(json_object *msg) {
-        const char *s = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         int k = 0;
 
-        if (!s || fputs(s, stdout) < 0 || fputc('\n', stdout) < 0 || fflush(stdout) != 0)
+        write_tree(stdout, msg);
+        if (fputc('\n', stdout) < 0 || fflush(stdout) != 0 || ferror(stdout))
                 k = -EIO;
         json_object_put(msg);
         return k;
 }
 
-static json_object *rpc_head(json_object *id) {
-        json_object *m = json_object_new_object();
-        if (!m)
-                return NULL;
-        json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
-        if (id)
-                json_object_object_add(m, "id", json_object_get(id));
-        else
-                json_object_object_add(m, "id", NULL);
-        return m;
+/* Takes key's value v; the message is sent when every part of it could be made. */
+static int send_rpc(json_object *id, const char *key, json_object *v) {
+        json_object *m = json_object_new_object(), *id_ref = id ? json_object_get(id) : NULL;
+        int k;
+
+        if (!m || obj_set(m, "jsonrpc", json_object_new_string("2.0")) < 0 ||
+            json_object_object_add(m, "id", id_ref) < 0)
+                goto fail;
+        id_ref = NULL; /* m holds it */
+        k = obj_set(m, key, v);
+        v = NULL; /* taken, also on failure */
+        if (k < 0)
+                goto fail;
+        return send_json(m);
+fail:
+        json_object_put(id_ref);
+        json_object_put(v);
+        json_object_put(m);
+        return -ENOMEM;
 }
 
 /* Takes result. */
 static int send_result(json_object *id, json_object *result) {
-        json_object *m = rpc_head(id);
-        if (!m) {
-                json_object_put(result);
-                return -ENOMEM;
-        }
-        json_object_object_add(m, "result", result);
-        return send_json(m);
+        return send_rpc(id, "result", result);
 }
 
 static int send_error(json_object *id, int code, const char *message) {
-        json_object *m = rpc_head(id), *e = json_object_new_object();
-        if (!m || !e) {
-                json_object_put(m);
+        json_object *e = json_object_new_object();
+
+        if (!e || obj_set(e, "code", json_object_new_int(code)) < 0 ||
+            obj_set(e, "message", json_object_new_string(message)) < 0) {
                 json_object_put(e);
                 return -ENOMEM;
         }
-        json_object_object_add(e, "code", json_object_new_int(code));
-        json_object_object_add(e, "message", json_object_new_string(message));
-        json_object_object_add(m, "error", e);
-        return send_json(m);
+        return send_rpc(id, "error", e);
+}
+
+/* The answer for id when not even an error object can be allocated: written straight
+ * to stdout, whose buffer exists since the first answer. */
+static int send_oom(json_object *id) {
+        fputs("{\"jsonrpc\":\"2.0\",\"id\":", stdout);
+        if (id && json_object_is_type(id, json_type_int))
+                printf("%" PRId64, json_object_get_int64(id));
+        else if (id && json_object_is_type(id, json_type_string)) {
+                const char *s = json_object_get_string(id);
+                putchar('"');
+                for (int i = 0, n = json_object_get_string_len(id); i < n; i++) {
+                        unsigned char c = (unsigned char) s[i];
+                        if (c == '"' || c == '\\')
+                                printf("\\%c", c);
+                        else if (c < 0x20)
+                                printf("\\u%04x", c);
+                        else
+                                putchar(c);
+                }
+                putchar('"');
+        } else
+                fputs("null", stdout);
+        fprintf(stdout, ",\"error\":{\"code\":%d,\"message\":\"out of memory\"}}\n", RPC_INTERNAL_ERROR);
+        return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -EIO;
+}
+
+/* k from answering request id: when it is -ENOMEM, answer with an error instead.
+ * Returns 0, or -EIO when stdout is gone. */
+static int answer_oom(json_object *id, int k) {
+        if (k != -ENOMEM)
+                return k;
+        k = send_error(id, RPC_INTERNAL_ERROR, "out of memory");
+        return k == -ENOMEM ? send_oom(id) : k;
 }
 
 static char *base64_new(const uint8_t *p, size_t n) {
@@ -148,7 +265,6 @@ static char *base64_new(const uint8_t *p, size_t n) {
         return out;
 }
 
-/* The raster images MCP clients show as images; everything else is a resource. */
 static bool is_image(const CiArtifact *a) {
         static const char *const images[] = { "image/png", "image/jpeg", "image/gif", "image/webp" };
         for (size_t i = 0; i < ELEMENTSOF(images); i++)
@@ -157,34 +273,36 @@ static bool is_image(const CiArtifact *a) {
         return false;
 }
 
-/* One artifact as MCP content: an image as {type: image, data, mimeType}; anything else
- * as an embedded resource {type: resource, resource: {uri, mimeType, blob}} whose uri is
- * file:///outputs/NAME, percent-encoded. A malformed one is left out (the text lists it). */
-static json_object *artifact_content(const CiArtifact *a) {
-        _cleanup_free_ char *b64 = base64_new(a->data, a->len), *uri = NULL;
-        json_object *item = json_object_new_object(), *res = NULL;
+/* One artifact as MCP content in *ret: an image as {type: image, data, mimeType};
+ * anything else as an embedded resource {type: resource, resource: {uri, mimeType,
+ * blob}} whose uri is file:///outputs/NAME, percent-encoded. -EINVAL: malformed, left
+ * out (the text lists it); -ENOMEM. */
+static int artifact_content(const CiArtifact *a, json_object **ret) {
+        _cleanup_free_ char *b64 = NULL, *uri = NULL;
+        json_object *item = NULL, *res = NULL;
         char mt[128];
         size_t u = 0;
 
-        if (!b64 || !item || a->media_type_len >= sizeof mt) {
-                json_object_put(item);
-                return NULL;
-        }
+        if (a->media_type_len >= sizeof mt)
+                return -EINVAL;
         memcpy(mt, a->media_type, a->media_type_len);
         mt[a->media_type_len] = 0;
+        b64 = base64_new(a->data, a->len);
+        item = json_object_new_object();
+        if (!b64 || !item)
+                goto oom;
         if (is_image(a)) {
-                json_object_object_add(item, "type", json_object_new_string("image"));
-                json_object_object_add(item, "data", json_object_new_string(b64));
-                json_object_object_add(item, "mimeType", json_object_new_string(mt));
-                return item;
+                if (obj_set(item, "type", json_object_new_string("image")) < 0 ||
+                    obj_set(item, "data", json_object_new_string(b64)) < 0 ||
+                    obj_set(item, "mimeType", json_object_new_string(mt)) < 0)
+                        goto oom;
+                *ret = item;
+                return 0;
         }
         uri = malloc(strlen("file:///outputs/") + a->name_len * 3 + 1);
         res = json_object_new_object();
-        if (!uri || !res) {
-                json_object_put(item);
-                json_object_put(res);
-                return NULL;
-        }
+        if (!uri || !res)
+                goto oom;
         u = (size_t) sprintf(uri, "file:///outputs/");
         for (size_t i = 0; i < a->name_len; i++) {
                 unsigned char c = (unsigned char) a->name[i];
@@ -194,38 +312,57 @@ static json_object *artifact_content(const CiArtifact *a) {
                         u += (size_t) sprintf(uri + u, "%%%02X", c);
         }
         uri[u] = 0;
-        json_object_object_add(res, "uri", json_object_new_string(uri));
-        json_object_object_add(res, "mimeType", json_object_new_string(mt));
-        json_object_object_add(res, "blob", json_object_new_string(b64));
-        json_object_object_add(item, "type", json_object_new_string("resource"));
-        json_object_object_add(item, "resource", res);
-        return item;
+        if (obj_set(res, "uri", json_object_new_string(uri)) < 0 ||
+            obj_set(res, "mimeType", json_object_new_string(mt)) < 0 ||
+            obj_set(res, "blob", json_object_new_string(b64)) < 0 ||
+            obj_set(item, "type", json_object_new_string("resource")) < 0)
+                goto oom;
+        if (obj_set(item, "resource", res) < 0) {
+                res = NULL; /* taken */
+                goto oom;
+        }
+        *ret = item;
+        return 0;
+oom:
+        json_object_put(res);
+        json_object_put(item);
+        return -ENOMEM;
 }
 
 /* A tools/call result: the model-visible text, isError for every outcome but ok; after
- * it, a result's artifacts (artifact_content()). */
+ * it, with msg, a result's artifacts (artifact_content()). -ENOMEM: nothing sent. */
 static int send_tool_result_with(json_object *id, const char *text, bool is_error, const msgpack_object *msg) {
         json_object *r = json_object_new_object(), *content = json_object_new_array(), *item = json_object_new_object();
-        if (!r || !content || !item) {
-                json_object_put(r);
-                json_object_put(content);
-                json_object_put(item);
-                return -ENOMEM;
-        }
-        json_object_object_add(item, "type", json_object_new_string("text"));
-        json_object_object_add(item, "text", json_object_new_string(text));
-        json_object_array_add(content, item);
-        for (size_t i = 0, n = msg ? ci_artifact_count(msg) : 0; i < n; i++) {
+        int k = -ENOMEM;
+
+        if (!r || !content || !item || obj_set(item, "type", json_object_new_string("text")) < 0 ||
+            obj_set(item, "text", json_object_new_string(text)) < 0)
+                goto fail;
+        k = arr_push(content, item);
+        item = NULL;
+        for (size_t i = 0, n = msg ? ci_artifact_count(msg) : 0; k >= 0 && i < n; i++) {
                 CiArtifact a;
-                json_object *c;
-                if (ci_artifact_get(msg, i, &a) < 0 || !ci_artifact_name_safe(a.name, a.name_len) ||
-                    !(c = artifact_content(&a)))
+                json_object *c = NULL;
+                if (ci_artifact_get(msg, i, &a) < 0 || !ci_artifact_name_safe(a.name, a.name_len))
                         continue;
-                json_object_array_add(content, c);
+                k = artifact_content(&a, &c);
+                if (k == -EINVAL)
+                        k = 0;
+                else if (k >= 0)
+                        k = arr_push(content, c);
         }
-        json_object_object_add(r, "content", content);
-        json_object_object_add(r, "isError", json_object_new_boolean(is_error));
+        if (k < 0)
+                goto fail;
+        k = obj_set(r, "content", content);
+        content = NULL;
+        if (k < 0 || (k = obj_set(r, "isError", json_object_new_boolean(is_error))) < 0)
+                goto fail;
         return send_result(id, r);
+fail:
+        json_object_put(item);
+        json_object_put(content);
+        json_object_put(r);
+        return k;
 }
 
 static int send_tool_result(json_object *id, const char *text, bool is_error) {
@@ -235,27 +372,27 @@ static int send_tool_result(json_object *id, const char *text, bool is_error) {
 /* An error the server decides itself (bad arguments, too many calls), rendered exactly as
  * the supervisor's error of that code would be. */
 static int send_local_error(json_object *id, const char *code, const char *message) {
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
         msgpack_unpacked u;
         _cleanup_free_ char *text = NULL;
         int k;
 
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        msgpack_pack_map(&pk, 4);
-        mp_pack_kv_nil(&pk, "id");
-        mp_pack_kv_str(&pk, "type", "error");
-        mp_pack_kv_str(&pk, "code", code);
-        mp_pack_kv_str(&pk, "message", message);
+        mp_writer_init(&w, 0);
+        msgpack_pack_map(&w.pk, 4);
+        mp_pack_kv_nil(&w.pk, "id");
+        mp_pack_kv_str(&w.pk, "type", "error");
+        mp_pack_kv_str(&w.pk, "code", code);
+        mp_pack_kv_str(&w.pk, "message", message);
         msgpack_unpacked_init(&u);
-        k = msgpack_unpack_next(&u, sb.data, sb.size, NULL) == MSGPACK_UNPACK_SUCCESS ? 0 : -ENOMEM;
+        k = mp_writer_error(&w) == 0 && msgpack_unpack_next(&u, w.sb.data, w.sb.size, NULL) == MSGPACK_UNPACK_SUCCESS
+                    ? 0
+                    : -ENOMEM;
         if (k >= 0)
                 k = ci_render_model_text(&u.data, &text);
         msgpack_unpacked_destroy(&u);
-        msgpack_sbuffer_destroy(&sb);
+        mp_writer_done(&w);
         if (k < 0)
-                return send_error(id, RPC_INTERNAL_ERROR, "out of memory");
+                return -ENOMEM; /* answer_oom() */
         return send_tool_result(id, text, true);
 }
 
@@ -304,18 +441,24 @@ static int on_progress(Mcp *m, McpCall *call, const msgpack_object *msg) {
                 return 0; /* progress is best effort */
         n = json_object_new_object();
         params = json_object_new_object();
-        if (!n || !params) {
+        if (!n || !params || obj_set(n, "jsonrpc", json_object_new_string("2.0")) < 0 ||
+            obj_set(n, "method", json_object_new_string("notifications/progress")) < 0 ||
+            obj_set(params, "progressToken", json_object_get(call->progress_token)) < 0 ||
+            obj_set(params, "progress", json_object_new_uint64(call->progress + 1)) < 0 ||
+            obj_set(params, "message", json_object_new_string(card)) < 0) {
                 json_object_put(n);
                 json_object_put(params);
                 return 0;
         }
-        json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
-        json_object_object_add(n, "method", json_object_new_string("notifications/progress"));
-        json_object_object_add(params, "progressToken", json_object_get(call->progress_token));
-        json_object_object_add(params, "progress", json_object_new_uint64(++call->progress));
-        json_object_object_add(params, "message", json_object_new_string(card));
-        json_object_object_add(n, "params", params);
-        return send_json(n);
+        k = obj_set(n, "params", params);
+        if (k < 0) {
+                json_object_put(n);
+                return 0;
+        }
+        k = send_json(n);
+        if (k >= 0)
+                call->progress++;
+        return k == -ENOMEM ? 0 : k; /* progress is best effort */
 }
 
 static int on_final(McpCall *call, const msgpack_object *msg) {
@@ -324,15 +467,49 @@ static int on_final(McpCall *call, const msgpack_object *msg) {
 
         /* A cancelled request gets no response (MCP: cancellation). */
         if (!call->cancelled) {
-                if (ci_render_model_text(msg, &text) < 0)
+                bool is_error = !mp_str_eq(ci_get(msg, "type"), "result") || !mp_str_eq(ci_get(msg, "outcome"), "ok");
+                k = ci_render_model_text(msg, &text);
+                if (k < 0 && k != -ENOMEM)
                         k = send_error(call->rpc_id, RPC_INTERNAL_ERROR, "cannot render the result");
-                else
-                        k = send_tool_result_with(call->rpc_id, text,
-                                                  !mp_str_eq(ci_get(msg, "type"), "result") ||
-                                                          !mp_str_eq(ci_get(msg, "outcome"), "ok"),
-                                                  msg);
+                else if (k >= 0)
+                        k = send_tool_result_with(call->rpc_id, text, is_error, msg);
+                if (k == -ENOMEM && text && ci_artifact_count(msg) > 0) {
+                        /* No room for the artifacts' data: the text (which lists them, with
+                         * sizes and digests) and why they are not attached. */
+                        _cleanup_free_ char *t = NULL;
+                        if (asprintf(&t, "%s\n(codeinterp mcp: the artifacts are not attached: out of memory)", text) >=
+                            0)
+                                k = send_tool_result(call->rpc_id, t, is_error);
+                        else
+                                t = NULL;
+                }
+                k = answer_oom(call->rpc_id, k);
         }
         call_free(call);
+        return k;
+}
+
+/* A message from the supervisor did not fit in memory (ci_recv() read and dropped it):
+ * which call it was for is unknown, so every running call is answered with an error
+ * now (its result may be the one lost) and cancelled. The session goes on. */
+static int lost_message(Mcp *m) {
+        int k = 0;
+
+        fprintf(stderr, "codeinterp mcp: a message from the supervisor did not fit in memory: "
+                        "the calls running are answered with an error\n");
+        for (size_t i = 0; i < MCP_MAX_CALLS; i++) {
+                McpCall *call = &m->calls[i];
+                uint64_t id;
+                if (!call->used)
+                        continue;
+                if (!call->cancelled && k >= 0)
+                        k = answer_oom(call->rpc_id,
+                                       send_error(call->rpc_id, RPC_INTERNAL_ERROR,
+                                                  "out of memory: the call's result could not be received"));
+                if (call->has_call_id && !call->cancel_sent)
+                        (void) ci_cancel(m->client, call->call_id, &id); /* a lost connection shows at the next read */
+                call_free(call);
+        }
         return k;
 }
 
@@ -341,6 +518,8 @@ static int on_supervisor(Mcp *m) {
         CiMessage msg;
         int k = ci_recv(m->client, &msg);
 
+        if (k == -ENOMEM)
+                return lost_message(m);
         if (k < 0)
                 return k;
         const msgpack_object *d = &msg.unpacked.data, *id = ci_get(d, "id");
@@ -376,38 +555,49 @@ static int handle_initialize(Mcp *m, json_object *id, json_object *params) {
         const char *version = protocol_versions[0];
         json_object *r = json_object_new_object(), *caps = json_object_new_object(), *tools = json_object_new_object(),
                     *info = json_object_new_object();
+        int k;
 
-        if (!r || !caps || !tools || !info) {
-                json_object_put(r);
-                json_object_put(caps);
-                json_object_put(tools);
-                json_object_put(info);
-                return send_error(id, RPC_INTERNAL_ERROR, "out of memory");
-        }
         for (size_t i = 0; is_string(v) && i < ELEMENTSOF(protocol_versions); i++)
                 if (!strcmp(json_object_get_string(v), protocol_versions[i]))
                         version = protocol_versions[i];
-        json_object_object_add(r, "protocolVersion", json_object_new_string(version));
-        json_object_object_add(tools, "listChanged", json_object_new_boolean(false));
-        json_object_object_add(caps, "tools", tools);
-        json_object_object_add(r, "capabilities", caps);
-        json_object_object_add(info, "name", json_object_new_string("codeinterp"));
-        json_object_object_add(info, "version", json_object_new_string(CODEINTERP_VERSION));
-        json_object_object_add(r, "serverInfo", info);
-        json_object_object_add(r, "instructions", json_object_new_string(m->instructions));
+        if (!r || !caps || !tools || !info || obj_set(tools, "listChanged", json_object_new_boolean(false)) < 0 ||
+            obj_set(info, "name", json_object_new_string("codeinterp")) < 0 ||
+            obj_set(info, "version", json_object_new_string(CODEINTERP_VERSION)) < 0)
+                goto fail;
+        /* obj_set() takes its value, also when it fails. */
+        k = obj_set(caps, "tools", tools);
+        tools = NULL;
+        if (k < 0 || obj_set(r, "protocolVersion", json_object_new_string(version)) < 0)
+                goto fail;
+        k = obj_set(r, "capabilities", caps);
+        caps = NULL;
+        if (k < 0)
+                goto fail;
+        k = obj_set(r, "serverInfo", info);
+        info = NULL;
+        if (k < 0 || obj_set(r, "instructions", json_object_new_string(m->instructions)) < 0)
+                goto fail;
         return send_result(id, r);
+fail:
+        json_object_put(r);
+        json_object_put(caps);
+        json_object_put(tools);
+        json_object_put(info);
+        return -ENOMEM;
 }
 
 static int handle_tools_list(Mcp *m, json_object *id) {
         json_object *r = json_object_new_object(), *list = json_object_new_array();
 
-        if (!r || !list) {
+        if (!r || !list || arr_push(list, json_object_get(m->tool)) < 0) {
                 json_object_put(r);
                 json_object_put(list);
-                return send_error(id, RPC_INTERNAL_ERROR, "out of memory");
+                return -ENOMEM;
         }
-        json_object_array_add(list, json_object_get(m->tool));
-        json_object_object_add(r, "tools", list);
+        if (obj_set(r, "tools", list) < 0) {
+                json_object_put(r);
+                return -ENOMEM;
+        }
         return send_result(id, r);
 }
 
@@ -474,6 +664,8 @@ static int handle_tools_call(Mcp *m, json_object *id, json_object *params) {
                 .n_source_ids = n_ids,
         };
         k = ci_execute_send(m->client, &x, &call->request_id);
+        if (k == -ENOMEM)
+                return k; /* nothing was sent: answer_oom() */
         if (k < 0)
                 return k; /* the supervisor is gone: the caller ends the session */
         call->used = true;
@@ -501,13 +693,21 @@ static void handle_cancelled(Mcp *m, json_object *params) {
 
 /* One JSON-RPC message (one line). Returns < 0 only when the session must end. */
 static int handle_line(Mcp *m, const char *line, size_t len) {
-        _cleanup_(tokener_freep) json_tokener *tok = json_tokener_new_ex(MCP_JSON_DEPTH);
+        _cleanup_(tokener_freep) json_tokener *tok = NULL;
         json_object *msg, *id, *method, *params;
         size_t end;
         int k = 0;
 
-        if (!tok)
-                return -ENOMEM;
+        /* json-c (0.16) drops the part of a string it cannot store and parses on, so
+         * under memory pressure a code argument could come out shortened with no error.
+         * A line is parsed only when room for several times its size exists (the
+         * tokener's buffer doubles, and each value is copied out of it). */
+        void *room = malloc(len * 4 + (64u << 10));
+        if (!room || !(tok = json_tokener_new_ex(MCP_JSON_DEPTH))) {
+                free(room);
+                return answer_oom(NULL, -ENOMEM); /* the id is unknown: null */
+        }
+        free(room);
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
         msg = json_tokener_parse_ex(tok, line, (int) len);
         end = json_tokener_get_parse_end(tok);
@@ -515,7 +715,7 @@ static int handle_line(Mcp *m, const char *line, size_t len) {
                 end++;
         if (!msg || json_tokener_get_error(tok) != json_tokener_success || end != len) {
                 json_object_put(msg);
-                return send_error(NULL, RPC_PARSE_ERROR, "parse error: not one JSON value");
+                return answer_oom(NULL, send_error(NULL, RPC_PARSE_ERROR, "parse error: not one JSON value"));
         }
         id = get(msg, "id");
         method = get(msg, "method");
@@ -524,9 +724,10 @@ static int handle_line(Mcp *m, const char *line, size_t len) {
             strcmp(json_object_get_string(get(msg, "jsonrpc")), "2.0") != 0 || !is_string(method) ||
             (id && !is_string(id) && !json_object_is_type(id, json_type_int))) {
                 /* Responses from the client (we send no requests) are ignored. */
-                if (!(json_object_is_type(msg, json_type_object) && (get(msg, "result") || get(msg, "error"))))
-                        k = send_error(id && (is_string(id) || json_object_is_type(id, json_type_int)) ? id : NULL,
-                                       RPC_INVALID_REQUEST, "invalid request");
+                if (!(json_object_is_type(msg, json_type_object) && (get(msg, "result") || get(msg, "error")))) {
+                        id = id && (is_string(id) || json_object_is_type(id, json_type_int)) ? id : NULL;
+                        k = answer_oom(id, send_error(id, RPC_INVALID_REQUEST, "invalid request"));
+                }
                 json_object_put(msg);
                 return k;
         }
@@ -544,6 +745,8 @@ static int handle_line(Mcp *m, const char *line, size_t len) {
                 k = handle_tools_call(m, id, params);
         else
                 k = send_error(id, RPC_METHOD_NOT_FOUND, "method not found");
+        if (json_object_object_get_ex(msg, "id", NULL))
+                k = answer_oom(id, k);
         json_object_put(msg);
         return k;
 }
@@ -561,14 +764,17 @@ static int on_stdin(Mcp *m) {
         for (ssize_t i = 0; i < n; i++) {
                 char c = chunk[i];
                 if (c == '\n') {
-                        if (m->in_skipping)
-                                k = send_error(NULL, RPC_PARSE_ERROR, "parse error: message too long");
+                        if (m->in_skipping == SKIP_TOO_LONG)
+                                k = answer_oom(NULL,
+                                               send_error(NULL, RPC_PARSE_ERROR, "parse error: message too long"));
+                        else if (m->in_skipping == SKIP_NO_MEMORY)
+                                k = answer_oom(NULL, -ENOMEM);
                         else if (m->in_len > 0 && !(m->in_len == 1 && m->in[0] == '\r'))
                                 k = handle_line(m, m->in, m->in_len);
                         else
                                 k = 0;
                         m->in_len = 0;
-                        m->in_skipping = false;
+                        m->in_skipping = SKIP_NONE;
                         if (k < 0)
                                 return k;
                         continue;
@@ -576,14 +782,16 @@ static int on_stdin(Mcp *m) {
                 if (m->in_skipping)
                         continue;
                 if (m->in_len == MCP_MAX_LINE) {
-                        m->in_skipping = true;
+                        m->in_skipping = SKIP_TOO_LONG;
                         continue;
                 }
                 if (m->in_len == m->in_cap) {
                         size_t cap = m->in_cap ? MIN(m->in_cap * 2, (size_t) MCP_MAX_LINE) : 65536;
                         char *p = realloc(m->in, cap);
-                        if (!p)
-                                return -ENOMEM;
+                        if (!p) {
+                                m->in_skipping = SKIP_NO_MEMORY; /* answered at its end */
+                                continue;
+                        }
                         m->in = p;
                         m->in_cap = cap;
                 }

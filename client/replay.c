@@ -104,25 +104,23 @@ int replay_save(const char *path, const char *summary, const char *code, size_t 
                 size_t n_sources, const msgpack_object *message) {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_fclose_ FILE *f = NULL;
-        msgpack_sbuffer sb;
-        msgpack_packer pk;
+        MpWriter w;
         msgpack_unpacked up;
         char hex[65];
         int k;
 
         if (!path || !code || (!sources && n_sources > 0) || !message)
                 return -EINVAL;
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        msgpack_pack_map(&pk, 6);
-        mp_pack_kv_uint(&pk, "codeinterpReplay", REPLAY_VERSION);
-        mp_pack_kv_str(&pk, "summary", summary ?: "");
-        mp_pack_cstr(&pk, "code");
-        mp_pack_strn(&pk, code, code_len);
+        mp_writer_init(&w, 0);
+        msgpack_pack_map(&w.pk, 6);
+        mp_pack_kv_uint(&w.pk, "codeinterpReplay", REPLAY_VERSION);
+        mp_pack_kv_str(&w.pk, "summary", summary ?: "");
+        mp_pack_cstr(&w.pk, "code");
+        mp_pack_strn(&w.pk, code, code_len);
         sha256_hex(code, code_len, hex);
-        mp_pack_kv_str(&pk, "codeSha256", hex);
-        mp_pack_cstr(&pk, "sources");
-        msgpack_pack_array(&pk, n_sources);
+        mp_pack_kv_str(&w.pk, "codeSha256", hex);
+        mp_pack_cstr(&w.pk, "sources");
+        msgpack_pack_array(&w.pk, n_sources);
         for (size_t i = 0; i < n_sources; i++) {
                 const ReplaySource *s = &sources[i];
                 _cleanup_free_ char *file = realpath(s->file, NULL);
@@ -140,27 +138,29 @@ int replay_save(const char *path, const char *summary, const char *code, size_t 
                         k = digest_file(file, orig_hex, &orig_len);
                 if (k < 0)
                         goto finish;
-                msgpack_pack_map(&pk, s->attachment ? 10 : 5);
-                mp_pack_kv_str(&pk, "id", s->id);
-                mp_pack_kv_str(&pk, "kind", s->attachment ? "attachment" : "read_source");
-                mp_pack_kv_str(&pk, "file", file);
-                mp_pack_kv_uint(&pk, "bytes", text_len);
-                mp_pack_kv_str(&pk, "sha256", text_hex);
+                msgpack_pack_map(&w.pk, s->attachment ? 10 : 5);
+                mp_pack_kv_str(&w.pk, "id", s->id);
+                mp_pack_kv_str(&w.pk, "kind", s->attachment ? "attachment" : "read_source");
+                mp_pack_kv_str(&w.pk, "file", file);
+                mp_pack_kv_uint(&w.pk, "bytes", text_len);
+                mp_pack_kv_str(&w.pk, "sha256", text_hex);
                 if (s->attachment) {
-                        mp_pack_cstr(&pk, "textFile");
-                        pack_str_or_nil(&pk, text_file);
-                        mp_pack_cstr(&pk, "mediaType");
-                        pack_str_or_nil(&pk, s->media_type);
-                        mp_pack_kv_str(&pk, "fileName", base ? base + 1 : s->file);
-                        mp_pack_kv_uint(&pk, "originalBytes", orig_len);
-                        mp_pack_kv_str(&pk, "originalSha256", orig_hex);
+                        mp_pack_cstr(&w.pk, "textFile");
+                        pack_str_or_nil(&w.pk, text_file);
+                        mp_pack_cstr(&w.pk, "mediaType");
+                        pack_str_or_nil(&w.pk, s->media_type);
+                        mp_pack_kv_str(&w.pk, "fileName", base ? base + 1 : s->file);
+                        mp_pack_kv_uint(&w.pk, "originalBytes", orig_len);
+                        mp_pack_kv_str(&w.pk, "originalSha256", orig_hex);
                 }
         }
-        mp_pack_cstr(&pk, "message");
-        msgpack_pack_object(&pk, *message);
+        mp_pack_cstr(&w.pk, "message");
+        msgpack_pack_object(&w.pk, *message);
 
+        if ((k = mp_writer_error(&w)) < 0)
+                goto finish;
         msgpack_unpacked_init(&up);
-        if (msgpack_unpack_next(&up, sb.data, sb.size, NULL) != MSGPACK_UNPACK_SUCCESS) {
+        if (msgpack_unpack_next(&up, w.sb.data, w.sb.size, NULL) != MSGPACK_UNPACK_SUCCESS) {
                 msgpack_unpacked_destroy(&up);
                 k = -ENOMEM;
                 goto finish;
@@ -178,7 +178,7 @@ int replay_save(const char *path, const char *summary, const char *code, size_t 
                 k = -errno;
         msgpack_unpacked_destroy(&up);
 finish:
-        msgpack_sbuffer_destroy(&sb);
+        mp_writer_done(&w);
         return k;
 }
 

@@ -223,7 +223,13 @@ int tool_main(const char *socket, int argc, char **argv) {
                 fprintf(stderr, "codeinterp: cannot export the tool: %s\n", strerror(-k));
                 return EXIT_CONNECT;
         }
-        printf("%s\n", json_object_to_json_string_ext(out, TOOL_JSON_FLAGS));
+        const char *text = json_object_to_json_string_ext(out, TOOL_JSON_FLAGS);
+        if (!text) {
+                fprintf(stderr, "codeinterp: cannot export the tool: %s\n", strerror(ENOMEM));
+                json_object_put(out);
+                return EXIT_CONNECT;
+        }
+        printf("%s\n", text);
         json_object_put(out);
         return fflush(stdout) == 0 ? 0 : EXIT_CONNECT;
 }

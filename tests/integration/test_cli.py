@@ -277,3 +277,36 @@ def test_replay_of_a_binary_attachment_is_identical(msup, tmp_path):
     assert out.returncode == 0, out.stderr
     again = msup.client("replay", str(rec))
     assert again.returncode == 0, (again.stdout, again.stderr)
+
+
+def test_exec_out_of_memory_sends_a_request_whole_or_not_at_all(msup, tmp_path):
+    """codeinterp exec with a 3.6 MB source under an address-space limit (RLIMIT_AS),
+    swept in 1 MiB steps from the least it starts with: it either runs the call with
+    the whole source, or stops with a clear "Cannot allocate memory" message and a
+    failure status. A request that could not be packed whole (source.put, execute) is
+    not sent; before, msgpack's failed writes left holes in the frame it sent. The
+    supervisor is unharmed."""
+    import resource
+    f = tmp_path / "big.txt"
+    f.write_text("abcdefg\n" * (450 << 10))
+    code = "len(open('/inputs/big.txt').read())"
+    args = [CLIENT, "--socket", msup.socket]
+
+    def limited(mib, *extra):
+        def lower():
+            resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+        return subprocess.run(args + list(extra), capture_output=True, timeout=60, preexec_fn=lower)
+
+    start = next(m for m in range(1, 256) if limited(m, "hello").returncode == 0)
+    kinds = {}
+    for mib in range(start, start + 24):
+        out = limited(mib, "exec", "--source", "big=%s" % f, "-c", code)
+        if out.returncode == 0:
+            assert text(out.stdout) == "%d\n" % (450 << 13), out
+            kinds.setdefault("ran", []).append(mib)
+        else:
+            assert out.returncode in (2, 12), out  # usage/input error, or the call could not be made
+            assert b"Cannot allocate memory" in out.stderr, out
+            kinds.setdefault(out.stderr.split(b":")[1].strip().decode(), []).append(mib)
+    assert "ran" in kinds and "source.put failed" in kinds, kinds
+    assert msup.client("exec", "-c", "1").returncode == 0

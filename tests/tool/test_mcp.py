@@ -107,9 +107,9 @@ def test_sdk_progress_is_metadata_only(sdk_report):
 class RawMcp:
     """codeinterp mcp spoken to line by line."""
 
-    def __init__(self, sup, *args):
+    def __init__(self, sup, *args, preexec_fn=None):
         self.p = subprocess.Popen([CLIENT, "--socket", sup.socket, "mcp", *args], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
         self.buf = b""
 
     def send_raw(self, data):
@@ -313,60 +313,100 @@ def test_hostile_lines_do_not_break_the_server(raw):
     assert raw.request(99, "ping") == {"jsonrpc": "2.0", "id": 99, "result": {}}
 
 
+class FakeSupervisor:
+    """A socket that speaks codeinterpd's framing (4-byte length, msgpack) to one client
+    connection after another: describe is the real supervisor's, execute is answered by
+    on_execute(request) -> result map, every other request with an empty reply."""
+
+    def __init__(self, sup, path, on_execute):
+        import socket
+        import threading
+        real = toolharness.harness.Conn(sup.socket, 20)
+        self.describe = real.call("describe")
+        real.close()
+        assert self.describe["type"] == "reply", self.describe
+        self.on_execute = on_execute
+        self.socket = str(path)
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(self.socket)
+        self.server.listen(4)
+        self.server.settimeout(0.2)
+        self.stopping = False
+        self.thread = threading.Thread(target=self._serve)
+        self.thread.start()
+
+    def _serve(self):
+        import socket
+        while not self.stopping:
+            try:
+                conn, _ = self.server.accept()
+            except socket.timeout:
+                continue
+            with conn:
+                conn.settimeout(30)
+                try:
+                    self._one(conn)
+                except (OSError, ValueError):
+                    pass  # the client went away mid-frame (it may be under a memory limit)
+
+    def _one(self, conn):
+        import struct
+        import msgpack
+        def exactly(n):
+            buf = b""
+            while len(buf) < n:
+                chunk = conn.recv(min(n - len(buf), 1 << 20))
+                if not chunk:
+                    return None
+                buf += chunk
+            return buf
+        while True:
+            hdr = exactly(4)
+            if hdr is None:
+                return
+            body = exactly(struct.unpack(">I", hdr)[0])
+            if body is None:
+                return
+            m = msgpack.unpackb(body, raw=False)
+            if m["op"] == "describe":
+                reply = dict(self.describe, id=m["id"])
+            elif m["op"] == "invocation.open":
+                reply = {"id": m["id"], "type": "reply", "op": "invocation.open", "invocation": "f" * 32,
+                         "maxCalls": 10, "idleTtlMs": 3600000}
+            elif m["op"] == "execute":
+                reply = dict(self.on_execute(m), id=m["id"])
+            else:
+                reply = {"id": m["id"], "type": "reply", "op": m["op"]}
+            b = msgpack.packb(reply, use_bin_type=True)
+            conn.sendall(struct.pack(">I", len(b)) + b)
+
+    def close(self):
+        self.stopping = True
+        self.thread.join(30)
+        self.server.close()
+
+
+def artifact(name, mt, data, sha=None):
+    import hashlib
+    return {"name": name, "mediaType": mt, "bytes": len(data), "sha256": sha or hashlib.sha256(data).hexdigest(),
+            "data": data}
+
+
+def fake_result(artifacts):
+    return {"type": "result", "callId": 1, "outcome": "ok", "limit": None, "detail": None, "partial": False,
+            "stdout": None, "stderr": None, "result": None, "exception": None, "elapsedMs": 1,
+            "artifacts": artifacts, "omittedArtifacts": 0, "omittedArtifactBytes": 0}
+
+
 def test_forged_artifacts_are_left_out(msup, tmp_path):
     """Against a fake supervisor whose result carries forged artifacts: an entry whose
     digest does not match its bytes and one whose name could leave a directory are not
     passed on; an SVG (it may carry script) is a resource, never image content."""
-    import hashlib
-    import socket
-    import struct
-    import threading
-    import msgpack
-
-    real = toolharness.harness.Conn(msup.socket, 20)
-    describe = real.call("describe")
-    real.close()
-    assert describe["type"] == "reply", describe
-
-    def art(name, mt, data, sha=None):
-        return {"name": name, "mediaType": mt, "bytes": len(data), "sha256": sha or hashlib.sha256(data).hexdigest(),
-                "data": data}
     svg = b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'
     png = b"\x89PNG\r\n\x1a\n" + bytes(8)
-    result = {"type": "result", "callId": 1, "outcome": "ok", "limit": None, "detail": None, "partial": False,
-              "stdout": None, "stderr": None, "result": None, "exception": None, "elapsedMs": 1,
-              "artifacts": [art("../x.png", "image/png", png), art("bad.png", "image/png", png, "0" * 64),
-                            art("ok.png", "image/png", png), art("s.svg", "image/svg+xml", svg)],
-              "omittedArtifacts": 0, "omittedArtifactBytes": 0}
-    path = str(tmp_path / "fake.sock")
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(path)
-    server.listen(1)
-    server.settimeout(20)
-
-    def serve():
-        conn, _ = server.accept()
-        with conn:
-            while True:
-                hdr = conn.recv(4, socket.MSG_WAITALL)
-                if len(hdr) < 4:
-                    return
-                m = msgpack.unpackb(conn.recv(struct.unpack(">I", hdr)[0], socket.MSG_WAITALL), raw=False)
-                if m["op"] == "describe":
-                    reply = dict(describe, id=m["id"])
-                elif m["op"] == "invocation.open":
-                    reply = {"id": m["id"], "type": "reply", "op": "invocation.open", "invocation": "f" * 32,
-                             "maxCalls": 10, "idleTtlMs": 3600000}
-                elif m["op"] == "execute":
-                    reply = dict(result, id=m["id"])
-                else:
-                    reply = {"id": m["id"], "type": "reply", "op": m["op"]}
-                b = msgpack.packb(reply, use_bin_type=True)
-                conn.sendall(struct.pack(">I", len(b)) + b)
-
-    t = threading.Thread(target=serve)
-    t.start()
-    fake = type("Fake", (), {"socket": path})()
+    result = fake_result([artifact("../x.png", "image/png", png), artifact("bad.png", "image/png", png, "0" * 64),
+                          artifact("ok.png", "image/png", png), artifact("s.svg", "image/svg+xml", svg)])
+    fake = FakeSupervisor(msup, tmp_path / "fake.sock", lambda m: result)
     r = RawMcp(fake)
     try:
         r.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -374,9 +414,98 @@ def test_forged_artifacts_are_left_out(msup, tmp_path):
         res = r.call(2, {"summary": "s", "code": "1", "sourceIds": []})["result"]
     finally:
         r.close()
-        t.join(20)
-        server.close()
+        fake.close()
     kinds = [(c["type"], c.get("mimeType") or c.get("resource", {}).get("uri")) for c in res["content"]]
     assert kinds == [("text", None), ("image", "image/png"), ("resource", "file:///outputs/s.svg")], kinds
     text = res["content"][0]["text"]
     assert "?: image/png" in text  # the unsafe name is not shown either
+
+
+def vm_size_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmSize")
+
+
+def test_out_of_memory_answers_every_request_and_never_alters_one(msup, tmp_path):
+    """codeinterp mcp under an address-space limit (RLIMIT_AS), swept in 1 MiB steps
+    from what it maps once started to where everything fits, against a fake supervisor.
+    Each session: a call with a 1.8 MB code argument (small result), a call whose
+    result carries a 6 MiB PNG, and a ping. At every limit each request gets exactly
+    one answer: complete (the image attached and intact), or the text alone saying
+    the artifacts are not attached, or a JSON-RPC "out of memory" error (with id null
+    when the request's line itself could not be read; "could not be received" when
+    the result did not fit). A code argument reaches the supervisor whole or not at all
+    (json-c 0.16 drops what it cannot store and parses on). The session goes on: the
+    ping is answered, and it ends cleanly at end of input. The sweep must reach each
+    kind of answer."""
+    import base64
+    import hashlib
+    import resource
+    png = b"\x89PNG\r\n\x1a\n" + os.urandom(6 << 20)
+    # Many short segments between escapes: the tokener appends them one by one.
+    big_code = "x = 1\n" * (300 << 10) + "'\u00e9'"
+    big_sha = hashlib.sha256(big_code.encode()).hexdigest()
+    received = []
+
+    def on_execute(m):
+        if m["code"] == "plot()":
+            return fake_result([artifact("plot.png", "image/png", png)])
+        received.append(hashlib.sha256(m["code"].encode()).hexdigest())
+        return fake_result([])
+
+    fake = FakeSupervisor(msup, tmp_path / "fake.sock", on_execute)
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+
+    def session(limit_kb):
+        def lower():
+            resource.setrlimit(resource.RLIMIT_AS, (limit_kb << 10, limit_kb << 10))
+        r = RawMcp(fake, preexec_fn=lower if limit_kb else None)
+        try:
+            got = [r.request(1, "initialize", init)]
+            base = vm_size_kb(r.p.pid)
+            got.append(r.call(2, {"summary": "s", "code": big_code, "sourceIds": []}))
+            got.append(r.call(3, {"summary": "s", "code": "plot()", "sourceIds": []}))
+            got.append(r.request(4, "ping"))
+        finally:
+            rc = r.close()
+        return got, rc, base
+
+    def kind(answer, rid):
+        if "error" in answer:
+            assert answer["error"]["code"] == -32603 and "out of memory" in answer["error"]["message"], answer
+            if answer["id"] is None:
+                return "line not read"
+            assert answer["id"] == rid, answer
+            return "result lost" if "could not be received" in answer["error"]["message"] else "error"
+        assert answer["id"] == rid, answer
+        content = answer["result"]["content"]
+        assert content[0]["type"] == "text" and isinstance(content[0]["text"], str), content
+        if len(content) == 2:
+            assert content[1]["type"] == "image" and content[1]["mimeType"] == "image/png", content[1].keys()
+            assert base64.b64decode(content[1]["data"]) == png
+            return "complete"
+        assert len(content) == 1, content
+        if content[0]["text"].endswith("the artifacts are not attached: out of memory)"):
+            return "text only"
+        return "complete"
+
+    try:
+        got, rc, base = session(0)
+        assert rc == 0 and kind(got[1], 2) == "complete" and kind(got[2], 3) == "complete"
+        kinds = {2: {}, 3: {}}
+        for extra_mb in range(0, 48):
+            got, rc, _ = session(base + (extra_mb << 10))
+            assert rc == 0, (extra_mb, rc)
+            assert got[0]["id"] in (1, None) and ("result" in got[0] or kind(got[0], 1)), got[0]
+            for rid in (2, 3):
+                kinds[rid].setdefault(kind(got[rid - 1], rid), []).append(extra_mb)
+            assert got[3] == {"jsonrpc": "2.0", "id": 4, "result": {}} or kind(got[3], 4) == "line not read", got[3]
+        assert received and all(c == big_sha for c in received), "a code argument reached the supervisor altered"
+        assert set(kinds[2]) == {"line not read", "complete"}, kinds
+        assert {"result lost", "text only", "complete"} <= set(kinds[3]), kinds
+        print("answers by MiB above the started server's size:", kinds)
+    finally:
+        fake.close()
