@@ -159,7 +159,7 @@ def worker_pids():
 
 
 @pytest.fixture
-def make_supervisor():
+def make_supervisor(request):
     require_sandbox()
     started = []
 
@@ -169,7 +169,10 @@ def make_supervisor():
         return s
 
     yield make
+    rep = getattr(request.node, "rep_call", None)
     for s in started:
+        if rep is not None and rep.failed:  # shown with the failure: what the supervisor said
+            print("---- codeinterpd log, %s (last 8000 characters) ----\n%s" % (s.socket, s.read_log()[-8000:]))
         rc = s.stop()
         assert rc == 0, "codeinterpd exited with %r" % rc
 
@@ -331,6 +334,15 @@ def status(sup):
 
 
 # ---- Markers (appended; nothing above changed). ----
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report on the item (rep_setup, rep_call, rep_teardown), so that a
+    fixture's teardown can tell whether the test failed."""
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a test that takes several seconds (fault injection, soaks)")
