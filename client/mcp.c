@@ -89,19 +89,9 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
  * Out of memory is not the end of a session: a request whose answer cannot be built
  * is answered with an "out of memory" error (answer_oom()), and the server goes on.
  * Only a lost stdout, stdin or supervisor ends it. json-c takes a NULL value as JSON
- * null, so every value is added through obj_set()/arr_push(), which refuse NULL: an
- * answer is complete or not sent, never sent with a field turned into null. It is
- * written by write_tree(), which allocates nothing. */
-
-static int obj_set(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
+ * null, so every value is added through tool_json_set() (tool.h) or arr_push(), which
+ * refuse NULL: an answer is complete or not sent, never sent with a field turned into
+ * null. It is written by write_tree(), which allocates nothing. */
 
 static int arr_push(json_object *a, json_object *v) {
         if (!v)
@@ -181,11 +171,11 @@ static int send_rpc(json_object *id, const char *key, json_object *v) {
         json_object *m = json_object_new_object(), *id_ref = id ? json_object_get(id) : NULL;
         int k;
 
-        if (!m || obj_set(m, "jsonrpc", json_object_new_string("2.0")) < 0 ||
+        if (!m || tool_json_set(m, "jsonrpc", json_object_new_string("2.0")) < 0 ||
             json_object_object_add(m, "id", id_ref) < 0)
                 goto fail;
         id_ref = NULL; /* m holds it */
-        k = obj_set(m, key, v);
+        k = tool_json_set(m, key, v);
         v = NULL; /* taken, also on failure */
         if (k < 0)
                 goto fail;
@@ -205,8 +195,8 @@ static int send_result(json_object *id, json_object *result) {
 static int send_error(json_object *id, int code, const char *message) {
         json_object *e = json_object_new_object();
 
-        if (!e || obj_set(e, "code", json_object_new_int(code)) < 0 ||
-            obj_set(e, "message", json_object_new_string(message)) < 0) {
+        if (!e || tool_json_set(e, "code", json_object_new_int(code)) < 0 ||
+            tool_json_set(e, "message", json_object_new_string(message)) < 0) {
                 json_object_put(e);
                 return -ENOMEM;
         }
@@ -292,9 +282,9 @@ static int artifact_content(const CiArtifact *a, json_object **ret) {
         if (!b64 || !item)
                 goto oom;
         if (is_image(a)) {
-                if (obj_set(item, "type", json_object_new_string("image")) < 0 ||
-                    obj_set(item, "data", json_object_new_string(b64)) < 0 ||
-                    obj_set(item, "mimeType", json_object_new_string(mt)) < 0)
+                if (tool_json_set(item, "type", json_object_new_string("image")) < 0 ||
+                    tool_json_set(item, "data", json_object_new_string(b64)) < 0 ||
+                    tool_json_set(item, "mimeType", json_object_new_string(mt)) < 0)
                         goto oom;
                 *ret = item;
                 return 0;
@@ -312,12 +302,12 @@ static int artifact_content(const CiArtifact *a, json_object **ret) {
                         u += (size_t) sprintf(uri + u, "%%%02X", c);
         }
         uri[u] = 0;
-        if (obj_set(res, "uri", json_object_new_string(uri)) < 0 ||
-            obj_set(res, "mimeType", json_object_new_string(mt)) < 0 ||
-            obj_set(res, "blob", json_object_new_string(b64)) < 0 ||
-            obj_set(item, "type", json_object_new_string("resource")) < 0)
+        if (tool_json_set(res, "uri", json_object_new_string(uri)) < 0 ||
+            tool_json_set(res, "mimeType", json_object_new_string(mt)) < 0 ||
+            tool_json_set(res, "blob", json_object_new_string(b64)) < 0 ||
+            tool_json_set(item, "type", json_object_new_string("resource")) < 0)
                 goto oom;
-        if (obj_set(item, "resource", res) < 0) {
+        if (tool_json_set(item, "resource", res) < 0) {
                 res = NULL; /* taken */
                 goto oom;
         }
@@ -335,8 +325,8 @@ static int send_tool_result_with(json_object *id, const char *text, bool is_erro
         json_object *r = json_object_new_object(), *content = json_object_new_array(), *item = json_object_new_object();
         int k = -ENOMEM;
 
-        if (!r || !content || !item || obj_set(item, "type", json_object_new_string("text")) < 0 ||
-            obj_set(item, "text", json_object_new_string(text)) < 0)
+        if (!r || !content || !item || tool_json_set(item, "type", json_object_new_string("text")) < 0 ||
+            tool_json_set(item, "text", json_object_new_string(text)) < 0)
                 goto fail;
         k = arr_push(content, item);
         item = NULL;
@@ -353,9 +343,9 @@ static int send_tool_result_with(json_object *id, const char *text, bool is_erro
         }
         if (k < 0)
                 goto fail;
-        k = obj_set(r, "content", content);
+        k = tool_json_set(r, "content", content);
         content = NULL;
-        if (k < 0 || (k = obj_set(r, "isError", json_object_new_boolean(is_error))) < 0)
+        if (k < 0 || (k = tool_json_set(r, "isError", json_object_new_boolean(is_error))) < 0)
                 goto fail;
         return send_result(id, r);
 fail:
@@ -441,16 +431,16 @@ static int on_progress(Mcp *m, McpCall *call, const msgpack_object *msg) {
                 return 0; /* progress is best effort */
         n = json_object_new_object();
         params = json_object_new_object();
-        if (!n || !params || obj_set(n, "jsonrpc", json_object_new_string("2.0")) < 0 ||
-            obj_set(n, "method", json_object_new_string("notifications/progress")) < 0 ||
-            obj_set(params, "progressToken", json_object_get(call->progress_token)) < 0 ||
-            obj_set(params, "progress", json_object_new_uint64(call->progress + 1)) < 0 ||
-            obj_set(params, "message", json_object_new_string(card)) < 0) {
+        if (!n || !params || tool_json_set(n, "jsonrpc", json_object_new_string("2.0")) < 0 ||
+            tool_json_set(n, "method", json_object_new_string("notifications/progress")) < 0 ||
+            tool_json_set(params, "progressToken", json_object_get(call->progress_token)) < 0 ||
+            tool_json_set(params, "progress", json_object_new_uint64(call->progress + 1)) < 0 ||
+            tool_json_set(params, "message", json_object_new_string(card)) < 0) {
                 json_object_put(n);
                 json_object_put(params);
                 return 0;
         }
-        k = obj_set(n, "params", params);
+        k = tool_json_set(n, "params", params);
         if (k < 0) {
                 json_object_put(n);
                 return 0;
@@ -560,22 +550,22 @@ static int handle_initialize(Mcp *m, json_object *id, json_object *params) {
         for (size_t i = 0; is_string(v) && i < ELEMENTSOF(protocol_versions); i++)
                 if (!strcmp(json_object_get_string(v), protocol_versions[i]))
                         version = protocol_versions[i];
-        if (!r || !caps || !tools || !info || obj_set(tools, "listChanged", json_object_new_boolean(false)) < 0 ||
-            obj_set(info, "name", json_object_new_string("codeinterp")) < 0 ||
-            obj_set(info, "version", json_object_new_string(CODEINTERP_VERSION)) < 0)
+        if (!r || !caps || !tools || !info || tool_json_set(tools, "listChanged", json_object_new_boolean(false)) < 0 ||
+            tool_json_set(info, "name", json_object_new_string("codeinterp")) < 0 ||
+            tool_json_set(info, "version", json_object_new_string(CODEINTERP_VERSION)) < 0)
                 goto fail;
-        /* obj_set() takes its value, also when it fails. */
-        k = obj_set(caps, "tools", tools);
+        /* tool_json_set() takes its value, also when it fails. */
+        k = tool_json_set(caps, "tools", tools);
         tools = NULL;
-        if (k < 0 || obj_set(r, "protocolVersion", json_object_new_string(version)) < 0)
+        if (k < 0 || tool_json_set(r, "protocolVersion", json_object_new_string(version)) < 0)
                 goto fail;
-        k = obj_set(r, "capabilities", caps);
+        k = tool_json_set(r, "capabilities", caps);
         caps = NULL;
         if (k < 0)
                 goto fail;
-        k = obj_set(r, "serverInfo", info);
+        k = tool_json_set(r, "serverInfo", info);
         info = NULL;
-        if (k < 0 || obj_set(r, "instructions", json_object_new_string(m->instructions)) < 0)
+        if (k < 0 || tool_json_set(r, "instructions", json_object_new_string(m->instructions)) < 0)
                 goto fail;
         return send_result(id, r);
 fail:
@@ -594,7 +584,7 @@ static int handle_tools_list(Mcp *m, json_object *id) {
                 json_object_put(list);
                 return -ENOMEM;
         }
-        if (obj_set(r, "tools", list) < 0) {
+        if (tool_json_set(r, "tools", list) < 0) {
                 json_object_put(r);
                 return -ENOMEM;
         }

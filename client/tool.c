@@ -95,7 +95,7 @@ json_object *tool_json_from_msgpack(const msgpack_object *o) {
         return convert(o, &j) < 0 ? NULL : j;
 }
 
-static int add(json_object *obj, const char *key, json_object *v) {
+int tool_json_set(json_object *obj, const char *key, json_object *v) {
         if (!v)
                 return -ENOMEM;
         if (json_object_object_add(obj, key, v) < 0) {
@@ -133,21 +133,21 @@ int tool_export(const msgpack_object *tool, ToolFormat fmt, const char *extra, j
         if (!obj)
                 return -ENOMEM;
         if (fmt == TOOL_FORMAT_OPENAI)
-                k = add(obj, "type", json_object_new_string("function"));
+                k = tool_json_set(obj, "type", json_object_new_string("function"));
         if (k >= 0)
-                k = add(obj, "name", json_object_new_string_len(name->via.str.ptr, (int) name->via.str.size));
+                k = tool_json_set(obj, "name", json_object_new_string_len(name->via.str.ptr, (int) name->via.str.size));
         if (k >= 0)
-                k = add(obj, "description", json_object_new_string(full));
+                k = tool_json_set(obj, "description", json_object_new_string(full));
         if (k >= 0)
-                k = add(obj,
-                        fmt == TOOL_FORMAT_OPENAI      ? "parameters"
-                        : fmt == TOOL_FORMAT_ANTHROPIC ? "input_schema"
-                                                       : "inputSchema",
-                        tool_json_from_msgpack(schema));
+                k = tool_json_set(obj,
+                                  fmt == TOOL_FORMAT_OPENAI      ? "parameters"
+                                  : fmt == TOOL_FORMAT_ANTHROPIC ? "input_schema"
+                                                                 : "inputSchema",
+                                  tool_json_from_msgpack(schema));
         /* Strict mode would demand every property be required and no bounds OpenAI does not
          * support (maxLength, uniqueItems): the schema stays as it is, checked by codeinterpd. */
         if (k >= 0 && fmt == TOOL_FORMAT_OPENAI)
-                k = add(obj, "strict", json_object_new_boolean(false));
+                k = tool_json_set(obj, "strict", json_object_new_boolean(false));
         if (k < 0) {
                 json_object_put(obj);
                 return k;

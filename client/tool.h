@@ -22,6 +22,9 @@ int tool_format_from_string(const char *s, ToolFormat *ret);
 /* msgpack to json-c (strings must be valid UTF-8 for json-c to print them faithfully; nil
  * and bin become null). NULL on ENOMEM, and for nil. */
 json_object *tool_json_from_msgpack(const msgpack_object *o);
+/* obj[key] = v, taking v also on failure; -ENOMEM when v is NULL (json-c would store a
+ * NULL value as JSON null) or the add fails. */
+int tool_json_set(json_object *obj, const char *key, json_object *v);
 
 /* Build the export of the describe reply's "tool" map. The description is the tool's
  * description, a blank line, its guidance, and, when extra is not NULL, a blank line and
