@@ -313,7 +313,14 @@ def test_outputs_tmpfs_bounds_and_owner(make_supervisor):
                     code="open('/outputs/a.txt', 'w').write('a')\nimport time\ntime.sleep(1.5)")
     assert wait_until(lambda: worker_pids_of(s), 5.0)
     [pid] = worker_pids_of(s)
-    opts = outputs_mount(pid)
+
+    def mounted():  # the worker may be found before it has made its mounts (exec mode)
+        try:
+            return outputs_mount(pid)
+        except AssertionError:
+            return None
+    opts = wait_until(mounted, 5.0)
+    assert opts, "no /outputs in the worker's mounts"
     assert (opts["size"], opts["nr_inodes"], opts["mode"]) == ("64k", "4", "700"), opts
     # Made with the creator's ids, then given to the worker's host ids before it went.
     st = os.stat("/proc/%d/root/outputs" % pid)
