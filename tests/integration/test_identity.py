@@ -60,7 +60,12 @@ def test_concurrent_workers_have_their_own_host_uids(sups):
     runs = [run_async(sup, SLEEP_AND_SHOW_IDS % "1.5") for _ in range(2)]
     pids = wait_until(lambda: len(worker_pids_of(sup)) == 2 and worker_pids_of(sup), timeout=10)
     assert pids, "two workers did not run at once"
-    seen = sorted(host_ids(p) for p in pids)
+    # An exec-mode worker is named before it takes its ids (worker_main.c): wait for them.
+    def workers_ids():
+        ids = sorted(host_ids(p) for p in pids)
+        return ids if (0, 0) not in ids else None
+    seen = wait_until(workers_ids, timeout=5)
+    assert seen, "a worker kept root's ids"
     for t, _ in runs:
         t.join(30)
     results = [box["r"] for _, box in runs]
