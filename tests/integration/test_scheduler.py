@@ -220,7 +220,7 @@ def test_capacity_two_runs_two_at_once(make_supervisor):
     assert st["running"] == 2 and st["queued"] == 1, st
     assert st["maxRunningSeen"] == 2, st
     # (A zygote's pre-started worker takes its ci-worker name a moment after "started".)
-    assert wait_until(lambda: len(worker_pids_of(sup)) == 2, 1.0), worker_pids_of(sup)
+    assert wait_until(lambda: len(worker_pids_of(sup)) == 2, 5.0), worker_pids_of(sup)
 
     pump(cs, lambda ev: count(ev, type="result") == 3, ev)
     for i, rid in enumerate(rids):
@@ -603,7 +603,7 @@ def test_disconnect_cancels_running_and_queued_calls_promptly(idle1):
     ev = pump([c], lambda ev: count(ev, rid=rids[0], phase="started") == 1 and
               all(count(ev, rid=r, phase="queued") == 1 for r in rids))
     calls = [call_id_of(ev, 0, r) for r in rids]
-    assert wait_until(lambda: len(worker_pids_of(sup)) == 1, 1.0)
+    assert wait_until(lambda: len(worker_pids_of(sup)) == 1, 5.0)
     workers = worker_pids_of(sup)
     assert len(workers) == 1, workers
     before = status(sup)
