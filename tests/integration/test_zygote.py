@@ -226,9 +226,9 @@ def test_supervisor_answers_while_the_zygote_does_not(make_supervisor):
     c2 = sup.connect()
     assert ok(c2.execute("6 * 7"))["result"]["text"] == "42"
     assert status(sup)["zygotePid"] == zpid
-    assert wait_until(lambda: all(state_of(p) != "Z" for p in children_of(sup_pid)), 3.0)
+    assert wait_until(lambda: all(state_of(p) != "Z" for p in children_of(sup_pid)), 10.0)
     # The abandoned worker is killed when the late answer arrives and reaped as a stray.
-    assert wait_until(lambda: not [p for p in children_of(sup_pid) if comm_of(p) == "ci-worker"], 3.0)
+    assert wait_until(lambda: not [p for p in children_of(sup_pid) if comm_of(p) == "ci-worker"], 10.0)
 
 
 def test_a_zygote_that_stops_answering_is_replaced(make_supervisor):
