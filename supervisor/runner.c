@@ -365,10 +365,23 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
         if (r->outputs_fd >= 0 && res.pid > 0) {
                 int k = artifacts_collect(r->outputs_fd, r->policy->max_artifacts, r->policy->max_artifact_bytes,
                                           &res.artifacts);
-                if (k < 0)
-                        log_warning_errno(k, "Reading the worker's /outputs failed: %m");
-                else
+                uint64_t entries = 0, bytes = 0;
+
+                if (k >= 0)
                         res.has_outputs = true;
+                else if (runner_outputs_usage(r, &entries, &bytes)) {
+                        /* Out of descriptors or memory: nothing is read, but nothing goes
+                         * silently either. The tmpfs's own counters (fstatfs() needs no
+                         * new descriptor) say what is omitted: its entries, and its
+                         * allocated bytes, whole pages (docs/protocol.md). */
+                        res.artifacts = (ArtifactSet){ .omitted = entries, .omitted_bytes = bytes };
+                        res.has_outputs = true;
+                        log_warning_errno(k,
+                                          "Reading the worker's /outputs failed (%m); its %llu entries are "
+                                          "reported as omitted",
+                                          (unsigned long long) entries);
+                } else
+                        log_warning_errno(k, "Reading the worker's /outputs failed: %m");
         }
         closep(&r->outputs_fd);
 

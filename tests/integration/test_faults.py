@@ -676,6 +676,58 @@ def test_outputs_tmpfs_failure_is_named_and_recovers(env, mode):
     env.finish(t)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_unreadable_outputs_are_reported_omitted_and_recover(env, mode):
+    """The supervisor reads a call's /outputs after its worker has been reaped. With
+    RLIMIT_NOFILE lowered to 3 while the code runs (every descriptor it has stays open;
+    no new one can be made), that read cannot open the directory: the result must not
+    drop the files silently. It is the call's own outcome (ok), with no artifacts and
+    every entry counted in omittedArtifacts, its bytes the tmpfs's whole pages; once
+    the limit is back, the next call returns its artifacts and no descriptor is lost."""
+    t = env.start("workerStart: %s\nzygotePoolSize: 0\nheartbeatMs: 50\n" % mode)
+    ok_result(one_call(t, "6 * 7"), "42")
+    baseline = settled_fd_count(t.pid)
+    code = ("open('/outputs/a.txt', 'w').write('abc')\n"
+            "open('/outputs/b.bin', 'wb').write(bytes(5000))\n"
+            "print('ready', flush=True)\n"
+            "import time\n"
+            "time.sleep(1.0)\n"
+            "'done'\n")
+    c = Conn(t.sup.socket, 30)
+    try:
+        rid = send_execute(c, code)
+        progress = []
+        while True:
+            m = c.wait(rid, types=("progress", "result", "error"))
+            assert m["type"] == "progress", describe(m)
+            progress.append(m)
+            if m["phase"] == "running" and m["stdoutCharacters"] >= 6:
+                break
+        assert m["artifacts"] == 2, m  # the tmpfs's count while it runs
+        env.lower_nofile(t, 3)
+        try:
+            r = c.wait(rid, types=("result", "error"))
+        finally:
+            env.restore_nofile(t)
+    finally:
+        c.close()
+    assert_alive(t, "after /outputs could not be read")
+    assert r["type"] == "result" and r["outcome"] == "ok", describe(r)
+    assert r["result"]["text"] == "'done'" and r["stdout"]["text"] == "ready\n", r
+    assert r["artifacts"] == [] and r["omittedArtifacts"] == 2, describe(r)
+    # Whole pages: one for a.txt, two for b.bin's 5000 bytes.
+    page = os.sysconf("SC_PAGE_SIZE")
+    assert r["omittedArtifactBytes"] == 3 * page, describe(r)
+    assert "reported as omitted" in t.sup.read_log(), log_tail(t)
+
+    r = one_call(t, "open('/outputs/back.txt', 'w').write('back')")
+    ok_result(r)
+    assert [a["name"] for a in r["artifacts"]] == ["back.txt"] and r["omittedArtifacts"] == 0, r
+    assert wait_until(lambda: settled_fd_count(t.pid) == baseline, 5.0), (
+        "descriptors %d, baseline %d: %r" % (fd_count(t.pid), baseline, fds_of(t.pid)))
+    env.finish(t)
+
+
 # ---- process limit (pids cgroup) ----
 
 PIDS_CAUSE = re.compile(r"Resource temporarily unavailable|process limit|EAGAIN|pids", re.I)
