@@ -370,8 +370,8 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
                 if (k >= 0)
                         res.has_outputs = true;
                 else if (runner_outputs_usage(r, &entries, &bytes)) {
-                        /* Out of descriptors or memory: nothing is read, but nothing goes
-                         * silently either. The tmpfs's own counters (fstatfs() needs no
+                        /* Out of descriptors or memory, or (rootless) an /outputs the code
+                         * made unsearchable: nothing is read, but nothing goes silently. The tmpfs's own counters (fstatfs() needs no
                          * new descriptor) say what is omitted: its entries, and its
                          * allocated bytes, whole pages (docs/protocol.md). */
                         res.artifacts = (ArtifactSet){ .omitted = entries, .omitted_bytes = bytes };
