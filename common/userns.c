@@ -43,14 +43,46 @@ int userns_write_id_maps(pid_t pid, uid_t inside_uid, uid_t host_uid, gid_t insi
         return write_id_map(pid, "gid_map", inside_gid, host_gid);
 }
 
-int userns_write_own_id_maps(uid_t host_uid, gid_t host_gid) {
-        pid_t self = getpid();
+/* /proc/self/WHICH's lines "first host n" as "first first n", into buf; without id 0
+ * when skip_zero (its range then starts at 1). */
+static int identity_of_own_map(const char *which, bool skip_zero, char *buf, size_t size) {
+        char path[32], line[128];
+        _cleanup_fclose_ FILE *f = NULL;
+        size_t used = 0;
+
+        snprintf(path, sizeof path, "/proc/self/%s", which);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        buf[0] = 0;
+        while (fgets(line, sizeof line, f)) {
+                unsigned long first, host, n;
+                int k;
+                if (sscanf(line, "%lu %lu %lu", &first, &host, &n) != 3)
+                        return -EIO;
+                if (skip_zero && first == 0) {
+                        first = 1;
+                        n--;
+                }
+                if (n == 0)
+                        continue;
+                k = snprintf(buf + used, size - used, "%lu %lu %lu\n", first, first, n);
+                if (k < 0 || (size_t) k >= size - used)
+                        return -E2BIG;
+                used += (size_t) k;
+        }
+        return used > 0 ? 0 : -EIO;
+}
+
+int userns_write_identity_maps(pid_t pid) {
+        char map[4096]; /* the kernel takes at most 340 lines; a namespace rarely has more than a few */
         int r;
 
-        if ((r = write_id_map(self, "uid_map", host_uid, host_uid)) < 0 ||
-            (r = write_proc_file(self, "setgroups", "deny")) < 0)
+        if ((r = identity_of_own_map("uid_map", true, map, sizeof map)) < 0 ||
+            (r = write_proc_file(pid, "uid_map", map)) < 0 ||
+            (r = identity_of_own_map("gid_map", false, map, sizeof map)) < 0)
                 return r;
-        return write_id_map(self, "gid_map", host_gid, host_gid);
+        return write_proc_file(pid, "gid_map", map);
 }
 
 bool userns_setgroups_denied(void) {

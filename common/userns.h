@@ -17,12 +17,13 @@ bool userns_rootless(void);
  * namespace's parent, or, rootless, to be the namespace's owner. */
 int userns_write_id_maps(pid_t pid, uid_t inside_uid, uid_t host_uid, gid_t inside_gid, gid_t host_gid);
 
-/* Called by a process that has just entered a user namespace of its own, as the
- * namespace's owner: map its own host ids to themselves, "host_uid host_uid 1" and
- * "host_gid host_gid 1", "deny" to setgroups first. The host ids are the caller's
- * effective ids from before the namespace (inside an unmapped one geteuid() reads the
- * overflow uid). The rootless /outputs helper (supervisor/artifacts.c) uses it. */
-int userns_write_own_id_maps(uid_t host_uid, gid_t host_gid);
+/* The creator's side, as root: map every id this process's own user namespace has, to
+ * itself, in the child's (each line of /proc/self/uid_map and gid_map "first host n"
+ * becomes "first first n"), except uid 0: mapping it needs CAP_SETFCAP (Linux 5.12),
+ * which a container usually drops. Needs CAP_SETUID and CAP_SETGID over this
+ * namespace. The /outputs helper (supervisor/artifacts.c) uses it where it makes tmpfs
+ * mounts for workers with host ids of their own. */
+int userns_write_identity_maps(pid_t pid);
 
 /* Whether setgroups(2) is denied in this process's user namespace (its
  * /proc/self/setgroups reads "deny"): the rootless worker cannot drop the

@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,13 +12,14 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
+#include <sys/fsuid.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/clone.h"
 #include "common/fdpass.h"
+#include "common/proc.h"
 #include "common/sha256.h"
 #include "common/userns.h"
 #include "common/util.h"
@@ -37,24 +37,12 @@ static int set_number(int fs, const char *key, unsigned long long v) {
         return set_option(fs, key, buf);
 }
 
-int artifacts_prepare(void) {
-        _cleanup_close_ int fs = -1;
-
-        if (userns_rootless())
-                return 0; /* each mount is made by a helper (artifacts_mount_new) */
-        fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
-        if (fs >= 0)
-                return 0;
-        if (errno != EPERM)
-                return -errno;
-        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-                return -errno;
-        fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
-        return fs < 0 ? -errno : 1;
-}
-
-/* The mount, made in this process's mount namespace; uid and gid are host ids. */
-static int mount_here(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd) {
+/* The mount, made in this process's mount namespace, its root owned by uid and gid:
+ * mode 0777 for a root supervisor, whose workers have host ids of their own and write there as
+ * "other" (nobody but the worker ever sees this tree: the mount is detached until the
+ * worker attaches it in its own mount namespace), 0700 rootless, whose workers are
+ * this user (rootless: decided by the caller, a helper's own ids being unmapped ones). */
+static int mount_here(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, bool rootless, int *ret_fd) {
         _cleanup_close_ int fs = -1;
         int mnt, r;
 
@@ -63,7 +51,7 @@ static int mount_here(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t g
                 return -errno;
         if ((r = set_number(fs, "size", max_bytes)) < 0 ||
             (r = set_number(fs, "nr_inodes", (unsigned long long) max_files + 1)) < 0 ||
-            (r = set_option(fs, "mode", "0700")) < 0 || (r = set_number(fs, "uid", uid)) < 0 ||
+            (r = set_option(fs, "mode", rootless ? "0700" : "0777")) < 0 || (r = set_number(fs, "uid", uid)) < 0 ||
             (r = set_number(fs, "gid", gid)) < 0)
                 return r;
         if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
@@ -75,13 +63,22 @@ static int mount_here(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t g
         return 0;
 }
 
-/* Rootless: a child cloned into a user namespace of its own (mapping only this user's
- * ids, to themselves) and a mount namespace that namespace owns, where fsopen() is
- * allowed, makes the mount with the same bounds and sends its descriptor back, then
- * exits. The child runs only this code; a failure is its exit status (the errno). */
-static int mount_in_helper(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd) {
+/* Where this process may not create a tmpfs (rootless; or root without CAP_SYS_ADMIN
+ * over its mount namespace, as in a container that drops it): a child cloned into a
+ * user namespace of its own and a mount namespace that namespace owns, where fsopen()
+ * is allowed, makes the mount with the same bounds, sends its descriptor back and
+ * exits. Its ids are mapped by this process before it may go: rootless only this
+ * user's (all the kernel lets an unprivileged creator map), the mount's root being
+ * this user's; as root the identity over every id this namespace has but uid 0
+ * (userns_write_identity_maps()), so that the worker's host ids can own files there,
+ * the root being 65534:65534's (nobody's: uid 0 is not there to own it). The child
+ * runs only this code; a failure is its exit status (the errno). */
+static int mount_in_helper(uint64_t max_bytes, uint32_t max_files, int *ret_fd) {
         _cleanup_close_ int ours = -1, theirs = -1, pidfd = -1, mnt = -1;
-        int pair[2], status = 0;
+        bool rootless = userns_rootless();
+        uid_t uid = rootless ? geteuid() : 65534;
+        gid_t gid = rootless ? getegid() : 65534;
+        int pair[2], status = 0, r;
         size_t n_fds = 0;
         ssize_t n;
         pid_t pid;
@@ -95,14 +92,26 @@ static int mount_in_helper(uint64_t max_bytes, uint32_t max_files, uid_t uid, gi
         if (pid < 0)
                 return pid;
         if (pid == 0) {
-                int fd = -1, r = userns_write_own_id_maps(uid, gid);
+                int fd = -1;
+                closep(&ours);
+                /* The go byte: its ids are mapped (EOF: they could not be). */
+                r = read(theirs, &c, 1) == 1 ? 0 : -EPROTO;
                 if (r >= 0)
-                        r = mount_here(max_bytes, max_files, uid, gid, &fd);
+                        r = mount_here(max_bytes, max_files, uid, gid, rootless, &fd);
                 if (r >= 0)
                         r = fdpass_send(theirs, "m", 1, &fd, 1, 0);
                 _exit(r < 0 ? MIN(-r, 255) : 0);
         }
         closep(&theirs);
+        r = rootless ? userns_write_id_maps(pid, uid, uid, gid, gid) : userns_write_identity_maps(pid);
+        if (r >= 0 && fdpass_send(ours, "g", 1, NULL, 0, 0) < 0)
+                r = -EPROTO;
+        if (r < 0) {
+                pidfd_kill(pidfd);
+                while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
+                        ;
+                return r;
+        }
         /* One message with the descriptor, or EOF when the child failed: then its exit
          * status is the errno. Either way it has exited or is about to. */
         n = fdpass_recv(ours, &c, 1, &mnt, 1, &n_fds, 0);
@@ -115,12 +124,39 @@ static int mount_in_helper(uint64_t max_bytes, uint32_t max_files, uid_t uid, gi
         return n < 0 ? (int) n : WIFEXITED(status) && WEXITSTATUS(status) > 0 ? -WEXITSTATUS(status) : -EPROTO;
 }
 
-int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd) {
+int artifacts_prepare(void) {
+        _cleanup_close_ int fs = -1, probe = -1;
+        int r;
+
+        if (userns_rootless())
+                return ARTIFACTS_BY_HELPER;
+        fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+        if (fs >= 0)
+                return ARTIFACTS_HERE;
+        if (errno != EPERM)
+                return -errno;
+        /* A user namespace of our own that does not own the mount namespace (unshare -r):
+         * a private mount namespace of our own is enough. */
+        if (unshare(CLONE_NEWNS) == 0) {
+                if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+                        return -errno;
+                fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+                return fs < 0 ? -errno : ARTIFACTS_PRIVATE_NAMESPACE;
+        }
+        /* No CAP_SYS_ADMIN at all (a container that drops it): each mount from a helper. */
+        r = mount_in_helper(4096, 1, &probe);
+        return r < 0 ? r : ARTIFACTS_BY_HELPER;
+}
+
+int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, int *ret_fd) {
+        int r;
+
         if (max_bytes == 0) /* tmpfs reads size=0 as "unbounded" */
                 return -EINVAL;
         if (userns_rootless())
-                return mount_in_helper(max_bytes, max_files, uid, gid, ret_fd);
-        return mount_here(max_bytes, max_files, uid, gid, ret_fd);
+                return mount_in_helper(max_bytes, max_files, ret_fd);
+        r = mount_here(max_bytes, max_files, geteuid(), getegid(), false, ret_fd);
+        return r == -EPERM ? mount_in_helper(max_bytes, max_files, ret_fd) : r;
 }
 
 /* ---- names ---- */
@@ -351,12 +387,47 @@ const char *artifact_sniff(const void *data, size_t len) {
 
 /* ---- collecting ---- */
 
-static int open_beneath(int dir_fd, const char *name, uint64_t flags) {
-        struct open_how how = {
-                .flags = flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-        };
-        int fd = (int) syscall(SYS_openat2, dir_fd, name, &how, sizeof how);
+/* One entry of the top level, never through a symlink and never on another mount:
+ * name is a single component (from the listing: no '/'), opened with O_NOFOLLOW, and
+ * what it opens must be a regular file on the directory's own device. openat2()'s
+ * RESOLVE_* would say the same for one component, but sandboxes answer it with ENOSYS
+ * (systemd's RestrictSUIDSGID=, container profiles), so it is not used.
+ *
+ * Read as the files' owner (artifacts_collect() takes the fsuid of the worker's host
+ * ids): a file the code made unreadable is given its owner's read bit back first. The
+ * worker is reaped, so nothing can change the entry between the look and the chmod. */
+static int open_entry(int dir_fd, dev_t dev, const char *name) {
+        struct stat st;
+        int fd;
+
+        fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0 && errno == EACCES && fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            st.st_uid == (uid_t) setfsuid((uid_t) -1) && fchmodat(dir_fd, name, (st.st_mode & 07777) | S_IRUSR, 0) == 0)
+                fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != dev) {
+                close(fd);
+                return -EXDEV;
+        }
+        return fd;
+}
+
+/* The mount's root as a directory to list. The mount descriptor is O_PATH. A root the
+ * code made unsearchable (rootless: the worker owns it) is given its owner's bits back
+ * through the descriptor's /proc/self/fd link. */
+static int open_root(int dir_fd) {
+        char path[64];
+        struct stat st;
+        int fd;
+
+        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 && errno == EACCES && fstat(dir_fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+            st.st_uid == (uid_t) setfsuid((uid_t) -1)) {
+                snprintf(path, sizeof path, "/proc/self/fd/%d", dir_fd);
+                if (chmod(path, (st.st_mode & 07777) | S_IRWXU) == 0)
+                        fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        }
         return fd < 0 ? -errno : fd;
 }
 
@@ -407,16 +478,16 @@ static int by_name(const void *a, const void *b) {
 
 /* Read exactly size bytes of a regular file the listing found (the worker is gone: the
  * tree no longer changes; a file that is not what it was is omitted). */
-static int read_candidate(int dir_fd, const Candidate *cand, Artifact *ret) {
+static int read_candidate(int dir_fd, dev_t dev, const Candidate *cand, Artifact *ret) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ uint8_t *data = NULL;
         struct stat st;
         size_t got = 0;
 
-        fd = open_beneath(dir_fd, cand->name, O_RDONLY);
+        fd = open_entry(dir_fd, dev, cand->name);
         if (fd < 0)
                 return fd == -ENOMEM ? fd : 0;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t) st.st_size != cand->size)
+        if (fstat(fd, &st) < 0 || (uint64_t) st.st_size != cand->size)
                 return 0;
         data = malloc(cand->size ? cand->size : 1);
         if (!data)
@@ -439,18 +510,40 @@ static int read_candidate(int dir_fd, const Candidate *cand, Artifact *ret) {
         return 1;
 }
 
-int artifacts_collect(int dir_fd, uint32_t max_files, uint64_t max_bytes, ArtifactSet *ret) {
+/* As the owner of what the worker made: fsuid and fsgid its host ids. Needs CAP_SETUID
+ * and CAP_SETGID unless they are this process's own (rootless); without them it reads
+ * with its own, and a file only its owner may read is omitted. The supervisor has no
+ * threads, so the switch is the whole process's until owner_end(). */
+typedef struct Owner {
+        uid_t fsuid;
+        gid_t fsgid;
+} Owner;
+
+static Owner owner_begin(uid_t uid, gid_t gid) {
+        Owner old = { (uid_t) setfsuid(uid), (gid_t) setfsgid(gid) };
+        return old;
+}
+
+static void owner_end(const Owner *old) {
+        (void) setfsgid(old->fsgid);
+        (void) setfsuid(old->fsuid);
+}
+
+static int collect(int dir_fd, uint32_t max_files, uint64_t max_bytes, ArtifactSet *ret) {
         _cleanup_close_ int dfd = -1;
         ArtifactSet set = {};
         Candidate *heap = NULL;
         size_t n_heap = 0;
         DIR *dir = NULL;
         uint64_t budget = max_bytes;
+        struct stat root;
         int r = 0;
 
-        dfd = open_beneath(dir_fd, ".", O_RDONLY | O_DIRECTORY);
+        dfd = open_root(dir_fd);
         if (dfd < 0)
                 return dfd;
+        if (fstat(dfd, &root) < 0)
+                return -errno;
         int list_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
         if (list_fd < 0)
                 return -errno;
@@ -524,7 +617,7 @@ int artifacts_collect(int dir_fd, uint32_t max_files, uint64_t max_bytes, Artifa
                         set.omitted_bytes += heap[i].size;
                         continue;
                 }
-                r = read_candidate(dfd, &heap[i], &set.items[set.n]);
+                r = read_candidate(dfd, root.st_dev, &heap[i], &set.items[set.n]);
                 if (r < 0)
                         goto out;
                 if (r == 0) {
@@ -544,6 +637,13 @@ out:
         free(heap);
         closedir(dir);
         artifact_set_done(&set);
+        return r;
+}
+
+int artifacts_collect(int dir_fd, uid_t uid, gid_t gid, uint32_t max_files, uint64_t max_bytes, ArtifactSet *ret) {
+        Owner old = owner_begin(uid, gid);
+        int r = collect(dir_fd, max_files, max_bytes, ret);
+        owner_end(&old);
         return r;
 }
 

@@ -3,19 +3,26 @@
  *
  * The supervisor makes each call's /outputs itself: a tmpfs created with fsopen()/
  * fsmount() whose size (maxArtifactBytes) and inode count (maxArtifacts + 1, the root
- * takes one) are set here, so the kernel enforces them whatever the worker does
- * (rootless, in a helper the supervisor clones into a user and mount namespace of its
- * own, because fsopen() is refused in the host's mount namespace). The worker only
- * attaches the detached mount with move_mount() (WORKER_FD_OUTPUTS). The
+ * takes one) are set here, so the kernel enforces them whatever the worker does. It is
+ * made in the supervisor's mount namespace where it may (root with CAP_SYS_ADMIN), or
+ * by a short-lived helper the supervisor clones into a user and mount namespace of its
+ * own (rootless, or a container without CAP_SYS_ADMIN). Its root belongs to the
+ * supervisor's ids (a root supervisor's helper: nobody's, 65534) and is never handed
+ * over, so nothing needs CAP_CHOWN: as root it is mode 0777, since each worker has host
+ * ids of its own; rootless 0700, the workers being this user. The
+ * worker only attaches the detached mount with move_mount() (WORKER_FD_OUTPUTS). The
  * supervisor keeps its own descriptor and reads the files only after the worker has
  * been reaped (its pid namespace is empty then: nothing can write any more).
  *
- * The reader trusts nothing in the tree: it lists the top level only, resolves every
- * name with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
- * RESOLVE_NO_XDEV) and O_NOFOLLOW | O_NONBLOCK, takes regular files only, whose names are
- * valid UTF-8 without control characters, keeps the first maxArtifacts of them by name
- * (bytewise order), reads at most maxArtifactBytes in all and counts everything else
- * it did not return, exactly, in omitted / omitted_bytes. */
+ * The reader trusts nothing in the tree and needs no capability to read it (no
+ * CAP_DAC_READ_SEARCH): it takes the worker's host ids as its fsuid and fsgid (which
+ * CAP_SETUID and CAP_SETGID allow, needed for the id maps anyway), lists the top level
+ * only, opens every name as one component with O_NOFOLLOW | O_NONBLOCK (no openat2():
+ * sandboxes deny it), takes regular files on the tmpfs's own device only, whose names
+ * are valid UTF-8 without control characters, gives a file the code made unreadable
+ * its owner's read bit back, keeps the first maxArtifacts of them by name (bytewise
+ * order), reads at most maxArtifactBytes in all and counts everything else it did not
+ * return, exactly, in omitted / omitted_bytes. */
 #pragma once
 
 #include <stdbool.h>
@@ -41,30 +48,33 @@ typedef struct ArtifactSet {
         uint64_t omitted_bytes; /* the sizes of the omitted regular files */
 } ArtifactSet;
 
-/* At start, before any child: make sure this process may create tmpfs superblocks.
+/* How this process gets its tmpfs mounts (artifacts_prepare()). */
+enum {
+        ARTIFACTS_HERE,              /* fsopen() in its own mount namespace */
+        ARTIFACTS_PRIVATE_NAMESPACE, /* the same, after moving into a private one (below) */
+        ARTIFACTS_BY_HELPER,         /* from a helper, one per mount (rootless, no CAP_SYS_ADMIN) */
+};
+
+/* At start, before any child: make sure this process can have tmpfs superblocks.
  * fsopen() needs CAP_SYS_ADMIN over the user namespace that owns the caller's mount
  * namespace; a supervisor started in a user namespace of its own that still shares its
- * parent's mounts (unshare -r) lacks it. It then moves into a private mount namespace
- * (its mounts slaves of the old ones, so what is mounted outside still appears), which
- * its own user namespace owns. 0: nothing needed (always rootless: there the mounts
- * come from a helper); 1: made one; -errno: neither works (calls with an /outputs then
- * fail as worker_error naming the step). */
+ * parent's mounts (unshare -r) lacks it, and moves into a private mount namespace (its
+ * mounts slaves of the old ones, so what is mounted outside still appears), which its
+ * own user namespace owns. Without CAP_SYS_ADMIN at all, one mount is made by a helper
+ * as a probe. Returns how (above), or -errno: no way works (calls with an /outputs
+ * then fail as worker_error naming the step). */
 int artifacts_prepare(void);
 
 /* A fresh detached tmpfs for one call's /outputs: size max_bytes, max_files + 1 inodes,
- * root directory mode 0700 owned by uid:gid as the host sees them, nosuid, nodev,
- * noexec. *ret_fd is the mount's descriptor (close-on-exec). The runner makes it with
- * the creator's ids (root's; rootless, this user's: the only ones its helper can name)
- * and gives it to the worker's host ids (fchownat) once they are known, before the
- * worker may go. Rootless it is made by a short-lived child in a user namespace of
- * its own (mapping only this user's ids) and a mount namespace that one owns, which
- * sends the descriptor back and is reaped here; its failure is its errno. */
-int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t gid, int *ret_fd);
+ * nosuid, nodev, noexec, its root as the header comment says. *ret_fd is the mount's
+ * descriptor (O_PATH, close-on-exec). Made here, or (rootless, or -EPERM here) by the
+ * helper, which sends the descriptor back and is reaped here; its failure is its errno. */
+int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, int *ret_fd);
 
-/* Read the artifacts under dir_fd (the mount's descriptor, or any directory). Fails only
- * for -ENOMEM or when dir_fd itself cannot be opened or listed; every bad entry is
- * counted, never an error. */
-int artifacts_collect(int dir_fd, uint32_t max_files, uint64_t max_bytes, ArtifactSet *ret);
+/* Read the artifacts under dir_fd (the mount's descriptor, or any directory) as uid and
+ * gid (the worker's host ids). Fails only for -ENOMEM or when dir_fd itself cannot be
+ * opened or listed; every bad entry is counted, never an error. */
+int artifacts_collect(int dir_fd, uid_t uid, gid_t gid, uint32_t max_files, uint64_t max_bytes, ArtifactSet *ret);
 
 /* Move item i out of the set into the omitted counts (used when fitting a result). */
 void artifact_set_omit(ArtifactSet *s, size_t i);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -247,15 +248,28 @@ static int make_socket(int *ret_fd) {
                 return log_error_errno(ENAMETOOLONG, "Socket path \"%s\" is too long", arg_socket);
         strcpy(sa.sun_path, tmp);
         (void) unlink(tmp);
+        /* socketGroup: the file is created with it as this process's fsgid (CAP_SETGID,
+         * which a root supervisor has for the id maps anyway), so no chown and no
+         * CAP_CHOWN is needed. Where the fsgid cannot be set, chown() as before (a
+         * group this user is a member of needs no capability either). */
+        gid_t old_fsgid = policy.has_socket_group ? (gid_t) setfsgid(policy.socket_group) : (gid_t) -1;
         old = umask(0177);
         n = bind(fd, (struct sockaddr *) &sa, sizeof sa);
         umask(old);
+        if (policy.has_socket_group)
+                (void) setfsgid(old_fsgid);
         if (n < 0)
                 return log_error_errno(errno, "Binding \"%s\" failed: %m", tmp);
-        if (policy.has_socket_group && (chown(tmp, (uid_t) -1, policy.socket_group) < 0 || chmod(tmp, 0660) < 0)) {
-                n = -errno;
-                unlink(tmp);
-                return log_error_errno(n, "Setting the socket's group failed: %m");
+        if (policy.has_socket_group) {
+                struct stat st;
+                if (lstat(tmp, &st) < 0 ||
+                    (st.st_gid != policy.socket_group && chown(tmp, (uid_t) -1, policy.socket_group) < 0) ||
+                    chmod(tmp, 0660) < 0) {
+                        n = -errno;
+                        unlink(tmp);
+                        return log_error_errno(n, "Setting the socket's group %u failed: %m",
+                                               (unsigned) policy.socket_group);
+                }
         }
         if (listen(fd, 128) < 0 || rename(tmp, arg_socket) < 0) {
                 n = -errno;
@@ -531,7 +545,7 @@ static int check_config(void) {
                 printf("/outputs tmpfs: off (maxArtifacts: 0)\n");
         else {
                 int fd = -1;
-                k = artifacts_mount_new(policy.max_artifact_bytes, policy.max_artifacts, geteuid(), getegid(), &fd);
+                k = artifacts_mount_new(policy.max_artifact_bytes, policy.max_artifacts, &fd);
                 if (k >= 0)
                         printf("/outputs tmpfs: can be made (%u files, %llu bytes)\n", policy.max_artifacts,
                                (unsigned long long) policy.max_artifact_bytes);
@@ -667,9 +681,12 @@ int main(int argc, char **argv) {
         }
         /* Before any child, so workers and the zygote start from it. */
         k = artifacts_prepare();
-        if (k > 0)
+        if (k == ARTIFACTS_PRIVATE_NAMESPACE)
                 log_info("This user namespace does not own the mount namespace: running in a private one "
                          "(slave mounts), so that calls can have an /outputs tmpfs");
+        else if (k == ARTIFACTS_BY_HELPER && !userns_rootless())
+                log_info("No CAP_SYS_ADMIN over this mount namespace: each /outputs tmpfs is made by a helper "
+                         "in a user namespace of its own");
         else if (k < 0)
                 log_warning_errno(k, "Cannot create tmpfs mounts (%m): calls with an /outputs (maxArtifacts > 0) "
                                      "will fail as worker_error");

@@ -85,17 +85,6 @@ static void runner_put_id(Runner *r, bool reaped) {
         r->has_id = false;
 }
 
-/* The call's /outputs belongs to the worker's host ids, known only now (exec mode: just
- * taken; zygote mode: the slot the zygote's worker came in), before the worker may run
- * any code. */
-static int runner_own_outputs(Runner *r) {
-        if (r->outputs_fd < 0)
-                return 0;
-        if (fchownat(r->outputs_fd, "", r->id.uid, r->id.gid, AT_EMPTY_PATH) < 0)
-                return -errno;
-        return 0;
-}
-
 pid_t runner_pid(const Runner *r) {
         return r->pid;
 }
@@ -359,21 +348,22 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
                         log_warning_errno(k, "Reading the worker cgroup %s failed: %m", cgroup_path(r->cgroup));
         }
         classify(r, status, ru, &res);
-        /* Only a reaped worker's /outputs is read: its pid namespace is empty, nothing
-         * writes there any more. (Without a worker the mount may still be on its way to
-         * one the zygote makes later; it is not touched.) */
-        if (r->outputs_fd >= 0 && res.pid > 0) {
-                int k = artifacts_collect(r->outputs_fd, r->policy->max_artifacts, r->policy->max_artifact_bytes,
-                                          &res.artifacts);
+        /* Only a reaped worker's /outputs is read, as its owner (r->id, released to the
+         * block already, still names it): its pid namespace is empty, nothing writes there
+         * any more. (Without a worker the mount may still be on its way to one the zygote
+         * makes later; it is not touched.) */
+        if (r->outputs_fd >= 0 && res.pid > 0 && res.has_host_uid) {
+                int k = artifacts_collect(r->outputs_fd, r->id.uid, r->id.gid, r->policy->max_artifacts,
+                                          r->policy->max_artifact_bytes, &res.artifacts);
                 uint64_t entries = 0, bytes = 0;
 
                 if (k >= 0)
                         res.has_outputs = true;
                 else if (runner_outputs_usage(r, &entries, &bytes)) {
-                        /* Out of descriptors or memory, or (rootless) an /outputs the code
-                         * made unsearchable: nothing is read, but nothing goes silently. The tmpfs's own counters (fstatfs() needs no
-                         * new descriptor) say what is omitted: its entries, and its
-                         * allocated bytes, whole pages (docs/protocol.md). */
+                        /* Out of descriptors or memory: nothing is read, but nothing goes
+                         * silently. The tmpfs's own counters (fstatfs() needs no new
+                         * descriptor) say what is omitted: its entries, and its allocated
+                         * bytes, whole pages (docs/protocol.md). */
                         res.artifacts = (ArtifactSet){ .omitted = entries, .omitted_bytes = bytes };
                         res.has_outputs = true;
                         log_warning_errno(k,
@@ -521,10 +511,8 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
         }
         /* A reload since the slot's cgroup was made may have changed the limits: the
          * worker has not read its plan yet, it waits for the go byte. */
-        if (answer == ZYGOTE_ANSWER_WORKER &&
-            (((step = "handing it its /outputs", k = runner_own_outputs(r)) < 0) ||
-             (r->cgroup &&
-              (k = cgroup_update_limits(r->cgroup, r->policy->memory_bytes, r->policy->processes, &step)) < 0))) {
+        if (answer == ZYGOTE_ANSWER_WORKER && r->cgroup &&
+            (k = cgroup_update_limits(r->cgroup, r->policy->memory_bytes, r->policy->processes, &step)) < 0) {
                 /* Nothing of the call ran. */
                 kill_and_reap(pid, pidfd);
                 runner_put_id(r, true);
@@ -719,13 +707,11 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                         k = -errno;
                         goto fail;
                 }
-        /* Its /outputs: a tmpfs made and bounded here (artifacts.h), owned by root until
-         * the worker's host id is known (runner_own_outputs()); without one the worker's
-         * descriptor slot holds /dev/null and the plan says not to mount. */
+        /* Its /outputs: a tmpfs made and bounded here (artifacts.h); without one the
+         * worker's descriptor slot holds /dev/null and the plan says not to mount. */
         if (p->max_artifacts > 0) {
                 step = "creating its /outputs tmpfs";
-                if ((k = artifacts_mount_new(p->max_artifact_bytes, p->max_artifacts, geteuid(), getegid(),
-                                             &r->outputs_fd)) < 0)
+                if ((k = artifacts_mount_new(p->max_artifact_bytes, p->max_artifacts, &r->outputs_fd)) < 0)
                         goto fail;
         } else {
                 step = "opening /dev/null";
@@ -750,15 +736,13 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                 }
                 go_r = go[0];
                 r->go_fd = go[1];
-                /* Nothing to wait for unless the call has an /outputs (it becomes the
-                 * worker's once its slot, so its host ids, is known: runner_own_outputs())
-                 * or the slot's cgroup needs other limits than it was made with (a
-                 * reload): go at once. */
+                /* Nothing to wait for unless the slot's cgroup needs other limits than it
+                 * was made with (a reload): go at once. */
                 uint64_t slot_memory;
                 uint32_t slot_processes;
                 zygote_client_slot_limits(sp->zygote, &slot_memory, &slot_processes);
-                if (r->outputs_fd < 0 && (cgroup_root_version(sp->cgroups) == CGROUP_NONE ||
-                                          (slot_memory == p->memory_bytes && slot_processes == p->processes)))
+                if (cgroup_root_version(sp->cgroups) == CGROUP_NONE ||
+                    (slot_memory == p->memory_bytes && slot_processes == p->processes))
                         release_worker(r);
                 const int fds[_SPAWN_FD_MAX] = {
                         [SPAWN_FD_STDOUT] = pipes[CH_OUT][1],
@@ -795,9 +779,8 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
                 if ((k = worker_id_acquire(sp->ids, &r->id)) < 0)
                         goto fail;
                 r->has_id = true;
-                step = "handing it its /outputs";
-                if ((k = runner_own_outputs(r)) < 0 || (k = start_exec(p, sp, r->cgroup, &r->id, pipes, plan_fd,
-                                                                       outputs_fd, &r->pid, &r->pidfd, &step)) < 0)
+                if ((k = start_exec(p, sp, r->cgroup, &r->id, pipes, plan_fd, outputs_fd, &r->pid, &r->pidfd, &step)) <
+                    0)
                         goto fail;
         }
 

@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <seccomp.h>
+#include <sys/capability.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -127,7 +130,7 @@ static void test_collect_kinds(void **state) {
         assert_int_equal(ftruncate(fd, (off_t) 1 << 40), 0); /* 1 TiB, no blocks */
         close(fd);
 
-        assert_int_equal(artifacts_collect(dfd, 16, 1 << 20, &s), 0);
+        assert_int_equal(artifacts_collect(dfd, geteuid(), getegid(), 16, 1 << 20, &s), 0);
         assert_int_equal(s.n, 3);
         assert_string_equal(s.items[0].name, "a.png");
         assert_string_equal(s.items[0].media_type, "text/plain");
@@ -172,7 +175,7 @@ static void test_collect_bounds(void **state) {
                 snprintf(name, sizeof name, "f%02d", i);
                 put(dfd, name, "0123456789", (size_t) (i % 2 ? 10 : 1));
         }
-        assert_int_equal(artifacts_collect(dfd, 5, 1000, &s), 0);
+        assert_int_equal(artifacts_collect(dfd, geteuid(), getegid(), 5, 1000, &s), 0);
         assert_int_equal(s.n, 5);
         for (size_t i = 0; i < 5; i++) {
                 snprintf(name, sizeof name, "f%02zu", i);
@@ -183,7 +186,7 @@ static void test_collect_bounds(void **state) {
         artifact_set_done(&s);
 
         /* Budget 13 bytes: f00 (1), f01 (10), f02 (1) fit; f03 (10) does not; f04 (1) does. */
-        assert_int_equal(artifacts_collect(dfd, 5, 13, &s), 0);
+        assert_int_equal(artifacts_collect(dfd, geteuid(), getegid(), 5, 13, &s), 0);
         assert_int_equal(s.n, 4);
         assert_string_equal(s.items[0].name, "f00");
         assert_string_equal(s.items[1].name, "f01");
@@ -194,7 +197,7 @@ static void test_collect_bounds(void **state) {
         artifact_set_done(&s);
 
         /* No files wanted: everything is counted. */
-        assert_int_equal(artifacts_collect(dfd, 0, 1000, &s), 0);
+        assert_int_equal(artifacts_collect(dfd, geteuid(), getegid(), 0, 1000, &s), 0);
         assert_int_equal(s.n, 0);
         assert_int_equal(s.omitted, 20);
         assert_int_equal(s.omitted_bytes, 10 * 10 + 10 * 1);
@@ -216,9 +219,9 @@ static void test_mount_bounds(void **state) {
                 skip();
                 return;
         }
-        assert_int_equal(artifacts_mount_new(0, 2, 65534, 65534, &mnt), -EINVAL);
+        assert_int_equal(artifacts_mount_new(0, 2, &mnt), -EINVAL);
         /* tmpfs counts whole pages: two one-byte files need two. */
-        assert_int_equal(artifacts_mount_new(8192, 2, 0, 0, &mnt), 0);
+        assert_int_equal(artifacts_mount_new(8192, 2, &mnt), 0);
         dfd = openat(mnt, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         assert_true(dfd >= 0);
         put(dfd, "one", "1", 1);
@@ -232,7 +235,7 @@ static void test_mount_bounds(void **state) {
         assert_true(write(fd, buf, sizeof buf) < (ssize_t) sizeof buf);
         close(fd);
         close(dfd);
-        assert_int_equal(artifacts_collect(mnt, 2, 8192, &s), 0);
+        assert_int_equal(artifacts_collect(mnt, geteuid(), getegid(), 2, 8192, &s), 0);
         assert_int_equal(s.n, 2);
         assert_int_equal(s.omitted, 0);
         artifact_set_done(&s);
@@ -240,7 +243,7 @@ static void test_mount_bounds(void **state) {
 }
 
 /* Rootless (run as root, in a child that becomes uid/gid 65534): artifacts_prepare()
- * has nothing to do, and artifacts_mount_new() gets its tmpfs from a helper, with the
+ * says each mount comes from a helper, and artifacts_mount_new() gets it, with the
  * same bounds, the root owned by this user on the host, and the helper reaped. The
  * child's exit status names the first check that failed (77: no unprivileged user
  * namespaces here). */
@@ -255,9 +258,9 @@ static int rootless_child(void) {
          * non-dumpable, and /proc/PID/uid_map would be root's. */
         if (prctl(PR_SET_DUMPABLE, 1) < 0)
                 return 2;
-        if (artifacts_prepare() != 0)
+        if (artifacts_prepare() != ARTIFACTS_BY_HELPER)
                 return 3;
-        int r = artifacts_mount_new(8192, 2, 1000, 1000, &mnt); /* rootless: the ids are this user's */
+        int r = artifacts_mount_new(8192, 2, &mnt);
         if (r == -EPERM || r == -ENOSPC)
                 return 77;
         if (r < 0)
@@ -308,12 +311,163 @@ static void test_mount_rootless(void **state) {
         assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* Take capability c out of every set of this process, the bounding set too. */
+static int cap_drop(cap_value_t c) {
+        cap_t caps = cap_get_proc();
+        int r = -1;
+
+        if (caps && cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_CLEAR) == 0 &&
+            cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_CLEAR) == 0 &&
+            cap_set_flag(caps, CAP_INHERITABLE, 1, &c, CAP_CLEAR) == 0 && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0)
+                r = cap_set_proc(caps);
+        cap_free(caps);
+        return r;
+}
+
+/* Run fn in a forked child; its exit status names the first check that failed (0: all
+ * passed, 77: this host cannot run the test). */
+static void in_child(int (*fn)(void)) {
+        int status = 0;
+        pid_t pid;
+
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                _exit(fn());
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 77) {
+                skip();
+                return;
+        }
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* What the worker leaves as another user (its host ids, 65534 here), made unreadable
+ * (mode 0): read as that owner, without CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH (the
+ * child drops both, as the systemd unit's bounding set does), every byte comes back.
+ * And with openat2() answering ENOSYS, as systemd's RestrictSUIDSGID= makes it: the
+ * reader never needed it; a symlink is still never followed. */
+static int owner_child(void) {
+        char dir[sizeof dir_template];
+        ArtifactSet s = {};
+        scmp_filter_ctx ctx;
+        int dfd, fd;
+
+        memcpy(dir, dir_template, sizeof dir);
+        if (!mkdtemp(dir) || chmod(dir, 0777) < 0 || (dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC)) < 0)
+                return 2;
+        /* The "worker": files of uid/gid 65534, one of them mode 0, one mode 0200. */
+        fd = openat(dfd, "secret", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, "s3", 2) != 2 || fchown(fd, 65534, 65534) < 0 || fchmod(fd, 0) < 0)
+                return 3;
+        close(fd);
+        fd = openat(dfd, "wonly", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, "w", 1) != 1 || fchown(fd, 65534, 65534) < 0 || fchmod(fd, 0200) < 0)
+                return 3;
+        close(fd);
+        if (symlinkat("secret", dfd, "link") < 0 || fchownat(dfd, "link", 65534, 65534, AT_SYMLINK_NOFOLLOW) < 0)
+                return 3;
+        /* No capability that reads past a file's mode. */
+        if (cap_drop(CAP_DAC_OVERRIDE) < 0 || cap_drop(CAP_DAC_READ_SEARCH) < 0 || cap_drop(CAP_FOWNER) < 0)
+                return 4;
+        ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(openat2), 0) < 0 || seccomp_load(ctx) < 0)
+                return 5;
+        seccomp_release(ctx);
+        /* As root (fsuid 0) without those capabilities, the mode-0 file is omitted. */
+        if (artifacts_collect(dfd, 0, 0, 8, 1000, &s) < 0 || s.n != 0 || s.omitted != 3)
+                return 6;
+        artifact_set_done(&s);
+        /* As the owner: both files, whole; the link is omitted, not followed. */
+        if (artifacts_collect(dfd, 65534, 65534, 8, 1000, &s) < 0)
+                return 7;
+        if (s.n != 2 || strcmp(s.items[0].name, "secret") != 0 || s.items[0].len != 2 ||
+            memcmp(s.items[0].data, "s3", 2) != 0 || strcmp(s.items[1].name, "wonly") != 0 || s.omitted != 1)
+                return 8;
+        artifact_set_done(&s);
+        /* The process's own ids are back. */
+        if (setfsuid((uid_t) -1) != 0 || setfsgid((gid_t) -1) != 0)
+                return 9;
+        close(dfd);
+        return 0;
+}
+
+static void test_collect_as_owner(void **state) {
+        (void) state;
+        if (geteuid() != 0) {
+                skip();
+                return;
+        }
+        in_child(owner_child);
+        /* The child's directory is left under /tmp/ci-artifacts-*: remove them all. */
+        assert_int_equal(system("find /tmp -maxdepth 1 -name 'ci-artifacts-*' -exec rm -rf {} +"), 0);
+}
+
+/* Root without CAP_SYS_ADMIN and CAP_SETFCAP (a container that drops them): the tmpfs
+ * comes from a helper whose user namespace maps every id of ours but uid 0, so a
+ * worker's host ids (1000 here) can own files there; its root is nobody's, mode 0777;
+ * the bounds hold. */
+static int no_sys_admin_child(void) {
+        int mnt = -1, dfd, fd;
+        struct statfs sfs;
+        struct stat st;
+        ArtifactSet s = {};
+
+        if (cap_drop(CAP_SYS_ADMIN) < 0 || cap_drop(CAP_SETFCAP) < 0)
+                return 2;
+        int how = artifacts_prepare();
+        if (how == -EPERM || how == -ENOSPC)
+                return 77; /* no unprivileged user namespaces on this host */
+        if (how != ARTIFACTS_BY_HELPER)
+                return 3;
+        if (artifacts_mount_new(8192, 2, &mnt) < 0)
+                return 4;
+        if (fstatfs(mnt, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC || sfs.f_blocks * sfs.f_bsize != 8192 ||
+            fstat(mnt, &st) < 0)
+                return 5;
+        if (st.st_uid != 65534 || st.st_gid != 65534 || (st.st_mode & 07777) != 0777)
+                return 6;
+        dfd = openat(mnt, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (dfd < 0)
+                return 7;
+        /* The worker's side: another uid creates a file there (and makes it unreadable). */
+        pid_t pid = fork();
+        if (pid == 0) {
+                if (setresgid(1000, 1000, 1000) < 0 || setresuid(1000, 1000, 1000) < 0)
+                        _exit(1);
+                fd = openat(dfd, "made", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+                _exit(fd >= 0 && write(fd, "hi", 2) == 2 ? 0 : 2);
+        }
+        int status = 0;
+        if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return 8;
+        if (fstatat(dfd, "made", &st, 0) < 0 || st.st_uid != 1000)
+                return 9;
+        if (artifacts_collect(mnt, 1000, 1000, 2, 8192, &s) < 0 || s.n != 1 || s.items[0].len != 2)
+                return 10;
+        artifact_set_done(&s);
+        close(dfd);
+        close(mnt);
+        return 0;
+}
+
+static void test_mount_without_sys_admin(void **state) {
+        (void) state;
+        if (geteuid() != 0) {
+                skip();
+                return;
+        }
+        in_child(no_sys_admin_child);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_sniff_magic),     cmocka_unit_test(test_sniff_text),
-                cmocka_unit_test(test_sniff_deep_json), cmocka_unit_test(test_names),
-                cmocka_unit_test(test_collect_kinds),   cmocka_unit_test(test_collect_bounds),
-                cmocka_unit_test(test_mount_bounds),    cmocka_unit_test(test_mount_rootless),
+                cmocka_unit_test(test_sniff_magic),      cmocka_unit_test(test_sniff_text),
+                cmocka_unit_test(test_sniff_deep_json),  cmocka_unit_test(test_names),
+                cmocka_unit_test(test_collect_kinds),    cmocka_unit_test(test_collect_bounds),
+                cmocka_unit_test(test_mount_bounds),     cmocka_unit_test(test_mount_rootless),
+                cmocka_unit_test(test_collect_as_owner), cmocka_unit_test(test_mount_without_sys_admin),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
