@@ -158,7 +158,7 @@ python-client: build
 	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/python_client
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin $(BUILD)-fuzz $(BUILD)-py3.*
+	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin $(BUILD)-fuzz $(BUILD)-py3.* $(BUILD)-deb $(BUILD)-deb-upgrade
 
 # A fresh minimal Debian 12 root (debootstrap, cached under /var/tmp) runs the README's
 # commands from a copy of HEAD without .git (docs/operations.md). Root; ~5 minutes.
@@ -179,10 +179,17 @@ deb:
 test-package: deb
 	scripts/test-package.sh $(abspath $(BUILD))-deb
 
-# Once, by hand: the packages under a real systemd (systemd-nspawn -b; needs systemd-container).
-.PHONY: nspawn-check
-nspawn-check: deb
-	scripts/nspawn-check.sh $(abspath $(BUILD))-deb
+# The packages as apt installs them and the units as shipped, under a booted systemd
+# (systemd-nspawn -b in a fresh minimal Debian 12 root): socket activation, calls, reload,
+# watchdog, stop, both start modes, an upgrade to a second build (deb-upgrade: the same
+# source as version <version>+upgrade1) with a client loop running, purge.
+.PHONY: nspawn-check deb-upgrade
+DEB_VERSION = $(shell dpkg-parsechangelog -l debian/changelog -S Version 2>/dev/null)
+deb-upgrade:
+	CODEINTERP_DEB_VERSION=$(DEB_VERSION)+upgrade1 scripts/build-deb.sh $(abspath $(BUILD))-deb-upgrade
+
+nspawn-check: deb deb-upgrade
+	scripts/nspawn-check.sh $(abspath $(BUILD))-deb $(abspath $(BUILD))-deb-upgrade
 
 # Benchmarks and soaks are not part of `make test` (see docs/performance.md).
 bench: build

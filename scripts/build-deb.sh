@@ -10,6 +10,9 @@
 # `make test` runs the tests, the package build only compiles what it installs; set
 # DEB_BUILD_OPTIONS= to run ctest in the build too. Lintian errors fail; its warnings
 # are printed (the kept ones are listed in docs/operations.md).
+# CODEINTERP_DEB_VERSION=V builds version V instead of debian/changelog's (a changelog
+# entry is added in the staging copy only): scripts/nspawn-check.sh upgrades to such a
+# build.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$here/build-deb}
@@ -45,6 +48,14 @@ mkdir -p "$out"
 src="$out/codeinterp-$upstream"
 mkdir "$src"
 tar -C "$here" --exclude=./.git --exclude='./build*' --exclude='__pycache__' --exclude=node_modules -cf - . | tar -C "$src" -xf -
+
+if [ -n "${CODEINTERP_DEB_VERSION:-}" ]; then
+        { printf 'codeinterp (%s) bookworm; urgency=medium\n\n  * A build for the upgrade check (scripts/nspawn-check.sh).\n\n -- %s  %s\n\n' \
+                "$CODEINTERP_DEB_VERSION" "$(dpkg-parsechangelog -l "$here/debian/changelog" -S Maintainer)" \
+                "$(date -R)"; cat "$here/debian/changelog"; } >"$src/debian/changelog"
+        version=$CODEINTERP_DEB_VERSION
+        say "version $version (CODEINTERP_DEB_VERSION)"
+fi
 
 # The build dependencies (the profile and options above decide which).
 unmet=$(cd "$src" && dpkg-checkbuilddeps 2>&1 | sed -n 's/.*Unmet build dependencies: //p' | sed 's/([^)]*)//g; s/<[^>]*>//g')

@@ -71,42 +71,8 @@ phase_done() { say "   $1: $(($(now) - phase_start)) s"; printf '%-40s %5s s\n' 
 
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, mount namespaces, and codeinterpd itself)"
 here=$(cd "$(dirname "$0")/.." && pwd)
-cache=${CODEINTERP_FRESH_CACHE:-/var/tmp/codeinterp-fresh-root}
-case "$cache" in
-/?*/?*) ;;
-*) die "CODEINTERP_FRESH_CACHE must be an absolute path at least two levels deep: $cache" ;;
-esac
-case "$cache/" in
-"$here"/*) die "the cache must be outside the source tree: $cache" ;;
-esac
-arch=$(dpkg --print-architecture)
-tarball="$cache/bookworm-minbase-$arch.tar"
-
-# The mirror the host's apt sources use for SUITE (one-line and deb822 formats).
-host_mirror() {
-        suite=$1
-        for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-                [ -f "$f" ] || continue
-                awk -v s="$suite" '$1 == "deb" { i = 2; if ($2 ~ /^\[/) while (i <= NF && $i !~ /\]$/) i++;
-                        if ($2 ~ /^\[/) i++; if ($(i + 1) == s) { print $i; exit } }' "$f"
-        done
-        for f in /etc/apt/sources.list.d/*.sources; do
-                [ -f "$f" ] || continue
-                awk -v s="$suite" 'BEGIN { RS = ""; FS = "\n" }
-                        { uri = ""; hit = 0; deb = 0; enabled = 1
-                          for (k = 1; k <= NF; k++) {
-                                if ($k ~ /^URIs:/) { uri = $k; sub(/^URIs:[ \t]*/, "", uri); sub(/[ \t].*/, "", uri) }
-                                if ($k ~ /^Types:/ && $k ~ /[ \t]deb([ \t]|$)/) deb = 1
-                                if ($k ~ /^Enabled:[ \t]*no/) enabled = 0
-                                if ($k ~ /^Suites:/) { n = split($k, w, /[ \t]+/); for (m = 2; m <= n; m++) if (w[m] == s) hit = 1 }
-                          }
-                          if (hit && deb && enabled && uri != "") { print uri; exit } }' "$f"
-        done
-}
-mirror=${CODEINTERP_FRESH_MIRROR:-$(host_mirror bookworm | head -n 1)}
-mirror=${mirror:-http://deb.debian.org/debian}
-security=${CODEINTERP_FRESH_SECURITY_MIRROR:-$(host_mirror bookworm-security | head -n 1)}
-security=${security:-http://deb.debian.org/debian-security}
+# shellcheck source=scripts/fresh-root.sh
+. "$here/scripts/fresh-root.sh"
 
 mkdir -p "$cache"
 run=$(mktemp -d "$cache/run.XXXXXX")
@@ -145,26 +111,10 @@ trap 'exit 143' TERM
 
 total_start=$(now)
 
-# Phase 1: the pristine minimal root, cached.
+# Phase 1: the pristine minimal root, cached (scripts/fresh-root.sh).
 if [ ! -f "$tarball" ] || [ "${CODEINTERP_FRESH_REBUILD:-}" = 1 ]; then
         phase "debootstrap --variant=minbase bookworm from $mirror"
-        command -v debootstrap >/dev/null || {
-                apt-get update -qq
-                DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap
-        }
-        staging="$run/debootstrap"
-        # In a private mount namespace: whatever debootstrap mounts cannot outlive it.
-        nice unshare --mount --propagation private debootstrap --variant=minbase bookworm "$staging" "$mirror" >"$run.debootstrap.log" 2>&1 || {
-                tail -n 30 "$run.debootstrap.log" >&2
-                rm -f "$run.debootstrap.log"
-                die "debootstrap failed"
-        }
-        rm -f "$run.debootstrap.log"
-        rm -rf "$staging/var/cache/apt/archives/"*.deb
-        tar --numeric-owner --xattrs -C "$staging" -cf "$tarball.tmp" .
-        mv "$tarball.tmp" "$tarball"
-        rm -rf --one-file-system "$staging"
-        printf 'mirror %s\ncreated %s\n' "$mirror" "$(date -u +%FT%TZ)" >"$tarball.info"
+        fresh_root_build_cache "$run"
         phase_done "debootstrap (cached afterwards)"
 else
         say "reusing the cached root $tarball ($(sed -n 's/^created //p' "$tarball.info" 2>/dev/null))"
@@ -174,23 +124,7 @@ fi
 # install has them (the release, its updates and security).
 phase "unpack a fresh copy of the root"
 root="$run/root"
-mkdir "$root"
-tar --numeric-owner --xattrs -C "$root" -xpf "$tarball"
-rm -f "$root/etc/resolv.conf"
-cp -L /etc/resolv.conf "$root/etc/resolv.conf"
-# The host's extra certificate authorities are part of its network too (a network whose
-# egress re-signs TLS, as this workplace's does, needs them for the npm registry): a
-# user of this network would add them to a fresh system the same way. They are given
-# to node (NODE_EXTRA_CA_CERTS), which the root's npm then trusts; nothing else changes.
-: >"$root/etc/fresh-host-extra-ca.crt"
-for crt in /usr/local/share/ca-certificates/*.crt; do
-        [ -f "$crt" ] && cat "$crt" >>"$root/etc/fresh-host-extra-ca.crt"
-done
-cat >"$root/etc/apt/sources.list" <<EOF
-deb $mirror bookworm main
-deb $mirror bookworm-updates main
-deb $security bookworm-security main
-EOF
+fresh_root_unpack "$root"
 phase_done "unpack root"
 
 # Phase 3: the source, without .git.

@@ -36,6 +36,7 @@
 #include "supervisor/worker_ids.h"
 #include "supervisor/protocol.h"
 #include "supervisor/scheduler.h"
+#include "supervisor/self_check.h"
 #include "supervisor/server.h"
 #include "contract/runtime.h"
 #include "common/landlock.h"
@@ -56,6 +57,8 @@ static const char *arg_socket = NULL;
 static const char *arg_policy = NULL;
 static const char *arg_worker = NULL;
 static bool arg_check = false;
+static bool arg_check_policy = false;
+static bool arg_self_check = true;
 static const char *arg_cgroup_fs = "/sys/fs/cgroup";
 
 static Policy policy; /* as loaded at start; the server holds the current one */
@@ -64,6 +67,7 @@ static bool socket_created = false;
 static bool socket_activated = false;
 static uint64_t shutdown_started = 0;
 static uint64_t unused_since = 0; /* CLOCK_MONOTONIC usec of the first check that found it unused; 0: in use */
+static int exit_status = 0;       /* once the loop ends: 1 when the self-check failed */
 
 static void help(void) {
         printf("Usage: codeinterpd [OPTIONS]\n"
@@ -77,7 +81,13 @@ static void help(void) {
                "                    else " CODEINTERP_WORKER_PATH ")\n"
                "  --check-config    load the policy, check that this host can run workers (root or\n"
                "                    rootless, namespaces, seccomp, the Python standard library, the\n"
-               "                    policy's pythonPackages), print, exit\n"
+               "                    policy's pythonPackages), then run the self-check: one worker\n"
+               "                    through the path every call takes; print, exit 0, or 1 when a\n"
+               "                    call would fail\n"
+               "  --check-policy    load and validate the --policy FILE as a reload would, print its\n"
+               "                    sha256, exit 0 (2: invalid; the unit's ExecReload= runs it first)\n"
+               "  --no-self-check   serve without the start-up self-check (to look into a host where\n"
+               "                    it fails: calls then fail as they would, status says why)\n"
                "  --cgroup-fs PATH  where the cgroup filesystem is mounted (default /sys/fs/cgroup)\n"
                "  -v, --verbose     log debug messages\n"
                "  -h, --help        show this help\n"
@@ -86,6 +96,8 @@ static void help(void) {
                "As root, each worker's user namespace maps the policy's workerUid/workerGid. Started by\n"
                "another user (rootless; needs unprivileged user namespaces), workers map that user's\n"
                "own uid and gid instead, and cgroups work only where delegated (docs/security.md).\n"
+               "Before it serves (and says READY=1) it runs the self-check; if a call would fail, it\n"
+               "logs why and exits 1.\n"
                "SIGTERM or SIGINT: stop accepting, cancel every call (running workers are killed and\n"
                "their callers get outcome \"cancelled\"), remove the socket it created, exit 0.\n"
                "SIGHUP (systemctl reload): read the --policy FILE again; new calls get the new policy,\n"
@@ -97,12 +109,23 @@ static void help(void) {
 }
 
 static int parse_argv(int argc, char **argv) {
-        enum { ARG_SOCKET = 0x100, ARG_POLICY, ARG_WORKER, ARG_CHECK, ARG_VERSION, ARG_CGROUP_FS };
+        enum {
+                ARG_SOCKET = 0x100,
+                ARG_POLICY,
+                ARG_WORKER,
+                ARG_CHECK,
+                ARG_CHECK_POLICY,
+                ARG_NO_SELF_CHECK,
+                ARG_VERSION,
+                ARG_CGROUP_FS,
+        };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, ARG_SOCKET },
                 { "policy", required_argument, NULL, ARG_POLICY },
                 { "worker", required_argument, NULL, ARG_WORKER },
                 { "check-config", no_argument, NULL, ARG_CHECK },
+                { "check-policy", no_argument, NULL, ARG_CHECK_POLICY },
+                { "no-self-check", no_argument, NULL, ARG_NO_SELF_CHECK },
                 { "cgroup-fs", required_argument, NULL, ARG_CGROUP_FS },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
@@ -124,6 +147,12 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case ARG_CHECK:
                         arg_check = true;
+                        break;
+                case ARG_CHECK_POLICY:
+                        arg_check_policy = true;
+                        break;
+                case ARG_NO_SELF_CHECK:
+                        arg_self_check = false;
                         break;
                 case ARG_CGROUP_FS:
                         arg_cgroup_fs = optarg;
@@ -195,12 +224,33 @@ static int load_worker(int *ret_fd) {
         return 0;
 }
 
-static int make_socket(int *ret_fd) {
+/* 0 when path is free, or holds a stale socket file (from a dead supervisor); -errno
+ * (logged) when it is something else or a live supervisor listens there. */
+static int socket_path_free(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct stat st;
+
+        if (lstat(path, &st) < 0)
+                return 0;
+        if (!S_ISSOCK(st.st_mode))
+                return log_error_errno(EEXIST, "\"%s\" exists and is not a socket", path);
+        strcpy(sa.sun_path, path);
+        if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof sa) == 0)
+                return log_error_errno(EADDRINUSE, "Another supervisor is listening on \"%s\"", path);
+        return 0;
+}
+
+/* Socket activation: take systemd's listening socket (*ret_fd). With --socket: check
+ * the path (a live supervisor there is refused, a stale socket file is replaced) and
+ * leave *ret_fd at -1: the socket is made by bind_socket() once the self-check passed,
+ * so that its path appearing means the supervisor serves. */
+static int take_socket(int *ret_fd) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -1;
-        mode_t old;
         int n;
 
+        *ret_fd = -1;
         if (!arg_socket) {
                 n = sd_listen_fds(1);
                 if (n < 0)
@@ -218,27 +268,27 @@ static int make_socket(int *ret_fd) {
                 *ret_fd = TAKE_FD(fd);
                 return 0;
         }
-
-        if (strlen(arg_socket) >= sizeof sa.sun_path)
+        /* Room for the temporary name bind_socket() uses too. */
+        if (strlen(arg_socket) + 16 >= sizeof sa.sun_path)
                 return log_error_errno(ENAMETOOLONG, "Socket path \"%s\" is too long", arg_socket);
-        strcpy(sa.sun_path, arg_socket);
+        return socket_path_free(arg_socket);
+}
+
+/* --socket: make the listening socket. */
+static int bind_socket(int *ret_fd) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+        mode_t old;
+        int n;
+
+        /* Again: another supervisor may have come while this one checked itself. The
+         * rename below replaces a stale file. */
+        n = socket_path_free(arg_socket);
+        if (n < 0)
+                return n;
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return log_error_errno(errno, "socket failed: %m");
-
-        /* A stale socket file from a dead supervisor is replaced; a live one is not. */
-        {
-                _cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                struct stat st;
-                if (lstat(arg_socket, &st) == 0) {
-                        if (!S_ISSOCK(st.st_mode))
-                                return log_error_errno(EEXIST, "\"%s\" exists and is not a socket", arg_socket);
-                        if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof sa) == 0)
-                                return log_error_errno(EADDRINUSE, "Another supervisor is listening on \"%s\"",
-                                                       arg_socket);
-                        unlink(arg_socket);
-                }
-        }
 
         /* Bind under a temporary name, finish (mode, group, listen), then rename into
          * place: a client that sees the path can connect, with the final permissions. */
@@ -291,16 +341,39 @@ static int on_shutdown_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        sd_event *e = sd_event_source_get_event(s);
+/* Stop accepting, cancel every call; the loop ends once nothing runs (at most
+ * SHUTDOWN_GRACE_USEC later). */
+static void begin_shutdown(sd_event *e) {
+        int k;
 
-        if (shutdown_started)
-                return 0;
-        log_info("Received %s: stopping", strsignal((int) si->ssi_signo));
         sd_notify(0, "STOPPING=1");
         shutdown_started = now_usec();
         server_shutdown(server);
-        return sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, 1000, 1000, on_shutdown_tick, NULL);
+        k = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, 1000, 1000, on_shutdown_tick, NULL);
+        if (k < 0) {
+                log_error_errno(k, "Waiting for the calls to end failed, exiting now: %m");
+                sd_event_exit(e, k);
+        }
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        if (shutdown_started)
+                return 0;
+        log_info("Received %s: stopping", strsignal((int) si->ssi_signo));
+        begin_shutdown(sd_event_source_get_event(s));
+        return 0;
+}
+
+/* The signals the loop takes (signalfd) are blocked; SIGPIPE is ignored (a client that
+ * goes away is an EPIPE, never a death). */
+static void block_signals(sigset_t *mask) {
+        signal(SIGPIPE, SIG_IGN);
+        sigemptyset(mask);
+        sigaddset(mask, SIGTERM);
+        sigaddset(mask, SIGINT);
+        sigaddset(mask, SIGCHLD);
+        sigaddset(mask, SIGHUP);
+        sigprocmask(SIG_BLOCK, mask, NULL);
 }
 
 /* SIGHUP: the policy file again. Only a complete, valid file changes anything; the keys
@@ -503,6 +576,35 @@ static int check_packages(void) {
         return bad || r < 0 ? -ENOENT : 0;
 }
 
+static int engine_start(int worker_fd, ServerSelfCheckFn fn, void *userdata, sd_event **ret_e);
+static void on_check_self_check(Server *s, const char *problem, uint64_t elapsed_usec, void *userdata);
+
+/* The self-check, as the daemon runs it before it serves: one worker through the path
+ * every call takes (docs/operations.md, "Self-check"). Whatever the checks above found,
+ * it is tried: its answer names the stage and errno of what a call would meet. Returns
+ * true when anything failed (bad included). */
+static bool check_self(bool bad) {
+        _cleanup_close_ int worker_fd = -1;
+        sd_event *e = NULL;
+        sigset_t mask;
+        int failed = 1, k;
+
+        fflush(stdout);
+        block_signals(&mask);
+        if (load_worker(&worker_fd) < 0) {
+                printf("self-check: FAILED: the worker binary cannot be loaded (above)\n");
+                return true;
+        }
+        k = engine_start(worker_fd, on_check_self_check, &failed, &e);
+        if (k >= 0)
+                k = sd_event_loop(e);
+        if (k < 0)
+                printf("self-check: FAILED: the supervisor could not start: %s\n", strerror(-k));
+        server = server_free(server);
+        sd_event_unref(e);
+        return bad || failed || k < 0;
+}
+
 static int check_config(void) {
         struct sock_fprog prog;
         uint64_t room = sched_cgroup_memory_available();
@@ -590,13 +692,158 @@ static int check_config(void) {
                        (unsigned) policy.worker_uid, (unsigned) policy.worker_gid, k < 0 ? "refused, " : "free", why);
                 bad |= k < 0;
         }
-        return bad ? 1 : 0;
+        return check_self(bad) ? 1 : 0;
+}
+
+/* Listen, say READY=1 (or stop with exit status 1 if that fails). */
+static void serve(Server *s, int *listen_fd) {
+        int k;
+
+        k = *listen_fd >= 0 ? 0 : bind_socket(listen_fd);
+        if (k >= 0)
+                k = server_listen(s, *listen_fd);
+        if (k < 0) {
+                log_error_errno(k, "Listening failed: %m");
+                exit_status = 1;
+                begin_shutdown(server_event(s));
+                return;
+        }
+        *listen_fd = -1; /* the server's now */
+        /* The idle exit is socket activation's: a supervisor on its own --socket has nobody
+         * to start it again. */
+        if (socket_activated) {
+                k = sd_event_add_time_relative(server_event(s), NULL, CLOCK_MONOTONIC, IDLE_CHECK_USEC, 10000,
+                                               on_idle_check, NULL);
+                if (k < 0)
+                        log_warning_errno(k, "Setting up the idle exit failed, running without: %m");
+        }
+        log_info("Listening on %s (policy %s, sha256 %.12s…, %u active workers, %s start%s)",
+                 arg_socket ?: "the systemd-activated socket", policy.name, policy.sha256,
+                 policy_active_workers(&policy), policy_worker_start_to_string(policy.worker_start),
+                 userns_rootless() ? ", rootless: workers run as this user on the host" : "");
+        sd_notify(0, "READY=1");
+}
+
+/* After the self-check: serve, or stop with exit status 1. */
+static void on_self_check(Server *s, const char *problem, uint64_t elapsed_usec, void *userdata) {
+        if (shutdown_started)
+                return;
+        if (problem) {
+                log_error("A call would fail here, so codeinterpd does not serve: %s. `codeinterpd --check-config` "
+                          "under the same confinement says more (docs/operations.md, \"Self-check\")",
+                          problem);
+                exit_status = 1;
+                begin_shutdown(server_event(s));
+                return;
+        }
+        log_info("Self-check: a worker ran " SELF_CHECK_CODE " in %llu ms (%s start, /outputs %s)",
+                 (unsigned long long) elapsed_usec / 1000, policy_worker_start_to_string(policy.worker_start),
+                 policy.max_artifacts > 0 ? "read back" : "off");
+        serve(s, userdata);
+}
+
+/* --check-config's last line: the self-check's answer; then the loop ends. */
+static void on_check_self_check(Server *s, const char *problem, uint64_t elapsed_usec, void *userdata) {
+        int *bad = userdata;
+
+        if (problem)
+                printf("self-check: FAILED: %s\n", problem);
+        else
+                printf("self-check: a worker ran " SELF_CHECK_CODE " = 42 in %llu ms%s\n",
+                       (unsigned long long) elapsed_usec / 1000,
+                       policy.max_artifacts > 0 ? ", and the file it left in /outputs came back" : "");
+        fflush(stdout);
+        *bad = problem != NULL;
+        if (!shutdown_started)
+                begin_shutdown(server_event(s));
+}
+
+/* Everything a call needs before its first worker, in the order the daemon takes it:
+ * signals, the /outputs mounts, the workers' cgroups, the server (the zygote starts
+ * here), then the self-check, whose answer comes to fn from the loop (fn NULL: no
+ * self-check, serve at once on the listen_fd userdata points to). On success the loop
+ * is *ret_e and the server is `server`. */
+static int engine_start(int worker_fd, ServerSelfCheckFn fn, void *userdata, sd_event **ret_e) {
+        PolicySnapshot *snapshot = NULL;
+        CgroupRoot *cgroups = NULL;
+        sd_event *e = NULL;
+        char err[1024];
+        int k;
+
+        k = sd_event_new(&e);
+        if (k < 0)
+                return log_error_errno(k, "sd_event_new failed: %m");
+        /* WATCHDOG=1 from the loop at half of WATCHDOG_USEC, when systemd asks for it: a
+         * loop that stops turning stops them. */
+        k = sd_event_set_watchdog(e, true);
+        if (k < 0) {
+                log_error_errno(k, "Enabling the watchdog failed: %m");
+                goto fail;
+        }
+        if (k > 0)
+                log_debug("systemd watchdog enabled");
+        if ((k = sd_event_add_signal(e, NULL, SIGTERM, on_signal, NULL)) < 0 ||
+            (k = sd_event_add_signal(e, NULL, SIGHUP, on_reload, NULL)) < 0 ||
+            (k = sd_event_add_signal(e, NULL, SIGINT, on_signal, NULL)) < 0 ||
+            (k = sd_event_add_signal(e, NULL, SIGCHLD, on_sigchld, NULL)) < 0) {
+                log_error_errno(k, "Installing signal handlers failed: %m");
+                goto fail;
+        }
+        /* Before any child, so workers and the zygote start from it. */
+        k = artifacts_prepare();
+        if (k == ARTIFACTS_PRIVATE_NAMESPACE)
+                log_info("This user namespace does not own the mount namespace: running in a private one "
+                         "(slave mounts), so that calls can have an /outputs tmpfs");
+        else if (k == ARTIFACTS_BY_HELPER && !userns_rootless())
+                log_info("No CAP_SYS_ADMIN over this mount namespace: each /outputs tmpfs is made by a helper "
+                         "in a user namespace of its own");
+        else if (k < 0)
+                log_warning_errno(k, "Cannot create tmpfs mounts (%m): calls with an /outputs (maxArtifacts > 0) "
+                                     "will fail as worker_error");
+        /* Before any child: on cgroup v2 the supervisor may move itself into a leaf. */
+        k = cgroup_root_open(policy.cgroups, policy.cpu_bandwidth_percent, arg_cgroup_fs, false, &cgroups, err,
+                             sizeof err);
+        if (k < 0) {
+                log_error_errno(k, "The policy requires a cgroup per worker, but %s", err);
+                goto fail;
+        }
+        if (cgroup_root_version(cgroups) == CGROUP_NONE && policy.cgroups == POLICY_CGROUPS_AUTO)
+                log_notice("Workers run without a cgroup of their own: %s", err);
+        if (policy.cpu_bandwidth_percent > 0 && cgroup_root_cpu_percent(cgroups) == 0)
+                log_notice("Workers run without the CPU cap (cpuBandwidthPercent %u): %s",
+                           (unsigned) policy.cpu_bandwidth_percent, cgroup_root_cpu_why(cgroups));
+        k = policy_snapshot_new(&policy, &snapshot);
+        if (k >= 0)
+                k = server_new(e, snapshot, worker_fd, cgroups, &server);
+        if (k >= 0)
+                cgroups = NULL; /* the server's now */
+        snapshot = policy_snapshot_unref(snapshot);
+        if (k < 0) {
+                log_error_errno(k, "Starting the server failed: %m");
+                goto fail;
+        }
+        *ret_e = e;
+        if (!fn) {
+                log_notice("Serving without the self-check (--no-self-check): calls fail as they would");
+                serve(server, userdata);
+                return 0;
+        }
+        k = server_self_check(server, fn, userdata);
+        if (k < 0) {
+                log_error_errno(k, "Starting the self-check failed: %m");
+                *ret_e = NULL;
+                goto fail;
+        }
+        return 0;
+fail:
+        server = server_free(server);
+        cgroup_root_free(cgroups);
+        sd_event_unref(e);
+        return k;
 }
 
 int main(int argc, char **argv) {
         _cleanup_close_ int listen_fd = -1, worker_fd = -1;
-        PolicySnapshot *snapshot = NULL;
-        CgroupRoot *cgroups = NULL;
         sd_event *e = NULL;
         sigset_t mask;
         char err[1024];
@@ -615,13 +862,16 @@ int main(int argc, char **argv) {
                         return 2;
                 }
         }
+        if (arg_check_policy) {
+                printf("policy %s: %s, sha256 %s\n", arg_policy ?: "(built-in defaults)", policy.name, policy.sha256);
+                return 0;
+        }
         if (arg_check)
                 return check_config();
         if (packages_available(err, sizeof err) < 0) {
                 log_error("Policy \"%s\": %s", arg_policy ?: "(defaults)", err);
                 return 2;
         }
-
         /* The workers' host ids belong to nobody else (docs/security.md); refused before
          * the socket exists. Rootless there is no block: every worker is this user. */
         k = userns_rootless() ? 0
@@ -647,95 +897,22 @@ int main(int argc, char **argv) {
                 }
         }
 
-        signal(SIGPIPE, SIG_IGN);
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGCHLD);
-        sigaddset(&mask, SIGHUP);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
-
-        if (load_worker(&worker_fd) < 0 || make_socket(&listen_fd) < 0)
+        block_signals(&mask);
+        /* systemd's socket is taken before the self-check (a client that connects
+         * meanwhile waits in its backlog and is served once the check passed); with
+         * --socket the socket is made only then, so its path appearing means it serves. */
+        if (load_worker(&worker_fd) < 0 || take_socket(&listen_fd) < 0)
                 return 1;
-
-        k = sd_event_new(&e);
-        if (k < 0) {
-                log_error_errno(k, "sd_event_new failed: %m");
+        k = engine_start(worker_fd, arg_self_check ? on_self_check : NULL, &listen_fd, &e);
+        if (k < 0)
                 goto out;
-        }
-        /* WATCHDOG=1 from the loop at half of WATCHDOG_USEC, when systemd asks for it: a
-         * loop that stops turning stops them. */
-        k = sd_event_set_watchdog(e, true);
-        if (k < 0) {
-                log_error_errno(k, "Enabling the watchdog failed: %m");
-                goto out;
-        }
-        if (k > 0)
-                log_debug("systemd watchdog enabled");
-        if ((k = sd_event_add_signal(e, NULL, SIGTERM, on_signal, NULL)) < 0 ||
-            (k = sd_event_add_signal(e, NULL, SIGHUP, on_reload, NULL)) < 0 ||
-            (k = sd_event_add_signal(e, NULL, SIGINT, on_signal, NULL)) < 0 ||
-            (k = sd_event_add_signal(e, NULL, SIGCHLD, on_sigchld, NULL)) < 0) {
-                log_error_errno(k, "Installing signal handlers failed: %m");
-                goto out;
-        }
-        /* Before any child, so workers and the zygote start from it. */
-        k = artifacts_prepare();
-        if (k == ARTIFACTS_PRIVATE_NAMESPACE)
-                log_info("This user namespace does not own the mount namespace: running in a private one "
-                         "(slave mounts), so that calls can have an /outputs tmpfs");
-        else if (k == ARTIFACTS_BY_HELPER && !userns_rootless())
-                log_info("No CAP_SYS_ADMIN over this mount namespace: each /outputs tmpfs is made by a helper "
-                         "in a user namespace of its own");
-        else if (k < 0)
-                log_warning_errno(k, "Cannot create tmpfs mounts (%m): calls with an /outputs (maxArtifacts > 0) "
-                                     "will fail as worker_error");
-        /* Before any child: on cgroup v2 the supervisor may move itself into a leaf. */
-        k = cgroup_root_open(policy.cgroups, policy.cpu_bandwidth_percent, arg_cgroup_fs, false, &cgroups, err,
-                             sizeof err);
-        if (k < 0) {
-                log_error_errno(k, "The policy requires a cgroup per worker, but %s", err);
-                goto out;
-        }
-        if (cgroup_root_version(cgroups) == CGROUP_NONE && policy.cgroups == POLICY_CGROUPS_AUTO)
-                log_notice("Workers run without a cgroup of their own: %s", err);
-        if (policy.cpu_bandwidth_percent > 0 && cgroup_root_cpu_percent(cgroups) == 0)
-                log_notice("Workers run without the CPU cap (cpuBandwidthPercent %u): %s",
-                           (unsigned) policy.cpu_bandwidth_percent, cgroup_root_cpu_why(cgroups));
-        k = policy_snapshot_new(&policy, &snapshot);
-        if (k >= 0)
-                k = server_new(e, snapshot, listen_fd, worker_fd, cgroups, &server);
-        if (k >= 0)
-                cgroups = NULL; /* the server's now */
-        snapshot = policy_snapshot_unref(snapshot);
-        if (k < 0) {
-                log_error_errno(k, "Starting the server failed: %m");
-                goto out;
-        }
-        listen_fd = -1;
-        /* The idle exit is socket activation's: a supervisor on its own --socket has nobody
-         * to start it again. */
-        if (socket_activated) {
-                k = sd_event_add_time_relative(e, NULL, CLOCK_MONOTONIC, IDLE_CHECK_USEC, 10000, on_idle_check, NULL);
-                if (k < 0) {
-                        log_error_errno(k, "Setting up the idle exit failed: %m");
-                        goto out;
-                }
-        }
-
-        log_info("Listening on %s (policy %s, sha256 %.12s…, %u active workers, %s start%s)",
-                 arg_socket ?: "the systemd-activated socket", policy.name, policy.sha256,
-                 policy_active_workers(&policy), policy_worker_start_to_string(policy.worker_start),
-                 userns_rootless() ? ", rootless: workers run as this user on the host" : "");
-        sd_notify(0, "READY=1");
         k = sd_event_loop(e);
         if (k < 0)
                 log_error_errno(k, "Event loop failed: %m");
 out:
         server = server_free(server);
-        cgroup_root_free(cgroups);
         sd_event_unref(e);
         if (socket_created)
                 unlink(arg_socket);
-        return k < 0 ? 1 : 0;
+        return k < 0 ? 1 : exit_status;
 }

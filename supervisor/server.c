@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "supervisor/server.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "supervisor/invocation.h"
 #include "supervisor/protocol.h"
 #include "supervisor/scheduler.h"
+#include "supervisor/self_check.h"
 
 #define FRAMES_PER_TURN 16
 #define ACCEPT_PAUSE_MSEC 100
@@ -46,6 +48,10 @@ struct Server {
         uint64_t next_call_id;
         uint64_t refused[_OUTCOME_MAX]; /* execute requests refused before admission, by outcome */
         bool shutting_down;
+        RunnerSpawner spawner; /* how workers are made (the scheduler has a copy) */
+        SelfCheck *self_check; /* server_self_check()'s, until the server goes */
+        ServerSelfCheckFn self_check_fn;
+        void *self_check_userdata;
 };
 
 struct Connection {
@@ -317,7 +323,6 @@ static void on_finished(Call *call, RunnerResult *res, void *userdata) {
         Connection *c = call->conn;
         const char *outcome = outcome_to_string(res->outcome);
         char f_call[40], f_outcome[40], f_elapsed[40], f_uid[40];
-
         if (c && !c->closing)
                 send_progress(c, call_policy(call), call, "finished", res, NULL);
         if (c && !c->closing)
@@ -756,6 +761,7 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
 
 static void on_zygote_ready(void *userdata) {
         Server *s = userdata;
+        self_check_kick(s->self_check);
         sched_kick(s->sched);
 }
 
@@ -763,8 +769,7 @@ static void on_zygote_settled(void *userdata) {
         server_reap_strays(userdata);
 }
 
-int server_new(sd_event *e, PolicySnapshot *snapshot, int listen_fd, int worker_exec_fd, CgroupRoot *cgroups,
-               Server **ret) {
+int server_new(sd_event *e, PolicySnapshot *snapshot, int worker_exec_fd, CgroupRoot *cgroups, Server **ret) {
         static const SchedCallbacks cb = { .finished = on_finished, .progress = on_progress };
         Server *s;
         int k;
@@ -788,10 +793,11 @@ int server_new(sd_event *e, PolicySnapshot *snapshot, int listen_fd, int worker_
                 server_free(s);
                 return k;
         }
-        RunnerSpawner sp = { .worker_exec_fd = worker_exec_fd, .zygote = s->zygote, .cgroups = cgroups, .ids = s->ids };
-        if ((k = sched_new(e, p, &sp, &cb, s, &s->sched)) < 0 ||
-            (k = inv_registry_new(e, p, on_invocation_closed, s, &s->invocations)) < 0 ||
-            (k = sd_event_add_io(e, &s->listen_source, listen_fd, EPOLLIN, on_accept, s)) < 0) {
+        s->spawner = (RunnerSpawner){
+                .worker_exec_fd = worker_exec_fd, .zygote = s->zygote, .cgroups = cgroups, .ids = s->ids
+        };
+        if ((k = sched_new(e, p, &s->spawner, &cb, s, &s->sched)) < 0 ||
+            (k = inv_registry_new(e, p, on_invocation_closed, s, &s->invocations)) < 0) {
                 server_free(s);
                 return k;
         }
@@ -799,10 +805,33 @@ int server_new(sd_event *e, PolicySnapshot *snapshot, int listen_fd, int worker_
                 zygote_client_set_ready_callback(s->zygote, on_zygote_ready, s);
                 zygote_client_set_settled_callback(s->zygote, on_zygote_settled, s);
         }
-        s->listen_fd = listen_fd;
         s->cgroups = cgroups;
         *ret = s;
         return 0;
+}
+
+int server_listen(Server *s, int listen_fd) {
+        int k;
+
+        assert(!s->listen_source);
+        k = sd_event_add_io(s->event, &s->listen_source, listen_fd, EPOLLIN, on_accept, s);
+        if (k < 0)
+                return k;
+        s->listen_fd = listen_fd;
+        return 0;
+}
+
+static void on_self_check(SelfCheck *c, const char *problem, uint64_t elapsed_usec, void *userdata) {
+        Server *s = userdata;
+        s->self_check_fn(s, problem, elapsed_usec, s->self_check_userdata);
+}
+
+int server_self_check(Server *s, ServerSelfCheckFn fn, void *userdata) {
+        if (s->self_check || s->shutting_down)
+                return -EBUSY;
+        s->self_check_fn = fn;
+        s->self_check_userdata = userdata;
+        return self_check_start(s->event, s->policy, &s->spawner, on_self_check, s, &s->self_check);
 }
 
 void server_set_policy(Server *s, PolicySnapshot *snapshot) {
@@ -816,6 +845,10 @@ void server_set_policy(Server *s, PolicySnapshot *snapshot) {
         policy_snapshot_unref(old);
 }
 
+sd_event *server_event(const Server *s) {
+        return s->event;
+}
+
 const Policy *server_policy(const Server *s) {
         return s->policy;
 }
@@ -824,6 +857,7 @@ void server_shutdown(Server *s) {
         s->shutting_down = true;
         s->listen_source = sd_event_source_disable_unref(s->listen_source);
         s->accept_retry = sd_event_source_disable_unref(s->accept_retry);
+        self_check_cancel(s->self_check);
         sched_cancel_all(s->sched);
 }
 
@@ -837,7 +871,8 @@ void server_reap_strays(Server *s) {
                 return;
         n = proc_list_children(pids, ELEMENTSOF(pids));
         for (size_t i = 0; i < n; i++) {
-                if (sched_owns_pid(s->sched, pids[i]) || (s->zygote && zygote_client_pid(s->zygote) == pids[i]))
+                if (sched_owns_pid(s->sched, pids[i]) || self_check_owns_pid(s->self_check, pids[i]) ||
+                    (s->zygote && zygote_client_pid(s->zygote) == pids[i]))
                         continue;
                 if (waitpid(pids[i], NULL, WNOHANG) > 0)
                         log_debug("Reaped stray child %d", (int) pids[i]);
@@ -862,7 +897,7 @@ static void kill_children(void) {
 bool server_idle(Server *s) {
         SchedStats st;
         sched_get_stats(s->sched, &st);
-        if (st.running || st.queued)
+        if (st.running || st.queued || self_check_pending(s->self_check))
                 return false;
         for (Connection *c = s->conns; c; c = c->next)
                 if (c->out_len > c->out_off)
@@ -884,6 +919,7 @@ Server *server_free(Server *s) {
         sd_event_source_disable_unref(s->listen_source);
         sd_event_source_disable_unref(s->accept_retry);
         s->sched = sched_free(s->sched);
+        s->self_check = self_check_free(s->self_check);
         s->zygote = zygote_client_free(s->zygote);
         kill_children();
         s->cgroups = cgroup_root_free(s->cgroups); /* after every runner: their cgroups are gone */

@@ -108,6 +108,31 @@ ROOTLESS_USER = os.environ.get("CODEINTERP_ROOTLESS_USER") or None
 ROOTLESS = ROOTLESS_USER is not None
 
 
+# A supervisor this suite did not start: CODEINTERP_TEST_SOCKET names its socket (the
+# installed service under a booted systemd, tests/package/nspawn_e2e.py). The default-
+# policy fixtures (supervisor, msup through running_supervisor()) use it; a test that
+# needs a supervisor with a policy of its own cannot run against it and fails saying so.
+INSTALLED_SOCKET = os.environ.get("CODEINTERP_TEST_SOCKET") or None
+
+
+class Installed:
+    """The installed supervisor: connect() gives a Conn; nothing to start or stop."""
+
+    def __init__(self, path):
+        self.socket = path
+        self.conns = []
+
+    def connect(self, timeout=60):
+        c = Conn(self.socket, timeout)
+        self.conns.append(c)
+        return c
+
+    def stop(self):
+        for c in self.conns:
+            c.close()
+        return 0
+
+
 def require_sandbox():
     """codeinterp.testing.require_sandbox for the suite's mode: rootless, whether
     ROOTLESS_USER can create the namespaces (unprivileged user namespaces)."""
@@ -164,6 +189,11 @@ def make_supervisor(request):
     started = []
 
     def make(policy=None, extra_args=()):
+        if INSTALLED_SOCKET:
+            assert policy is None and not extra_args, "needs a supervisor of its own, not the installed one"
+            s = Installed(INSTALLED_SOCKET)
+            started.append(s)
+            return s
         s = Supervisor(policy, extra_args)
         started.append(s)
         return s
@@ -171,7 +201,7 @@ def make_supervisor(request):
     yield make
     rep = getattr(request.node, "rep_call", None)
     for s in started:
-        if rep is not None and rep.failed:  # shown with the failure: what the supervisor said
+        if rep is not None and rep.failed and not INSTALLED_SOCKET:  # shown with the failure: what it said
             print("---- codeinterpd log, %s (last 8000 characters) ----\n%s" % (s.socket, s.read_log()[-8000:]))
         rc = s.stop()
         assert rc == 0, "codeinterpd exited with %r" % rc
@@ -272,6 +302,10 @@ def wait_ready(sup, timeout=10.0):
 def running_supervisor(policy=None, extra_args=()):
     """A supervisor for a whole module (use from a module-scoped fixture), ready to
     accept connections. Stops it afterwards and checks that it exited 0."""
+    if INSTALLED_SOCKET:
+        assert policy is None and not extra_args, "needs a supervisor of its own, not the installed one"
+        yield Installed(INSTALLED_SOCKET)
+        return
     require_sandbox()
     s = Supervisor(policy, extra_args)
     try:

@@ -8,10 +8,12 @@ scripts/nspawn-check.sh; the pod spec under podman is scripts/pod-check.sh.)"""
 import grp
 import os
 import re
+import socket
+import subprocess
 
 import pytest
 
-from conftest import ROOTLESS, Supervisor, require_sandbox
+from conftest import DAEMON, ROOTLESS, WORKER_START, Supervisor, require_sandbox
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGING = os.path.join(HERE, "..", "..", "packaging")
@@ -72,3 +74,80 @@ def test_calls_run_with_the_shipped_capabilities(where):
         assert [(a["name"], a["data"]) for a in r["artifacts"]] == [("locked.txt", b"FOUR")], r
     finally:
         assert s.stop() == 0, s.read_log()
+
+
+def run_daemon(args, prefix=(), timeout=60):
+    return subprocess.run(list(prefix) + [DAEMON] + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+def test_check_config_runs_a_worker_through_the_call_path(tmp_path):
+    """--check-config ends with the self-check: one worker through the path a call
+    takes, its value and its /outputs file back; exit 0."""
+    require_sandbox()
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("workerStart: %s\n" % WORKER_START)
+    r = run_daemon(["--check-config", "--policy", str(policy)])
+    assert r.returncode == 0, r.stdout + r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"self-check: a worker ran 6 \* 7 = 42 in \d+ ms, and the file it left in /outputs came "
+                        r"back", last), r.stdout
+
+
+def test_a_host_where_calls_would_fail_is_refused(tmp_path):
+    """Confinement that lets the supervisor start but not make a worker (no CAP_SETGID:
+    the id maps cannot be written; exec mode, whose supervisor writes them): before,
+    it listened and said READY=1 while every call failed. Now --check-config exits 1
+    naming the step and errno, and the daemon, socket-activated, never says READY=1:
+    it logs why and exits 1."""
+    require_sandbox()
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("workerStart: exec\n")
+    broken = confined(["setuid", "setpcap", "sys_admin"])
+    want = "could not start a worker: writing its id maps: Operation not permitted"
+    r = run_daemon(["--check-config", "--policy", str(policy)], prefix=broken)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "self-check: FAILED: worker_error: " + want, r.stdout
+
+    path, notify_path = str(tmp_path / "ci.sock"), str(tmp_path / "notify")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(notify_path)
+
+    def as_systemd_would():
+        os.dup2(listener.fileno(), 3)
+        os.environ.update(LISTEN_FDS="1", LISTEN_PID=str(os.getpid()), NOTIFY_SOCKET=notify_path)
+
+    try:
+        p = subprocess.run(broken + [DAEMON, "--policy", str(policy)], preexec_fn=as_systemd_would, pass_fds=(3,),
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1, p.stderr
+        assert "A call would fail here, so codeinterpd does not serve: worker_error: " + want in p.stderr, p.stderr
+        notify.setblocking(False)
+        said = []
+        while True:
+            try:
+                said.append(notify.recv(4096).decode())
+            except BlockingIOError:
+                break
+        assert not any("READY=1" in m.split("\n") for m in said), said
+    finally:
+        listener.close()
+        notify.close()
+
+
+def test_check_policy_validates_as_a_reload_would(tmp_path):
+    """--check-policy (the unit's first ExecReload=): a valid file prints the sha256 the
+    supervisor reports for it, exit 0; an invalid one names the key, exit 2."""
+    s = Supervisor("timeoutMs: 3000\n")
+    try:
+        r = run_daemon(["--policy", s.policy_path, "--check-policy"])
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split()[-1] == s.connect().call("hello")["policy"]["sha256"], r.stdout
+    finally:
+        assert s.stop() == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("timeoutMs: 3000\nmaxCalls: -5\n")
+    r = run_daemon(["--policy", str(bad), "--check-policy"])
+    assert r.returncode == 2 and "maxCalls" in r.stderr, (r.returncode, r.stderr)
