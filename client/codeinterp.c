@@ -539,10 +539,14 @@ static int cmd_simple(const char *what, bool openmetrics) {
         }
         ci_json_write(stdout, &m.unpacked.data);
         fputc('\n', stdout);
-        /* An error reply is printed like a reply, and its code decides the status. */
+        /* An error reply is printed like a reply, named on stderr, and its code decides the
+         * status (a refused peer: permission_denied, 11). */
         if (!strcmp(ci_message_type(&m) ?: "", "error")) {
-                char code_buf[32];
-                k = ci_outcome_exit_status(str_or(ci_get(&m.unpacked.data, "code"), code_buf, sizeof code_buf, "?"));
+                char code_buf[32], msg[512];
+                str_or(ci_get(&m.unpacked.data, "code"), code_buf, sizeof code_buf, "?");
+                fprintf(stderr, "codeinterp: %s was refused (%s): %s\n", what, code_buf,
+                        str_or(ci_get(&m.unpacked.data, "message"), msg, sizeof msg, ""));
+                k = ci_outcome_exit_status(code_buf);
         } else
                 k = 0;
         ci_message_done(&m);
