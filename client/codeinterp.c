@@ -11,9 +11,9 @@
 
 #include "client/json.h"
 #include "client/libcodeinterp.h"
-#include "client/openmetrics.h"
 #include "client/mcp.h"
 #include "client/replay.h"
+#include "client/status.h"
 #include "client/tool.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
@@ -22,6 +22,7 @@
 #define EXIT_USAGE 2
 #define EXIT_CONNECT 12
 #define EXIT_ARTIFACTS 13 /* the call ended ok, but --save-artifacts could not save every file */
+#define EXIT_NOT_READY 14 /* status --ready: the supervisor answered that it is not ready */
 #define MAX_INPUT_FILE (256u << 20)
 #define MAX_SOURCES 4 /* what execute accepts */
 
@@ -54,8 +55,13 @@ static void help(void) {
                "                           1 not, 2 error)\n"
                "  hello                    print the supervisor's versions, policy and limits (JSON)\n"
                "  describe                 print the describe reply: the tool definition (JSON)\n"
-               "  status [--openmetrics]   print the supervisor's counters (JSON), or in the OpenMetrics\n"
-               "                           text format (for node_exporter's textfile collector)\n"
+               "  status                   print the supervisor's counters and readiness (JSON)\n"
+               "      --ready              say whether it is ready: exit 0 ready, 14 not ready (the cause is\n"
+               "                           printed: zygote_down, worker_start_failures, shutting_down), 12 no\n"
+               "                           answer, 11 permission_denied\n"
+               "      --prometheus         the metrics in Prometheus' text format 0.0.4 (node_exporter's\n"
+               "                           textfile collector, promtool check metrics)\n"
+               "      --openmetrics        the metrics in the OpenMetrics 1.0.0 text format (ends with # EOF)\n"
                "\n"
                "  --socket PATH            the supervisor's socket (default $CODEINTERP_SOCKET, else\n"
                "                           " CI_DEFAULT_SOCKET ")\n"
@@ -64,7 +70,8 @@ static void help(void) {
                "Exit status: 0 ok, 1 python_exception, 2 usage error, 3 timeout, 4 cancelled,\n"
                "5 resource_limit, 6 invalid_input, 7 unavailable_source, 8 quota_exhausted,\n"
                "9 worker_error, 10 overloaded, 11 not_found or permission_denied, 12 no connection\n"
-               "or a protocol failure, 13 ok but an artifact could not be saved (--save-artifacts).\n");
+               "or a protocol failure, 13 ok but an artifact could not be saved (--save-artifacts),\n"
+               "14 not ready (status --ready).\n");
 }
 
 static int read_file(const char *path, char **ret, size_t *ret_len) {
@@ -511,7 +518,44 @@ static int cmd_exec(int argc, char **argv) {
         return artifacts_failed && status == 0 ? EXIT_ARTIFACTS : status;
 }
 
-static int cmd_simple(const char *what, bool openmetrics) {
+/* hello, describe, status: the reply as JSON (status: or what `how` asks for). */
+typedef enum StatusHow {
+        STATUS_JSON,
+        STATUS_READY,
+        STATUS_PROMETHEUS,
+        STATUS_OPENMETRICS,
+} StatusHow;
+
+static int print_status(const CiMessage *m, StatusHow how) {
+        char cause[STATUS_CAUSE_MAX], detail[STATUS_DETAIL_MAX];
+        bool ready;
+        int k;
+
+        if (how == STATUS_READY) {
+                k = status_readiness(&m->unpacked.data, &ready, cause, detail);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: the status reply says nothing of readiness (an older "
+                                        "supervisor?)\n");
+                        return EXIT_CONNECT;
+                }
+                if (ready)
+                        puts("ready");
+                else
+                        printf("not ready (%s): %s\n", cause, detail);
+                return fflush(stdout) == 0 ? (ready ? 0 : EXIT_NOT_READY) : EXIT_CONNECT;
+        }
+        k = status_metrics_write(stdout, &m->unpacked.data,
+                                 how == STATUS_PROMETHEUS ? STATUS_FORMAT_PROMETHEUS : STATUS_FORMAT_OPENMETRICS);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: cannot write the metrics: %s\n",
+                        k == -EBADMSG ? "the status reply lacks a field they need (an older supervisor?)"
+                                      : strerror(-k));
+                return EXIT_CONNECT;
+        }
+        return 0;
+}
+
+static int cmd_simple(const char *what, StatusHow how) {
         CiClient *c;
         CiMessage m;
         int k = ci_connect(arg_socket, &c);
@@ -528,21 +572,21 @@ static int cmd_simple(const char *what, bool openmetrics) {
                 fprintf(stderr, "codeinterp: %s failed: %s\n", what, strerror(-k));
                 return EXIT_CONNECT;
         }
-        if (openmetrics && strcmp(ci_message_type(&m) ?: "", "reply") == 0) {
-                k = ci_openmetrics_write(stdout, &m.unpacked.data);
+        if (how != STATUS_JSON && strcmp(ci_message_type(&m) ?: "", "reply") == 0) {
+                k = print_status(&m, how);
                 ci_message_done(&m);
-                if (k < 0) {
-                        fprintf(stderr, "codeinterp: cannot write the status as OpenMetrics: %s\n", strerror(-k));
-                        return EXIT_CONNECT;
-                }
-                return 0;
+                return k;
         }
         ci_json_write(stdout, &m.unpacked.data);
         fputc('\n', stdout);
-        /* An error reply is printed like a reply, and its code decides the status. */
+        /* An error reply is printed like a reply, named on stderr, and its code decides the
+         * status (a refused peer: permission_denied, 11). */
         if (!strcmp(ci_message_type(&m) ?: "", "error")) {
-                char code_buf[32];
-                k = ci_outcome_exit_status(str_or(ci_get(&m.unpacked.data, "code"), code_buf, sizeof code_buf, "?"));
+                char code_buf[32], msg[512];
+                str_or(ci_get(&m.unpacked.data, "code"), code_buf, sizeof code_buf, "?");
+                fprintf(stderr, "codeinterp: %s was refused (%s): %s\n", what, code_buf,
+                        str_or(ci_get(&m.unpacked.data, "message"), msg, sizeof msg, ""));
+                k = ci_outcome_exit_status(code_buf);
         } else
                 k = 0;
         ci_message_done(&m);
@@ -575,14 +619,25 @@ int main(int argc, char **argv) {
         const char *cmd = argv[optind];
         if (!strcmp(cmd, "exec"))
                 return cmd_exec(argc - optind, argv + optind);
-        if (!strcmp(cmd, "status") && argc - optind == 2 && !strcmp(argv[optind + 1], "--openmetrics"))
-                return cmd_simple(cmd, true);
+        if (!strcmp(cmd, "status") && argc - optind == 2) {
+                static const struct {
+                        const char *flag;
+                        StatusHow how;
+                } hows[] = {
+                        { "--ready", STATUS_READY },
+                        { "--prometheus", STATUS_PROMETHEUS },
+                        { "--openmetrics", STATUS_OPENMETRICS },
+                };
+                for (size_t i = 0; i < ELEMENTSOF(hows); i++)
+                        if (!strcmp(argv[optind + 1], hows[i].flag))
+                                return cmd_simple(cmd, hows[i].how);
+        }
         if (argc - optind > 1 && (!strcmp(cmd, "hello") || !strcmp(cmd, "describe") || !strcmp(cmd, "status"))) {
                 fprintf(stderr, "codeinterp: unexpected argument \"%s\" after %s; see --help\n", argv[optind + 1], cmd);
                 return EXIT_USAGE;
         }
         if (!strcmp(cmd, "hello") || !strcmp(cmd, "describe") || !strcmp(cmd, "status"))
-                return cmd_simple(cmd, false);
+                return cmd_simple(cmd, STATUS_JSON);
         if (!strcmp(cmd, "tool"))
                 return tool_main(arg_socket, argc - optind, argv + optind);
         if (!strcmp(cmd, "mcp"))

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -58,14 +59,40 @@ int ci_fd(const CiClient *c) {
         return c->fd;
 }
 
+/* All of buf on the socket. MSG_NOSIGNAL: a supervisor that has closed the connection
+ * (it refused this peer, say) makes the send fail with -EPIPE; it never raises SIGPIPE,
+ * whatever the program's disposition of that signal. */
+static int send_full(int fd, const void *buf, size_t len) {
+        const uint8_t *p = buf;
+
+        while (len > 0) {
+                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN) {
+                                /* The caller made the descriptor (ci_fd()) non-blocking. */
+                                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+                                if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+                                        return -errno;
+                                continue;
+                        }
+                        return -errno;
+                }
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
 int ci_send(CiClient *c, const msgpack_sbuffer *sb) {
         uint8_t hdr[4];
         int k;
 
         frame_put_len(hdr, (uint32_t) sb->size);
-        if ((k = write_full(c->fd, hdr, 4)) < 0)
+        if ((k = send_full(c->fd, hdr, 4)) < 0)
                 return k;
-        return write_full(c->fd, sb->data, sb->size);
+        return send_full(c->fd, sb->data, sb->size);
 }
 
 int ci_recv(CiClient *c, CiMessage *ret) {
@@ -136,6 +163,32 @@ static bool message_id_is(const CiMessage *m, uint64_t id) {
         return mp_is_uint(o) && o->via.u64 == id;
 }
 
+static bool is_connection_error(const CiMessage *m) {
+        const char *type = ci_message_type(m);
+        const msgpack_object *mid = mp_map_get(&m->unpacked.data, "id");
+        return type && !strcmp(type, "error") && mid && mid->type == MSGPACK_OBJECT_NIL;
+}
+
+/* A send failed (k): when the supervisor closed the connection it may have said why
+ * first, in an error with a nil id (permission_denied for a peer the policy refuses,
+ * overloaded past maxConnections), and those bytes are still ours to read. That error
+ * goes to ret and 0 is returned; otherwise k. The peer is gone, so the reads end at
+ * once: with the queued messages, then end of file. */
+static int send_failed(CiClient *c, int k, CiMessage *ret) {
+        if (k != -EPIPE && k != -ECONNRESET)
+                return k;
+        for (;;) {
+                CiMessage m;
+                if (ci_recv(c, &m) < 0)
+                        return k;
+                if (is_connection_error(&m)) {
+                        *ret = m;
+                        return 0;
+                }
+                ci_message_done(&m);
+        }
+}
+
 /* Wait for the reply (or error) to request id, skipping unrelated messages. An error
  * with a nil id (connection-level) also ends the wait. */
 static int wait_reply(CiClient *c, uint64_t id, CiMessage *ret) {
@@ -145,9 +198,8 @@ static int wait_reply(CiClient *c, uint64_t id, CiMessage *ret) {
                 if (k < 0)
                         return k;
                 const char *type = ci_message_type(&m);
-                const msgpack_object *mid = mp_map_get(&m.unpacked.data, "id");
-                if (type && (!strcmp(type, "reply") || !strcmp(type, "error")) &&
-                    (message_id_is(&m, id) || (mid && mid->type == MSGPACK_OBJECT_NIL))) {
+                if ((type && (!strcmp(type, "reply") || !strcmp(type, "error")) && message_id_is(&m, id)) ||
+                    is_connection_error(&m)) {
                         *ret = m;
                         return 0;
                 }
@@ -183,7 +235,7 @@ static int simple(CiClient *c, const char *op, CiMessage *ret) {
 
         begin(&w, c, op, 0, &id);
         k = send_writer(c, &w);
-        return k < 0 ? k : wait_reply(c, id, ret);
+        return k < 0 ? send_failed(c, k, ret) : wait_reply(c, id, ret);
 }
 
 int ci_hello(CiClient *c, CiMessage *ret) {
@@ -227,7 +279,7 @@ int ci_invocation_close(CiClient *c, const char *invocation, CiMessage *ret) {
         begin(&w, c, "invocation.close", 1, &id);
         mp_pack_kv_str(&w.pk, "invocation", invocation);
         k = send_writer(c, &w);
-        return k < 0 ? k : wait_reply(c, id, ret);
+        return k < 0 ? send_failed(c, k, ret) : wait_reply(c, id, ret);
 }
 
 int ci_source_put(CiClient *c, const char *invocation, const CiSource *s, CiMessage *ret) {
@@ -250,7 +302,7 @@ int ci_source_put(CiClient *c, const char *invocation, const CiSource *s, CiMess
         } else if (s->origin)
                 mp_pack_kv_str(&w.pk, "origin", s->origin);
         k = send_writer(c, &w);
-        return k < 0 ? k : wait_reply(c, id, ret);
+        return k < 0 ? send_failed(c, k, ret) : wait_reply(c, id, ret);
 }
 
 int ci_execute_send(CiClient *c, const CiExecute *x, uint64_t *ret_id) {
@@ -276,7 +328,7 @@ int ci_execute(CiClient *c, const CiExecute *x, CiProgressFn cb, void *userdata,
         int k = ci_execute_send(c, x, &id);
 
         if (k < 0)
-                return k;
+                return send_failed(c, k, ret);
         for (;;) {
                 CiMessage m;
                 const char *type;

@@ -855,6 +855,22 @@ static int register_sources(Mcp *m, const McpSource *sources, size_t n, FILE *de
         return 0;
 }
 
+/* The supervisor answered a request at start with an error (a refused peer gets
+ * permission_denied): say so, naming the code, and return the command's exit status for
+ * it. */
+static int refused(const char *what, const CiMessage *err) {
+        const msgpack_object *code = ci_get(&err->unpacked.data, "code"), *msg = ci_get(&err->unpacked.data, "message");
+        char name[32] = "?";
+
+        if (mp_is_str(code))
+                snprintf(name, sizeof name, "%.*s", (int) code->via.str.size, code->via.str.ptr);
+        fprintf(stderr, "codeinterp mcp: %s was refused (%s): %.*s\n", what, name,
+                mp_is_str(msg) ? (int) MIN(msg->via.str.size, 512u) : 0, mp_is_str(msg) ? msg->via.str.ptr : "");
+        return ci_outcome_exit_status(name);
+}
+
+/* Connect, describe, open the session's invocation and register its sources. Returns 0,
+ * or the exit status (> 0) after saying why on stderr. */
 static int start(Mcp *m, const char *socket, const McpSource *sources, size_t n) {
         _cleanup_free_ char *extra = NULL;
         size_t extra_len;
@@ -864,15 +880,26 @@ static int start(Mcp *m, const char *socket, const McpSource *sources, size_t n)
 
         if ((k = ci_connect(socket, &m->client)) < 0) {
                 fprintf(stderr, "codeinterp mcp: cannot connect to the supervisor: %s\n", strerror(-k));
+                return EXIT_CONNECT;
+        }
+        if ((k = ci_describe(m->client, &d)) < 0) {
+                fprintf(stderr, "codeinterp mcp: describe failed: %s\n", strerror(-k));
+                return EXIT_CONNECT;
+        }
+        if (!mp_str_eq(ci_get(&d.unpacked.data, "type"), "reply")) {
+                k = mp_str_eq(ci_get(&d.unpacked.data, "type"), "error") ? refused("describe", &d) : EXIT_CONNECT;
+                if (k == EXIT_CONNECT)
+                        fprintf(stderr, "codeinterp mcp: describe failed: an unexpected answer\n");
+                ci_message_done(&d);
                 return k;
         }
-        if ((k = ci_describe(m->client, &d)) < 0 || !mp_str_eq(ci_get(&d.unpacked.data, "type"), "reply")) {
-                fprintf(stderr, "codeinterp mcp: describe failed\n");
-                ci_message_done(&d);
-                return k < 0 ? k : -EPROTO;
-        }
         if ((k = ci_invocation_open(m->client, m->invocation, &err)) < 0) {
-                fprintf(stderr, "codeinterp mcp: invocation.open failed\n");
+                if (err.buf)
+                        k = refused("invocation.open", &err);
+                else {
+                        fprintf(stderr, "codeinterp mcp: invocation.open failed: %s\n", strerror(-k));
+                        k = EXIT_CONNECT;
+                }
                 ci_message_done(&err);
                 ci_message_done(&d);
                 return k;
@@ -880,7 +907,8 @@ static int start(Mcp *m, const char *socket, const McpSource *sources, size_t n)
         f = open_memstream(&extra, &extra_len);
         if (!f) {
                 ci_message_done(&d);
-                return -ENOMEM;
+                fprintf(stderr, "codeinterp mcp: %s\n", strerror(ENOMEM));
+                return EXIT_CONNECT;
         }
         k = register_sources(m, sources, n, f);
         if (fclose(f) != 0 && k >= 0)
@@ -896,7 +924,13 @@ static int start(Mcp *m, const char *socket, const McpSource *sources, size_t n)
                 k = -ENOMEM;
         }
         ci_message_done(&d);
-        return k;
+        if (k == -EINVAL)
+                return EXIT_USAGE; /* a source that cannot be read or was refused: said already */
+        if (k < 0) {
+                fprintf(stderr, "codeinterp mcp: cannot start the session: %s\n", strerror(-k));
+                return EXIT_CONNECT;
+        }
+        return 0;
 }
 
 static void help(void) {
@@ -941,9 +975,8 @@ int mcp_main(const char *socket, int argc, char **argv) {
                 return EXIT_USAGE;
         }
         signal(SIGPIPE, SIG_IGN);
-        k = start(&m, socket, sources, n_sources);
-        if (k < 0)
-                status = k == -EINVAL ? EXIT_USAGE : EXIT_CONNECT;
+        status = start(&m, socket, sources, n_sources);
+        k = status == 0 ? 0 : -ECONNABORTED;
         while (k >= 0) {
                 struct pollfd fds[2] = {
                         { .fd = STDIN_FILENO, .events = POLLIN },

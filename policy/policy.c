@@ -94,6 +94,7 @@ typedef enum KeyId {
         K_PYTHON_PACKAGES,
         K_WORKER_HOST_ID_BASE,
         K_WORKER_HOST_ID_COUNT,
+        K_UNREADY_AFTER_START_FAILURES,
         _K_MAX,
 } KeyId;
 
@@ -175,6 +176,9 @@ static const KeyDef keys[_K_MAX] = {
         RESTART(K_WORKER_HOST_ID_BASE, "workerHostIdBase", KEY_U32, worker_host_id_base, 1, UINT32_MAX - 1),
         RESTART(K_WORKER_HOST_ID_COUNT, "workerHostIdCount", KEY_U32, worker_host_id_count, 1,
                 POLICY_HOST_ID_COUNT_MAX),
+        /* Read by status when it is asked: a reload changes it at once. */
+        DEF(K_UNREADY_AFTER_START_FAILURES, "unreadyAfterStartFailures", KEY_U32, unready_after_start_failures, 0,
+            1000000),
 };
 
 static uint32_t *field_u32(Policy *p, const KeyDef *d) {
@@ -324,6 +328,8 @@ void policy_init_defaults(Policy *p) {
 
                 .worker_host_id_base = POLICY_HOST_ID_BASE_DEFAULT,
                 .worker_host_id_count = 65536,
+
+                .unready_after_start_failures = 3,
         };
         policy_finalize(p);
 }

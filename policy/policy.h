@@ -114,6 +114,10 @@ typedef struct Policy {
         uint32_t worker_host_id_base;  /* workerHostIdBase: first host uid and gid of the block, 0x7ff00000 */
         uint32_t worker_host_id_count; /* workerHostIdCount: ids in the block (live workers at most), 65536 */
 
+        /* Readiness (status, `codeinterp status --ready`). */
+        uint32_t unready_after_start_failures; /* unreadyAfterStartFailures: worker starts failed in a row that
+                                                * make the supervisor not ready, 3; 0 = never */
+
         char sha256[65]; /* hex digest of the effective values, filled by policy_finalize() */
 } Policy;
 

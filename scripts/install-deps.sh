@@ -33,6 +33,9 @@ libclang-rt-14-dev
 cppcheck
 util-linux
 coreutils
+prometheus
+prometheus-node-exporter
+python3-prometheus-client
 "
 # build-essential: gcc, make, libc headers.  libpython3-dev: python3-embed.pc, which
 # CMakeLists.txt asks pkg-config for (libpython3.11-dev alone has only python-3.11-embed.pc).
@@ -43,8 +46,13 @@ coreutils
 # coreutils: timeout.  python3-numpy, python3-pandas, python3-matplotlib: the
 # pythonPackages allow-list, bound into workers under packaging/policy-data.yaml
 # (configure computes their binds, so install them before the first build; the data
-# policy's tests and make bench use them).  git is not needed: make check-format lists the C files with
-# find when there is no git checkout.
+# policy's tests and make bench use them).  prometheus (promtool), prometheus-node-exporter
+# and python3-prometheus-client: tests/integration/test_metrics.py checks `codeinterp status
+# --prometheus` with promtool check metrics and through node_exporter's textfile collector,
+# and reads both formats with prometheus_client's parsers (under systemd the two services
+# are enabled by their packages; the tests start node_exporter themselves, on 127.0.0.1).
+# util-linux also has setpriv (tests/integration/test_refused_peer.py runs clients as nobody).
+# git is not needed: make check-format lists the C files with find when there is no git checkout.
 missing=""
 for p in $PKGS; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -51,6 +51,7 @@ struct Call {
         uint64_t admit_usec, start_usec, end_usec;
         uint64_t seq;           /* arrival order */
         bool started;           /* a worker was started */
+        bool trial;             /* the scheduler's trial worker (sched_*): no caller, no counter */
         unsigned start_retries; /* times its worker request was lost with a zygote */
         sd_event_source *deadline;
         sd_event_source *heartbeat;

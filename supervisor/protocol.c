@@ -442,10 +442,41 @@ static void pack_histogram(msgpack_packer *pk, const char *key, const Histogram 
         mp_pack_kv_uint(pk, "count", h->count);
 }
 
+static const char *not_ready_name(ProtoNotReady r) {
+        switch (r) {
+        case PROTO_NOT_READY_SHUTTING_DOWN:
+                return "shutting_down";
+        case PROTO_NOT_READY_ZYGOTE_DOWN:
+                return "zygote_down";
+        case PROTO_NOT_READY_WORKER_START_FAILURES:
+                return "worker_start_failures";
+        case PROTO_READY:
+                break;
+        }
+        return NULL;
+}
+
+static const char *zygote_state_name(ProtoZygoteState z) {
+        switch (z) {
+        case PROTO_ZYGOTE_READY:
+                return "ready";
+        case PROTO_ZYGOTE_STARTING:
+                return "starting";
+        case PROTO_ZYGOTE_BROKEN:
+                return "broken";
+        case PROTO_ZYGOTE_NONE:
+                break;
+        }
+        return NULL;
+}
+
 int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
         msgpack_packer *pk = &w->pk;
 
-        pack_reply_head(pk, id, PROTO_OP_STATUS, 20);
+        pack_reply_head(pk, id, PROTO_OP_STATUS, 32);
+        mp_pack_kv_bool(pk, "ready", st->not_ready == PROTO_READY);
+        mp_pack_kv_str(pk, "notReadyCause", not_ready_name(st->not_ready));
+        mp_pack_kv_str(pk, "notReadyDetail", st->not_ready == PROTO_READY ? NULL : st->not_ready_detail);
         mp_pack_kv_uint(pk, "queued", st->queued);
         mp_pack_kv_uint(pk, "running", st->running);
         mp_pack_kv_uint(pk, "capacity", st->capacity);
@@ -466,6 +497,14 @@ int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
                 msgpack_pack_nil(pk);
         mp_pack_kv_uint(pk, "zygoteGeneration", st->zygote_generation);
         mp_pack_kv_bool(pk, "zygoteReady", st->zygote_ready);
+        mp_pack_kv_str(pk, "zygoteState", zygote_state_name(st->zygote_state));
+        mp_pack_kv_uint(pk, "memoryGateHolds", st->memory_gate_holds);
+        mp_pack_kv_bool(pk, "memoryGateHolding", st->memory_gate_holding);
+        mp_pack_kv_uint(pk, "memoryGateHeldMs", st->memory_gate_held_ms);
+        mp_pack_kv_uint(pk, "uptimeMs", st->uptime_ms);
+        mp_pack_kv_uint(pk, "startTimeUnixMs", st->start_time_unix_ms);
+        mp_pack_kv_str(pk, "version", CODEINTERP_VERSION);
+        mp_pack_kv_str(pk, "python", CODEINTERP_PY_VERSION);
         mp_pack_cstr(pk, "outcomes");
         msgpack_pack_map(pk, _OUTCOME_MAX);
         for (size_t i = 0; i < _OUTCOME_MAX; i++)
@@ -473,6 +512,7 @@ int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
         pack_histogram(pk, "queueWaitMs", st->queue_wait);
         pack_histogram(pk, "runTimeMs", st->run_time);
         mp_pack_kv_str(pk, "policySha256", st->policy_sha256);
+        mp_pack_kv_str(pk, "policyName", st->policy_name);
         return mp_writer_error(w);
 }
 

@@ -104,7 +104,25 @@ const char *proto_cgroup_name(CgroupVersion v);
  * with this policy's bounds; docs/protocol.md#describe. */
 int proto_pack_describe(MpWriter *w, uint64_t id, const Policy *p);
 
+/* Why the supervisor is not ready (status's notReadyCause; docs/operations.md#readiness). */
+typedef enum ProtoNotReady {
+        PROTO_READY,
+        PROTO_NOT_READY_SHUTTING_DOWN,
+        PROTO_NOT_READY_ZYGOTE_DOWN,           /* zygote mode: no zygote serves spawns */
+        PROTO_NOT_READY_WORKER_START_FAILURES, /* unreadyAfterStartFailures starts failed in a row */
+} ProtoNotReady;
+
+/* The zygote as status names it. */
+typedef enum ProtoZygoteState {
+        PROTO_ZYGOTE_NONE, /* exec mode */
+        PROTO_ZYGOTE_READY,
+        PROTO_ZYGOTE_STARTING,
+        PROTO_ZYGOTE_BROKEN,
+} ProtoZygoteState;
+
 typedef struct ProtoStatus {
+        ProtoNotReady not_ready;      /* PROTO_READY: ready */
+        const char *not_ready_detail; /* NULL when ready */
         uint32_t queued, running, capacity;
         uint64_t admitted_total, started_total, finished_total;
         uint32_t max_running_seen;
@@ -117,9 +135,16 @@ typedef struct ProtoStatus {
         pid_t zygote_pid; /* 0: none */
         unsigned zygote_generation;
         bool zygote_ready;
-        const uint64_t *outcomes; /* [_OUTCOME_MAX]: finished calls and refused executes */
+        ProtoZygoteState zygote_state;
+        uint64_t memory_gate_holds;
+        bool memory_gate_holding;
+        uint64_t memory_gate_held_ms;
+        uint64_t uptime_ms;
+        uint64_t start_time_unix_ms; /* CLOCK_REALTIME when the supervisor started */
+        const uint64_t *outcomes;    /* [_OUTCOME_MAX]: finished calls and refused executes */
         const Histogram *queue_wait, *run_time;
         const char *policy_sha256; /* the current policy's */
+        const char *policy_name;
 } ProtoStatus;
 int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st);
 

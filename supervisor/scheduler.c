@@ -22,6 +22,8 @@
 #define START_BACKOFF_MAX_USEC 1000000ULL
 /* A call whose worker request was lost with its zygote is asked for again once. */
 #define START_MAX_RETRIES 1
+/* What a trial worker runs (see start_trial()). */
+#define TRIAL_CODE "None"
 
 typedef struct UidServed {
         uid_t uid;
@@ -31,7 +33,8 @@ typedef struct UidServed {
 
 struct Scheduler {
         sd_event *event;
-        const Policy *policy;
+        PolicySnapshot *snapshot; /* the server's current policy (not a reference of ours) */
+        const Policy *policy;     /* = &snapshot->policy */
         RunnerSpawner spawner;
         SchedCallbacks cb;
         void *userdata;
@@ -49,6 +52,13 @@ struct Scheduler {
         uint32_t start_failures_in_row;
         uint64_t backoff_until; /* CLOCK_MONOTONIC usec; no start before */
         char last_start_error[160];
+        /* Readiness after start failures: the trial worker in flight, if any. */
+        Call *trial;
+        bool stopping; /* shutting down: no more trials */
+        /* the memory gate */
+        uint64_t memory_gate_holds;
+        uint64_t memory_gate_held_usec;  /* finished holds */
+        uint64_t memory_gate_held_since; /* CLOCK_MONOTONIC usec while it holds, else 0 */
         uint64_t finished_by_outcome[_OUTCOME_MAX];
         Histogram queue_wait, run_time;
 };
@@ -234,10 +244,18 @@ static int on_retry(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
+static void trial_end(Scheduler *s);
+
 static void on_runner_done(Runner *r, RunnerResult *res, void *userdata) {
         Call *c = userdata;
         Scheduler *s = c->sched;
 
+        if (c->trial) {
+                runner_result_done(res);
+                trial_end(s);
+                dispatch(s);
+                return;
+        }
         finish(s, c, res);
         /* The runner is freed with the call; start whoever is next. */
         dispatch(s);
@@ -276,33 +294,138 @@ static void requeue(Scheduler *s, Call *c) {
         s->n_queued++;
 }
 
+/* A start failed (a call's or a trial's): remember why, count it in the row, back the
+ * next start off. Returns the back-off. */
+static uint64_t count_start_failure(Scheduler *s, const RunnerStartError *err) {
+        uint64_t delay = MIN(START_BACKOFF_MIN_USEC << MIN(s->start_failures_in_row, 6u), START_BACKOFF_MAX_USEC);
+        uint32_t unready_after = s->policy->unready_after_start_failures;
+
+        snprintf(s->last_start_error, sizeof s->last_start_error, "%s", err->detail);
+        s->start_failures_in_row++;
+        s->backoff_until = now_usec() + delay;
+        if (unready_after > 0 && s->start_failures_in_row == unready_after)
+                log_warning("Not ready: %u worker starts failed in a row (unreadyAfterStartFailures); a trial worker "
+                            "is tried after each back-off until one starts",
+                            s->start_failures_in_row);
+        return delay;
+}
+
 /* The call ends as worker_error naming the cause; the next start backs off. */
 static void start_failed(Scheduler *s, Call *c, const RunnerStartError *err) {
         RunnerResult res = { .outcome = OUTCOME_WORKER_ERROR, .exit_code = -1 };
-        uint64_t delay = START_BACKOFF_MIN_USEC << MIN(s->start_failures_in_row, 6u);
+        uint64_t delay;
 
         c->runner = runner_free(c->runner);
         snprintf(res.detail, sizeof res.detail, "%s", err->detail);
-        snprintf(s->last_start_error, sizeof s->last_start_error, "%s", err->detail);
         s->start_failures_total++;
-        s->start_failures_in_row++;
-        s->backoff_until = now_usec() + MIN(delay, START_BACKOFF_MAX_USEC);
+        delay = count_start_failure(s, err);
         res.start_usec = res.end_usec = now_usec();
         log_warning("Call %llu: %s (%u in a row; the next start waits %llu ms)", (unsigned long long) c->call_id,
-                    err->detail, s->start_failures_in_row,
-                    (unsigned long long) MIN(delay, START_BACKOFF_MAX_USEC) / 1000);
+                    err->detail, s->start_failures_in_row, (unsigned long long) delay / 1000);
         finish(s, c, &res);
 }
 
 static void start_succeeded(Scheduler *s) {
+        uint32_t unready_after = s->policy->unready_after_start_failures;
+
+        if (unready_after > 0 && s->start_failures_in_row >= unready_after)
+                log_notice("Ready again: a worker started after %u failed starts in a row", s->start_failures_in_row);
         s->start_failures_in_row = 0;
         s->backoff_until = 0;
+}
+
+static void retry_in(Scheduler *s, uint64_t usec);
+
+/* ---- trial workers ----
+ *
+ * After unreadyAfterStartFailures failed starts in a row the supervisor reports itself
+ * not ready until a worker starts again. A readiness probe that fails keeps callers
+ * away, and without calls nothing would ever start: so while that holds and no call
+ * waits or runs, the scheduler starts a worker of its own after each back-off, a trial:
+ * TRIAL_CODE under the current policy, for nobody. Its start counts like a call's
+ * (success resets the row, failure adds to it and backs off); nothing else of it is
+ * counted or sent. Calls that arrive meanwhile wait until it is over (dispatch()). */
+
+static bool trial_wanted(const Scheduler *s) {
+        uint32_t unready_after = s->policy->unready_after_start_failures;
+
+        return unready_after > 0 && s->start_failures_in_row >= unready_after && !s->trial && !s->stopping &&
+               !s->queue && s->n_running == 0;
+}
+
+static void trial_end(Scheduler *s) {
+        Call *c = TAKE_PTR(s->trial);
+
+        c->state = CALL_FINISHED;
+        call_unref(c);
+}
+
+static void trial_failed(Scheduler *s, const RunnerStartError *err) {
+        uint64_t delay = count_start_failure(s, err);
+
+        log_debug("Trial worker: %s (%u in a row)", err->detail, s->start_failures_in_row);
+        trial_end(s);
+        retry_in(s, delay);
+}
+
+static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata);
+static void on_runner_started(Runner *r, RunnerStart how, const RunnerStartError *err, void *userdata);
+
+static void start_trial(Scheduler *s) {
+        RunnerRequest req = { .code = TRIAL_CODE, .code_len = strlen(TRIAL_CODE) };
+        RunnerStartError err = {};
+        Call *c;
+        int k;
+
+        if (call_new(s->snapshot, req.code, req.code_len, req.code_len, NULL, 0, &c) < 0) {
+                retry_in(s, START_BACKOFF_MAX_USEC);
+                return;
+        }
+        c->trial = true;
+        c->sched = s;
+        c->state = CALL_RUNNING;
+        c->admit_usec = c->start_usec = now_usec();
+        s->trial = c;
+        /* Bounded like a call: a worker that hangs is killed at the policy's deadline. */
+        if (sd_event_add_time(s->event, &c->deadline, CLOCK_MONOTONIC,
+                              c->admit_usec + (uint64_t) call_policy(c)->timeout_ms * 1000, 1, on_deadline, c) < 0) {
+                trial_end(s);
+                retry_in(s, START_BACKOFF_MAX_USEC);
+                return;
+        }
+        k = runner_start(s->event, call_policy(c), &s->spawner, &req, on_runner_done, on_runner_started, c, &c->runner,
+                         &err);
+        if (k == RUNNER_START_LATER) {
+                trial_end(s); /* no zygote now: its ready callback dispatches again */
+                return;
+        }
+        if (k < 0) {
+                c->runner = runner_free(c->runner);
+                trial_failed(s, &err);
+                return;
+        }
+        if (!runner_spawning(c->runner)) {
+                log_debug("Trial worker started (pid %d)", (int) runner_pid(c->runner));
+                start_succeeded(s);
+        }
 }
 
 static void on_runner_started(Runner *r, RunnerStart how, const RunnerStartError *err, void *userdata) {
         Call *c = userdata;
         Scheduler *s = c->sched;
 
+        if (c->trial) {
+                /* A zygote that went away before it answered (RUNNER_RETRY) counts as a
+                 * failure too: the trial only runs while starts are failing anyway, and
+                 * the next one waits for a zygote that is ready. */
+                if (how == RUNNER_STARTED)
+                        start_succeeded(s);
+                else {
+                        c->runner = runner_free(c->runner);
+                        trial_failed(s, err);
+                }
+                return;
+        }
         switch (how) {
         case RUNNER_STARTED:
                 start_succeeded(s);
@@ -372,11 +495,50 @@ static void retry_in(Scheduler *s, uint64_t usec) {
                 (void) sd_event_add_time_relative(s->event, &s->retry, CLOCK_MONOTONIC, usec, 1000, on_retry, s);
 }
 
+/* The memory gate holds queued calls back (holding), or does not: count the holds and
+ * the time spent in them. */
+static void memory_gate_set(Scheduler *s, bool holding) {
+        uint64_t now = now_usec();
+
+        if (holding && s->memory_gate_held_since == 0) {
+                s->memory_gate_holds++;
+                s->memory_gate_held_since = now;
+                log_debug("The memory gate holds queued calls back: available memory is below minAvailableMemoryBytes");
+        } else if (!holding && s->memory_gate_held_since != 0) {
+                s->memory_gate_held_usec += now - s->memory_gate_held_since;
+                s->memory_gate_held_since = 0;
+                log_debug("The memory gate lets calls start again");
+        }
+}
+
+/* A trial worker, when one is wanted and may start now (see start_trial()). */
+static void maybe_start_trial(Scheduler *s) {
+        uint64_t now = now_usec();
+
+        if (!trial_wanted(s))
+                return;
+        /* A zygote that is not serving is restarted by its client, whose ready callback
+         * dispatches again. */
+        if (s->spawner.zygote && zygote_client_state(s->spawner.zygote) != ZYGOTE_STATE_READY)
+                return;
+        if (now < s->backoff_until) {
+                retry_in(s, s->backoff_until - now);
+                return;
+        }
+        if (!memory_available(s)) {
+                retry_in(s, MEMORY_RETRY_USEC);
+                return;
+        }
+        start_trial(s);
+}
+
 static void dispatch(Scheduler *s) {
+        bool gate_holds = false;
+
         if (s->dispatching)
                 return;
         s->dispatching = true;
-        while (s->queue && s->n_running < s->capacity && spawner_ready(s)) {
+        while (s->queue && !s->trial && s->n_running < s->capacity && spawner_ready(s)) {
                 uint64_t now = now_usec();
 
                 if (now < s->backoff_until) {
@@ -384,14 +546,17 @@ static void dispatch(Scheduler *s) {
                         break;
                 }
                 if (!memory_available(s)) {
+                        gate_holds = true;
                         retry_in(s, MEMORY_RETRY_USEC);
                         break;
                 }
                 start_call(s, pick_next(s));
         }
+        memory_gate_set(s, gate_holds);
+        maybe_start_trial(s);
         s->dispatching = false;
         /* Nothing runs and nothing waits: the moment to prepare the next workers. */
-        if (s->n_running == 0 && !s->queue && s->spawner.zygote)
+        if (s->n_running == 0 && !s->queue && !s->trial && s->spawner.zygote)
                 zygote_client_idle(s->spawner.zygote);
 }
 
@@ -409,18 +574,19 @@ static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int sched_new(sd_event *e, const Policy *p, const RunnerSpawner *sp, const SchedCallbacks *cb, void *userdata,
+int sched_new(sd_event *e, PolicySnapshot *p, const RunnerSpawner *sp, const SchedCallbacks *cb, void *userdata,
               Scheduler **ret) {
         Scheduler *s = calloc(1, sizeof *s);
 
         if (!s)
                 return -ENOMEM;
         s->event = e;
-        s->policy = p;
+        s->snapshot = p;
+        s->policy = &p->policy;
         s->spawner = *sp;
         s->cb = *cb;
         s->userdata = userdata;
-        s->capacity = policy_active_workers(p);
+        s->capacity = policy_active_workers(s->policy);
         *ret = s;
         return 0;
 }
@@ -428,14 +594,17 @@ int sched_new(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Sched
 Scheduler *sched_free(Scheduler *s) {
         if (!s)
                 return NULL;
+        if (s->trial)
+                trial_end(s); /* its runner kills and reaps the worker */
         sd_event_source_disable_unref(s->retry);
         free(s);
         return NULL;
 }
 
-void sched_set_policy(Scheduler *s, const Policy *p) {
-        s->policy = p;
-        s->capacity = policy_active_workers(p);
+void sched_set_policy(Scheduler *s, PolicySnapshot *p) {
+        s->snapshot = p;
+        s->policy = &p->policy;
+        s->capacity = policy_active_workers(s->policy);
         dispatch(s);
 }
 
@@ -484,6 +653,9 @@ int sched_cancel(Scheduler *s, Call *c, RunnerKill why) {
 }
 
 void sched_cancel_all(Scheduler *s) {
+        s->stopping = true;
+        if (s->trial && s->trial->runner)
+                runner_kill(s->trial->runner, RUNNER_KILL_SHUTDOWN);
         while (s->queue)
                 sched_cancel(s, s->queue, RUNNER_KILL_SHUTDOWN);
         for (Call *c = s->running; c; c = c->q_next)
@@ -494,7 +666,7 @@ bool sched_owns_pid(const Scheduler *s, pid_t pid) {
         for (Call *c = s->running; c; c = c->q_next)
                 if (c->runner && runner_pid(c->runner) == pid)
                         return true;
-        return false;
+        return s->trial && s->trial->runner && runner_pid(s->trial->runner) == pid;
 }
 
 void sched_get_stats(const Scheduler *s, SchedStats *ret) {
@@ -509,6 +681,10 @@ void sched_get_stats(const Scheduler *s, SchedStats *ret) {
                 .start_failures_total = s->start_failures_total,
                 .start_failures_in_row = s->start_failures_in_row,
                 .last_start_error = s->last_start_error[0] ? s->last_start_error : NULL,
+                .memory_gate_holds = s->memory_gate_holds,
+                .memory_gate_holding = s->memory_gate_held_since != 0,
+                .memory_gate_held_usec = s->memory_gate_held_usec +
+                                         (s->memory_gate_held_since ? now_usec() - s->memory_gate_held_since : 0),
                 .queue_wait = s->queue_wait,
                 .run_time = s->run_time,
         };

@@ -32,8 +32,14 @@ typedef struct SchedStats {
         uint64_t finished_total;
         uint32_t max_running_seen;
         uint64_t start_failures_total;  /* calls that ended because their worker could not start */
-        uint32_t start_failures_in_row; /* > 0: starts are failing now (and backing off) */
+        uint32_t start_failures_in_row; /* > 0: starts are failing now (and backing off); trial
+                                         * workers' failures count here too */
         const char *last_start_error;   /* the last such failure's detail, or NULL */
+        /* The memory gate (minAvailableMemoryBytes): times it began to hold queued calls
+         * back, whether it holds them now, and for how long it has held them in all. */
+        uint64_t memory_gate_holds;
+        bool memory_gate_holding;
+        uint64_t memory_gate_held_usec;
         uint64_t finished_by_outcome[_OUTCOME_MAX];
         /* One observation per finished call: queue wait (admission to its worker's start,
          * or to its end when no worker started), and run time (start to end; calls with
@@ -41,7 +47,8 @@ typedef struct SchedStats {
         Histogram queue_wait, run_time;
 } SchedStats;
 
-int sched_new(sd_event *e, const Policy *p, const RunnerSpawner *sp, const SchedCallbacks *cb, void *userdata,
+/* p: the current policy (the server's reference; see sched_set_policy()). */
+int sched_new(sd_event *e, PolicySnapshot *p, const RunnerSpawner *sp, const SchedCallbacks *cb, void *userdata,
               Scheduler **ret);
 Scheduler *sched_free(Scheduler *s);
 /* Admit: starts the deadline and queues the call. -EBUSY when the queue is full (the call
@@ -50,16 +57,18 @@ int sched_submit(Scheduler *s, Call *c);
 /* Cancel: a queued call finishes as cancelled at once and never starts; a running call's
  * worker is SIGKILLed and it finishes when reaped. Returns -ESRCH if already finished. */
 int sched_cancel(Scheduler *s, Call *c, RunnerKill why);
-/* The current policy (reload): the queue bound, capacity and memory gate follow it at
- * once; each call keeps the limits, deadline and heartbeat of the policy it was admitted
- * under (call_policy()). p must stay valid until the next call or sched_free(). */
-void sched_set_policy(Scheduler *s, const Policy *p);
+/* The current policy (reload): the queue bound, capacity, memory gate and
+ * unreadyAfterStartFailures follow it at once; each call keeps the limits, deadline and
+ * heartbeat of the policy it was admitted under (call_policy()), and so does a trial
+ * worker (it takes its own reference). p must stay valid until the next call or
+ * sched_free(). */
+void sched_set_policy(Scheduler *s, PolicySnapshot *p);
 /* Try to start queued calls (e.g. a zygote became ready). */
 void sched_kick(Scheduler *s);
-/* Cancel everything (shutdown). */
+/* Cancel everything (shutdown), a trial worker included; no trial starts after it. */
 void sched_cancel_all(Scheduler *s);
 void sched_get_stats(const Scheduler *s, SchedStats *ret);
-/* Whether pid is a running call's worker. */
+/* Whether pid is a running call's worker, or the trial worker. */
 bool sched_owns_pid(const Scheduler *s, pid_t pid);
 /* Position (1-based) of a queued call in the current serving order estimate; 0 if not queued. */
 uint32_t sched_queue_position(const Scheduler *s, const Call *c);

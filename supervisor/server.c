@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -52,6 +53,8 @@ struct Server {
         SelfCheck *self_check; /* server_self_check()'s, until the server goes */
         ServerSelfCheckFn self_check_fn;
         void *self_check_userdata;
+        uint64_t started_usec;      /* CLOCK_MONOTONIC at server_new(): uptime */
+        uint64_t started_unix_msec; /* CLOCK_REALTIME then */
 };
 
 struct Connection {
@@ -391,8 +394,53 @@ static void handle_describe(Connection *c, const ProtoRequest *req) {
         conn_send_packed(c, &w, proto_pack_describe(&w, req->id, c->server->policy));
 }
 
+static ProtoZygoteState zygote_state(const Server *s) {
+        if (!s->zygote)
+                return PROTO_ZYGOTE_NONE;
+        switch (zygote_client_state(s->zygote)) {
+        case ZYGOTE_STATE_READY:
+                return PROTO_ZYGOTE_READY;
+        case ZYGOTE_STATE_STARTING:
+                return PROTO_ZYGOTE_STARTING;
+        case ZYGOTE_STATE_BROKEN:
+                break;
+        }
+        return PROTO_ZYGOTE_BROKEN;
+}
+
+/* Whether a call sent now would be served (docs/operations.md#readiness), and if not
+ * why, the first cause that holds: shutting down; zygote mode's zygote not serving
+ * (a start or restart under way, or failing and backed off); unreadyAfterStartFailures
+ * worker starts failed in a row (the scheduler tries trial workers meanwhile). */
+static ProtoNotReady readiness(const Server *s, const SchedStats *st, char *detail, size_t size) {
+        uint32_t unready_after = s->policy->unready_after_start_failures;
+        ProtoZygoteState z = zygote_state(s);
+
+        if (s->shutting_down) {
+                snprintf(detail, size, "the supervisor is shutting down");
+                return PROTO_NOT_READY_SHUTTING_DOWN;
+        }
+        if (z == PROTO_ZYGOTE_STARTING || z == PROTO_ZYGOTE_BROKEN) {
+                const char *why = zygote_client_last_error(s->zygote);
+                if (z == PROTO_ZYGOTE_BROKEN)
+                        snprintf(detail, size, "no zygote serves: %s; the next start is backed off", why);
+                else if (why[0])
+                        snprintf(detail, size, "a new zygote is starting after: %s", why);
+                else
+                        snprintf(detail, size, "a new zygote is starting");
+                return PROTO_NOT_READY_ZYGOTE_DOWN;
+        }
+        if (unready_after > 0 && st->start_failures_in_row >= unready_after) {
+                snprintf(detail, size, "%u worker starts failed in a row (unreadyAfterStartFailures: %u); the last: %s",
+                         st->start_failures_in_row, unready_after, st->last_start_error ?: "?");
+                return PROTO_NOT_READY_WORKER_START_FAILURES;
+        }
+        return PROTO_READY;
+}
+
 static void handle_status(Connection *c, const ProtoRequest *req) {
         Server *s = c->server;
+        char not_ready_detail[384];
         SchedStats st;
         MpWriter w;
 
@@ -402,6 +450,8 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
         for (size_t i = 0; i < _OUTCOME_MAX; i++)
                 outcomes[i] = st.finished_by_outcome[i] + s->refused[i];
         ProtoStatus ps = {
+                .not_ready = readiness(s, &st, not_ready_detail, sizeof not_ready_detail),
+                .not_ready_detail = not_ready_detail,
                 .queued = st.queued,
                 .running = st.running,
                 .capacity = st.capacity,
@@ -418,10 +468,17 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
                 .zygote_pid = s->zygote ? zygote_client_pid(s->zygote) : 0,
                 .zygote_generation = s->zygote ? zygote_client_generation(s->zygote) : 0,
                 .zygote_ready = s->zygote && zygote_client_ready(s->zygote),
+                .zygote_state = zygote_state(s),
+                .memory_gate_holds = st.memory_gate_holds,
+                .memory_gate_holding = st.memory_gate_holding,
+                .memory_gate_held_ms = st.memory_gate_held_usec / 1000,
+                .uptime_ms = (now_usec() - s->started_usec) / 1000,
+                .start_time_unix_ms = s->started_unix_msec,
                 .outcomes = outcomes,
                 .queue_wait = &st.queue_wait,
                 .run_time = &st.run_time,
                 .policy_sha256 = s->policy->sha256,
+                .policy_name = s->policy->name,
         };
         mp_writer_init(&w, 0);
         conn_send_packed(c, &w, proto_pack_status(&w, req->id, &ps));
@@ -759,6 +816,14 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
         return 0;
 }
 
+static uint64_t realtime_msec(void) {
+        struct timespec ts;
+
+        if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+                return 0;
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
 static void on_zygote_ready(void *userdata) {
         Server *s = userdata;
         self_check_kick(s->self_check);
@@ -780,6 +845,8 @@ int server_new(sd_event *e, PolicySnapshot *snapshot, int worker_exec_fd, Cgroup
         const Policy *p = &snapshot->policy;
 
         s->event = e;
+        s->started_usec = now_usec();
+        s->started_unix_msec = realtime_msec();
         s->snapshot = policy_snapshot_ref(snapshot);
         s->policy = p;
         s->listen_fd = -1; /* ours only on success: the caller closes it otherwise */
@@ -796,7 +863,7 @@ int server_new(sd_event *e, PolicySnapshot *snapshot, int worker_exec_fd, Cgroup
         s->spawner = (RunnerSpawner){
                 .worker_exec_fd = worker_exec_fd, .zygote = s->zygote, .cgroups = cgroups, .ids = s->ids
         };
-        if ((k = sched_new(e, p, &s->spawner, &cb, s, &s->sched)) < 0 ||
+        if ((k = sched_new(e, s->snapshot, &s->spawner, &cb, s, &s->sched)) < 0 ||
             (k = inv_registry_new(e, p, on_invocation_closed, s, &s->invocations)) < 0) {
                 server_free(s);
                 return k;
@@ -840,7 +907,7 @@ void server_set_policy(Server *s, PolicySnapshot *snapshot) {
         s->snapshot = policy_snapshot_ref(snapshot);
         s->policy = &snapshot->policy;
         inv_registry_set_policy(s->invocations, s->policy);
-        sched_set_policy(s->sched, s->policy);
+        sched_set_policy(s->sched, s->snapshot);
         /* Calls hold their own references: the old policy lives on until the last is freed. */
         policy_snapshot_unref(old);
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import socket
 from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Sequence, Union
 
 from .client import (attachment_fields, describe_fields, execute_answer, execute_fields, read_source_fields,
@@ -25,23 +26,38 @@ AsyncProgressCallback = Callable[[Progress], Union[None, Awaitable[None]]]
 
 class AsyncClient:
     """One asyncio connection to ``codeinterpd``: ``async with AsyncClient(path) as c``
-    (or ``await AsyncClient(path).connect()`` and ``await c.close()``)."""
+    (or ``await AsyncClient(path).connect()`` and ``await c.close()``).
+
+    The socket is driven by the loop's ``sock_*`` calls, not by a stream transport:
+    asyncio's transports send without ``MSG_NOSIGNAL``, so a supervisor that closes the
+    connection (it refuses this peer, say) would raise SIGPIPE in a program that has
+    restored that signal's default action, and a transport whose write failed stops
+    reading, losing the supervisor's reason. Here every send passes ``MSG_NOSIGNAL``
+    and the reader task reads until the end."""
 
     def __init__(self, socket_path: Optional[str] = None) -> None:
         self.path = socket_path or default_socket()
-        self._reader: Optional[asyncio.StreamReader] = None
-        self._writer: Optional[asyncio.StreamWriter] = None
+        self._sock: Optional[socket.socket] = None
         self._task: Optional[asyncio.Task[None]] = None
+        self._send_lock = asyncio.Lock()  # one frame at a time: sends may wait for room
         self._next_id = 1
         self._pending: Dict[int, asyncio.Queue[Any]] = {}
         self._failure: Optional[BaseException] = None
 
     async def connect(self) -> "AsyncClient":
         """Open the connection and start the reader task."""
-        if self._writer is not None:
+        if self._sock is not None:
             raise RuntimeError("already connected")
-        self._reader, self._writer = await asyncio.open_unix_connection(self.path)
-        self._task = asyncio.get_running_loop().create_task(self._read_loop())
+        loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        try:
+            sock.setblocking(False)
+            await loop.sock_connect(sock, self.path)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+        self._task = loop.create_task(self._read_loop())
         return self
 
     async def close(self) -> None:
@@ -53,17 +69,13 @@ class AsyncClient:
                 await self._task
             except asyncio.CancelledError:
                 pass
-        if self._writer is not None:
-            self._writer.close()
-            try:
-                await self._writer.wait_closed()
-            except OSError:
-                pass
+        if self._sock is not None:
+            self._sock.close()
         self._fail(ConnectionLost("the client closed the connection"))
 
     async def __aenter__(self) -> "AsyncClient":
         """Connect, unless :meth:`connect` has already been awaited."""
-        return self if self._writer is not None else await self.connect()
+        return self if self._sock is not None else await self.connect()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
@@ -77,12 +89,24 @@ class AsyncClient:
         for queue in self._pending.values():
             queue.put_nowait(e)
 
+    async def _recv_exact(self, n: int) -> bytes:
+        assert self._sock is not None
+        loop = asyncio.get_running_loop()
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = await loop.sock_recv_into(self._sock, view[got:])
+            if k == 0:
+                raise ConnectionLost("connection closed by the supervisor")
+            got += k
+        return bytes(buf)
+
     async def _read_loop(self) -> None:
-        assert self._reader is not None
         try:
             while True:
-                header = await self._reader.readexactly(4)
-                m = decode_body(await self._reader.readexactly(frame_length(header)))
+                header = await self._recv_exact(4)
+                m = decode_body(await self._recv_exact(frame_length(header)))
                 mid = m.get("id") if isinstance(m, Mapping) else None
                 if mid is None:
                     if isinstance(m, Mapping) and m.get("type") == "error":
@@ -92,13 +116,35 @@ class AsyncClient:
                 queue = self._pending.get(mid)
                 if queue is not None:
                     queue.put_nowait(m)
-        except asyncio.IncompleteReadError:
-            self._fail(ConnectionLost("connection closed by the supervisor"))
         except (OSError, CodeinterpError) as e:
             self._fail(e)
 
+    async def _writable(self) -> None:
+        assert self._sock is not None
+        loop = asyncio.get_running_loop()
+        fd = self._sock.fileno()
+        room: asyncio.Future[None] = loop.create_future()
+        loop.add_writer(fd, lambda: room.done() or room.set_result(None))
+        try:
+            await room
+        finally:
+            loop.remove_writer(fd)
+
+    async def _send_frame(self, data: bytes) -> None:
+        """All of data, MSG_NOSIGNAL: a closed peer is BrokenPipeError, never SIGPIPE."""
+        assert self._sock is not None
+        view = memoryview(data)
+        async with self._send_lock:
+            while view:
+                try:
+                    n = self._sock.send(view, socket.MSG_NOSIGNAL)
+                except (BlockingIOError, InterruptedError):
+                    await self._writable()
+                    continue
+                view = view[n:]
+
     async def _send(self, op: str, fields: Mapping[str, Any]) -> int:
-        if self._writer is None:
+        if self._sock is None:
             raise RuntimeError("not connected: use `async with AsyncClient(...)` or connect()")
         if self._failure is not None:
             raise self._failure
@@ -106,15 +152,25 @@ class AsyncClient:
         self._next_id += 1
         self._pending[rid] = asyncio.Queue()
         try:
-            self._writer.write(encode_frame({"op": op, "id": rid, **fields}))
-            await self._writer.drain()
+            await self._send_frame(encode_frame({"op": op, "id": rid, **fields}))
         except (BrokenPipeError, ConnectionResetError) as e:
             del self._pending[rid]
-            raise ConnectionLost("the connection is closed") from e
+            raise await self._why_closed() from e
         except BaseException:
             del self._pending[rid]
             raise
         return rid
+
+    async def _why_closed(self) -> BaseException:
+        """A send found the connection closed by the supervisor. It may have said why
+        first, in an ``error`` without an id (``permission_denied`` for a peer its
+        policy refuses): the reader task reads on to the end of the connection (the
+        peer is gone, so that is soon) and keeps that error. It, else ConnectionLost."""
+        if self._task is not None:
+            await asyncio.wait({self._task}, timeout=10)
+        if isinstance(self._failure, CodeinterpError) and not isinstance(self._failure, ConnectionLost):
+            return self._failure
+        return ConnectionLost("the connection is closed")
 
     async def _next_for(self, rid: int) -> Any:
         m = await self._pending[rid].get()

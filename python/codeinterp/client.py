@@ -107,11 +107,25 @@ class Client:
             self.connection.send({"op": op, "id": rid, **fields})
         except (BrokenPipeError, ConnectionResetError) as e:
             del self._pending[rid]
-            raise ConnectionLost("the connection is closed") from e
+            raise self._why_closed() from e
         except BaseException:
             del self._pending[rid]
             raise
         return rid
+
+    def _why_closed(self) -> CodeinterpError:
+        """The supervisor closed the connection before a request could be sent: it may
+        have said why first, in an ``error`` without an id (``permission_denied`` for a
+        peer its policy refuses), which is still there to read; that error, else
+        ConnectionLost. The peer is gone, so the reads end at once."""
+        try:
+            while True:
+                m = self.connection.recv()
+                if isinstance(m, Mapping) and m.get("type") == "error" and m.get("id") is None:
+                    return error_from_message(m)
+        except (OSError, CodeinterpError):
+            pass
+        return ConnectionLost("the connection is closed")
 
     def _next_for(self, rid: int) -> Any:
         """The next message for request rid. An ``error`` without an id (a

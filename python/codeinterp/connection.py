@@ -89,12 +89,14 @@ class Connection:
         self.close()
 
     def send_raw(self, data: bytes) -> None:
-        """Send bytes as they are (no framing)."""
-        self.sock.sendall(data)
+        """Send bytes as they are (no framing). MSG_NOSIGNAL: a supervisor that has
+        closed the connection gives BrokenPipeError, never SIGPIPE, even in a process
+        that restored SIGPIPE's default action."""
+        self.sock.sendall(data, socket.MSG_NOSIGNAL)
 
     def send(self, obj: Any) -> None:
-        """Send obj as one frame."""
-        self.sock.sendall(encode_frame(obj))
+        """Send obj as one frame (as :meth:`send_raw`)."""
+        self.send_raw(encode_frame(obj))
 
     def _recv_exact(self, n: int) -> bytes:
         buf = bytearray(n)

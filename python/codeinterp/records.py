@@ -332,6 +332,21 @@ class Status:
     zygote_pid: Optional[int]
     zygote_generation: int
     zygote_ready: bool
+    # Readiness, the memory gate, uptime and versions (None from a supervisor that
+    # predates them; docs/protocol.md#status).
+    ready: Optional[bool] = None
+    not_ready_cause: Optional[str] = None
+    not_ready_detail: Optional[str] = None
+    zygote_state: Optional[str] = None
+    memory_gate_holds: Optional[int] = None
+    memory_gate_holding: Optional[bool] = None
+    memory_gate_held_ms: Optional[int] = None
+    uptime_ms: Optional[int] = None
+    start_time_unix_ms: Optional[int] = None
+    version: Optional[str] = None
+    python: Optional[str] = None
+    policy_name: Optional[str] = None
+    policy_sha256: Optional[str] = None
     raw: Any = _raw()
 
 

@@ -398,7 +398,8 @@ OM_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 OM_LABELS = r'\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*")*)?\}'
 OM_NUMBER = r"(?:[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|[+-]?Inf|NaN)"
 OM_SAMPLE = re.compile(r"^(%s)(%s)? (%s)$" % (OM_NAME, OM_LABELS, OM_NUMBER))
-OM_SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count", "_created")}
+OM_SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count", "_created"),
+               "info": ("_info",)}
 
 
 def parse_openmetrics(text):

@@ -80,6 +80,7 @@ static const TestKey test_keys[] = {
         { "pythonPackages", false, 0, 0, NULL, "[numpy]" },
         { "workerHostIdBase", true, 1, 4294967294, "workerHostIdCount: 1\n", "3000000000" },
         { "workerHostIdCount", true, 1, 1048576, "", "16" },
+        { "unreadyAfterStartFailures", true, 0, 1000000, "", "0" },
 };
 
 /* Every key, non-default, mutually consistent; flow and block styles, comments, quoting. */
@@ -129,7 +130,8 @@ static const char full_doc[] = "# every key overridden\n"
                                "cpuBandwidthPercent: 50\n"
                                "pythonPackages: [matplotlib, numpy]\n"
                                "workerHostIdBase: 3000000000\n"
-                               "workerHostIdCount: 1024\n";
+                               "workerHostIdCount: 1024\n"
+                               "unreadyAfterStartFailures: 7\n";
 
 /* Byte copies, so that "unchanged" can be checked with memcmp, padding included. */
 static void policy_copy(Policy *dst, const Policy *src) {
@@ -195,6 +197,8 @@ static void test_defaults(void **state) {
         assert_int_equal(p.worker_start, POLICY_WORKER_START_ZYGOTE);
         assert_int_equal(p.zygote_max_calls, 10000);
         assert_int_equal(p.zygote_max_seconds, 3600);
+
+        assert_int_equal(p.unready_after_start_failures, 3);
 
         assert_true(is_hex64(p.sha256));
 }
@@ -276,6 +280,7 @@ static void test_full_override(void **state) {
         assert_int_equal(p.zygote_max_seconds, 600);
         assert_int_equal(p.zygote_pool_size, 5);
         assert_int_equal(p.idle_exit_seconds, 90);
+        assert_int_equal(p.unready_after_start_failures, 7);
         assert_int_equal(p.python_packages,
                          POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY) | POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB));
 
@@ -643,6 +648,8 @@ static void test_keep_restart_keys(void **state) {
         assert_false(policy_key_needs_restart("timeoutMs"));
         assert_false(policy_key_needs_restart("idleExitSeconds"));
         assert_true(policy_key_needs_restart("cpuBandwidthPercent"));
+        assert_false(policy_key_needs_restart("unreadyAfterStartFailures"));
+        assert_int_equal(p.unready_after_start_failures, 7);
 }
 
 static void test_snapshot(void **state) {
@@ -706,7 +713,8 @@ static void test_digest_known_answer(void **state) {
                                         "cpuBandwidthPercent=0\n"
                                         "pythonPackages=\n"
                                         "workerHostIdBase=2146435072\n"
-                                        "workerHostIdCount=65536\n";
+                                        "workerHostIdCount=65536\n"
+                                        "unreadyAfterStartFailures=3\n";
         char want[65];
         Policy p;
         char err[256];
