@@ -396,6 +396,16 @@ class FaultEnv:
 
     # -- faults --
 
+    def lower_nofile_to_one_connection(self, t):
+        """Lower the soft RLIMIT_NOFILE so that one more descriptor fits and no second:
+        a connection is still accepted, but a worker (a plan memfd, pipes) cannot be
+        made. RLIMIT_NOFILE bounds descriptor numbers, not their count: the limit is the
+        lowest free number plus one, whatever the supervisor holds (its spare slots'
+        cgroup descriptors come and go)."""
+        used = {int(fd) for fd in os.listdir("/proc/%d/fd" % t.pid)}
+        lowest = min(set(range(len(used) + 1)) - used)
+        self.lower_nofile(t, lowest + 1)
+
     def lower_nofile(self, t, n):
         soft, hard = nofile_limits(t.pid)
         t.nofile = (soft, hard)
@@ -603,9 +613,9 @@ NOFILE_CAUSE = re.compile(r"Too many open files|EMFILE|descriptor", re.I)
 
 @pytest.mark.parametrize("mode", MODES)
 def test_fd_exhaustion_fails_the_call_and_recovers(env, mode):
-    """RLIMIT_NOFILE of the running supervisor lowered to 16 with prlimit: a worker
-    needs a plan memfd and eight pipe ends (exec mode also a sync pipe and /dev/null),
-    so starting one fails with EMFILE. The call ends as worker_error naming the cause,
+    """RLIMIT_NOFILE of the running supervisor lowered with prlimit so that a connection
+    still fits but nothing more: a worker needs a plan memfd and eight pipe ends (exec
+    mode also a sync pipe and /dev/null), so starting one fails with EMFILE. The call ends as worker_error naming the cause,
     the supervisor keeps serving, and once the limit is raised again the next call is
     ok and the descriptor count is back at its baseline."""
     t = env.start("workerStart: %s\nzygotePoolSize: 1\n" % mode)
@@ -613,7 +623,7 @@ def test_fd_exhaustion_fails_the_call_and_recovers(env, mode):
     status_or_fail(t)
     baseline = settled_fd_count(t.pid)
 
-    env.lower_nofile(t, 16)
+    env.lower_nofile_to_one_connection(t)
     c = Conn(t.sup.socket, 15)
     rids = [send_execute(c, "'never runs'") for _ in range(2)]
     try:

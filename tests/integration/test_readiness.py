@@ -9,6 +9,7 @@ call sent (the supervisor's trial workers).
 The fault machinery (tracking cgroups, limits undone even when a test fails, nothing
 left behind) is test_faults.py's."""
 import os
+import re
 import select
 import signal
 import subprocess
@@ -84,7 +85,8 @@ def failing_call(t):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_worker_start_failures_make_it_not_ready_until_a_worker_starts(env, mode):
-    """RLIMIT_NOFILE at 16: a worker's pipes cannot be made. The first failed start
+    """RLIMIT_NOFILE lowered so that a connection fits and nothing more: a worker's plan
+    and pipes cannot be made. The first failed start
     leaves it ready; the second (unreadyAfterStartFailures: 2) makes it not ready,
     naming the cause. Trial workers then fail on their own (the row grows with no call
     sent); once the limit is back one starts and it is ready again, still with no call:
@@ -94,7 +96,7 @@ def test_worker_start_failures_make_it_not_ready_until_a_worker_starts(env, mode
     before = status_or_fail(t)
     assert before["ready"] is True, before
 
-    env.lower_nofile(t, 16)
+    env.lower_nofile_to_one_connection(t)
     failing_call(t)
     st = status_or_fail(t, what="after one failed start")
     assert st["ready"] is True and st["workerStartFailuresInRow"] == 1, st
@@ -102,11 +104,13 @@ def test_worker_start_failures_make_it_not_ready_until_a_worker_starts(env, mode
     failing_call(t)
     st = status_or_fail(t, what="after two failed starts")
     assert st["ready"] is False and st["notReadyCause"] == "worker_start_failures", st
-    assert "2 worker starts failed in a row (unreadyAfterStartFailures: 2)" in st["notReadyDetail"], st
+    # Trial workers may already have failed too: the row is at least 2.
+    m = re.search(r"(\d+) worker starts failed in a row \(unreadyAfterStartFailures: 2\)", st["notReadyDetail"])
+    assert m and int(m.group(1)) >= 2, st
     assert EMFILE in st["notReadyDetail"], st
     assert_not_ready(t.sup.socket, "worker_start_failures", EMFILE)
     assert "codeinterp_ready 0" in metric_lines(t.sup.socket)
-    assert "Not ready: 2 worker starts failed in a row" in t.sup.read_log(), log_tail(t)
+    assert re.search(r"Not ready: \d+ worker starts failed in a row", t.sup.read_log()), log_tail(t)
 
     # Trial workers, no call: the row grows while the cause holds.
     assert wait_until(lambda: status_or_fail(t)["workerStartFailuresInRow"] >= 4, 10.0), (
@@ -136,7 +140,7 @@ def test_unready_after_0_never_and_a_reload_takes_effect_at_once(env):
     ready at once; the limit restored, a trial brings it back."""
     t = env.start(FAILING % (WORKER_START, 0))
     ok_result(one_call(t, "1"), "1")
-    env.lower_nofile(t, 16)
+    env.lower_nofile_to_one_connection(t)
     for _ in range(3):
         failing_call(t)
     st = status_or_fail(t)
