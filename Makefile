@@ -140,7 +140,7 @@ tool-test: build sdk-types
 .PHONY: lint-python unit-python
 lint-python: deps
 	/usr/bin/python3 -m pyflakes worker/runner.py worker/codeinterp_numeric.py python tests/python tests/python_client \
-		tests/integration tests/bench tests/tool tests/deployment tests/adversarial
+		tests/integration tests/bench tests/tool tests/deployment tests/pod tests/adversarial
 
 # The worker's runner and numeric module (worker/*.py) as Python; needs no build.
 unit-python: deps
@@ -178,6 +178,14 @@ deb:
 
 test-package: deb
 	scripts/test-package.sh $(abspath $(BUILD))-deb
+
+# The image and the pod specs of packaging/kubernetes/ under podman kube play with runc
+# (docs/deployment.md, "What was run"): DEB_DIR=dir takes packages already built,
+# otherwise make deb runs first. Root; about 3 minutes with the packages and base image
+# cached.
+.PHONY: pod-check
+pod-check:
+	scripts/pod-check.sh $(DEB_DIR)
 
 # Once, by hand: the packages under a real systemd (systemd-nspawn -b; needs systemd-container).
 .PHONY: nspawn-check
