@@ -131,6 +131,9 @@ image=$(/usr/bin/python3 "$here/tests/deployment/podspecs.py" image codeinterpd)
 agent=$(/usr/bin/python3 "$here/tests/deployment/podspecs.py" image agent)
 mkdir "$run/context" "$run/agent-context"
 cp "$deb" "$run/context/"
+# The images these tags named before, removed once replaced: repeated runs leave no
+# untagged copies behind.
+old_ids=$(podman image inspect --format '{{.Id}}' "$image" "$agent" 2>/dev/null || true)
 # --network host: the RUN step's apt-get needs the network, and podman needs no CNI
 # plugins for it.
 podman build --quiet --pull=never --network host --build-arg BASE_IMAGE="$base" \
@@ -138,6 +141,10 @@ podman build --quiet --pull=never --network host --build-arg BASE_IMAGE="$base" 
 podman build --quiet --pull=never --network none --build-arg CODEINTERP_IMAGE="$image" \
         -f "$here/tests/pod/agent.Containerfile" -t "$agent" "$run/agent-context" >/dev/null
 say "built $image ($(podman run --rm --network none "$image" --version)) and $agent"
+new_ids=$(podman image inspect --format '{{.Id}}' "$image" "$agent")
+for id in $old_ids; do
+        case "$new_ids" in *"$id"*) ;; *) podman rmi "$id" >/dev/null 2>&1 || true ;; esac
+done
 phase_done "images"
 
 phase "Docker's default seccomp profile"
