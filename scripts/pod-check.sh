@@ -6,7 +6,8 @@
 #
 # 1. The Debian packages: DEB_DIR, or `make deb` into build-deb/.
 # 2. The base image: the minimal Debian 12 root scripts/fresh-system-check.sh caches
-#    (debootstrap, /var/tmp/codeinterp-fresh-root), with Debian's apt sources for
+#    (debootstrap, $CODEINTERP_FRESH_CACHE, default /var/tmp/codeinterp-fresh-root;
+#    made by that script when missing), with Debian's apt sources for
 #    bookworm, -updates and -security, imported with `podman import` as
 #    localhost/codeinterp-base:bookworm (again only when that root changed).
 # 3. The codeinterp image from packaging/kubernetes/Containerfile as shipped, with
@@ -103,7 +104,14 @@ phase_done "Debian packages"
 
 phase "base image"
 base=localhost/codeinterp-base:bookworm
-tarball=$("$here/scripts/fresh-system-check.sh" --root-tarball)
+# fresh-system-check.sh's cache: when it is missing, that script makes it (debootstrap,
+# its phase 1) and then runs an empty check in a copy, which costs a few seconds.
+tarball="${CODEINTERP_FRESH_CACHE:-/var/tmp/codeinterp-fresh-root}/bookworm-minbase-$(dpkg --print-architecture).tar"
+if [ ! -f "$tarball" ]; then
+        : >"$run/nothing.sh"
+        CODEINTERP_FRESH_INSIDE="$run/nothing.sh" "$here/scripts/fresh-system-check.sh" >&2
+fi
+[ -f "$tarball" ] && [ -f "$tarball.info" ] || die "no cached root at $tarball"
 stamp="$(sed -n 's/^created //p' "$tarball.info") $(stat -c %s "$tarball")"
 if [ "$(podman image inspect --format '{{index .Labels "codeinterp.base.root"}}' "$base" 2>/dev/null)" = "$stamp" ]; then
         say "reusing $base (root of $stamp)"
