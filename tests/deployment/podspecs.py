@@ -5,6 +5,7 @@ what a container engine without a kubelet needs besides to run them.
   DaemonSet); sidecar_pod(): the sidecar Pod as is; node_agent_pod(): an agent pod
   for the DaemonSet's node, made of the sidecar's agent containers and the
   DaemonSet's socket volume (docs/deployment.md: agent pods mount the same hostPath).
+- check_config_pod(): the codeinterpd container alone, running --check-config once.
 - for_podman(): podman 4.3's `kube play` ignores securityContext.seccompProfile and
   appArmorProfile and reads the older annotations instead, so each container's field
   (or the pod's) is written as the annotation podman reads, mechanically; hostPath
@@ -130,6 +131,24 @@ def with_security(pod, name, **changes):
             sc.pop(key, None)
         else:
             sc[key] = value
+    return pod
+
+
+def check_config_pod(pod):
+    """A one-off pod of pod's codeinterpd container, the same in all (image, security
+    context, volumes, policy) but for its command, which gets --check-config (and no
+    probes, no restarts): where codeinterpd exits or restarts, --check-config still runs
+    in its container."""
+    pod = copy.deepcopy(pod)
+    c = container(pod["spec"], SUPERVISOR)
+    c["command"] = c["command"] + ["--check-config"]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        c.pop(probe, None)
+    pod["spec"]["containers"] = [c]
+    pod["spec"]["restartPolicy"] = "Never"
+    names = {m["name"] for m in c.get("volumeMounts", [])}
+    pod["spec"]["volumes"] = [v for v in pod["spec"].get("volumes", []) if v["name"] in names]
+    pod["metadata"]["name"] += "-check-config"
     return pod
 
 

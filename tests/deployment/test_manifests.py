@@ -288,6 +288,14 @@ def test_pod_specs_the_check_derives(daemonset, sidecar):
     assert agent["spec"]["containers"] == podspecs.agents(sidecar)
     assert agent["spec"]["volumes"] == [v for v in ds["spec"]["volumes"] if v["name"] == "socket-dir"]
     assert podspecs.image("codeinterpd") == container(ds["spec"], "codeinterpd")["image"]
+    # The one-off --check-config pod: the same container but for the flag, probes, restarts.
+    for pod in (ds, podspecs.sidecar_pod()):
+        check = podspecs.check_config_pod(pod)
+        [c] = check["spec"]["containers"]
+        want = {k: v for k, v in container(pod["spec"], "codeinterpd").items() if not k.endswith("Probe")}
+        assert c == dict(want, command=want["command"] + ["--check-config"])
+        assert check["spec"]["restartPolicy"] == "Never"
+        assert {v["name"] for v in check["spec"]["volumes"]} == {m["name"] for m in c["volumeMounts"]}
 
 
 def test_probes_use_the_same_socket(daemonset, sidecar, policy):

@@ -185,9 +185,9 @@ def inspect(ctr, fmt):
     return run(["podman", "inspect", "--format", fmt, ctr]).stdout.strip()
 
 
-def logs(ctr):
+def logs(ctr, tail=4000):
     r = run(["podman", "logs", ctr], check=False)
-    return (r.stdout + r.stderr)[-4000:]
+    return (r.stdout + r.stderr)[-tail:]
 
 
 def pexec(ctr, args, check=False, timeout=120, input=None):
@@ -435,8 +435,8 @@ SECCOMP_DEFAULTS = {
 @pytest.mark.parametrize("profile", sorted(SECCOMP_DEFAULTS))
 def test_default_seccomp_profile_fails_clearly(engine, seccomp_root, workdir, profile):
     """The sidecar pod with the engine's default seccomp profile instead of the
-    manifest's: calls fail, --check-config in the container says seccomp refuses and
-    what to do, and the readiness probe fails, so the pod is not Ready."""
+    manifest's: calls fail, the readiness probe fails, so the pod is not Ready, and
+    --check-config in that container says seccomp refuses and what to do."""
     if profile == "docker-default" and not DOCKER_SECCOMP:
         unavailable("CODEINTERP_POD_DOCKER_SECCOMP names no Docker default profile (scripts/pod-check.sh sets it)")
     pod = podspecs.for_podman(podspecs.with_security(podspecs.sidecar_pod(), SUPERVISOR,
@@ -448,12 +448,10 @@ def test_default_seccomp_profile_fails_clearly(engine, seccomp_root, workdir, pr
         call = pexec(ctr_name(pod, agent["name"]), ["codeinterp", "exec", "-c", NORTHSTAR], timeout=120)
         print("%s: codeinterpd %s; a call: exit %d %s"
               % (profile, settled, call.returncode, (call.stdout + call.stderr).strip()))
-        assert call.returncode != 0, "a call succeeds under %s" % profile
-        check = check_config(pod)
-        print("%s: codeinterpd --check-config: exit %d\n%s" % (profile, check.returncode, check.stdout + check.stderr))
         # Readiness: poll the probe's command until it fails (within the startup window),
         # then it must keep failing for failureThreshold periods: the kubelet keeps the
-        # pod out of its Services' endpoints.
+        # pod out of its Services' endpoints. (A container that exits or restarts fails
+        # the exec too, as it fails the kubelet's probe.)
         p = probe(pod, SUPERVISOR, "readinessProbe")
         start, passed, r = time.monotonic(), 0, None
         while time.monotonic() - start <= startup_window(probe(pod, SUPERVISOR, "startupProbe")):
@@ -464,13 +462,21 @@ def test_default_seccomp_profile_fails_clearly(engine, seccomp_root, workdir, pr
             time.sleep(0.1)
         print("%s: readiness probe %s: passed %d time(s), then exit %d %s"
               % (profile, " ".join(p["exec"]["command"]), passed, r.returncode, (r.stdout + r.stderr).strip()[:300]))
-        assert check.returncode != 0, "--check-config passes under %s" % profile
-        assert names_seccomp_and_remedy(check.stdout + check.stderr), \
-            "--check-config under %s does not name seccomp and the remedy" % profile
-        assert r.returncode != 0, "the readiness probe still passes under %s" % profile
-        for _ in range(p.get("failureThreshold", 3)):
-            r = pexec(ctr, p["exec"]["command"], timeout=p.get("timeoutSeconds", 1) + 30)
-            assert r.returncode != 0, "the readiness probe passes again under %s" % profile
+        again = [pexec(ctr, p["exec"]["command"], timeout=p.get("timeoutSeconds", 1) + 30).returncode
+                 for _ in range(p.get("failureThreshold", 3))] if r.returncode != 0 else []
+        supervisor_log = logs(ctr)
+    check_pod = podspecs.check_config_pod(pod)
+    with Played(workdir, seccomp_root, check_pod):
+        check_ctr = ctr_name(check_pod, SUPERVISOR)
+        rc = int(run(["podman", "wait", check_ctr]).stdout.strip())
+        check = logs(check_ctr, tail=20000)
+    print("%s: %s: exit %d\n%s" % (profile, " ".join(podspecs.container(check_pod["spec"], SUPERVISOR)["command"]),
+                                   rc, check))
+    assert call.returncode != 0, "a call succeeds under %s" % profile
+    assert rc != 0, "--check-config passes under %s" % profile
+    assert names_seccomp_and_remedy(check), "--check-config under %s does not name seccomp and the remedy" % profile
+    assert r.returncode != 0, "the readiness probe still passes under %s\n%s" % (profile, supervisor_log)
+    assert 0 not in again, "the readiness probe passes again under %s: %s" % (profile, again)
 
 
 def test_mandatory_access_control_here(engine):
