@@ -66,7 +66,7 @@ run=$(mktemp -d "$cache/run.XXXXXX")
 cleanup() {
         status=$?
         trap - EXIT INT TERM
-        case "$run" in "$cache"/run.??????) rm -rf "$run" ;; esac
+        case "$run" in "$cache"/run.??????) rm -rf --one-file-system "$run" ;; esac
         [ -n "$timings" ] && { say "phase timings:"; printf '%s' "$timings" >&2; }
         exit "$status"
 }

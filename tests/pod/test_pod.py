@@ -114,8 +114,9 @@ def seccomp_root(tmp_path_factory):
 
 class Played:
     """Pods played in order by `podman kube play` (podspecs.for_podman, no network:
-    nothing in them uses one), the policy from the ConfigMap; stopped, their volumes
-    removed and their host directories deleted at exit.
+    nothing in them uses one), the policy from the ConfigMap; stopped and their volumes
+    removed at exit (their hostPath directories are the test's tmp_path), and then
+    neither pod, container nor volume may be left.
 
     An emptyDir is made the way the kubelet makes it, a 0777 directory (a tmpfs for
     medium: Memory): podman 4.3 would make a disk volume instead and give it the owner
@@ -157,13 +158,14 @@ class Played:
     def _prepare_volumes(self, pod):
         for v in pod["spec"].get("volumes", []):
             if "emptyDir" in v:
+                # Only the manifests' kind: a disk-backed one would need the kubelet's mode
+                # given some other way (podman sets the image directory's at first mount).
+                assert v["emptyDir"].get("medium") == "Memory", "emptyDir %s: only medium: Memory" % v["name"]
                 run(["podman", "volume", "rm", "--force", v["name"]])
-                opts = ["--opt", "o=mode=0777"]
-                if v["emptyDir"].get("medium") == "Memory":
-                    # No size= here: podman 4.3's local driver refuses it ("size and inodes
-                    # not supported"); sizeLimit stays the kubelet's business.
-                    opts = ["--opt", "type=tmpfs", "--opt", "device=tmpfs", "--opt", "o=mode=0777,nosuid,nodev"]
-                run(["podman", "volume", "create"] + opts + [v["name"]])
+                # No size= here: podman 4.3's local driver refuses it ("size and inodes not
+                # supported"); sizeLimit stays the kubelet's business.
+                run(["podman", "volume", "create", "--opt", "type=tmpfs", "--opt", "device=tmpfs",
+                     "--opt", "o=mode=0777,nosuid,nodev", v["name"]])
                 self.volumes.add(v["name"])
             elif "configMap" in v:
                 # podman copies a ConfigMap into a volume of its name once: never an old copy.
