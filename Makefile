@@ -181,8 +181,8 @@ test-package: deb
 
 # The image and the pod specs of packaging/kubernetes/ under podman kube play with runc
 # (docs/deployment.md, "What was run"): DEB_DIR=dir takes packages already built,
-# otherwise make deb runs first. Root; about 3 minutes with the packages and base image
-# cached.
+# otherwise make deb runs first. Root; about 2.5 minutes with the packages and images
+# cached, 4.5 from nothing (docs/deployment.md has the phase times).
 .PHONY: pod-check
 pod-check:
 	scripts/pod-check.sh $(DEB_DIR)
