@@ -234,6 +234,27 @@ def test_capacity_two_runs_two_at_once(make_supervisor):
     assert st["running"] == 0 and st["queued"] == 0 and st["startedTotal"] == 3
 
 
+def test_status_lists_each_calls_state(idle1):
+    """status's calls: a queued call as queued without a pid; the running one, once its
+    worker has reported its sandbox complete, as running with the worker's host pid
+    (the pid its result names); a finished call no longer listed."""
+    sup = idle1
+    c = sup.connect()
+    blocker = execute(c, "print('in', flush=True)\n" + sleep_code(30))
+    waiting = execute(c, "1")
+    ev = pump([c], lambda ev: any(e.m.get("stdoutCharacters", 0) >= 3 for e in of(ev, rid=blocker, phase="running"))
+              and count(ev, rid=waiting, phase="queued") == 1)
+    calls = {m["callId"]: m for m in status(sup)["calls"]}
+    b, w = call_id_of(ev, 0, blocker), call_id_of(ev, 0, waiting)
+    assert set(calls) == {b, w}, calls
+    assert calls[w] == {"callId": w, "state": "queued", "workerPid": None}, calls
+    assert calls[b]["state"] == "running" and calls[b]["workerPid"] in worker_pids_of(sup), calls
+    c.request("cancel", callId=b)
+    ev = pump([c], lambda ev: count(ev, type="result") == 2, ev)
+    assert one_result(ev, 0, blocker)["exitStatus"]["pid"] == calls[b]["workerPid"]
+    assert status(sup)["calls"] == []
+
+
 # ---- fairness ----
 
 @pytest.mark.parametrize("a_kind,b_kind,b_conn", [
