@@ -16,6 +16,7 @@ mkdir -p "$stage/debs" "$stage/tests"
 for f in "$debs"/*.deb; do
         case "$f" in *-dbgsym_*) ;; *) cp "$f" "$stage/debs/" ;; esac
 done
-cp -r "$here/tests/integration" "$stage/tests/"
+# The integration tests and the helpers every suite takes (tests/lib, tests/conftest.py).
+cp -r "$here/tests/integration" "$here/tests/lib" "$here/tests/conftest.py" "$here/tests/pytest.ini" "$stage/tests/"
 find "$stage" -name __pycache__ -prune -exec rm -rf {} +
 CODEINTERP_FRESH_INSIDE="$here/tests/package/test-installed.sh" "$here/scripts/fresh-system-check.sh" "$stage"
