@@ -41,7 +41,7 @@ def run(sup, code, progress=None):
     return r
 
 
-def ok(sup, code, progress=None):
+def run_ok(sup, code, progress=None):
     r = run(sup, code, progress)
     assert r["outcome"] == "ok", (r["outcome"], r.get("detail"), r.get("exception"))
     return r
@@ -65,7 +65,7 @@ def check_artifact(a, data, media_type):
 def test_text_and_binary_byte_exact(shared_supervisor):
     msup = shared_supervisor()
     progress = []
-    r = ok(msup, "open('/outputs/notes.txt', 'w').write('h\\u00e9llo\\n')\n"
+    r = run_ok(msup, "open('/outputs/notes.txt', 'w').write('h\\u00e9llo\\n')\n"
                  "open('/outputs/blob.bin', 'wb').write(bytes(range(256)) * 3)\n"
                  "open('/outputs/fake.png', 'w').write('just text, whatever the name says\\n')\n"
                  "open('/outputs/table.csv', 'w').write('x,y\\n1,2\\n3,4\\n')\n"
@@ -97,7 +97,7 @@ def test_text_and_binary_byte_exact(shared_supervisor):
 @pytest.mark.asan
 def test_png_sniffed(shared_supervisor):
     msup = shared_supervisor()
-    r = ok(msup, PNG_CODE)
+    r = run_ok(msup, PNG_CODE)
     (a,) = r["artifacts"]
     assert a["name"] == "dot.png" and a["mediaType"] == "image/png"
     assert a["data"].startswith(b"\x89PNG\r\n\x1a\n") and a["bytes"] == int(r["result"]["text"])
@@ -108,7 +108,7 @@ def test_png_sniffed(shared_supervisor):
 @pytest.mark.asan
 def test_none_written(shared_supervisor):
     msup = shared_supervisor()
-    r = ok(msup, "1 + 1")
+    r = run_ok(msup, "1 + 1")
     assert r["artifacts"] == [] and r["omittedArtifacts"] == 0 and r["omittedArtifactBytes"] == 0
 
 
@@ -138,7 +138,7 @@ with open('/outputs/sparse', 'wb') as f:
     f.truncate(16 << 20)  # maxFileBytes; larger than the 8 MiB budget
 sorted(out.items())
 """
-    r = ok(msup, code)
+    r = run_ok(msup, code)
     made = dict(eval(r["result"]["text"]))
     assert made["link"] == "made" and made["inner"] == "made" and made["dir"] == "made"
     assert made["bad"] == "made" and made["ctl"] == "made"
@@ -173,7 +173,7 @@ while os.path.getsize('/outputs/growing.log') == 0:  # it has written, and goes 
     time.sleep(0.001)
 'left running'
 """
-    r = ok(msup, code)
+    r = run_ok(msup, code)
     (a,) = r["artifacts"]
     assert a["name"] == "growing.log" and a["bytes"] == len(a["data"]) > 0
     assert a["sha256"] == hashlib.sha256(a["data"]).hexdigest()
@@ -224,7 +224,7 @@ except OSError as e:
     link = e.errno
 (fourth, link)
 """
-    r = ok(small, code)
+    r = run_ok(small, code)
     fourth, link = eval(r["result"]["text"])
     assert fourth == 28 and link == 28  # ENOSPC
     assert [a["name"] for a in r["artifacts"]] == ["a.txt", "b.txt", "c.txt"]
@@ -252,7 +252,7 @@ with open('/outputs/holes.bin', 'wb') as f:
 open('/outputs/small.txt', 'w').write('fits\n')
 err
 """
-    r = ok(small, code)
+    r = run_ok(small, code)
     assert r["result"]["text"] == "28"  # ENOSPC
     assert [a["name"] for a in r["artifacts"]] == ["small.txt"]
     assert r["omittedArtifacts"] == 1 and r["omittedArtifactBytes"] == 1 << 20
@@ -271,7 +271,7 @@ for n in 'abc':
     open('/outputs/%s.bin' % n, 'wb').write(os.urandom(20000))
 print('x' * 10000)
 """
-    r = ok(small, code)
+    r = run_ok(small, code)
     names = [a["name"] for a in r["artifacts"]]
     assert names == ["a.bin", "b.bin"]
     assert r["omittedArtifacts"] == 1 and r["omittedArtifactBytes"] == 20000
@@ -308,7 +308,7 @@ def test_result_frame_within_bound(shared_supervisor):
 def test_disabled_has_no_outputs(shared_supervisor):
     disabled = shared_supervisor(DISABLED_POLICY)
     progress = []
-    r = ok(disabled, r"""
+    r = run_ok(disabled, r"""
 import os
 try:
     open('/outputs/x.txt', 'w').write('x')
@@ -330,7 +330,7 @@ def test_matplotlib_savefig():
     from test_datastack import data_policy, require_stack
     require_stack()
     with running_supervisor(data_policy()) as s:
-        r = ok(s, "import matplotlib.pyplot as plt\n"
+        r = run_ok(s, "import matplotlib.pyplot as plt\n"
                   "plt.plot([1, 2, 3], [1, 4, 9])\nplt.savefig('/outputs/runtime.png')\n")
     (a,) = r["artifacts"]
     assert a["name"] == "runtime.png" and a["mediaType"] == "image/png"

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from testlib import DAEMON, MUST_SANDBOX, PYTHON, WAIT_LIMIT, WORKER_START, Conn, proc, running_supervisor
+from testlib import DAEMON, MUST_SANDBOX, PYTHON, WAIT_LIMIT, WORKER_START, Conn, proc, running_supervisor, value
 from testlib.waits import start_held, wait_for
 
 pytestmark = [pytest.mark.start_mode, pytest.mark.python]
@@ -71,15 +71,10 @@ def run(sup, code):
     return r
 
 
-def ok(r):
-    assert r["outcome"] == "ok", (r.get("exception"), r.get("stderr"))
-    return r["result"]["text"] if r.get("result") else None
-
-
 @needs_stack
 def test_pandas_northstar(dsup):
     r = run(dsup, "import pandas as pd\npd.DataFrame({'h': [9.0, 7.5]})['h'].mean()\n")
-    assert ok(r) == "8.25"
+    assert value(r) == "8.25"
     assert r["stderr"]["text"] == ""
 
 
@@ -90,7 +85,7 @@ def test_matplotlib_png(dsup):
                   "fig.savefig('/tmp/plot.png')\n"
                   "data = open('/tmp/plot.png', 'rb').read()\n"
                   "(matplotlib.get_backend(), data[:8], len(data) > 1000)\n")
-    assert ok(r) == "('agg', b'\\x89PNG\\r\\n\\x1a\\n', True)"
+    assert value(r) == "('agg', b'\\x89PNG\\r\\n\\x1a\\n', True)"
     assert r["stderr"]["text"] == "", r["stderr"]
 
 
@@ -99,9 +94,9 @@ def test_preloaded_in_zygote_only(dsup):
     r = run(dsup, "import sys\nsorted(n for n in ('numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot') "
                   "if n in sys.modules)\n")
     if WORKER_START == "zygote":
-        assert ok(r) == "['matplotlib', 'matplotlib.pyplot', 'numpy', 'pandas']"
+        assert value(r) == "['matplotlib', 'matplotlib.pyplot', 'numpy', 'pandas']"
     else:
-        assert ok(r) == "[]"
+        assert value(r) == "[]"
 
 
 @needs_stack
@@ -124,11 +119,11 @@ def test_each_call_starts_pristine(dsup):
                  "pd.DataFrame.mean = lambda self, *a, **k: 'patched'\n"
                  "(pd.get_option('display.max_rows'), np.get_printoptions()['precision'], "
                  "matplotlib.rcParams['lines.linewidth'], pd.DataFrame({'a': [1.0]}).mean())\n")
-    assert ok(run(dsup, set_state)) == "(3, 2, 7.0, 'patched')"
+    assert value(run(dsup, set_state)) == "(3, 2, 7.0, 'patched')"
     check = ("import numpy as np, pandas as pd, matplotlib\n"
              "(pd.get_option('display.max_rows'), np.get_printoptions()['precision'], "
              "matplotlib.rcParams['lines.linewidth'], float(pd.DataFrame({'a': [1.0]}).mean()['a']))\n")
-    assert ok(run(dsup, check)) == "(60, 8, 1.5, 1.0)"
+    assert value(run(dsup, check)) == "(60, 8, 1.5, 1.0)"
 
 
 @needs_stack
@@ -140,11 +135,11 @@ def test_memory_bytes_counts_what_the_code_adds():
     require_stack()
     with running_supervisor(data_policy() + "memoryBytes: 268435456\ntimeoutMs: 120000\n") as s:
         r = run(s, "x = bytearray(b'\\1') * (160 << 20)\nlen(x) >> 20\n")
-        assert ok(r) == "160"
+        assert value(r) == "160"
         if WORKER_START == "zygote":
             # the preloaded packages cost the call nothing
             r = run(s, "import numpy as np\nint(np.ones(160 << 17).sum()) >> 17\n")
-            assert ok(r) == "160"
+            assert value(r) == "160"
         r = run(s, "x = bytearray(300 << 20)\n")
         assert r["outcome"] == "resource_limit" and r["limit"] == "memory", (r["outcome"], r.get("exception"))
 
@@ -152,7 +147,7 @@ def test_memory_bytes_counts_what_the_code_adds():
 @needs_stack
 def test_numpy_random_state_differs_per_worker(dsup):
     code = "import numpy as np\nnp.random.randint(0, 2**62, size=4).tolist()\n"
-    draws = {ok(run(dsup, code)) for _ in range(3)}
+    draws = {value(run(dsup, code)) for _ in range(3)}
     assert len(draws) == 3, draws
 
 
@@ -196,7 +191,7 @@ def test_single_threaded_after_matmul(dsup):
     finally:
         call.conn.close()
     assert held == 1 and set(threads) <= {1}, (held, threads)
-    assert ok(r) == "('1', '1', '1')"
+    assert value(r) == "('1', '1', '1')"
     assert r["stdout"]["text"] == "computed\n"
 
 
@@ -211,7 +206,7 @@ def test_package_directories_are_read_only(dsup):
                   "    except OSError as e:\n"
                   "        out.append(errno.errorcode[e.errno])\n"
                   "out\n")
-    assert ok(r) == "['EROFS', 'EROFS']"
+    assert value(r) == "['EROFS', 'EROFS']"
 
 
 @needs_stack
@@ -231,12 +226,12 @@ def test_only_the_packages_are_bound(dsup):
         for b in PYTHON["packages"][p]["binds"]:
             if b.startswith("/usr/lib/python3/dist-packages/"):
                 want.add(b.rsplit("/", 1)[1])
-    assert ok(r) == repr(sorted(want))
+    assert value(r) == repr(sorted(want))
     assert "pip" not in want and "_distutils_hack" not in want
     # Debian's alternatives (libblas.so.3 -> /etc/alternatives/...) are preloaded by their
     # real path, not bound: the root still has no /etc (the adversarial suite checks it).
     r = run(dsup, "import os, numpy\nsorted(os.listdir('/'))\n")
-    assert "etc" not in ok(r)
+    assert "etc" not in value(r)
 
 
 def test_reviewed_profile_has_no_numpy(shared_supervisor):
@@ -245,7 +240,7 @@ def test_reviewed_profile_has_no_numpy(shared_supervisor):
     assert r["outcome"] == "python_exception"
     assert r["exception"]["type"] == "ModuleNotFoundError"
     r = run(rsup, "import os\nos.path.exists('/usr/lib/python3/dist-packages')\n")
-    assert ok(r) == "False"
+    assert value(r) == "False"
 
 
 def test_missing_package_refused(tmp_path):
@@ -302,7 +297,7 @@ def test_stack_within_the_seccomp_allow_list():
                    "fig, ax = plt.subplots()\nax.plot(df['h'])\nax.set_title('x')\nfig.savefig('/tmp/p.png')\n"
                    "fig.savefig('/tmp/p.svg')\nfig.savefig('/tmp/p.pdf')\n"
                    "Image.open('/tmp/p.png').quantize(colors=8, method=Image.Quantize.LIBIMAGEQUANT).size\n")
-        assert ok(r) == "(640, 480)"
+        assert value(r) == "(640, 480)"
 
 
 def describe_guidance(sup):

@@ -14,7 +14,7 @@ import time
 import msgpack
 import pytest
 
-from testlib import Conn, raw_frame, wait_idle, worker_pids_of
+from testlib import Conn, ok, raw_frame, wait_idle, worker_pids_of
 from testlib.waits import start_held
 
 pytestmark = pytest.mark.asan
@@ -110,12 +110,6 @@ def counters(c):
     r = c.call("status")
     assert r["type"] == "reply", r
     return r["admittedTotal"], r["startedTotal"]
-
-
-def ok(r):
-    assert r["type"] == "result", r
-    assert r["outcome"] == "ok", (r.get("outcome"), r.get("exception"), r.get("detail"), r.get("stderr"))
-    return r
 
 
 def run_ok(c, code, source_ids=(), invocation=None):
