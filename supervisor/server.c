@@ -1014,6 +1014,9 @@ Server *server_free(Server *s) {
         s->self_check = self_check_free(s->self_check);
         s->zygote = zygote_client_free(s->zygote);
         kill_children();
+        /* Every process is gone: a slot's cgroup whose removal gave up while its killed
+         * pre-started worker was still leaving (a loaded machine) goes now. */
+        cgroup_root_remove_own(s->cgroups);
         s->cgroups = cgroup_root_free(s->cgroups); /* after every runner: their cgroups are gone */
         s->ids = worker_ids_free(s->ids);
         if (s->listen_fd >= 0)
