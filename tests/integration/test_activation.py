@@ -62,6 +62,6 @@ def test_socket_activation_and_sd_notify():
 def test_without_socket_or_activation_it_refuses_to_start():
     require_sandbox()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LISTEN_", "NOTIFY_SOCKET"))}
-    p = subprocess.run([DAEMON], env=env, capture_output=True, timeout=30)
+    p = subprocess.run([DAEMON], env=env, capture_output=True, timeout=WAIT_LIMIT)
     assert p.returncode != 0
     assert b"No --socket given" in p.stderr

@@ -280,7 +280,7 @@ def test_bad_inputs_leave_supervisor_serving(shared_supervisor):
 
 def test_max_code_characters_counts_characters(make_supervisor):
     s = (make_supervisor("maxCodeCharacters: 10\n"))
-    c = s.connect(20)
+    c = s.connect()
     ten = "'" + "é" * 8 + "'"
     assert len(ten) == 10 and len(ten.encode()) == 18
     r = c.execute(ten)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from testlib import DAEMON, PYTHON, require_sandbox, value
+from testlib import DAEMON, PYTHON, WAIT_LIMIT, require_sandbox, value
 
 pytestmark = [pytest.mark.python, pytest.mark.start_mode]
 
@@ -38,7 +38,7 @@ def test_site_packages_hidden(shared_conn):
 
 def test_check_config_reports_the_python():
     require_sandbox()
-    out = subprocess.run([DAEMON, "--check-config"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([DAEMON, "--check-config"], capture_output=True, text=True, timeout=WAIT_LIMIT)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "embedded python: %s, from %s" % (PYTHON["version"], PYTHON["interpreter"]) in out.stdout
     for p in PYTHON["runtime"]:

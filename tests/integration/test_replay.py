@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from testlib import CLIENT
+from testlib import CLIENT, WAIT_LIMIT
 
 CODE = """import codeinterp_numeric as n
 values = open(input_files["runtimes"]).read().split()
@@ -175,7 +175,7 @@ def test_usage_and_unreadable_record(msup, tmp_path):
 
 def test_no_supervisor_is_an_error(msup, saved, tmp_path):
     out = subprocess.run([CLIENT, "--socket", str(tmp_path / "none.sock"), "replay", str(saved)],
-                         capture_output=True, timeout=30)
+                         capture_output=True, timeout=WAIT_LIMIT)
     assert out.returncode == 2
     assert b"cannot connect" in out.stderr
 
