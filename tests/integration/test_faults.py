@@ -35,7 +35,7 @@ import msgpack
 import pytest
 
 from testlib import (ASAN, DAEMON, MUST_SANDBOX, NORTHSTAR, WAIT_LIMIT, Conn, UsernsSupervisor, calls, ok, proc,
-                     status, worker_pids_of)
+                     status, unavailable, worker_pids_of)
 from testlib.cgroups import new_pids_cgroup, pids_hierarchy
 from testlib.faults import assert_alive, back_to_baseline, log_tail, one_call, settled_fd_count, status_or_fail
 from testlib.frames import collect_outcomes, describe, execute_frame
@@ -217,9 +217,7 @@ def test_process_limit_fails_calls_without_spinning(fault_env, mode):
     lifted calls are ok and the descriptor count is back at its baseline; with the limit
     back, SIGTERM still drains: every call answered, exit 0, promptly."""
     if pids_hierarchy() is None:
-        if MUST_SANDBOX:
-            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but the host has no cgroup hierarchy with the pids controller")
-        pytest.skip("no pids cgroup controller on this host")
+        unavailable("the host has no cgroup hierarchy with the pids controller")
     # LeakSanitizer stops the world at exit with a clone, which this test's pids limit
     # refuses: leak checking is off for this supervisor only (use-after-free and the
     # like are still caught).
@@ -663,9 +661,7 @@ def fake_zygotes():
     """{mode name: path of a fake zygote binary}."""
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
-        if MUST_SANDBOX:
-            pytest.fail("no C compiler for the fake zygote")
-        pytest.skip("no C compiler for the fake zygote")
+        unavailable("there is no C compiler for the fake zygote")
     d = tempfile.mkdtemp(prefix="codeinterp-fakezygote-")
     src = os.path.join(d, "fake.c")
     with open(src, "w") as f:

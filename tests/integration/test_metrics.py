@@ -24,7 +24,7 @@ import urllib.request
 
 import pytest
 
-from testlib import CLIENT, MUST_SANDBOX, WAIT_LIMIT, WORKER_START, Conn, running_supervisor, status
+from testlib import CLIENT, WAIT_LIMIT, WORKER_START, Conn, running_supervisor, status, unavailable
 from testlib.waits import sleep_past, start_held, wait_for
 
 BUSY = "import time\ntime.sleep(%s)\nprint('done')"
@@ -36,9 +36,7 @@ def need_tool(name, package):
     path = shutil.which(name)
     if path is None:
         why = "%s is missing (Debian package %s; scripts/install-deps.sh installs it)" % (name, package)
-        if MUST_SANDBOX:
-            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but " + why)
-        pytest.skip(why)
+        unavailable(why)
     return path
 
 
@@ -48,9 +46,7 @@ def prometheus_client():
         import prometheus_client.parser
     except ImportError as e:
         why = "python3-prometheus-client is missing (%s; scripts/install-deps.sh installs it)" % e
-        if MUST_SANDBOX:
-            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but " + why)
-        pytest.skip(why)
+        unavailable(why)
     return prometheus_client
 
 

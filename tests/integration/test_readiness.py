@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from testlib import ASAN, CLIENT, MUST_SANDBOX, WAIT_LIMIT, WORKER_START, Supervisor, ok, proc, status
+from testlib import ASAN, CLIENT, WAIT_LIMIT, WORKER_START, Supervisor, ok, proc, status, unavailable
 from testlib.cgroups import pids_hierarchy
 from testlib.faults import log_tail, one_call, status_or_fail
 from testlib.waits import wait_for
@@ -172,9 +172,7 @@ def test_zygote_killed_and_not_back_makes_it_not_ready(fault_env):
     can be cloned. Not ready, cause zygote_down, until the limit is lifted and the zygote
     client's next (backed-off) start succeeds; then ready with a new zygote."""
     if pids_hierarchy() is None:
-        if MUST_SANDBOX:
-            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but the host has no cgroup hierarchy with the pids controller")
-        pytest.skip("no pids cgroup controller on this host")
+        unavailable("the host has no cgroup hierarchy with the pids controller")
     # LeakSanitizer's clone at exit would be refused by the limit, as in test_faults.
     t = fault_env.start("workerStart: zygote\nzygotePoolSize: 0\n",
                   env={"ASAN_OPTIONS": "detect_leaks=0"} if ASAN else None)

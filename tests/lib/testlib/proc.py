@@ -69,14 +69,20 @@ def cpu_seconds(pid):
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def parse_status(text):
+    """The text of a /proc/PID/status (read here, or in a container) as {key: value
+    text}."""
+    out = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            out[key] = value.strip()
+    return out
+
+
 def status(pid):
     """/proc/PID/status as {key: value text}, or {} when gone."""
-    data = _read(pid, "status")
-    out = {}
-    for line in (data or "").splitlines():
-        key, _, value = line.partition(":")
-        out[key] = value.strip()
-    return out
+    return parse_status(_read(pid, "status"))
 
 
 def ids(pid):

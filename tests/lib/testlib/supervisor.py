@@ -8,12 +8,14 @@ import subprocess
 import tempfile
 import time
 
+import pytest
+
 from codeinterp import Client, Connection
 from codeinterp.testing import Daemon, sandbox_available
 from codeinterp.testing import require_sandbox as _require_sandbox
 
 from . import proc
-from .env import CLIENT, DAEMON, INSTALLED_SOCKET, ROOTLESS_USER, WAIT_LIMIT, WORKER_START
+from .env import CLIENT, DAEMON, INSTALLED_SOCKET, MUST_SANDBOX, ROOTLESS_USER, WAIT_LIMIT, WORKER_START
 
 NORTHSTAR = """measured_runtime_hours = [9.0, 7.5]
 assert all(isinstance(value, (int, float)) for value in measured_runtime_hours)
@@ -26,6 +28,14 @@ CORE_OUTCOMES = ("ok", "python_exception", "timeout", "cancelled", "invalid_inpu
                  "quota_exhausted", "resource_limit", "worker_error")
 
 __all__ = ["sandbox_available"]
+
+
+def unavailable(why):
+    """A prerequisite of the test is missing (a tool, a kernel feature, a controller):
+    skip, or fail under CODEINTERP_MUST_SANDBOX=1 (CI), where nothing may be skipped."""
+    if MUST_SANDBOX:
+        pytest.fail("CODEINTERP_MUST_SANDBOX=1 but " + why)
+    pytest.skip(why)
 
 
 def require_sandbox():
