@@ -12,7 +12,7 @@ import os
 import pytest
 
 from testlib import DAEMON, WAIT_LIMIT, WORKER_START, ok, proc, require_sandbox, status, worker_pids_of
-from testlib.cgroups import VERSION, dirs_of, has_cpu_controller, need_cgroups, procs, read, worker_cgroups
+from testlib.cgroups import FS, VERSION, dirs_of, has_cpu_controller, need_cgroups, procs, read, worker_cgroups
 from testlib.waits import start_held, wait_for
 
 # Made and removed by the supervisor (asan), entered by each start mode's worker in its
@@ -353,15 +353,15 @@ def test_without_cpu_cap_the_loop_gets_the_cpu(make_supervisor):
 
 
 def fake_v1_tree(tmp_path):
-    """A cgroup fs of plain directories with this process's memory and pids cgroups
-    but no cpu hierarchy (a supervisor started from here has the same), or None."""
-    with open("/proc/self/cgroup") as f:
-        lines = [line.rstrip("\n").split(":", 2) for line in f]
-    own = {c: p for _, cs, p in lines for c in cs.split(",") if c in ("memory", "pids")}
-    if len(own) != 2:
+    """A cgroup fs with this process's memory and pids hierarchies (links to where they
+    are mounted: the supervisor's workers get real cgroups, so it passes its self-check
+    and serves) but no cpu hierarchy, as a host without the cpu controller has; or
+    None where this process has no v1 memory and pids cgroups."""
+    if VERSION != "v1" or set(dirs_of("self")) != {"memory", "pids"}:
         return None
-    for c, p in own.items():
-        (tmp_path / c / p.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for c in ("memory", "pids"):
+        (tmp_path / c).symlink_to(os.path.join(FS, c))
     return str(tmp_path)
 
 
@@ -379,6 +379,7 @@ def test_cpu_cap_without_cpu_controller(make_supervisor, tmp_path):
     assert "cpuBandwidthPercent 20 needs the cpu controller" in str(e.value)
     s = start(make_supervisor, POLICY + "cpuBandwidthPercent: 20\n", ["--cgroup-fs", fs])
     wait_for(lambda: "Workers run without the CPU cap" in s.read_log(), lambda: "the notice: " + s.read_log())
+    ok(s.connect().execute("6 * 7"), "42")
     p = tmp_path / "p.yaml"
     p.write_text("cgroups: required\ncpuBandwidthPercent: 20\n")
     r = subprocess.run([DAEMON, "--check-config", "--policy", str(p), "--cgroup-fs", fs],
