@@ -1,6 +1,11 @@
 """The Kubernetes manifests in packaging/kubernetes/ (docs/deployment.md), parsed and
 checked field by field; the policy in the ConfigMap is loaded by the real
-`codeinterpd --check-config`.
+`codeinterpd --check-config`. The supervisor's security context is checked against what
+the pod check (scripts/pod-check.sh, tests/pod) runs and proves with it, not against a
+list kept here: podman gets the manifests unchanged but for the two mechanical
+translations of podspecs.py, the DaemonSet and the sidecar ask for the same context (the
+check's proofs run on the sidecar), and the context holds only settings the check
+compares with the running container.
 
     make deployment-test      (builds first; CODEINTERP_BUILD names the build)
 """
@@ -13,15 +18,23 @@ import subprocess
 import pytest
 import yaml
 
+import podspecs
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 K8S = os.path.join(ROOT, "packaging", "kubernetes")
 BUILD = os.environ.get("CODEINTERP_BUILD", os.path.join(ROOT, "build"))
 MIB = 1 << 20
 # Supervisor, zygote and its pre-started workers, beyond what the policy bounds.
 BASELINE = 128 * MIB
-# What codeinterpd needs, as documented (daemonset.yaml, docs/deployment.md).
-NEEDED_CAPS = {"SETUID", "SETGID", "SETPCAP"}
-ALLOWED_CAPS = NEEDED_CAPS | {"SYS_ADMIN"}
+# The securityContext fields tests/pod compares with the running container
+# (check_runs_as_specified) or proves (each added capability removed in turn; the
+# engines' default seccomp profiles). A field not here is one no run has checked.
+PROVEN_FIELDS = {"runAsUser", "runAsGroup", "runAsNonRoot", "privileged", "capabilities",
+                 "allowPrivilegeEscalation", "seccompProfile", "readOnlyRootFilesystem"}
+# Fields the pod check cannot prove on its host and documents as such
+# (docs/deployment.md, "What was not run"): AppArmor (that kernel has none), and
+# procMount, which podman ignores (Default is what every runtime does without it).
+UNPROVEN_FIELDS = {"appArmorProfile", "procMount"}
 # System calls the supervisor, zygote and worker make while building a sandbox.
 SANDBOX_SYSCALLS = {
     "clone", "clone3", "unshare", "mount", "umount2", "pivot_root", "sethostname",
@@ -200,25 +213,89 @@ def test_memory_limit_covers_the_policy(daemonset, sidecar, policy):
         assert float(res["requests"]["cpu"]) >= workers
 
 
-def test_security_context(daemonset, sidecar):
+def test_security_context_is_what_the_pod_check_runs(daemonset, sidecar):
+    ds = container(daemonset["spec"]["template"]["spec"], "codeinterpd")["securityContext"]
+    sc = container(sidecar["spec"], "codeinterpd")["securityContext"]
+    # One context: tests/pod proves each capability and the seccomp profile on the
+    # sidecar pod, and runs both pod specs with it.
+    assert ds == sc, "the DaemonSet's and the sidecar's codeinterpd ask for different contexts"
+    unknown = set(sc) - PROVEN_FIELDS - UNPROVEN_FIELDS
+    assert not unknown, f"fields no pod check run compares or proves: {unknown} (extend tests/pod)"
+    # The hardening the run proves compatible; a weaker value has no failure to justify it.
+    assert sc["privileged"] is False and sc["readOnlyRootFilesystem"] is True
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    assert sc.get("procMount", "Default") == "Default"
+    # Root, for the workers' own host ids (not rootless, docs/security.md "Rootless").
+    assert sc["runAsUser"] == 0 and sc["runAsNonRoot"] is False
+    add = sc["capabilities"].get("add", [])
+    assert len(set(add)) == len(add) and add, add
+    # The API refuses allowPrivilegeEscalation: false together with SYS_ADMIN.
+    assert sc["allowPrivilegeEscalation"] is ("SYS_ADMIN" in add)
+    # The profile the check installs and runs with: seccomp-codeinterpd.json under the
+    # name the manifests give (Unconfined would be wider than what the run needs).
+    assert sc["seccompProfile"]["type"] == "Localhost", sc["seccompProfile"]
+    assert sc["seccompProfile"]["localhostProfile"] == "codeinterpd.json"
+    assert os.path.basename(podspecs.SECCOMP_PROFILE_FILE) == "seccomp-" + sc["seccompProfile"]["localhostProfile"]
+    assert sc["appArmorProfile"]["type"] in ("Unconfined", "Localhost")
     for where, spec in supervisor_pods(daemonset, sidecar):
-        sc = container(spec, "codeinterpd")["securityContext"]
-        assert sc["runAsUser"] == 0 and sc["runAsNonRoot"] is False, where
-        assert sc.get("privileged") is not True, where
-        caps = sc["capabilities"]
-        assert caps["drop"] == ["ALL"], where
-        add = set(caps["add"])
-        assert NEEDED_CAPS <= add <= ALLOWED_CAPS, f"{where}: {add}"
-        # The API refuses allowPrivilegeEscalation: false together with SYS_ADMIN.
-        assert sc["allowPrivilegeEscalation"] is ("SYS_ADMIN" in add), where
-        seccomp = sc["seccompProfile"]
-        assert seccomp["type"] in ("Unconfined", "Localhost"), where
-        if seccomp["type"] == "Localhost":
-            assert seccomp["localhostProfile"].endswith("codeinterpd.json")
-        assert sc["appArmorProfile"]["type"] in ("Unconfined", "Localhost"), where
-        assert sc.get("procMount", "Default") == "Default", where
-        assert sc["readOnlyRootFilesystem"] is True, where
-        assert not spec.get("hostPID") and not spec.get("hostNetwork"), where
+        assert not spec.get("hostPID") and not spec.get("hostNetwork") and not spec.get("hostIPC"), where
+
+
+def test_test_confinement_reads_the_manifests_capabilities(daemonset):
+    """tests/integration/test_confinement.py runs codeinterpd under setpriv with the
+    DaemonSet's capabilities, read with a regular expression: the same list as YAML."""
+    with open(os.path.join(K8S, "daemonset.yaml")) as f:
+        m = re.search(r"^\s*add: \[(.*)\]", f.read(), re.M)
+    by_regex = [c.strip().strip('"') for c in m.group(1).split(",")]
+    sc = container(daemonset["spec"]["template"]["spec"], "codeinterpd")["securityContext"]
+    assert by_regex == sc["capabilities"]["add"]
+
+
+def test_podman_plays_the_manifests_unchanged():
+    """podspecs.for_podman adds the annotations podman 4.3 reads for each container's
+    seccomp and AppArmor profile, and moves hostPath directories; nothing else."""
+    ds = podspecs.daemonset_pod()
+    pods = [ds, podspecs.sidecar_pod(), podspecs.node_agent_pod()]
+    host = {v["hostPath"]["path"]: "/elsewhere" + v["hostPath"]["path"]
+            for v in ds["spec"]["volumes"] if "hostPath" in v}
+    assert host, "the DaemonSet has no hostPath"
+    for pod in pods:
+        played = podspecs.for_podman(pod, host)
+        annotations = played["metadata"].pop("annotations")
+        assert annotations.keys() >= {podspecs.SECCOMP_ANNOTATION + c["name"] for c in pod["spec"]["containers"]}
+        for c in pod["spec"]["containers"]:
+            sc = c["securityContext"]
+            assert annotations[podspecs.SECCOMP_ANNOTATION + c["name"]] == \
+                podspecs.profile_annotation(sc["seccompProfile"])
+            if "appArmorProfile" in sc:
+                assert annotations[podspecs.APPARMOR_ANNOTATION + c["name"]] == \
+                    podspecs.profile_annotation(sc["appArmorProfile"])
+        for v in played["spec"]["volumes"]:
+            if "hostPath" in v:
+                assert v["hostPath"]["path"].startswith("/elsewhere/")
+                v["hostPath"]["path"] = v["hostPath"]["path"].removeprefix("/elsewhere")
+        pod = dict(pod, metadata={k: v for k, v in pod["metadata"].items() if k != "annotations"})
+        assert played == pod
+
+
+def test_pod_specs_the_check_derives(daemonset, sidecar):
+    """The DaemonSet's Pod is its template; the agent pod beside it is the sidecar's
+    agent containers with the DaemonSet's socket volume."""
+    ds = podspecs.daemonset_pod()
+    assert ds["spec"] == daemonset["spec"]["template"]["spec"]
+    assert ds["metadata"]["labels"] == daemonset["spec"]["template"]["metadata"]["labels"]
+    agent = podspecs.node_agent_pod()
+    assert agent["spec"]["containers"] == podspecs.agents(sidecar)
+    assert agent["spec"]["volumes"] == [v for v in ds["spec"]["volumes"] if v["name"] == "socket-dir"]
+    assert podspecs.image("codeinterpd") == container(ds["spec"], "codeinterpd")["image"]
+    # The one-off --check-config pod: the same container but for the flag, probes, restarts.
+    for pod in (ds, podspecs.sidecar_pod()):
+        check = podspecs.check_config_pod(pod)
+        [c] = check["spec"]["containers"]
+        want = {k: v for k, v in container(pod["spec"], "codeinterpd").items() if not k.endswith("Probe")}
+        assert c == dict(want, command=want["command"] + ["--check-config"])
+        assert check["spec"]["restartPolicy"] == "Never"
+        assert {v["name"] for v in check["spec"]["volumes"]} == {m["name"] for m in c["volumeMounts"]}
 
 
 def test_probes_use_the_same_socket(daemonset, sidecar, policy):
@@ -271,7 +348,9 @@ def test_localhost_seccomp_profile_allows_the_sandbox():
 def test_containerfile(daemonset):
     with open(os.path.join(K8S, "Containerfile")) as f:
         lines = [ln.strip() for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
-    assert lines[0] == "FROM debian:bookworm-slim"
+    # The base is a build argument whose default is the registry's Debian 12, so the file
+    # builds as is with a registry, and from a local image without one (pod-check.sh).
+    assert lines[:2] == ["ARG BASE_IMAGE=debian:bookworm-slim", "FROM ${BASE_IMAGE}"]
     text = "\n".join(lines)
     assert re.search(r"^COPY codeinterp_\*\.deb /tmp/$", text, re.M)
     assert "apt-get install -y --no-install-recommends /tmp/codeinterp_*.deb" in text
