@@ -546,14 +546,24 @@ static void handle_cancel(Connection *c, const ProtoRequest *req) {
         for (call = c->calls; call; call = call->c_next)
                 if (call->call_id == req->call_id)
                         break;
-        /* A worker that has exited is finished, even if the loop has not processed its exit
-         * yet: send its result first, then answer that there is nothing to cancel. */
-        if (call && call->state == CALL_RUNNING && runner_finish_if_exited(call->runner))
+        if (call && call->state == CALL_RUNNING) {
+                /* One decision, taken once: either the kill is recorded (the call ends
+                 * cancelled, its result follows this reply through the loop), or the worker
+                 * had already exited: it finished on its own, so its result goes first and
+                 * then the answer that there is nothing to cancel. Polling for the exit and
+                 * then killing would leave a window in which both answers are given. */
+                if (runner_kill(call->runner, RUNNER_KILL_CANCEL)) {
+                        mp_writer_init(&w, 0);
+                        conn_send_packed(c, &w, proto_pack_cancel_reply(&w, req->id, call->call_id, false));
+                        return;
+                }
+                (void) runner_finish_if_exited(call->runner);
                 call = NULL;
+        }
         if (!call || call->state == CALL_FINISHED)
                 return send_error(c, true, req->id, OUTCOME_NOT_FOUND,
                                   "no such call in progress on this connection (unknown or already finished)");
-        /* Reply first: the cancelled call's own result follows. */
+        /* Queued: reply first, the cancelled call's own result follows at once. */
         mp_writer_init(&w, 0);
         conn_send_packed(c, &w, proto_pack_cancel_reply(&w, req->id, call->call_id, call->state == CALL_QUEUED));
         sched_cancel(c->server->sched, call, RUNNER_KILL_CANCEL);
