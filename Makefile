@@ -213,7 +213,7 @@ fresh-system-check:
 # Installing and packaging (docs/operations.md, "Installing" and "Debian packages").
 # install-check: DESTDIR install of a prefix-/usr build into a temporary tree, checked
 # path by path. deb: the Debian packages, into $(BUILD)-deb/. test-package: those
-# packages installed, run and purged on a fresh minimal Debian 12 root.
+# packages under a booted systemd (= nspawn-check, below).
 .PHONY: install-check deb test-package
 install-check: deps
 	tests/package/check-install.sh $(abspath $(BUILD))-install
@@ -221,8 +221,7 @@ install-check: deps
 deb:
 	scripts/build-deb.sh $(abspath $(BUILD))-deb
 
-test-package: deb
-	scripts/test-package.sh $(abspath $(BUILD))-deb
+test-package: nspawn-check
 
 # The packages as apt installs them and the units as shipped, under a booted systemd
 # (systemd-nspawn -b in a fresh minimal Debian 12 root): socket activation, calls, reload,

@@ -5,10 +5,13 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "common/cleanup.h"
 
 void pidfd_kill(int pidfd) {
         int saved = errno;
@@ -55,4 +58,16 @@ size_t proc_list_children(pid_t *ret, size_t max) {
                         ret[n_pids++] = (pid_t) pid;
         }
         return n_pids;
+}
+
+bool proc_under_seccomp_filter(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+        char line[128];
+
+        if (!f)
+                return false;
+        while (fgets(line, sizeof line, f))
+                if (strncmp(line, "Seccomp:", 8) == 0)
+                        return atoi(line + 8) == 2;
+        return false;
 }

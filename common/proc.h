@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
+
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -13,3 +15,7 @@ void pidfd_kill(int pidfd);
 /* This process's children (from /proc/self/task/TID/children of the calling thread):
  * up to max pids into ret; how many. */
 size_t proc_list_children(pid_t *ret, size_t max);
+
+/* Whether a seccomp filter sits around this process (the "Seccomp:" line of its
+ * /proc/self/status says 2), such as a container engine's default profile. */
+bool proc_under_seccomp_filter(void);

@@ -28,9 +28,9 @@
 # CODEINTERP_FRESH_KEEP=1 (keep the run's root for inspection), CODEINTERP_FRESH_NICE
 # (niceness of the run inside, default 10: the machine is shared), CODEINTERP_FRESH_INSIDE
 # (a script run inside instead of the README's steps, from /src/codeinterp, with the same
-# t/PHASE timing helper; scripts/test-package.sh uses it).
+# t/PHASE timing helper).
 # Needs root, debootstrap (installed if missing), util-linux. A few minutes on a 2-core
-# machine near a Debian mirror (docs/operations.md has the phase times).
+# machine near a Debian mirror (docs/testing.md has the phase times).
 set -eu
 
 if [ "${1:-}" = "--inside" ]; then

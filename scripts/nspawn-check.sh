@@ -47,6 +47,7 @@ cleanup() {
         else
                 rm -rf --one-file-system "$run"
         fi
+        rm -f "$run.boot.log"
         exit "$status"
 }
 trap cleanup EXIT
@@ -73,7 +74,8 @@ say "installing systemd and the test tools into the root (systemd-nspawn --pipe,
 systemd-nspawn -q -D "$root" --register=no --keep-unit --pipe /bin/sh -c 'set -e
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
-        apt-get install -y -qq --no-install-recommends systemd systemd-sysv dbus python3-pytest >/dev/null' ||
+        apt-get install -y -qq --no-install-recommends systemd systemd-sysv dbus python3-pytest man-db \
+                pkg-config >/dev/null' ||
         die "installing systemd into the root failed"
 cat >"$root/etc/systemd/system/codeinterp-e2e.service" <<'UNIT'
 [Unit]

@@ -5,9 +5,9 @@
 #   scripts/pod-check.sh [DEB_DIR]
 #
 # 1. The Debian packages: DEB_DIR, or `make deb` into build-deb/.
-# 2. The base image: the minimal Debian 12 root scripts/fresh-system-check.sh caches
-#    (debootstrap, $CODEINTERP_FRESH_CACHE, default /var/tmp/codeinterp-fresh-root;
-#    made by that script when missing), with Debian's apt sources for
+# 2. The base image: the cached minimal Debian 12 root of the fresh-root checks
+#    (scripts/fresh-root.sh: debootstrap, $CODEINTERP_FRESH_CACHE, default
+#    /var/tmp/codeinterp-fresh-root; made when missing), with Debian's apt sources for
 #    bookworm, -updates and -security, imported with `podman import` as
 #    localhost/codeinterp-base:bookworm (again only when that root changed).
 # 3. The codeinterp image from packaging/kubernetes/Containerfile as shipped, with
@@ -39,6 +39,8 @@ phase() { phase_start=$(now); say "== $*"; }
 phase_done() { timings="$timings$(printf '%-44s %5s s' "$1" "$(($(now) - phase_start))")
 "; }
 total_start=$(now)
+# shellcheck source=scripts/fresh-root.sh
+. "$here/scripts/fresh-root.sh"
 
 [ "$(id -u)" -eq 0 ] || die "needs root (rootful podman, as the manifests' root container)"
 [ "$(dpkg --print-architecture)" = amd64 ] || die "packaging/kubernetes/seccomp-codeinterpd.json is x86_64 only"
@@ -104,12 +106,11 @@ phase_done "Debian packages"
 
 phase "base image"
 base=localhost/codeinterp-base:bookworm
-# fresh-system-check.sh's cache: when it is missing, that script makes it (debootstrap,
-# its phase 1) and then runs an empty check in a copy, which costs a few seconds.
-tarball="${CODEINTERP_FRESH_CACHE:-/var/tmp/codeinterp-fresh-root}/bookworm-minbase-$(dpkg --print-architecture).tar"
+# The cached minimal root of the fresh-root checks (scripts/fresh-root.sh), made when
+# it is missing.
 if [ ! -f "$tarball" ]; then
-        : >"$run/nothing.sh"
-        CODEINTERP_FRESH_INSIDE="$run/nothing.sh" "$here/scripts/fresh-system-check.sh" >&2
+        say "building the cached minimal root"
+        fresh_root_build_cache "$run"
 fi
 [ -f "$tarball" ] && [ -f "$tarball.info" ] || die "no cached root at $tarball"
 stamp="$(sed -n 's/^created //p' "$tarball.info") $(stat -c %s "$tarball")"

@@ -631,6 +631,10 @@ static int check_config(void) {
                 printf("  (rootless needs unprivileged user namespaces: sysctl user.max_user_namespaces > 0, and "
                        "kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0 where "
                        "the kernel has them)\n");
+        if (ns < 0 && (ns == -EPERM || ns == -ENOSYS) && proc_under_seccomp_filter())
+                printf("  (codeinterpd runs under a seccomp filter, such as a container engine's default profile, "
+                       "which may refuse this: run it with packaging/kubernetes/seccomp-codeinterpd.json as a "
+                       "Localhost profile, or unconfined)\n");
         bad |= ns < 0;
         k = landlock_abi();
         if (k > 0)

@@ -462,27 +462,30 @@ static int on_killed_while_spawning(sd_event_source *s, uint64_t usec, void *use
         return 0;
 }
 
-void runner_kill(Runner *r, RunnerKill why) {
+bool runner_kill(Runner *r, RunnerKill why) {
         struct pollfd exited = { .fd = r ? r->pidfd : -1, .events = POLLIN };
 
-        if (r && r->spawning) {
+        if (!r)
+                return false;
+        if (r->spawning) {
                 if (r->kill == RUNNER_KILL_NONE)
                         r->kill = why;
                 if (!r->killed_source &&
                     sd_event_add_time_relative(r->event, &r->killed_source, CLOCK_MONOTONIC, KILL_SPAWN_GRACE_USEC,
                                                1000, on_killed_while_spawning, r) < 0)
                         r->killed_source = NULL; /* then on_spawned() kills the worker it gets */
-                return;
+                return true;
         }
-        if (!r || r->pid <= 0)
-                return;
+        if (r->kill != RUNNER_KILL_NONE)
+                return true; /* an earlier reason is already on its way */
         /* A worker that has already exited (its pidfd is readable, the reap is pending in
          * this loop turn) finished on its own: its outcome is what it did, not the kill. */
-        if (poll(&exited, 1, 0) == 1)
-                return;
-        if (r->kill == RUNNER_KILL_NONE)
-                r->kill = why;
-        pidfd_kill(r->pidfd);
+        if (r->pid > 0 && poll(&exited, 1, 0) == 1)
+                return false;
+        r->kill = why;
+        if (r->pid > 0)
+                pidfd_kill(r->pidfd);
+        return true;
 }
 
 Runner *runner_free(Runner *r) {

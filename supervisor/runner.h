@@ -103,9 +103,12 @@ bool runner_spawning(const Runner *r);
 /* If the worker has already exited (its exit not yet processed), finish the call now,
  * as the pidfd event would, and return true; r may have been freed then. */
 bool runner_finish_if_exited(Runner *r);
-/* SIGKILL the worker from outside; the first reason wins. A worker that has already
- * exited is left alone: its outcome is what it did. */
-void runner_kill(Runner *r, RunnerKill why);
+/* SIGKILL the worker from outside; the first reason wins. True when the call will end
+ * with a kill's outcome (this reason or an earlier one); false when the worker has
+ * already exited: it is left alone and its outcome is what it did (finish it with
+ * runner_finish_if_exited()). The answer is final: once true, a worker that exits
+ * on its own a moment later still ends as killed. */
+bool runner_kill(Runner *r, RunnerKill why);
 Runner *runner_free(Runner *r);
 pid_t runner_pid(const Runner *r);
 /* The worker has reported its sandbox complete (its "ready" frame): the code runs now. */

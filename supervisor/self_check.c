@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/proc.h"
 #include "common/util.h"
 
 struct SelfCheck {
@@ -27,6 +28,19 @@ struct SelfCheck {
 #define SELF_CHECK_MAX_RETRIES 3
 
 static const char with_file[] = "open('/outputs/self-check', 'w').write('ok')\n" SELF_CHECK_CODE;
+
+/* An EPERM or ENOSYS under a filter the supervisor did not load: say which layer is
+ * likely to refuse and what the remedy is (docs/deployment.md). */
+static void add_seccomp_hint(SelfCheck *c, int error) {
+        size_t n = strlen(c->problem);
+
+        if ((abs(error) != EPERM && abs(error) != ENOSYS) || !proc_under_seccomp_filter())
+                return;
+        snprintf(c->problem + n, sizeof c->problem - n,
+                 "; codeinterpd itself runs under a seccomp filter (Seccomp: 2 in /proc/self/status), such as a "
+                 "container engine's default profile, which refuses what a worker's sandbox needs: run it with "
+                 "the profile packaging/kubernetes/seccomp-codeinterpd.json (Localhost) or unconfined");
+}
 
 static void report(SelfCheck *c, const char *problem) {
         if (c->done)
@@ -51,6 +65,7 @@ static const char *problem_of(SelfCheck *c, const RunnerResult *res) {
                 else
                         snprintf(c->problem, sizeof c->problem, "%s%s%s", outcome_to_string(res->outcome),
                                  res->detail[0] ? ": " : "", res->detail);
+                add_seccomp_hint(c, res->stage[0] ? res->stage_errno : 0);
                 return c->problem;
         }
         if (!res->has_result || !res->result.text || strcmp(res->result.text, SELF_CHECK_VALUE) != 0) {
@@ -95,6 +110,7 @@ static void on_started(Runner *r, RunnerStart how, const RunnerStartError *err, 
                 return;
         }
         snprintf(c->problem, sizeof c->problem, "worker_error: %s", err->detail);
+        add_seccomp_hint(c, err->error);
         report(c, c->problem);
 }
 
@@ -117,6 +133,7 @@ static void try_start(SelfCheck *c) {
         if (k < 0) {
                 c->runner = NULL;
                 snprintf(c->problem, sizeof c->problem, "worker_error: %s", err.detail);
+                add_seccomp_hint(c, err.error);
                 report(c, c->problem);
         }
 }

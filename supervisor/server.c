@@ -32,6 +32,11 @@
 
 typedef struct Connection Connection;
 
+/* How long a shutdown waits for the first request of a connection that was accepted
+ * and has not spoken yet (server_idle()). A client sends it at once: this bounds the
+ * wait for one that does not. */
+#define SHUTDOWN_FIRST_REQUEST_USEC (500 * 1000ULL)
+
 struct Server {
         sd_event *event;
         PolicySnapshot *snapshot; /* the current policy: new connections, requests and calls */
@@ -49,8 +54,9 @@ struct Server {
         uint64_t next_call_id;
         uint64_t refused[_OUTCOME_MAX]; /* execute requests refused before admission, by outcome */
         bool shutting_down;
-        RunnerSpawner spawner; /* how workers are made (the scheduler has a copy) */
-        SelfCheck *self_check; /* server_self_check()'s, until the server goes */
+        uint64_t shutdown_usec; /* CLOCK_MONOTONIC when server_shutdown() was called */
+        RunnerSpawner spawner;  /* how workers are made (the scheduler has a copy) */
+        SelfCheck *self_check;  /* server_self_check()'s, until the server goes */
         ServerSelfCheckFn self_check_fn;
         void *self_check_userdata;
         uint64_t started_usec;      /* CLOCK_MONOTONIC at server_new(): uptime */
@@ -72,6 +78,7 @@ struct Connection {
         uint8_t *out;
         size_t out_len, out_off, out_cap;
         bool closing;        /* flush what is queued, then close */
+        bool spoke;          /* a frame has arrived on it */
         FairGroup anon_fair; /* the connection's anonymous calls take turns as one group */
         Call *calls;
         Connection *prev, *next;
@@ -564,14 +571,24 @@ static void handle_cancel(Connection *c, const ProtoRequest *req) {
         for (call = c->calls; call; call = call->c_next)
                 if (call->call_id == req->call_id)
                         break;
-        /* A worker that has exited is finished, even if the loop has not processed its exit
-         * yet: send its result first, then answer that there is nothing to cancel. */
-        if (call && call->state == CALL_RUNNING && runner_finish_if_exited(call->runner))
+        if (call && call->state == CALL_RUNNING) {
+                /* One decision, taken once: either the kill is recorded (the call ends
+                 * cancelled, its result follows this reply through the loop), or the worker
+                 * had already exited: it finished on its own, so its result goes first and
+                 * then the answer that there is nothing to cancel. Polling for the exit and
+                 * then killing would leave a window in which both answers are given. */
+                if (runner_kill(call->runner, RUNNER_KILL_CANCEL)) {
+                        mp_writer_init(&w, 0);
+                        conn_send_packed(c, &w, proto_pack_cancel_reply(&w, req->id, call->call_id, false));
+                        return;
+                }
+                (void) runner_finish_if_exited(call->runner);
                 call = NULL;
+        }
         if (!call || call->state == CALL_FINISHED)
                 return send_error(c, true, req->id, OUTCOME_NOT_FOUND,
                                   "no such call in progress on this connection (unknown or already finished)");
-        /* Reply first: the cancelled call's own result follows. */
+        /* Queued: reply first, the cancelled call's own result follows at once. */
         mp_writer_init(&w, 0);
         conn_send_packed(c, &w, proto_pack_cancel_reply(&w, req->id, call->call_id, call->state == CALL_QUEUED));
         sched_cancel(c->server->sched, call, RUNNER_KILL_CANCEL);
@@ -627,6 +644,7 @@ static void handle_frame(Connection *c, const uint8_t *buf, size_t len) {
         ProtoRequest req;
         ProtoError err;
 
+        c->spoke = true;
         if (proto_decode_request(buf, len, c->server->policy, &req, &err) < 0)
                 return send_error(c, err.has_id, err.id, err.code, err.message);
         switch (req.op) {
@@ -947,6 +965,7 @@ const Policy *server_policy(const Server *s) {
 
 void server_shutdown(Server *s) {
         s->shutting_down = true;
+        s->shutdown_usec = now_usec();
         s->listen_source = sd_event_source_disable_unref(s->listen_source);
         s->accept_retry = sd_event_source_disable_unref(s->accept_retry);
         self_check_cancel(s->self_check);
@@ -991,9 +1010,17 @@ bool server_idle(Server *s) {
         sched_get_stats(s->sched, &st);
         if (st.running || st.queued || self_check_pending(s->self_check))
                 return false;
-        for (Connection *c = s->conns; c; c = c->next)
+        for (Connection *c = s->conns; c; c = c->next) {
                 if (c->out_len > c->out_off)
                         return false;
+                /* Shutting down: a client accepted just before, whose first request is on
+                 * its way, gets its answer ("cancelled") rather than a reset connection
+                 * when this process exits with the request unread (an upgrade's restart
+                 * under load would otherwise drop it). */
+                if (s->shutting_down && !c->spoke && !c->closing &&
+                    now_usec() - s->shutdown_usec < SHUTDOWN_FIRST_REQUEST_USEC)
+                        return false;
+        }
         return true;
 }
 

@@ -306,7 +306,8 @@ def test_probes_use_the_same_socket(daemonset, sidecar, policy):
             cmd = c[probe]["exec"]["command"]
             assert cmd[0] == "codeinterp", f"{where} {probe}"
             assert option(cmd, "--socket") == sock, f"{where} {probe}"
-            assert cmd[-1] == "status", f"{where} {probe}"
+            want = ["status", "--ready"] if probe == "readinessProbe" else ["status"]
+            assert cmd[-len(want):] == want and cmd[-len(want) - 1] != "status", f"{where} {probe}"
         # The probes connect as the container's user (root): the policy must let it in.
         uids, gids = policy["allowedUids"], policy["allowedGids"]
         assert (not uids and not gids) or 0 in uids, "the probes (uid 0) would be refused"

@@ -8,6 +8,7 @@ scripts/nspawn-check.sh; the pod spec under podman is scripts/pod-check.sh.)"""
 import grp
 import os
 import re
+import shutil
 import socket
 import subprocess
 
@@ -152,3 +153,45 @@ def test_check_policy_validates_as_a_reload_would(tmp_path):
     bad.write_text("timeoutMs: 3000\nmaxCalls: -5\n")
     r = run_daemon(["--policy", str(bad), "--check-policy"])
     assert r.returncode == 2 and "maxCalls" in r.stderr, (r.returncode, r.stderr)
+
+
+DENY_HOSTNAME_C = r"""
+#include <errno.h>
+#include <seccomp.h>
+#include <unistd.h>
+/* What a container engine's default profile does to codeinterpd (podman's refuses
+ * sethostname without CAP_SYS_ADMIN): a filter around it, then exec. */
+int main(int argc, char **argv) {
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(sethostname), 0) < 0 ||
+            seccomp_load(ctx) < 0)
+                return 125;
+        execv(argv[1], argv + 1);
+        return 126;
+}
+"""
+
+
+def test_a_seccomp_profile_around_it_is_named(tmp_path):
+    """Under a seccomp filter that refuses what the sandbox needs (sethostname, as
+    podman's default profile does), the self-check names the stage, says codeinterpd
+    runs under a seccomp filter, and names the remedy (the shipped Localhost profile,
+    or unconfined); the daemon does not serve."""
+    require_sandbox()
+    cc = shutil.which("cc") or shutil.which("gcc")
+    assert cc, "no C compiler"
+    src, wrapper = tmp_path / "deny.c", str(tmp_path / "deny")
+    src.write_text(DENY_HOSTNAME_C)
+    subprocess.run([cc, "-o", wrapper, str(src), "-lseccomp"], check=True)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("workerStart: %s\n" % WORKER_START)
+    r = subprocess.run([wrapper, DAEMON, "--check-config", "--policy", str(policy)], capture_output=True, text=True,
+                       timeout=60)
+    last = r.stdout.strip().splitlines()[-1]
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert last.startswith("self-check: FAILED: ") and "hostname" in last, last
+    assert "runs under a seccomp filter" in last and "seccomp-codeinterpd.json" in last, last
+    r = subprocess.run([wrapper, DAEMON, "--policy", str(policy), "--socket", str(tmp_path / "ci.sock")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "runs under a seccomp filter" in r.stderr, r.stderr
+    assert not os.path.exists(tmp_path / "ci.sock")

@@ -75,3 +75,23 @@ def test_no_child_outlives_the_supervisor():
     assert words[0] == "before" and int(words[1]) >= 3, out.stdout  # the zygote and its pool existed
     assert words[2:4] == ["rc", "0"], out.stdout
     assert words[4] == "left" and words[5:] == [], out.stdout
+
+
+def test_a_connection_accepted_before_sigterm_gets_an_answer(make_supervisor):
+    """A client whose connection was accepted just before SIGTERM, and whose first
+    request arrives after it, gets that request answered ("cancelled", the supervisor is
+    shutting down) instead of a connection reset when the process exits with the
+    request unread: the window a restart under load (a package upgrade) hits."""
+    import signal
+    from conftest import Conn, wait_until
+    s = make_supervisor()
+    c = Conn(s.socket, 30)
+    probe = Conn(s.socket, 30)
+    # Both accepted: the supervisor counts them.
+    assert wait_until(lambda: probe.call("status")["connections"] >= 2, 10.0)
+    probe.close()
+    s.proc.send_signal(signal.SIGTERM)
+    assert wait_until(lambda: "Received Terminated: stopping" in s.read_log(), 10.0), s.read_log()
+    r = c.execute("6 * 7")
+    assert r["type"] == "error" and r["code"] == "cancelled" and "shutting down" in r["message"], r
+    c.close()

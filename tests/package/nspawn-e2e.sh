@@ -14,6 +14,7 @@ fail() {
 }
 echo "e2e: $(. /etc/os-release; echo "$PRETTY_NAME"), systemd $(systemctl --version | sed -n '1s/systemd \([0-9]*\).*/\1/p')"
 export DEBIAN_FRONTEND=noninteractive
+dpkg-query -W -f='${Package}\n' | sort >/e2e/packages-before
 start=$(date +%s)
 apt-get install -y -qq --no-install-recommends /e2e/debs/*.deb >/tmp/apt.log 2>&1 ||
         { tail -n 20 /tmp/apt.log; fail "apt-get install of the packages"; }

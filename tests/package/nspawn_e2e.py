@@ -81,15 +81,25 @@ def procs(prefixes=("codeinterp", "ci-")):
     return out
 
 
-def cgroup_dirs(name="codeinterp"):
-    """Directories under /sys/fs/cgroup whose path names codeinterp (the service's own
-    cgroups, the workers')."""
+def cgroup_dirs():
+    """The service's cgroups and anything below them (workers' cgroups), in the
+    hierarchies this container's systemd manages (unified and name=systemd; here the
+    v1 controller hierarchies are the host's, read-only, and hold other supervisors')."""
     found = []
-    for top, dirs, _ in os.walk("/sys/fs/cgroup"):
-        for d in dirs:
-            if name in d:
-                found.append(os.path.join(top, d))
+    for base in ("/sys/fs/cgroup/unified/system.slice", "/sys/fs/cgroup/systemd/system.slice",
+                 "/sys/fs/cgroup/system.slice"):
+        if os.path.isdir(base):
+            found += [os.path.join(base, d) for d in os.listdir(base) if d.startswith("codeinterpd")]
     return found
+
+
+def with_keys(text, **keys):
+    """The policy text with each key's top-level line replaced (keys are written as the
+    policy names them, e.g. timeoutMs=3000)."""
+    for key, value in keys.items():
+        text, n = re.subn(r"(?m)^%s:.*$" % re.escape(key), "%s: %s" % (key, value), text)
+        check(n == 1, "the installed policy has %d lines for %s" % (n, key))
+    return text
 
 
 def set_policy(text):
@@ -99,6 +109,61 @@ def set_policy(text):
 
 
 # ---- the steps ----
+
+INSTALLED = ("/usr/sbin/codeinterpd", "/usr/bin/codeinterp", "/usr/libexec/codeinterp/codeinterp-worker",
+             "/etc/codeinterp/policy.yaml", "/etc/codeinterp/policy-data.yaml", "/lib/systemd/system/codeinterpd.socket",
+             "/lib/systemd/system/codeinterpd.service", "/usr/lib/systemd/user/codeinterpd.socket",
+             "/usr/lib/systemd/user/codeinterpd.service", "/usr/share/man/man8/codeinterpd.8.gz",
+             "/usr/share/man/man1/codeinterp.1.gz", "/usr/lib/x86_64-linux-gnu/libcodeinterp.so.0",
+             "/usr/include/codeinterp/libcodeinterp.h")
+
+
+def step_files_as_installed():
+    missing = [p for p in INSTALLED if not os.path.exists(p)]
+    check(not missing, "not installed: %r" % missing)
+    conffiles = run("dpkg-query", "--control-show", "codeinterp", "conffiles").stdout.split()
+    check("/etc/codeinterp/policy.yaml" in conffiles, "policy.yaml is not a conffile: %r" % conffiles)
+    wants = [f for d in os.listdir("/etc/systemd/system") if d.endswith(".wants")
+             for f in os.listdir("/etc/systemd/system/" + d) if f.startswith("codeinterpd")]
+    check(wants == ["codeinterpd.socket"], "enabled units: %r (only the socket should be)" % wants)
+    check(not os.path.exists("/etc/systemd/user") or not any(
+        f.startswith("codeinterpd") for d in os.listdir("/etc/systemd/user") if d.endswith(".wants")
+        for f in os.listdir("/etc/systemd/user/" + d)), "a user unit is enabled for every user")
+    run("pkg-config", "--cflags", "--libs", "codeinterp")
+    os.makedirs("/tmp/xdg", mode=0o700, exist_ok=True)
+    r = run("systemd-analyze", "--user", "verify", "/usr/lib/systemd/user/codeinterpd.socket",
+            "/usr/lib/systemd/user/codeinterpd.service", ok=False, env=dict(os.environ, XDG_RUNTIME_DIR="/tmp/xdg"))
+    check(r.returncode == 0 and not (r.stdout + r.stderr).strip(), "systemd-analyze --user verify: " + r.stdout +
+          r.stderr)
+    log("files, conffile, pkg-config, enabled units (the socket only) and the user units as installed")
+
+
+def step_rootless():
+    """The installed supervisor started by an ordinary user (nobody) on a socket of its
+    own, as the user units would: rootless, and serving."""
+    d = "/tmp/rootless"
+    os.makedirs(d, exist_ok=True)
+    shutil.chown(d, "nobody", "nogroup")
+    sock = d + "/codeinterp.sock"
+    err = open("/tmp/rootless.log", "w")
+    p = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/sbin/codeinterpd",
+                          "--socket", sock], stderr=err)
+    try:
+        wait_for("the rootless supervisor's socket", lambda: os.path.exists(sock) or p.poll() is not None, 60)
+        if p.poll() is not None:
+            with open("/tmp/rootless.log") as f:
+                raise Failed("the rootless codeinterpd exited: " + f.read())
+        r = run("codeinterp", "--socket", sock, "exec", "-c", NORTHSTAR)
+        check(r.stdout.strip() == "8.25", "rootless Northstar printed %r" % r.stdout)
+        with Client(sock, timeout=60) as c:
+            check(c.hello().rootless is True, "hello does not say rootless")
+    finally:
+        p.terminate()
+        rc = p.wait(30)
+        err.close()
+    check(rc == 0, "the rootless codeinterpd exited %d on SIGTERM" % rc)
+    log("rootless: the installed codeinterpd run by nobody printed 8.25, said rootless, exited 0")
+
 
 def step_units_as_installed():
     check(prop("UnitFileState", "codeinterpd.socket") == "enabled", "the socket unit is not enabled")
@@ -170,7 +235,7 @@ def step_core_tests():
 def step_reload(original):
     pid = prop("MainPID")
     old = hello().policy.sha256
-    changed = original + "\n# e2e: a shorter deadline\ntimeoutMs: 3000\n"
+    changed = with_keys(original, timeoutMs=3000)
     set_policy(changed)
     want = run("codeinterpd", "--policy", POLICY, "--check-policy").stdout.split()[-1]
     run("systemctl", "reload", UNIT)
@@ -181,14 +246,15 @@ def step_reload(original):
     check(prop("MainPID") == pid, "reload restarted the service")
     log("reload with a changed policy: hello says sha256 %.12s (was %.12s), same pid" % (want, old))
 
-    set_policy(changed + "maxCalls: -5\n")
+    set_policy(with_keys(changed, maxCalls=-5))
     r = run("systemctl", "reload", UNIT, ok=False)
-    check(r.returncode != 0, "systemctl reload with an invalid policy succeeded")
+    failed = r.returncode
+    check(failed != 0, "systemctl reload with an invalid policy succeeded")
     check(hello().policy.sha256 == want, "an invalid policy replaced the running one")
     check(prop("ActiveState") == "active" and prop("MainPID") == pid, "an invalid policy stopped the service")
     r = run("codeinterp", "exec", "-c", "6 * 7")
     check(r.stdout.strip() == "42", "a call after the failed reload printed %r" % r.stdout)
-    log("reload with an invalid policy: systemctl reload failed (exit %d), the old policy serves" % r.returncode)
+    log("reload with an invalid policy: systemctl reload failed (exit %d), the old policy serves" % failed)
     set_policy(changed)
     run("systemctl", "reload", UNIT)
 
@@ -206,7 +272,7 @@ def step_timeout():
 
 
 def step_exec_mode(original):
-    set_policy(original + "\nworkerStart: exec\n")
+    set_policy(with_keys(original, workerStart="exec"))
     run("systemctl", "restart", UNIT)
     check(hello().policy.worker_start == "exec", "workerStart did not become exec")
     step_source_and_artifact("exec start")
@@ -287,9 +353,9 @@ def step_upgrade(new_debs):
             except Cancelled:
                 stats["cancelled"] += 1
             except ConnectionLost as e:
-                stats["lost"].append(repr(e))
+                stats["lost"].append("%.3f %r" % (time.monotonic() - T0, e))
             except Exception as e:  # anything else is a failure too
-                stats["other"].append(repr(e))
+                stats["other"].append("%.3f %r" % (time.monotonic() - T0, e))
             finally:
                 c.close()
 
@@ -315,6 +381,8 @@ def step_upgrade(new_debs):
             before.version, want, apt_s, stats["ok"], stats["cancelled"], len(stats["connect_failed"]),
             len(stats["lost"]), stats["other"], old_pid, new_pid, exe))
     check(not stats["connect_failed"], "failed connects during the upgrade: %r" % stats["connect_failed"][:5])
+    if stats["lost"] or stats["other"]:
+        print(run("journalctl", "--no-pager", "-o", "short-monotonic", "-u", UNIT, ok=False).stdout[-6000:])
     check(not stats["lost"] and not stats["other"], "calls failed during the upgrade: %r %r" % (
         stats["lost"][:5], stats["other"][:5]))
     check(prop("ActiveState", "codeinterpd.socket") == "active", "the socket is not listening after the upgrade")
@@ -337,12 +405,20 @@ def step_purge():
         check(not os.path.exists(p), "%s is left after the purge" % p)
     check(not cgroup_dirs(), "cgroups left after the purge: %r" % cgroup_dirs())
     check(run("getent", "passwd", "codeinterp", ok=False).returncode != 0, "a codeinterp user is left")
-    log("purge: no unit, file, directory, cgroup, user or process left")
+    left = [f for f in run("find", "/usr", "/etc", "/lib", "/var/lib/systemd", "/var/lib/dpkg/info", "/run", "-name",
+                           "*codeinterp*", ok=False).stdout.split() if "codeinterp-e2e" not in f]  # this check's unit
+    check(not left, "files left after the purge: %r" % left)
+    with open("/e2e/packages-before") as f:
+        before = set(f.read().split())
+    after = set(run("dpkg-query", "-W", "-f=${Package}\n").stdout.split())
+    check(after <= before, "packages left after purge and autoremove: %r" % sorted(after - before))
+    log("purge: no unit, file, directory, cgroup, user, package or process left")
 
 
 def main():
     with open(POLICY) as f:
         original = f.read()
+    step_files_as_installed()
     step_units_as_installed()
     h = step_northstar()
     old_version = h.version
@@ -353,6 +429,7 @@ def main():
     step_watchdog()
     step_stop_with_a_call_running()
     step_exec_mode(original)
+    step_rootless()
     new_debs = sorted("/e2e/upgrade/" + f for f in os.listdir("/e2e/upgrade") if f.endswith(".deb"))
     step_upgrade(new_debs)
     check(hello().version != old_version, "the version did not change with the upgrade")
@@ -364,6 +441,6 @@ if __name__ == "__main__":
         main()
     except (Failed, AssertionError, subprocess.TimeoutExpired, OSError) as e:
         with open("/e2e/failure", "w") as f:
-            f.write("%s: %s\n" % (type(e).__name__, e))
+            f.write("%s: %s\n" % (type(e).__name__, " ".join(str(e).split())))
         log("FAILED: %s" % e)
         sys.exit(1)
