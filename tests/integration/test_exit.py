@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from testlib import DAEMON, WAIT_LIMIT, require_sandbox
+from testlib import DAEMON, WAIT_LIMIT, Conn, require_sandbox, wait_for
 
 # The zygote's pool only exists in zygote mode (the policy pins it); the exit path is
 # the supervisor's own (asan).
@@ -83,15 +83,14 @@ def test_a_connection_accepted_before_sigterm_gets_an_answer(make_supervisor):
     shutting down) instead of a connection reset when the process exits with the
     request unread: the window a restart under load (a package upgrade) hits."""
     import signal
-    from conftest import Conn, wait_until
     s = make_supervisor()
-    c = Conn(s.socket, 30)
-    probe = Conn(s.socket, 30)
+    c = Conn(s.socket)
+    probe = Conn(s.socket)
     # Both accepted: the supervisor counts them.
-    assert wait_until(lambda: probe.call("status")["connections"] >= 2, 10.0)
+    wait_for(lambda: probe.call("status")["connections"] >= 2, "both connections accepted")
     probe.close()
     s.proc.send_signal(signal.SIGTERM)
-    assert wait_until(lambda: "Received Terminated: stopping" in s.read_log(), 10.0), s.read_log()
+    wait_for(lambda: "Received Terminated: stopping" in s.read_log(), lambda: "the stop, in " + s.read_log())
     r = c.execute("6 * 7")
     assert r["type"] == "error" and r["code"] == "cancelled" and "shutting down" in r["message"], r
     c.close()
