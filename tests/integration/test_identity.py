@@ -113,10 +113,10 @@ def test_too_few_host_ids_is_a_worker_error(make_supervisor):
     first.release()
     r = first.result()
     assert r["outcome"] == "ok", r
-    assert r["exitStatus"]["hostUid"] == BASE
+    assert r["exitStatus"]["hostUid"] == sup.host_id_base
     r = sup.connect().execute("2")
     assert r["outcome"] == "ok", r
-    assert r["exitStatus"]["hostUid"] == BASE
+    assert r["exitStatus"]["hostUid"] == sup.host_id_base
 
 
 def test_ids_of_a_killed_zygotes_pool_come_back(make_supervisor):
@@ -132,7 +132,7 @@ def test_ids_of_a_killed_zygotes_pool_come_back(make_supervisor):
         wait_for(lambda: status(sup)["zygotePid"] not in (None, zpid), "a new zygote")
         r = c.execute("2")
         assert r["outcome"] == "ok", r
-        assert BASE <= r["exitStatus"]["hostUid"] < BASE + 3
+        assert sup.host_id_base <= r["exitStatus"]["hostUid"] < sup.host_id_base + 3
 
 
 def test_block_not_mapped_in_the_supervisors_namespace_is_refused():

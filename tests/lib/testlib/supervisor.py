@@ -4,6 +4,7 @@ make test-rootless, as the run's user), and Conn, the low-level protocol connect
 with request ids and a backlog."""
 import contextlib
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -109,6 +110,27 @@ class Conn(Connection):
         return m["callId"]
 
 
+# Each root supervisor a test starts gets a block of host ids of its own inside the
+# default block (docs/policy.md, "Workers' host ids"): the suite runs in parallel
+# (pytest-xdist), and RLIMIT_NPROC counts every task of a host uid, so two supervisors
+# handing out the same ids at the same moment would share their workers' process budget
+# (a worker at maxProcesses would find it spent by another test's worker). Slot 0, the
+# start of the default block, is left to supervisors started without this factory.
+HOST_ID_BLOCK = 256
+_DEFAULT_HOST_ID_BASE = 0x7ff00000
+_SLOTS_PER_PROCESS = 31
+_started = 0
+
+
+def _host_id_block():
+    global _started
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    slot = 1 + (index % 8) * _SLOTS_PER_PROCESS + _started % _SLOTS_PER_PROCESS
+    _started += 1
+    return "workerHostIdBase: %d\n" % (_DEFAULT_HOST_ID_BASE + slot * HOST_ID_BLOCK)
+
+
 class Supervisor(Daemon):
     """codeinterpd from BUILD in the run's worker start mode (a policy that names
     workerStart keeps it) and, rootless, as the run's user; ready for connections when
@@ -119,6 +141,12 @@ class Supervisor(Daemon):
     def __init__(self, policy=None, extra_args=(), prefix=(), user=ROOTLESS_USER, binary=DAEMON):
         if policy is None or "workerStart" not in policy:
             policy = "workerStart: %s\n" % WORKER_START + (policy or "")
+        if not user and "workerHostIdBase" not in policy:
+            policy += ("" if policy.endswith("\n") else "\n") + _host_id_block()
+            if "workerHostIdCount" not in policy:
+                policy += "workerHostIdCount: %d\n" % HOST_ID_BLOCK
+        m = re.search(r"^workerHostIdBase:\s*(\d+)\s*$", policy, re.M)
+        self.host_id_base = int(m.group(1)) if m else _DEFAULT_HOST_ID_BASE  # its block's first id
         super().__init__(binary, policy, extra_args, start_timeout=WAIT_LIMIT, user=user, prefix=prefix)
         try:
             self.wait_ready(WAIT_LIMIT)
