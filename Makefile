@@ -6,9 +6,18 @@ ifneq ($(CI),)
 CMAKE_FLAGS += -DCODEINTERP_WERROR=ON
 endif
 PYTEST = /usr/bin/python3 -m pytest
+# Test processes per suite (pytest-xdist): the tests mostly wait for supervisors and
+# workers, so three keep the development machine's two cores busy; each process starts
+# supervisors of its own (docs/testing.md, "Running in parallel").
+TEST_JOBS ?= 3
+PYTEST_PAR = $(PYTEST) -q -n $(TEST_JOBS)
+WITH_BUILD = CODEINTERP_BUILD=$(abspath $(BUILD))
+# `make test` times each stage (scripts/timed.sh): a line per stage as it ends, the table
+# at the end, in $(BUILD)/test-times.
+TIMED = scripts/timed.sh $(abspath $(BUILD))/test-times
 
-.PHONY: all deps build test unit integration integration-asan sanitize demo clean format check-format bench \
-	fuzz-build fuzz-smoke fuzz-long cppcheck fresh-system-check
+.PHONY: all deps build test test-fast unit integration integration-exec integration-asan sanitize demo clean \
+	format check-format bench fuzz-build fuzz-smoke fuzz-long cppcheck fresh-system-check test-flake
 
 all: build
 
@@ -22,8 +31,15 @@ build: deps
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure
 
+# The integration suite in the reference configuration (zygote mode, root, the plain
+# build, Debian's CPython): every test. The other configurations run the tests marked
+# as depending on them (docs/testing.md, "Configurations and markers").
 integration: build
-	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/integration
+	$(WITH_BUILD) $(PYTEST_PAR) tests/integration
+
+# The tests whose subject depends on the worker start mode, in exec mode.
+integration-exec: build
+	$(WITH_BUILD) CODEINTERP_WORKER_START=exec $(PYTEST_PAR) tests/integration
 
 # Unit tests built with AddressSanitizer and UndefinedBehaviorSanitizer.
 sanitize: deps
@@ -31,22 +47,50 @@ sanitize: deps
 	@cmake --build $(BUILD)-san -j$$(nproc)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(BUILD)-san --output-on-failure -E seccomp_python_probe
 
-# The format check, cppcheck, unit tests (plain and under ASan/UBSan), a bounded run of
-# every fuzz target, the integration suite over the real socket in both worker start
-# modes, and once more with the supervisor itself built with ASan/UBSan (a leak or
-# memory error fails its exit status). The tool face (tests/tool) runs once, against the
-# plain build.
-test: build check-format lint-python unit-python cppcheck sanitize fuzz-smoke sdk-types
-	ctest --test-dir $(BUILD) --output-on-failure
-	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/tool
-	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote $(PYTEST) -q tests/integration
-	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=exec $(PYTEST) -q tests/integration
-	$(MAKE) integration-asan
-	$(MAKE) python-client
-	$(MAKE) deployment-test
-	$(MAKE) adversarial
-	$(MAKE) test-rootless
-	$(MAKE) test-python-versions
+# Every stage, timed (docs/testing.md has the times): the format check, cppcheck,
+# pyflakes, unit tests (plain and under ASan/UBSan), a bounded run of every fuzz target,
+# the tool face, the integration suite (every test in the reference configuration, then
+# the tests marked for exec mode and for the ASan/UBSan supervisor), the Python client,
+# the deployment manifests, the adversarial suite, rootless and the other CPythons.
+test: deps
+	@$(TIMED) start
+	@$(TIMED) build $(MAKE) build
+	@$(TIMED) check-format $(MAKE) check-format
+	@$(TIMED) lint-python $(MAKE) lint-python
+	@$(TIMED) unit-python $(MAKE) unit-python
+	@$(TIMED) cppcheck $(MAKE) cppcheck
+	@$(TIMED) sanitize $(MAKE) sanitize
+	@$(TIMED) fuzz-smoke $(MAKE) fuzz-smoke
+	@$(TIMED) sdk-types $(MAKE) sdk-types
+	@$(TIMED) unit ctest --test-dir $(BUILD) --output-on-failure
+	@$(TIMED) tool-test $(MAKE) tool-test
+	@$(TIMED) integration $(MAKE) integration
+	@$(TIMED) integration-exec $(MAKE) integration-exec
+	@$(TIMED) integration-asan $(MAKE) integration-asan
+	@$(TIMED) python-client $(MAKE) python-client
+	@$(TIMED) deployment-test $(MAKE) deployment-test
+	@$(TIMED) adversarial $(MAKE) adversarial
+	@$(TIMED) test-rootless $(MAKE) test-rootless
+	@$(TIMED) test-python-versions $(MAKE) test-python-versions
+	@$(TIMED) end
+
+# The fast tier (make fresh-system-check runs it on a fresh root after make demo): the
+# format check (without git there), the npm packages, the unit tests and one pass of the
+# integration suite in the reference configuration.
+test-fast: build
+	@$(TIMED) start
+	@$(TIMED) check-format $(MAKE) check-format
+	@$(TIMED) sdk-types $(MAKE) sdk-types
+	@$(TIMED) unit-python $(MAKE) unit-python
+	@$(TIMED) unit ctest --test-dir $(BUILD) --output-on-failure
+	@$(TIMED) integration $(MAKE) integration
+	@$(TIMED) end
+
+# The integration suite FLAKE_ROUNDS times (default 5), in the reference configuration
+# and exec mode, while stress-ng keeps every core busy; reports each test that failed
+# and in how many rounds (scripts/test-flake.sh, docs/testing.md "Flakiness").
+test-flake: build
+	scripts/test-flake.sh $(abspath $(BUILD))
 
 # The supervisor under ASan/UBSan with the ordinary worker (a worker cannot run
 # under ASan: its address-space limit is far below ASan's shadow mappings).
@@ -55,20 +99,20 @@ integration-asan: build sanitize
 	@cp $(BUILD)-san/bin/codeinterpd $(BUILD)-asan-bin/bin/
 	@cp $(BUILD)/bin/codeinterp-worker $(BUILD)/bin/codeinterp $(BUILD)-asan-bin/bin/
 	@cp $(BUILD)/python.json $(BUILD)-asan-bin/
-	ASAN_OPTIONS=detect_leaks=1 CODEINTERP_BUILD=$(abspath $(BUILD))-asan-bin $(PYTEST) -q tests/integration
+	ASAN_OPTIONS=detect_leaks=1 CODEINTERP_BUILD=$(abspath $(BUILD))-asan-bin $(PYTEST_PAR) tests/integration
 
-# The core and sandbox integration tests (and test_rootless.py) against a supervisor
-# started as an unprivileged user created for the run (removed afterwards), in both
-# worker start modes (scripts/test-rootless.sh, docs/testing.md). Root; fails instead of
-# skipping under CODEINTERP_MUST_SANDBOX=1 without unprivileged user namespaces.
+# The integration tests marked rootless against supervisors started as an unprivileged
+# user created for the run (removed afterwards), in both worker start modes
+# (scripts/test-rootless.sh, docs/testing.md). Root; fails instead of skipping under
+# CODEINTERP_MUST_SANDBOX=1 without unprivileged user namespaces.
 .PHONY: test-rootless
 test-rootless: build
 	scripts/test-rootless.sh $(abspath $(BUILD))
 
 # Configure refuses an embed library that is not the chosen interpreter's own; then the
-# core integration tests against every other CPython >= 3.12 on this machine (pyenv),
-# each built in $(BUILD)-py3.X with -DCODEINTERP_PYTHON; skipped with a message when
-# there is none (scripts/test-python-versions.sh).
+# integration tests marked python against every other CPython >= 3.12 on this machine
+# (pyenv), each built in $(BUILD)-py3.X with -DCODEINTERP_PYTHON, in both start modes;
+# skipped with a message when there is none (scripts/test-python-versions.sh).
 .PHONY: test-python-versions
 test-python-versions: deps
 	tests/cmake/python_mismatch.sh
@@ -134,34 +178,35 @@ sdk-types:
 # The tool face: describe/tool goldens, the SDK type check, the renderings, the MCP server
 # driven by the official MCP client. CODEINTERP_UPDATE_GOLDEN=1 rewrites tests/golden/.
 tool-test: build sdk-types
-	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/tool
+	$(WITH_BUILD) $(PYTEST_PAR) tests/tool
 
 # The Python: pyflakes (Debian's python3-pyflakes) on the worker's runner, its numeric module and the tests.
 .PHONY: lint-python unit-python
 lint-python: deps
-	/usr/bin/python3 -m pyflakes worker/runner.py worker/codeinterp_numeric.py python tests/python tests/python_client \
+	/usr/bin/python3 -m pyflakes worker/runner.py worker/codeinterp_numeric.py python tests/conftest.py tests/lib tests/python tests/python_client \
 		tests/integration tests/bench tests/tool tests/deployment tests/pod tests/adversarial
 
 # The worker's runner and numeric module (worker/*.py) as Python; needs no build.
 unit-python: deps
-	$(PYTEST) -q tests/python
+	$(PYTEST_PAR) tests/python
 
 # The Kubernetes manifests (packaging/kubernetes/, docs/deployment.md), parsed and checked;
 # their policy is loaded by the built codeinterpd --check-config.
 .PHONY: deployment-test
 deployment-test: build
-	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/deployment
+	$(WITH_BUILD) $(PYTEST_PAR) tests/deployment
 
 # The Python client (python/codeinterp) against a real supervisor.
 .PHONY: python-client
 python-client: build
-	CODEINTERP_BUILD=$(abspath $(BUILD)) $(PYTEST) -q tests/python_client
+	$(WITH_BUILD) $(PYTEST_PAR) tests/python_client
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-san $(BUILD)-asan-bin $(BUILD)-fuzz $(BUILD)-py3.* $(BUILD)-deb $(BUILD)-deb-upgrade
 
-# A fresh minimal Debian 12 root (debootstrap, cached under /var/tmp) runs the README's
-# commands from a copy of HEAD without .git (docs/operations.md). Root; ~5 minutes.
+# A fresh minimal Debian 12 root (debootstrap, cached under /var/tmp) installs what the
+# README's commands need from a copy of HEAD without .git and runs make demo and the
+# fast tier, make test-fast (docs/operations.md). Root; a few minutes.
 fresh-system-check:
 	scripts/fresh-system-check.sh
 
@@ -203,21 +248,22 @@ bench: build
 	CODEINTERP_BUILD=$(abspath $(BUILD)) /usr/bin/python3 tests/bench/bench.py
 
 # The adversarial suite (tests/adversarial, docs/security.md "Adversarial suite"): every
-# escape and abuse attempt inside the sandbox, in errno and kill mode, in both worker
-# start modes, then once more under the data policy (packaging/policy-data.yaml: the
-# scientific stack bound and preloaded) in zygote mode; and the validation mode, which runs each attempt outside the sandbox (root
-# in a temp dir, or an unshare'd user namespace) and checks that it escapes there.
+# escape and abuse attempt inside the sandbox, in errno and kill mode (one test process
+# each), in both worker start modes, then once more under the data policy
+# (packaging/policy-data.yaml: the scientific stack bound and preloaded) in zygote mode,
+# the attempts of the categories that policy widens; and the validation mode, which runs
+# each attempt outside the sandbox (root in a temp dir, or an unshare'd user namespace)
+# and checks that it escapes there.
+ADVERSARIAL = $(WITH_BUILD) $(PYTEST) -q -n 2 --dist loadgroup tests/adversarial
 .PHONY: adversarial adversarial-validate
 adversarial: build
 	@rc=0; for start in zygote exec; do \
 		echo "adversarial: workerStart $$start"; \
-		CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=$$start \
-			$(PYTEST) -q -p no:cacheprovider tests/adversarial || rc=1; \
+		CODEINTERP_WORKER_START=$$start $(ADVERSARIAL) || rc=1; \
 	done; \
 	echo "adversarial: workerStart zygote, packaging/policy-data.yaml"; \
-	CODEINTERP_BUILD=$(abspath $(BUILD)) CODEINTERP_WORKER_START=zygote \
-		CODEINTERP_ADVERSARIAL_POLICY=$(abspath packaging/policy-data.yaml) \
-		$(PYTEST) -q -p no:cacheprovider tests/adversarial || rc=1; \
+	CODEINTERP_WORKER_START=zygote CODEINTERP_ADVERSARIAL_POLICY=$(abspath packaging/policy-data.yaml) \
+		$(ADVERSARIAL) || rc=1; \
 	exit $$rc
 
 adversarial-validate:

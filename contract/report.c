@@ -50,6 +50,18 @@ int report_send_setup_error(int fd, SetupStage stage, int error) {
         return r;
 }
 
+int report_send_ready(int fd) {
+        MpWriter w;
+        int r;
+
+        mp_writer_init(&w, 0);
+        msgpack_pack_map(&w.pk, 1);
+        mp_pack_kv_str(&w.pk, "t", "ready");
+        r = send_frame(fd, &w);
+        mp_writer_done(&w);
+        return r;
+}
+
 static void pack_fitted(msgpack_packer *pk, const char *key, const FitText *t) {
         mp_pack_cstr(pk, key);
         msgpack_pack_map(pk, 5);
@@ -163,6 +175,10 @@ int report_parse(const void *buf, size_t len, uint64_t exc_ceiling, WorkerReport
                 rep.kind = REPORT_SETUP_ERROR;
                 memcpy(rep.stage, stage, slen);
                 rep.error = (int) e;
+        } else if (mp_str_eq(t, "ready")) {
+                if (root->via.map.size != 1)
+                        goto out;
+                rep.kind = REPORT_READY;
         } else if (mp_str_eq(t, "done")) {
                 rep.kind = REPORT_DONE;
                 if (mp_get_bool(root, "hasResult", &rep.has_result) < 0)

@@ -3,13 +3,18 @@
  * bounded, validating parser. Each report is a 4-byte big-endian length and one
  * msgpack map:
  *   {"t": "setup", "stage": <stage name>, "errno": <int>}
+ *   {"t": "ready"}   the sandbox is complete and CPython ready: the code runs next
  *   {"t": "done", "hasResult": bool, "limit": nil|"memory"|"file_size"|"processes",
  *    "exception": nil | {"type": str,
  *                        "message": {"text", "totalCharacters", "totalBytes", "omittedCharacters", "omittedBytes"},
  *                        "traceback": {same}}}
- * The worker fits exception strings itself (it is the only place they exist); the
- * supervisor checks the shape and that the counts are consistent, and treats anything
- * else (garbage, a second report, an oversized frame) as worker_error. */
+ * A worker sends "setup" (and exits), or "ready" and then "done". "ready" is written
+ * before any user code exists, so the first frame on the pipe is always the worker's
+ * own; the supervisor takes it off as it arrives (the worker is confined from then on:
+ * status shows its pid) and what follows is read as before. The worker fits exception
+ * strings itself (it is the only place they exist); the supervisor checks the shape and
+ * that the counts are consistent, and treats anything else (garbage, a second report,
+ * an oversized frame) as worker_error. */
 #pragma once
 
 #include <stdbool.h>
@@ -40,6 +45,7 @@ typedef struct ReportRun {
 
 typedef enum ReportKind {
         REPORT_SETUP_ERROR,
+        REPORT_READY,
         REPORT_DONE,
 } ReportKind;
 
@@ -57,8 +63,9 @@ typedef struct WorkerReport {
         FitText exc_traceback;
 } WorkerReport;
 
-/* Worker side. Both write one frame to fd; -errno on failure. */
+/* Worker side. Each writes one frame to fd; -errno on failure. */
 int report_send_setup_error(int fd, SetupStage stage, int error);
+int report_send_ready(int fd);
 int report_send_done(int fd, const ReportRun *r, uint64_t exc_ceiling);
 
 /* Supervisor side: parse one frame body (without the length prefix). -EBADMSG if malformed. */

@@ -21,6 +21,7 @@ libyaml-dev
 libjson-c-dev
 libcmocka-dev
 python3-pytest
+python3-pytest-xdist
 python3-msgpack
 python3-pyflakes
 python3-yaml
@@ -36,13 +37,16 @@ coreutils
 prometheus
 prometheus-node-exporter
 python3-prometheus-client
+stress-ng
 "
+# python3-pytest-xdist: the suites run their tests in parallel (pytest -n, make test).
+# stress-ng: make test-flake keeps both cores busy while the integration suite runs.
 # build-essential: gcc, make, libc headers.  libpython3-dev: python3-embed.pc, which
 # CMakeLists.txt asks pkg-config for (libpython3.11-dev alone has only python-3.11-embed.pc).
 # libjson-c-dev: codeinterp tool and mcp.  python3-pyflakes: make lint-python.
 # clang-format: make check-format.  clang, libclang-rt-14-dev: the libFuzzer targets
 # (make fuzz-smoke).  cppcheck: make cppcheck.  util-linux: unshare
-# (tests/integration/conftest.py) and prlimit (tests/integration/test_faults.py).
+# (tests/lib/testlib), prlimit (tests/integration/test_faults.py) and flock.
 # coreutils: timeout.  python3-numpy, python3-pandas, python3-matplotlib: the
 # pythonPackages allow-list, bound into workers under packaging/policy-data.yaml
 # (configure computes their binds, so install them before the first build; the data

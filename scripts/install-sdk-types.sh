@@ -4,6 +4,9 @@
 # missing or package-lock.json changed since the last install. Needs the npm registry.
 set -eu
 dir="$(cd "$(dirname "$0")/../tests/sdk-types" && pwd)"
+# One install at a time: test processes running in parallel may each find it missing.
+exec 9>"$dir/.install-lock"
+flock 9
 stamp="$dir/node_modules/.codeinterp-lock-sha256"
 want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then

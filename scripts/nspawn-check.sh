@@ -64,7 +64,8 @@ for d in "$debs" "$upgrade"; do
 done
 for f in "$debs"/*.deb; do case "$f" in *-dbgsym_*) ;; *) cp "$f" "$root/e2e/debs/" ;; esac; done
 for f in "$upgrade"/*.deb; do case "$f" in *-dbgsym_*) ;; *) cp "$f" "$root/e2e/upgrade/" ;; esac; done
-cp -r "$here/tests/integration" "$root/e2e/tests/"
+# The integration tests and the helpers every suite takes (tests/lib, tests/conftest.py).
+cp -r "$here/tests/integration" "$here/tests/lib" "$here/tests/conftest.py" "$here/tests/pytest.ini" "$root/e2e/tests/"
 find "$root/e2e/tests" -name __pycache__ -prune -exec rm -rf {} +
 install -m 0755 "$here/tests/package/nspawn-e2e.sh" "$root/e2e/run.sh"
 install -m 0644 "$here/tests/package/nspawn_e2e.py" "$root/e2e/nspawn_e2e.py"

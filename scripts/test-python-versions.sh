@@ -2,10 +2,11 @@
 # Build codeinterp against every other CPython >= 3.12 this machine has (the newest
 # patch release of each minor version under $PYENV_ROOT/versions, default
 # /root/.pyenv/versions), each in its own build directory BUILD-py3.X, and run the
-# seccomp probe (tests/unit/seccomp_python_probe.c) and the core integration tests
-# (test_core, test_sandbox, test_zygote, test_python_runtime, test_datastack: there the
-# stack is missing and a policy naming it is refused) against it in both worker
-# start modes. CODEINTERP_PYTHONS="/path/python3.X ..." names the interpreters instead.
+# seccomp probe (tests/unit/seccomp_python_probe.c) and the integration tests marked
+# python (whose subject depends on the embedded CPython; test_datastack's: there the
+# stack is missing and a policy naming it is refused) against it in both worker start
+# modes (in exec mode, those also marked start_mode). CODEINTERP_PYTHONS="/path/python3.X
+# ..." names the interpreters instead.
 #
 # No such interpreter is not a failure, not even with CODEINTERP_MUST_SANDBOX=1: the
 # default build (Debian's python3) is what `make test` proves; this proves the others
@@ -17,7 +18,7 @@ set -eu
 
 build=${1:-build}
 cmake_flags=${2:-}
-tests="tests/integration/test_core.py tests/integration/test_sandbox.py tests/integration/test_zygote.py tests/integration/test_python_runtime.py tests/integration/test_datastack.py"
+tests=tests/integration
 
 find_interpreters() {
         root="${PYENV_ROOT:-/root/.pyenv}/versions"
@@ -53,6 +54,6 @@ for py in $interpreters; do
                 echo "test-python-versions: Python $minor, $mode mode"
                 # shellcheck disable=SC2086 # a list of test files
                 CODEINTERP_BUILD="$(cd "$dir" && pwd)" CODEINTERP_WORKER_START=$mode \
-                        /usr/bin/python3 -m pytest -q $tests
+                        /usr/bin/python3 -m pytest -q -n "${TEST_JOBS:-3}" $tests
         done
 done

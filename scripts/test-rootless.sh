@@ -1,7 +1,8 @@
 #!/bin/sh
-# make test-rootless: the core and sandbox integration tests, and test_rootless.py,
-# against a supervisor started as an unprivileged user made for the run, in both worker
-# start modes (docs/testing.md, "Rootless").
+# make test-rootless: the integration tests marked rootless (whose subject depends on
+# whether the supervisor runs as root) against supervisors started as an unprivileged
+# user made for the run, in both worker start modes (in exec mode, those also marked
+# start_mode) (docs/testing.md, "Rootless").
 #
 # Run as root. It creates a system user ci-rootless-PID (useradd, no home, no login)
 # and removes it on every exit, failure and interruption included, after making sure
@@ -12,12 +13,12 @@
 #
 #   scripts/test-rootless.sh BUILD
 # CODEINTERP_ROOTLESS_TESTS="tests/... ..." runs other suites the same way (any suite
-# that starts supervisors through tests/integration/conftest.py, e.g. tests/adversarial).
+# whose supervisors come from tests/lib/testlib, e.g. tests/adversarial).
 set -eu
 
 build=$(cd "${1:-build}" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
-tests=${CODEINTERP_ROOTLESS_TESTS:-tests/integration/test_core.py tests/integration/test_sandbox.py tests/integration/test_rootless.py tests/integration/test_artifacts.py}
+tests=${CODEINTERP_ROOTLESS_TESTS:-tests/integration}
 user="ci-rootless-$$"
 tmp=""
 made_user=0
@@ -82,7 +83,8 @@ rc=0
 cd "$src"
 for start in zygote exec; do
         echo "test-rootless: workerStart $start"
+        # shellcheck disable=SC2086 # a list of test paths
         CODEINTERP_BUILD="$tmp" CODEINTERP_ROOTLESS_USER="$user" CODEINTERP_WORKER_START="$start" \
-                /usr/bin/python3 -m pytest -q -p no:cacheprovider $tests || rc=1
+                /usr/bin/python3 -m pytest -q -n "${TEST_JOBS:-3}" $tests || rc=1
 done
 exit "$rc"

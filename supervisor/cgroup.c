@@ -163,8 +163,9 @@ static int open_dir(const char *path) {
 }
 
 /* Remove the workers' cgroups a supervisor that is gone left behind ("w<pid>-<n>"
- * whose pid no longer exists). Others' are in use and never touched. */
-static void remove_stale(int dir) {
+ * whose pid no longer exists), and with ours this supervisor's own as well. Others'
+ * are in use and never touched. */
+static void remove_stale(int dir, bool ours) {
         int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
         DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
         struct dirent *de;
@@ -179,8 +180,10 @@ static void remove_stale(int dir) {
                 char dash;
                 if (sscanf(de->d_name, "w%d%c", &pid, &dash) != 2 || dash != '-' || pid <= 0)
                         continue;
-                if (pid != getpid() && kill(pid, 0) < 0 && errno == ESRCH)
-                        (void) unlinkat(dir, de->d_name, AT_REMOVEDIR);
+                if (pid == getpid() ? ours : kill(pid, 0) < 0 && errno == ESRCH) {
+                        if (unlinkat(dir, de->d_name, AT_REMOVEDIR) < 0 && ours && pid == getpid())
+                                log_warning_errno(errno, "Could not remove the worker cgroup %s: %m", de->d_name);
+                }
         }
         closedir(d);
 }
@@ -355,6 +358,23 @@ static int open_v1(CgroupRoot *root, const char *fs, const char *memory, const c
         return 0;
 }
 
+/* The workers' parent under each of root's directories (v1: its "codeinterp"), opened;
+ * -1 where there is none. */
+static int workers_parent(const CgroupRoot *root, size_t i) {
+        return root->version == CGROUP_V1 ? openat(root->dirs[i], "codeinterp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                                          : fcntl(root->dirs[i], F_DUPFD_CLOEXEC, 3);
+}
+
+void cgroup_root_remove_own(CgroupRoot *root) {
+        for (size_t i = 0; root && i < root->n_dirs; i++) {
+                int d = workers_parent(root, i);
+                if (d >= 0) {
+                        remove_stale(d, true);
+                        close(d);
+                }
+        }
+}
+
 CgroupRoot *cgroup_root_free(CgroupRoot *root) {
         if (!root)
                 return NULL;
@@ -430,11 +450,9 @@ int cgroup_root_open(PolicyCgroups want, uint32_t cpu_percent, const char *fs, b
                 return -EOPNOTSUPP;
         } else if (!dry_run)
                 for (size_t i = 0; i < root->n_dirs; i++) {
-                        int d = root->version == CGROUP_V1
-                                        ? openat(root->dirs[i], "codeinterp", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                                        : fcntl(root->dirs[i], F_DUPFD_CLOEXEC, 3);
+                        int d = workers_parent(root, i);
                         if (d >= 0) {
-                                remove_stale(d);
+                                remove_stale(d, false);
                                 close(d);
                         }
                 }

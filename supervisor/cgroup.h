@@ -41,6 +41,10 @@ CgroupVersion cgroup_root_version(const CgroupRoot *root);
 uint32_t cgroup_root_cpu_percent(const CgroupRoot *root);
 /* Why a cap that was asked for is not applied; "" when it is (or none was asked for). */
 const char *cgroup_root_cpu_why(const CgroupRoot *root);
+/* Remove every worker cgroup of this supervisor still there: those whose removal gave up
+ * while a killed worker was still leaving (cgroup_free() retries for CG_RMDIR_TRIES ms).
+ * Only once none of its processes is left (at exit, after every child is reaped). */
+void cgroup_root_remove_own(CgroupRoot *root);
 CgroupRoot *cgroup_root_free(CgroupRoot *root);
 
 typedef struct Cgroup Cgroup;

@@ -470,10 +470,32 @@ static const char *zygote_state_name(ProtoZygoteState z) {
         return NULL;
 }
 
+static const char *const call_state_names[] = {
+        [PROTO_CALL_QUEUED] = "queued",
+        [PROTO_CALL_STARTING] = "starting",
+        [PROTO_CALL_RUNNING] = "running",
+};
+
+/* [{"callId", "state", "workerPid"}]: metadata only, as in progress. */
+static void pack_calls(msgpack_packer *pk, const ProtoCallInfo *calls, size_t n) {
+        mp_pack_cstr(pk, "calls");
+        msgpack_pack_array(pk, n);
+        for (size_t i = 0; i < n; i++) {
+                msgpack_pack_map(pk, 3);
+                mp_pack_kv_uint(pk, "callId", calls[i].call_id);
+                mp_pack_kv_str(pk, "state", call_state_names[calls[i].state]);
+                mp_pack_cstr(pk, "workerPid");
+                if (calls[i].worker_pid > 0)
+                        msgpack_pack_uint64(pk, (uint64_t) calls[i].worker_pid);
+                else
+                        msgpack_pack_nil(pk);
+        }
+}
+
 int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
         msgpack_packer *pk = &w->pk;
 
-        pack_reply_head(pk, id, PROTO_OP_STATUS, 32);
+        pack_reply_head(pk, id, PROTO_OP_STATUS, 33);
         mp_pack_kv_bool(pk, "ready", st->not_ready == PROTO_READY);
         mp_pack_kv_str(pk, "notReadyCause", not_ready_name(st->not_ready));
         mp_pack_kv_str(pk, "notReadyDetail", st->not_ready == PROTO_READY ? NULL : st->not_ready_detail);
@@ -513,6 +535,7 @@ int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
         pack_histogram(pk, "runTimeMs", st->run_time);
         mp_pack_kv_str(pk, "policySha256", st->policy_sha256);
         mp_pack_kv_str(pk, "policyName", st->policy_name);
+        pack_calls(pk, st->calls, st->n_calls);
         return mp_writer_error(w);
 }
 

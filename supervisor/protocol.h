@@ -120,6 +120,19 @@ typedef enum ProtoZygoteState {
         PROTO_ZYGOTE_BROKEN,
 } ProtoZygoteState;
 
+/* An admitted call that has not finished (status's "calls"). */
+typedef enum ProtoCallState {
+        PROTO_CALL_QUEUED,
+        PROTO_CALL_STARTING,
+        PROTO_CALL_RUNNING,
+} ProtoCallState;
+
+typedef struct ProtoCallInfo {
+        uint64_t call_id;
+        ProtoCallState state;
+        pid_t worker_pid; /* 0: nil (not running yet) */
+} ProtoCallInfo;
+
 typedef struct ProtoStatus {
         ProtoNotReady not_ready;      /* PROTO_READY: ready */
         const char *not_ready_detail; /* NULL when ready */
@@ -145,6 +158,8 @@ typedef struct ProtoStatus {
         const Histogram *queue_wait, *run_time;
         const char *policy_sha256; /* the current policy's */
         const char *policy_name;
+        const ProtoCallInfo *calls; /* in callId order */
+        size_t n_calls;
 } ProtoStatus;
 int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st);
 

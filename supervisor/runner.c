@@ -30,6 +30,9 @@
 #include "contract/plan.h"
 
 #define READ_CHUNK 65536
+/* Room for the worker's "ready" frame (13 bytes) in the report buffer until it is taken
+ * off, so that maxWorkerMessageBytes bounds what follows it exactly. */
+#define REPORT_READY_SLACK 16
 /* RLIMIT_CPU is enforced on tick-sampled user + system time; rusage (and /proc, which
  * shows the same adjusted figures) reports the scheduler's runtime, which on a loaded
  * guest has been seen well below it (823 ms of CPU at a 1 s limit). Nothing inside the
@@ -54,6 +57,8 @@ struct Runner {
         uint8_t *report;               /* bounded report buffer */
         size_t report_len;
         bool report_overflow;
+        bool first_report_seen; /* the first frame has arrived (and was taken off if "ready") */
+        bool confined;          /* the worker said "ready": sandbox complete, the code runs */
         RunnerKill kill;
         RunnerDoneFn done;
         RunnerStartedFn started;
@@ -89,6 +94,10 @@ pid_t runner_pid(const Runner *r) {
         return r->pid;
 }
 
+bool runner_confined(const Runner *r) {
+        return r->confined;
+}
+
 bool runner_spawning(const Runner *r) {
         return r->spawning;
 }
@@ -120,6 +129,30 @@ static void close_channel(Runner *r, int ch) {
         }
 }
 
+/* The worker's first report frame, once complete: a "ready" is taken off the buffer
+ * (the worker is confined and its code runs next, contract/report.h); anything else
+ * stays for parse_report() at the end. Written before user code exists, so it is the
+ * worker's own. */
+static void take_ready(Runner *r) {
+        WorkerReport rep = {};
+        uint32_t n;
+
+        if (r->first_report_seen || r->report_len < 4)
+                return;
+        n = frame_get_len(r->report);
+        if ((size_t) n + 4 > r->report_len)
+                return;
+        r->first_report_seen = true;
+        if (report_parse(r->report + 4, n, r->policy->max_output_characters, &rep) < 0)
+                return;
+        if (rep.kind == REPORT_READY) {
+                r->confined = true;
+                memmove(r->report, r->report + 4 + n, r->report_len - 4 - n);
+                r->report_len -= 4 + n;
+        }
+        report_done(&rep);
+}
+
 /* Read what is there. Returns 1 at EOF, 0 when drained for now, -errno on error. */
 static int read_channel(Runner *r, int ch) {
         uint8_t buf[READ_CHUNK];
@@ -136,13 +169,15 @@ static int read_channel(Runner *r, int ch) {
                 if (n == 0)
                         return 1;
                 if (ch == CH_REPORT) {
-                        size_t max = (size_t) r->policy->max_worker_message_bytes + 4;
+                        size_t max = (size_t) r->policy->max_worker_message_bytes + 4 +
+                                     (r->confined ? 0 : REPORT_READY_SLACK);
                         if (r->report_len + (size_t) n > max) {
                                 r->report_overflow = true;
                                 return 1; /* stop reading; the worker is killed */
                         }
                         memcpy(r->report + r->report_len, buf, (size_t) n);
                         r->report_len += (size_t) n;
+                        take_ready(r);
                 } else {
                         int k = fit_stream_feed(r->streams[ch], buf, (size_t) n);
                         if (k < 0)
@@ -581,7 +616,7 @@ static Runner *runner_new(sd_event *e, const Policy *p, WorkerIds *ids, RunnerDo
         };
         for (int ch = 0; ch < _CH_MAX; ch++)
                 r->fds[ch] = -1;
-        r->report = malloc((size_t) p->max_worker_message_bytes + 4);
+        r->report = malloc((size_t) p->max_worker_message_bytes + 4 + REPORT_READY_SLACK);
         if (!r->report)
                 return runner_free(r);
         for (int ch = 0; ch < CH_REPORT; ch++)

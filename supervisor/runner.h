@@ -111,6 +111,8 @@ bool runner_finish_if_exited(Runner *r);
 bool runner_kill(Runner *r, RunnerKill why);
 Runner *runner_free(Runner *r);
 pid_t runner_pid(const Runner *r);
+/* The worker has reported its sandbox complete (its "ready" frame): the code runs now. */
+bool runner_confined(const Runner *r);
 uint64_t runner_stdout_chars(const Runner *r);
 uint64_t runner_stderr_chars(const Runner *r);
 /* What /outputs holds now (files and other entries, bytes in use), from the tmpfs's own

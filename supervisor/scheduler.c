@@ -690,3 +690,25 @@ void sched_get_stats(const Scheduler *s, SchedStats *ret) {
         };
         memcpy(ret->finished_by_outcome, s->finished_by_outcome, sizeof ret->finished_by_outcome);
 }
+
+static int call_info_cmp(const void *a, const void *b) {
+        uint64_t x = ((const SchedCallInfo *) a)->call_id, y = ((const SchedCallInfo *) b)->call_id;
+        return (x > y) - (x < y);
+}
+
+size_t sched_list_calls(const Scheduler *s, SchedCallInfo *ret, size_t max) {
+        size_t n = 0;
+
+        for (const Call *c = s->running; c && n < max; c = c->q_next) {
+                bool confined = c->runner && runner_confined(c->runner) && runner_pid(c->runner) > 0;
+                ret[n++] = (SchedCallInfo){
+                        .call_id = c->call_id,
+                        .state = confined ? SCHED_CALL_RUNNING : SCHED_CALL_STARTING,
+                        .worker_pid = confined ? runner_pid(c->runner) : 0,
+                };
+        }
+        for (const Call *c = s->queue; c && n < max; c = c->q_next)
+                ret[n++] = (SchedCallInfo){ .call_id = c->call_id, .state = SCHED_CALL_QUEUED };
+        qsort(ret, n, sizeof *ret, call_info_cmp);
+        return n;
+}

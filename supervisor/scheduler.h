@@ -47,6 +47,19 @@ typedef struct SchedStats {
         Histogram queue_wait, run_time;
 } SchedStats;
 
+/* One admitted call that has not finished, as status shows it. */
+typedef enum SchedCallState {
+        SCHED_CALL_QUEUED,
+        SCHED_CALL_STARTING, /* its worker is asked for, or exists and is entering its sandbox */
+        SCHED_CALL_RUNNING,  /* its worker reported its sandbox complete: the code runs */
+} SchedCallState;
+
+typedef struct SchedCallInfo {
+        uint64_t call_id;
+        SchedCallState state;
+        pid_t worker_pid; /* SCHED_CALL_RUNNING only, else 0 */
+} SchedCallInfo;
+
 /* p: the current policy (the server's reference; see sched_set_policy()). */
 int sched_new(sd_event *e, PolicySnapshot *p, const RunnerSpawner *sp, const SchedCallbacks *cb, void *userdata,
               Scheduler **ret);
@@ -68,6 +81,9 @@ void sched_kick(Scheduler *s);
 /* Cancel everything (shutdown), a trial worker included; no trial starts after it. */
 void sched_cancel_all(Scheduler *s);
 void sched_get_stats(const Scheduler *s, SchedStats *ret);
+/* The calls admitted and not finished (queued plus running: at most that many), in
+ * callId order, into ret; returns how many were written (at most max). */
+size_t sched_list_calls(const Scheduler *s, SchedCallInfo *ret, size_t max);
 /* Whether pid is a running call's worker, or the trial worker. */
 bool sched_owns_pid(const Scheduler *s, pid_t pid);
 /* Position (1-based) of a queued call in the current serving order estimate; 0 if not queued. */

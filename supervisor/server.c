@@ -445,14 +445,37 @@ static ProtoNotReady readiness(const Server *s, const SchedStats *st, char *deta
         return PROTO_READY;
 }
 
+static const ProtoCallState call_states[] = {
+        [SCHED_CALL_QUEUED] = PROTO_CALL_QUEUED,
+        [SCHED_CALL_STARTING] = PROTO_CALL_STARTING,
+        [SCHED_CALL_RUNNING] = PROTO_CALL_RUNNING,
+};
+
 static void handle_status(Connection *c, const ProtoRequest *req) {
         Server *s = c->server;
         char not_ready_detail[384];
+        _cleanup_free_ SchedCallInfo *sched_calls = NULL;
+        _cleanup_free_ ProtoCallInfo *calls = NULL;
+        size_t n_calls = 0;
         SchedStats st;
         MpWriter w;
 
         sched_get_stats(s->sched, &st);
         uint64_t outcomes[_OUTCOME_MAX];
+        size_t max_calls = (size_t) st.queued + st.running;
+
+        /* Out of memory: the counters still go, without the list. */
+        sched_calls = max_calls ? calloc(max_calls, sizeof *sched_calls) : NULL;
+        calls = max_calls ? calloc(max_calls, sizeof *calls) : NULL;
+        if (sched_calls && calls) {
+                n_calls = sched_list_calls(s->sched, sched_calls, max_calls);
+                for (size_t i = 0; i < n_calls; i++)
+                        calls[i] = (ProtoCallInfo){
+                                .call_id = sched_calls[i].call_id,
+                                .state = call_states[sched_calls[i].state],
+                                .worker_pid = sched_calls[i].worker_pid,
+                        };
+        }
 
         for (size_t i = 0; i < _OUTCOME_MAX; i++)
                 outcomes[i] = st.finished_by_outcome[i] + s->refused[i];
@@ -486,6 +509,8 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
                 .run_time = &st.run_time,
                 .policy_sha256 = s->policy->sha256,
                 .policy_name = s->policy->name,
+                .calls = calls,
+                .n_calls = n_calls,
         };
         mp_writer_init(&w, 0);
         conn_send_packed(c, &w, proto_pack_status(&w, req->id, &ps));
@@ -1016,6 +1041,9 @@ Server *server_free(Server *s) {
         s->self_check = self_check_free(s->self_check);
         s->zygote = zygote_client_free(s->zygote);
         kill_children();
+        /* Every process is gone: a slot's cgroup whose removal gave up while its killed
+         * pre-started worker was still leaving (a loaded machine) goes now. */
+        cgroup_root_remove_own(s->cgroups);
         s->cgroups = cgroup_root_free(s->cgroups); /* after every runner: their cgroups are gone */
         s->ids = worker_ids_free(s->ids);
         if (s->listen_fd >= 0)

@@ -40,6 +40,10 @@ _Noreturn void worker_run(const WorkerPlan *plan) {
         PyrunReport rep = {};
         int r;
 
+        /* Confined and ready: say so before any user code exists (contract/report.h). */
+        r = report_send_ready(WORKER_FD_REPORT);
+        if (r < 0)
+                worker_fail(SETUP_STAGE_PYTHON_RUN, r);
         for (size_t i = 0; i < plan->sandbox.n_inputs; i++) {
                 const PlanInput *in = &plan->sandbox.inputs[i];
                 snprintf(paths[i][0], sizeof paths[i][0], "/inputs/%s.txt", in->id);

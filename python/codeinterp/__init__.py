@@ -12,13 +12,13 @@ from .client import Client, Invocation
 from .connection import Connection, default_socket
 from .errors import (Cancelled, CodeinterpError, ConnectionLost, InvalidInput, NotFound, Overloaded,
                      PermissionDenied, ProtocolError, QuotaExhausted, UnavailableSource, WorkerError)
-from .records import (Channel, Evidence, ExceptionInfo, ExitStatus, Hello, InvocationInfo, Limits, PolicyInfo,
-                      Progress, Result, Runtime, Source, Status, Timing, WorkerErrorInfo)
+from .records import (CallState, Channel, Evidence, ExceptionInfo, ExitStatus, Hello, InvocationInfo, Limits,
+                      PolicyInfo, Progress, Result, Runtime, Source, Status, Timing, WorkerErrorInfo)
 
 __all__ = [
     "Client", "Invocation", "Connection", "default_socket",
     "CodeinterpError", "InvalidInput", "UnavailableSource", "QuotaExhausted", "Overloaded", "NotFound",
     "PermissionDenied", "WorkerError", "Cancelled", "ProtocolError", "ConnectionLost",
-    "Channel", "Evidence", "ExceptionInfo", "ExitStatus", "Hello", "InvocationInfo", "Limits", "PolicyInfo",
-    "Progress", "Result", "Runtime", "Source", "Status", "Timing", "WorkerErrorInfo",
+    "CallState", "Channel", "Evidence", "ExceptionInfo", "ExitStatus", "Hello", "InvocationInfo", "Limits",
+    "PolicyInfo", "Progress", "Result", "Runtime", "Source", "Status", "Timing", "WorkerErrorInfo",
 ]

@@ -313,6 +313,17 @@ class Hello:
 
 
 @dataclasses.dataclass(frozen=True)
+class CallState:
+    """One unfinished call in ``status``: ``state`` is ``queued``, ``starting`` or
+    ``running`` (the worker has reported its sandbox complete); ``worker_pid`` is the
+    worker's host pid once running."""
+
+    call_id: int
+    state: str
+    worker_pid: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Status:
     """The ``status`` reply: process-wide counters of the supervisor."""
 
@@ -347,6 +358,7 @@ class Status:
     python: Optional[str] = None
     policy_name: Optional[str] = None
     policy_sha256: Optional[str] = None
+    calls: tuple[CallState, ...] = ()
     raw: Any = _raw()
 
 

@@ -17,7 +17,8 @@ which needs unprivileged user namespaces. Without them the fixtures skip, unless
 ``CODEINTERP_MUST_SANDBOX=1``, which turns the skip into a failure.
 
 ``Daemon(user=NAME)`` (root only) starts the supervisor as that user instead
-(``setpriv``, no supplementary groups): a rootless supervisor. Its temporary
+(``setpriv``, no supplementary groups): a rootless supervisor. ``user`` may also be a
+bare uid (its gid the same number), which no account needs to hold. Its temporary
 directory is handed to the user; the binary must be readable and executable by it.
 ``prefix`` is a command that execs the supervisor (e.g. ``prlimit --fsize=N:N --``).
 """
@@ -31,7 +32,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pytest
 
@@ -51,13 +52,22 @@ def find_daemon() -> str:
     return found
 
 
-def _as_user(user: str) -> List[str]:
-    """The command prefix that runs a command as user, without supplementary groups."""
+def _ids(user: Union[str, int]) -> Tuple[int, int]:
+    """(uid, gid) of a user name (its primary group), or of a bare uid (gid = uid: an
+    id no account needs to hold)."""
+    if isinstance(user, int):
+        return user, user
     pw = pwd.getpwnam(user)
-    return ["setpriv", "--reuid", str(pw.pw_uid), "--regid", str(pw.pw_gid), "--clear-groups", "--"]
+    return pw.pw_uid, pw.pw_gid
 
 
-def sandbox_available(user: Optional[str] = None) -> Tuple[bool, str]:
+def _as_user(user: Union[str, int]) -> List[str]:
+    """The command prefix that runs a command as user, without supplementary groups."""
+    uid, gid = _ids(user)
+    return ["setpriv", "--reuid", str(uid), "--regid", str(gid), "--clear-groups", "--"]
+
+
+def sandbox_available(user: Optional[Union[str, int]] = None) -> Tuple[bool, str]:
     """(True, "") when this process can create the namespaces the supervisor
     needs (a process other than root: unprivileged user namespaces, for a rootless
     supervisor); otherwise (False, why). With user (only as root), whether that
@@ -71,7 +81,7 @@ def sandbox_available(user: Optional[str] = None) -> Tuple[bool, str]:
         except KeyError:
             return False, "no user %r" % user
     try:
-        out = subprocess.run(cmd, capture_output=True, timeout=10)
+        out = subprocess.run(cmd, capture_output=True, timeout=60)
         if out.returncode != 0:
             who = "" if user is None else " as %s (unprivileged user namespaces)" % user
             return False, "cannot create namespaces%s: %s" % (who, out.stderr.decode(errors="replace"))
@@ -80,7 +90,7 @@ def sandbox_available(user: Optional[str] = None) -> Tuple[bool, str]:
     return True, ""
 
 
-def require_sandbox(user: Optional[str] = None) -> None:
+def require_sandbox(user: Optional[Union[str, int]] = None) -> None:
     """Skip the test when the kernel cannot sandbox (fail with CODEINTERP_MUST_SANDBOX=1);
     with user, when that user cannot (a rootless supervisor)."""
     ok, why = sandbox_available(user)
@@ -100,15 +110,14 @@ class Daemon:
     """
 
     def __init__(self, binary: Optional[str] = None, policy: Optional[str] = None, extra_args: Sequence[str] = (),
-                 start_timeout: float = 10.0, user: Optional[str] = None, prefix: Sequence[str] = ()) -> None:
+                 start_timeout: float = 10.0, user: Optional[Union[str, int]] = None, prefix: Sequence[str] = ()) -> None:
         self.dir = tempfile.mkdtemp(prefix="codeinterp-test-")
         self.socket = os.path.join(self.dir, "ci.sock")
         self.log_path = os.path.join(self.dir, "codeinterpd.log")
         self.user = user
         args = list(prefix) + [binary or find_daemon(), "--socket", self.socket]
         if user is not None:
-            pw = pwd.getpwnam(user)
-            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+            os.chown(self.dir, *_ids(user))
             args = _as_user(user) + args
         if policy:
             self.policy_path = os.path.join(self.dir, "policy.yaml")

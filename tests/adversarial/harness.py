@@ -1,21 +1,6 @@
-"""The adversarial suite's access to the integration harness (tests/integration/conftest.py,
-read-only), under another module name: two conftest.py files cannot share a pytest
-session. Plus the shared context of an attack (ctx) and the prelude every snippet runs
-after."""
-import os
+"""The shared context of an attack (ctx) and the prelude every snippet runs after. The
+supervisors and connections are the tests' one helper module's (tests/lib/testlib)."""
 import secrets
-import sys
-
-_INTEGRATION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration")
-if _INTEGRATION not in sys.path:
-    sys.path.insert(0, _INTEGRATION)
-
-import conftest as integration  # noqa: E402
-
-Conn = integration.Conn
-running_supervisor = integration.running_supervisor
-wait_no_workers = integration.wait_no_workers
-pid_alive = integration.pid_alive
 
 # The marker an attempt prints when its attack worked: "ESCAPED-<token>". The token is
 # random per run and appears in the snippet only reversed, so no traceback or echo of the

@@ -22,8 +22,16 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-import conftest  # noqa: E402  (the integration harness: Supervisor, Conn)
+for _p in (os.path.join(os.path.dirname(__file__), "..", "lib"), os.path.join(os.path.dirname(__file__), "..", "..", "python")):
+    sys.path.insert(0, os.path.abspath(_p))
+import testlib  # noqa: E402  (the tests' one helper module: Supervisor, Conn)
+
+# The supervisor binary the next supervisors start from (one build per round).
+DAEMON = testlib.DAEMON
+
+
+def supervisor(policy):
+    return testlib.Supervisor(policy, binary=DAEMON)
 
 TRIVIAL = "sum([9.0, 7.5]) / 2"
 
@@ -261,11 +269,11 @@ def stack(base, n):
     import tempfile
     with open(os.path.join(os.path.dirname(__file__), "..", "..", "packaging", "policy-data.yaml")) as f:
         data = f.read()
-    if not all(conftest.PYTHON.get("packages", {}).get(p) for p in ("numpy", "pandas", "matplotlib")):
+    if not all(testlib.PYTHON.get("packages", {}).get(p) for p in ("numpy", "pandas", "matplotlib")):
         print("\n== scientific stack: skipped (this build's Python has no numpy/pandas/matplotlib)")
         return
-    sup_data = conftest.Supervisor(base + data + "workerStart: zygote\ntimeoutMs: 120000\n")
-    sup_data_exec = conftest.Supervisor(base + data + "workerStart: exec\ntimeoutMs: 120000\n")
+    sup_data = supervisor(base + data + "workerStart: zygote\ntimeoutMs: 120000\n")
+    sup_data_exec = supervisor(base + data + "workerStart: exec\ntimeoutMs: 120000\n")
     try:
         with tempfile.TemporaryDirectory(prefix="codeinterp-bench-") as tmp:
             stack_latency(sup_data, PANDAS, 3, 0.1)
@@ -290,7 +298,7 @@ def stack(base, n):
               "  ".join("%s %s" % (k.rstrip(":"), v) for k, v in got.items()) + "   (target Pss <= 8192)")
         # PSS divides each page among the processes mapping it, so a worker's PSS
         # falls as more workers share the zygote's heap: the same call, k at once.
-        sup_wide = conftest.Supervisor(base.replace("maxActiveWorkers: 2", "maxActiveWorkers: 8") + data +
+        sup_wide = supervisor(base.replace("maxActiveWorkers: 2", "maxActiveWorkers: 8") + data +
                                        "workerStart: zygote\ntimeoutMs: 120000\n")
         try:
             stack_latency(sup_wide, PANDAS, 2, 0.1)
@@ -342,10 +350,11 @@ def measure_build(build, args, acc):
     """One round against one build; samples are appended to acc (a dict of lists)."""
     with open(os.path.join(build, "python.json")) as f:
         py = json.load(f)
-    conftest.DAEMON = os.path.join(build, "bin", "codeinterpd")
+    global DAEMON
+    DAEMON = os.path.join(build, "bin", "codeinterpd")
     base = "maxActiveWorkers: 2\nmaxQueuedCalls: 1024\nheartbeatMs: 600000\n"
-    sup_zyg = conftest.Supervisor(base + "workerStart: zygote\nzygoteMaxCalls: 10000000\n")
-    sup_exec = conftest.Supervisor(base + "workerStart: exec\n")
+    sup_zyg = supervisor(base + "workerStart: zygote\nzygoteMaxCalls: 10000000\n")
+    sup_exec = supervisor(base + "workerStart: exec\n")
     try:
         latency(sup_zyg, 20)
         latency(sup_exec, 5)
@@ -405,7 +414,7 @@ def cgroups_cost(args):
     sups = {}
     for cg in ("off", "auto"):
         for mode in ("zygote", "exec"):
-            sups[cg, mode] = conftest.Supervisor(base + "cgroups: %s\nworkerStart: %s\n" % (cg, mode))
+            sups[cg, mode] = supervisor(base + "cgroups: %s\nworkerStart: %s\n" % (cg, mode))
     try:
         version = sups["auto", "zygote"].connect().call("hello")["cgroup"]
         for s in sups.values():
@@ -464,10 +473,10 @@ def main():
     if args.stack_only:
         stack(base, args.calls)
         return
-    sup_exec = conftest.Supervisor(base + "workerStart: exec\n")
+    sup_exec = supervisor(base + "workerStart: exec\n")
     # One zygote for the whole soak (no replacement), so its RSS is comparable.
-    sup_zyg = conftest.Supervisor(base + "workerStart: zygote\nzygoteMaxCalls: 10000000\n")
-    sup_kill = conftest.Supervisor(base + "workerStart: zygote\ntimeoutMs: 100\n")
+    sup_zyg = supervisor(base + "workerStart: zygote\nzygoteMaxCalls: 10000000\n")
+    sup_kill = supervisor(base + "workerStart: zygote\ntimeoutMs: 100\n")
     try:
         latency(sup_exec, 5)
         latency(sup_zyg, 20)
@@ -507,7 +516,7 @@ def main():
 
         print("\n== namespaces: cost of creating and tearing down one worker's set (tests/bench/nsbench.c)")
         sys.stdout.flush()
-        subprocess.run([os.path.join(conftest.BUILD, "bin", "nsbench"), "300"], check=False)
+        subprocess.run([os.path.join(testlib.BUILD, "bin", "nsbench"), "300"], check=False)
 
         print("\n== deadline kill lateness (busy loop, timeoutMs 100, measured by the supervisor)")
         late = kill_lateness(sup_kill, 100, 50)

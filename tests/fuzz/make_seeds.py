@@ -72,6 +72,7 @@ def reports():
     return {
         "setup_error": {"t": "setup", "stage": "mount_inputs", "errno": 13},
         "setup_python_init": {"t": "setup", "stage": "python_init", "errno": 12},
+        "ready": {"t": "ready"},
         "done_value": {"t": "done", "hasResult": True, "limit": None, "exception": None},
         "done_none": {"t": "done", "hasResult": False, "limit": None, "exception": None},
         "done_memory": {"t": "done", "hasResult": False, "limit": "memory",

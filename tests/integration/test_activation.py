@@ -7,7 +7,11 @@ import socket
 import subprocess
 import tempfile
 
-from conftest import DAEMON, NORTHSTAR, Conn, require_sandbox
+import pytest
+
+from testlib import DAEMON, NORTHSTAR, WAIT_LIMIT, Conn, require_sandbox
+
+pytestmark = pytest.mark.asan
 
 
 def test_socket_activation_and_sd_notify():
@@ -19,7 +23,7 @@ def test_socket_activation_and_sd_notify():
     listener.listen(16)
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(notify_path)
-    notify.settimeout(20)
+    notify.settimeout(WAIT_LIMIT)
 
     def as_systemd_would():
         os.dup2(listener.fileno(), 3)
@@ -32,12 +36,12 @@ def test_socket_activation_and_sd_notify():
     try:
         messages = notify.recv(4096).decode()
         assert "READY=1" in messages.split("\n"), messages
-        c = Conn(path, 30)
+        c = Conn(path)
         r = c.execute(NORTHSTAR)
         c.close()
         assert r["outcome"] == "ok" and r["result"]["text"] == "8.25"
         p.send_signal(signal.SIGTERM)
-        assert p.wait(15) == 0, p.stderr.read().decode(errors="replace")
+        assert p.wait(WAIT_LIMIT) == 0, p.stderr.read().decode(errors="replace")
         # STOPPING=1 was said on the way out; the socket belongs to the service manager.
         assert "STOPPING=1" in notify.recv(4096).decode()
         assert os.path.exists(path)
@@ -58,6 +62,6 @@ def test_socket_activation_and_sd_notify():
 def test_without_socket_or_activation_it_refuses_to_start():
     require_sandbox()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LISTEN_", "NOTIFY_SOCKET"))}
-    p = subprocess.run([DAEMON], env=env, capture_output=True, timeout=30)
+    p = subprocess.run([DAEMON], env=env, capture_output=True, timeout=WAIT_LIMIT)
     assert p.returncode != 0
     assert b"No --socket given" in p.stderr

@@ -14,12 +14,14 @@ import subprocess
 
 import pytest
 
-from conftest import DAEMON, ROOTLESS, WORKER_START, Supervisor, require_sandbox
+from testlib import DAEMON, ROOTLESS, SOURCE_ROOT, WAIT_LIMIT, WORKER_START, Supervisor, proc, require_sandbox
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGING = os.path.join(HERE, "..", "..", "packaging")
+PACKAGING = os.path.join(SOURCE_ROOT, "packaging")
 
-pytestmark = pytest.mark.skipif(ROOTLESS, reason="capability sets of a root supervisor")
+# The supervisor's own code without the capabilities it would otherwise use (asan), in
+# both start modes (start_mode).
+pytestmark = [pytest.mark.skipif(ROOTLESS, reason="capability sets of a root supervisor"),
+              pytest.mark.start_mode, pytest.mark.asan]
 
 
 def unit_capabilities():
@@ -59,8 +61,7 @@ def test_calls_run_with_the_shipped_capabilities(where):
     group = grp.getgrnam("nogroup").gr_gid
     s = Supervisor("socketGroup: %d\nallowedUids: [0]\n" % group, prefix=confined(caps))
     try:
-        with open("/proc/%d/status" % s.proc.pid) as f:
-            status = dict(line.split(":", 1) for line in f if ":" in line)
+        status = proc.status(s.proc.pid)
         assert int(status["NoNewPrivs"]) == 1
         # Exactly these capabilities, nothing else (CapEff is a hex mask).
         assert bin(int(status["CapEff"], 16)).count("1") == len(caps), (caps, status["CapEff"])
@@ -77,7 +78,7 @@ def test_calls_run_with_the_shipped_capabilities(where):
         assert s.stop() == 0, s.read_log()
 
 
-def run_daemon(args, prefix=(), timeout=60):
+def run_daemon(args, prefix=(), timeout=WAIT_LIMIT):
     return subprocess.run(list(prefix) + [DAEMON] + list(args), capture_output=True, text=True, timeout=timeout)
 
 
@@ -122,7 +123,7 @@ def test_a_host_where_calls_would_fail_is_refused(tmp_path):
 
     try:
         p = subprocess.run(broken + [DAEMON, "--policy", str(policy)], preexec_fn=as_systemd_would, pass_fds=(3,),
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=WAIT_LIMIT)
         assert p.returncode == 1, p.stderr
         assert "A call would fail here, so codeinterpd does not serve: worker_error: " + want in p.stderr, p.stderr
         notify.setblocking(False)

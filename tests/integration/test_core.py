@@ -1,12 +1,20 @@
-"""Core slice: one Python call in a fresh isolated worker, end to end."""
+"""Core slice: one Python call in a fresh isolated worker, end to end.
 
-NORTHSTAR = """measured_runtime_hours = [9.0, 7.5]
-assert all(isinstance(value, (int, float)) for value in measured_runtime_hours)
-mean_runtime_hours = sum(measured_runtime_hours) / len(measured_runtime_hours)
-mean_runtime_hours
-"""
+Markers (docs/testing.md): the runner's rules depend on the CPython (python); what a
+fresh worker holds depends on how it was made (start_mode, rootless); the fitting is the
+supervisor's (asan)."""
+import hashlib
+
+import msgpack
+import pytest
+
+from testlib import NORTHSTAR, Conn, ok, recv_result_frame
 
 
+@pytest.mark.start_mode
+@pytest.mark.rootless
+@pytest.mark.asan
+@pytest.mark.python
 def test_northstar(conn):
     r = conn.execute(NORTHSTAR)
     assert r["type"] == "result"
@@ -22,17 +30,6 @@ def test_northstar(conn):
 # ---------------------------------------------------------------------------------------
 # The rest of the core slice runs against one supervisor (default policy) per module.
 
-import msgpack  # noqa: E402
-import pytest  # noqa: E402
-
-from conftest import Conn, recv_result_frame  # noqa: E402
-
-
-def ok(r):
-    assert r["type"] == "result", r
-    assert r["outcome"] == "ok", (r.get("outcome"), r.get("exception"), r.get("detail"))
-    return r
-
 
 def result_text(r):
     return None if r["result"] is None else r["result"]["text"]
@@ -46,6 +43,7 @@ def assert_consistent(ch):
 
 # ---- the interactive rule ----
 
+@pytest.mark.python
 @pytest.mark.parametrize("code, stdout, result", [
     ("1 + 1", "", "2"),
     ("1 + 1;", "", None),                       # a trailing ';' suppresses the value
@@ -62,14 +60,15 @@ def assert_consistent(ch):
     ("\ufeff1 + 1", "", "2"),                      # a byte-order mark
     ("1 + 1 \\\n;", "", None),                     # ';' after a line continuation
 ])
-def test_interactive_rule(mconn, code, stdout, result):
-    r = ok(mconn.execute(code))
+def test_interactive_rule(shared_conn, code, stdout, result):
+    r = ok(shared_conn.execute(code))
     assert r["stdout"]["text"] == stdout
     assert result_text(r) == result
     assert r["exception"] is None
     assert r["partial"] is False
 
 
+@pytest.mark.python
 @pytest.mark.parametrize("code, result, warnings", [
     ("1 is 1", "True", 1),                      # one expression: compiled on the fast path
     ("1 is 1; 2 is 2", "True", 2),              # statements: the full path, each warned once
@@ -78,19 +77,21 @@ def test_interactive_rule(mconn, code, stdout, result):
     (" 1 is 1", None, 0),                       # the indentation error of the full path
     ("(1 is 1) + (yield)", None, 1),            # warned, then refused by the compiler
 ])
-def test_compile_time_warnings_appear_once(mconn, code, result, warnings):
-    r = mconn.execute(code)
+def test_compile_time_warnings_appear_once(shared_conn, code, result, warnings):
+    r = shared_conn.execute(code)
     assert r["stderr"]["text"].count("SyntaxWarning") == warnings, r["stderr"]
     assert result_text(r) == result
     assert (r["outcome"] == "ok") == (result is not None), r
 
 
-def test_user_code_sees_pristine_warning_filters(mconn):
+@pytest.mark.start_mode
+@pytest.mark.python
+def test_user_code_sees_pristine_warning_filters(shared_conn):
     """The runner's fast path adds a filter while it compiles; it is gone before the
     code runs."""
-    r = ok(mconn.execute("import warnings\nwarnings.filters[0]"))
+    r = ok(shared_conn.execute("import warnings\nwarnings.filters[0]"))
     assert "error" not in result_text(r), r["result"]
-    r = ok(mconn.execute("import warnings\nlen(warnings.filters)"))
+    r = ok(shared_conn.execute("import warnings\nlen(warnings.filters)"))
     assert result_text(r) == str(len(PRISTINE_FILTERS)), r["result"]
 
 
@@ -103,8 +104,9 @@ PRISTINE_FILTERS = [
 ]
 
 
-def test_syntax_error_runs_nothing(mconn):
-    r = mconn.execute("print('side effect')\nx = (1 +\n")
+@pytest.mark.python
+def test_syntax_error_runs_nothing(shared_conn):
+    r = shared_conn.execute("print('side effect')\nx = (1 +\n")
     assert r["outcome"] == "python_exception"
     # The whole cell is compiled before any of it runs.
     assert r["stdout"]["text"] == ""
@@ -116,8 +118,9 @@ def test_syntax_error_runs_nothing(mconn):
     assert r["result"] is None
 
 
-def test_zero_division(mconn):
-    r = mconn.execute("print('before')\nx = 1\nx / 0\nprint('after')")
+@pytest.mark.python
+def test_zero_division(shared_conn):
+    r = shared_conn.execute("print('before')\nx = 1\nx / 0\nprint('after')")
     assert r["outcome"] == "python_exception"
     assert r["stdout"]["text"] == "before\n"
     exc = r["exception"]
@@ -133,38 +136,42 @@ def test_zero_division(mconn):
     assert r["limit"] is None
 
 
-def test_exception_in_repr_of_value(mconn):
-    r = mconn.execute("class A:\n    def __repr__(self):\n        raise ValueError('bad repr')\nA()")
+@pytest.mark.python
+def test_exception_in_repr_of_value(shared_conn):
+    r = shared_conn.execute("class A:\n    def __repr__(self):\n        raise ValueError('bad repr')\nA()")
     assert r["outcome"] == "python_exception"
     assert r["exception"]["type"] == "ValueError"
     assert r["exception"]["message"]["text"] == "bad repr"
     assert r["result"] is None
 
 
-def test_evidence_and_timing(mconn):
-    import hashlib
+@pytest.mark.start_mode
+@pytest.mark.asan
+def test_evidence_and_timing(shared_conn):
     code = "print('é')\n6 * 7"
-    r = ok(mconn.execute(code))
+    r = ok(shared_conn.execute(code))
     ev = r["evidence"]
     assert ev["codeSha256"] == hashlib.sha256(code.encode("utf-8")).hexdigest()
     assert ev["codeCharacters"] == len(code)
     assert ev["inputs"] == []
-    assert ev["runtime"]["workerStart"] == mconn.call("hello")["policy"]["workerStart"]
+    assert ev["runtime"]["workerStart"] == shared_conn.call("hello")["policy"]["workerStart"]
     t = r["timing"]
     assert t["workerStarted"] is True
     assert t["queueMs"] + t["runMs"] <= t["elapsedMs"] + 1
     assert r["exitStatus"]["code"] == 0 and r["exitStatus"]["signal"] is None
 
 
-def test_qualified_exception_type(mconn):
-    r = mconn.execute("import json\njson.loads('{')")
+@pytest.mark.python
+def test_qualified_exception_type(shared_conn):
+    r = shared_conn.execute("import json\njson.loads('{')")
     assert r["outcome"] == "python_exception"
     assert r["exception"]["type"] == "json.decoder.JSONDecodeError"
 
 
+@pytest.mark.python
 @pytest.mark.parametrize("code", ["raise SystemExit(0)", "import sys\nsys.exit(0)"])
-def test_system_exit_zero_is_an_exception(mconn, code):
-    r = mconn.execute(code)
+def test_system_exit_zero_is_an_exception(shared_conn, code):
+    r = shared_conn.execute(code)
     assert r["type"] == "result"
     assert r["outcome"] == "python_exception"
     assert r["exception"]["type"] == "SystemExit"
@@ -187,18 +194,24 @@ CHECK_STATE = """import math, os, builtins
 """
 
 
-def test_fresh_state_same_connection(mconn):
-    assert result_text(ok(mconn.execute(SET_STATE))) == "('set', 3, 'still here')"
-    assert result_text(ok(mconn.execute(CHECK_STATE))) == "(False, 3.141592653589793, False, False)"
+@pytest.mark.start_mode
+@pytest.mark.rootless
+@pytest.mark.python
+def test_fresh_state_same_connection(shared_conn):
+    assert result_text(ok(shared_conn.execute(SET_STATE))) == "('set', 3, 'still here')"
+    assert result_text(ok(shared_conn.execute(CHECK_STATE))) == "(False, 3.141592653589793, False, False)"
 
 
-def test_fresh_state_new_connection(msup):
-    a = Conn(msup.socket, 60)
+@pytest.mark.start_mode
+@pytest.mark.rootless
+def test_fresh_state_new_connection(shared_supervisor):
+    msup = shared_supervisor()
+    a = Conn(msup.socket)
     try:
         assert result_text(ok(a.execute(SET_STATE))) == "('set', 3, 'still here')"
     finally:
         a.close()
-    b = Conn(msup.socket, 60)
+    b = Conn(msup.socket)
     try:
         assert result_text(ok(b.execute(CHECK_STATE))) == "(False, 3.141592653589793, False, False)"
     finally:
@@ -207,8 +220,9 @@ def test_fresh_state_new_connection(msup):
 
 # ---- output fitting: head 3/4, tail 1/4 of maxOutputCharacters (64000), exact counts ----
 
-def test_stdout_fitting_exact(mconn):
-    r = ok(mconn.execute("print('é' * 70000)"))
+@pytest.mark.asan
+def test_stdout_fitting_exact(shared_conn):
+    r = ok(shared_conn.execute("print('é' * 70000)"))
     out = r["stdout"]
     # 70000 'é' + '\n'; head 48000 characters, tail 16000 (incl. the newline).
     assert out["totalCharacters"] == 70001
@@ -223,8 +237,9 @@ def test_stdout_fitting_exact(mconn):
     assert r["stderr"]["text"] == "" and r["stderr"]["totalCharacters"] == 0
 
 
-def test_stderr_fitting_exact(mconn):
-    r = ok(mconn.execute("import sys\nsys.stderr.write('é' * 70000);"))
+@pytest.mark.asan
+def test_stderr_fitting_exact(shared_conn):
+    r = ok(shared_conn.execute("import sys\nsys.stderr.write('é' * 70000);"))
     err = r["stderr"]
     assert err["totalCharacters"] == 70000
     assert err["totalBytes"] == 140000
@@ -237,8 +252,9 @@ def test_stderr_fitting_exact(mconn):
     assert r["result"] is None
 
 
-def test_result_fitting_exact(mconn):
-    r = ok(mconn.execute("'x' * 100000"))
+@pytest.mark.asan
+def test_result_fitting_exact(shared_conn):
+    r = ok(shared_conn.execute("'x' * 100000"))
     res = r["result"]
     # repr adds the two quotes: 100002 characters.
     assert res["totalCharacters"] == 100002
@@ -250,10 +266,11 @@ def test_result_fitting_exact(mconn):
     assert_consistent(res)
 
 
-def test_result_message_bounded_by_max_result_bytes(msup):
+@pytest.mark.asan
+def test_result_message_bounded_by_max_result_bytes(shared_supervisor):
     """Three large channels: the whole frame stays within maxResultBytes and every
     channel's counts still add up."""
-    c = Conn(msup.socket, 60)
+    c = Conn(shared_supervisor().socket)
     try:
         code = "import sys\nprint('€' * 64000)\nsys.stderr.write('€' * 64000)\n'€' * 100000"
         rid = c.request("execute", summary="big", code=code, sourceIds=[])
@@ -280,8 +297,9 @@ def test_result_message_bounded_by_max_result_bytes(msup):
     assert r["result"]["text"].startswith("'€") and r["result"]["text"].endswith("€'")
 
 
-def test_exception_channels_share_the_bound(msup):
-    c = Conn(msup.socket, 60)
+@pytest.mark.asan
+def test_exception_channels_share_the_bound(shared_supervisor):
+    c = Conn(shared_supervisor().socket)
     try:
         code = "print('é' * 100000)\nraise ValueError('€' * 300000)"
         rid = c.request("execute", summary="big", code=code, sourceIds=[])
@@ -302,8 +320,9 @@ def test_exception_channels_share_the_bound(msup):
 
 # ---- output that is not UTF-8 ----
 
-def test_invalid_utf8_stdout(mconn):
-    r = ok(mconn.execute('import sys\nsys.stdout.buffer.write(b"a\\xffb\\xc3");'))
+@pytest.mark.asan
+def test_invalid_utf8_stdout(shared_conn):
+    r = ok(shared_conn.execute('import sys\nsys.stdout.buffer.write(b"a\\xffb\\xc3");'))
     out = r["stdout"]
     assert out["text"] == "a\ufffdb\ufffd"
     assert out["replacedCharacters"] == 2
@@ -312,8 +331,9 @@ def test_invalid_utf8_stdout(mconn):
     assert_consistent(out)
 
 
-def test_invalid_utf8_stderr(mconn):
-    r = ok(mconn.execute('import sys\nsys.stderr.buffer.write(b"\\xe2\\x82x\\xed\\xa0\\x80");'))
+@pytest.mark.asan
+def test_invalid_utf8_stderr(shared_conn):
+    r = ok(shared_conn.execute('import sys\nsys.stderr.buffer.write(b"\\xe2\\x82x\\xed\\xa0\\x80");'))
     err = r["stderr"]
     # E2 82 is a truncated 3-byte sequence (one U+FFFD), ED A0 80 a surrogate (three).
     assert err["text"] == "\ufffdx\ufffd\ufffd\ufffd"

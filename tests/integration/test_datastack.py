@@ -2,7 +2,11 @@
 scientific stack"): under packaging/policy-data.yaml numpy, pandas and matplotlib are
 importable, preloaded in zygote mode and imported on demand in exec mode, each call
 starts pristine, thread pools have one thread, package directories are read-only, and
-pip/ensurepip stay absent; under the reviewed profile `import numpy` fails."""
+pip/ensurepip stay absent; under the reviewed profile `import numpy` fails.
+
+Markers: how the stack reaches a worker depends on the start mode (preloaded by the
+zygote, imported by an exec-mode worker) and on the CPython (pyenv's builds lack it and
+refuse a policy naming it)."""
 import json
 import os
 import subprocess
@@ -11,7 +15,10 @@ import time
 
 import pytest
 
-from conftest import MUST_SANDBOX, DAEMON, PYTHON, WORKER_START, Conn, running_supervisor, worker_pids_of
+from testlib import DAEMON, MUST_SANDBOX, PYTHON, WAIT_LIMIT, WORKER_START, Conn, proc, running_supervisor, value
+from testlib.waits import start_held, wait_for
+
+pytestmark = [pytest.mark.start_mode, pytest.mark.python]
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DATA_POLICY_PATH = os.path.join(ROOT, "packaging", "policy-data.yaml")
@@ -46,22 +53,16 @@ def require_stack():
 needs_stack = pytest.mark.skipif(not stack_available() and not MUST_HAVE_STACK, reason=NO_STACK)
 
 
-@pytest.fixture(scope="module")
-def dsup():
+@pytest.fixture
+def dsup(shared_supervisor):
+    """The data policy (two pre-started workers: consecutive calls get distinct workers of
+    one zygote)."""
     require_stack()
-    # Two pre-started workers: consecutive calls get distinct workers of one zygote.
-    with running_supervisor(data_policy() + "timeoutMs: 120000\n") as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def rsup():
-    with running_supervisor() as s:
-        yield s
+    return shared_supervisor(data_policy() + "timeoutMs: 120000\n")
 
 
 def run(sup, code):
-    c = Conn(sup.socket, 120)
+    c = Conn(sup.socket, max(WAIT_LIMIT, 120))
     try:
         r = c.execute(code)
     finally:
@@ -70,15 +71,10 @@ def run(sup, code):
     return r
 
 
-def ok(r):
-    assert r["outcome"] == "ok", (r.get("exception"), r.get("stderr"))
-    return r["result"]["text"] if r.get("result") else None
-
-
 @needs_stack
 def test_pandas_northstar(dsup):
     r = run(dsup, "import pandas as pd\npd.DataFrame({'h': [9.0, 7.5]})['h'].mean()\n")
-    assert ok(r) == "8.25"
+    assert value(r) == "8.25"
     assert r["stderr"]["text"] == ""
 
 
@@ -89,7 +85,7 @@ def test_matplotlib_png(dsup):
                   "fig.savefig('/tmp/plot.png')\n"
                   "data = open('/tmp/plot.png', 'rb').read()\n"
                   "(matplotlib.get_backend(), data[:8], len(data) > 1000)\n")
-    assert ok(r) == "('agg', b'\\x89PNG\\r\\n\\x1a\\n', True)"
+    assert value(r) == "('agg', b'\\x89PNG\\r\\n\\x1a\\n', True)"
     assert r["stderr"]["text"] == "", r["stderr"]
 
 
@@ -98,18 +94,20 @@ def test_preloaded_in_zygote_only(dsup):
     r = run(dsup, "import sys\nsorted(n for n in ('numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot') "
                   "if n in sys.modules)\n")
     if WORKER_START == "zygote":
-        assert ok(r) == "['matplotlib', 'matplotlib.pyplot', 'numpy', 'pandas']"
+        assert value(r) == "['matplotlib', 'matplotlib.pyplot', 'numpy', 'pandas']"
     else:
-        assert ok(r) == "[]"
+        assert value(r) == "[]"
 
 
 @needs_stack
 def test_zygote_leaves_no_matplotlib_directory(dsup):
     """The zygote builds matplotlib's font list in a private temporary directory of the
-    host's /tmp and removes it after the import."""
+    host's /tmp and removes it after the import. (Other tests' zygotes may be importing
+    at this moment: each directory seen must go.)"""
     import glob
     run(dsup, "1")  # the zygote is ready
-    assert glob.glob("/tmp/codeinterp-mpl-*") == []
+    wait_for(lambda: glob.glob("/tmp/codeinterp-mpl-*") == [], lambda: "/tmp/codeinterp-mpl-* to be removed: %r" %
+             glob.glob("/tmp/codeinterp-mpl-*"))
 
 
 @needs_stack
@@ -121,11 +119,11 @@ def test_each_call_starts_pristine(dsup):
                  "pd.DataFrame.mean = lambda self, *a, **k: 'patched'\n"
                  "(pd.get_option('display.max_rows'), np.get_printoptions()['precision'], "
                  "matplotlib.rcParams['lines.linewidth'], pd.DataFrame({'a': [1.0]}).mean())\n")
-    assert ok(run(dsup, set_state)) == "(3, 2, 7.0, 'patched')"
+    assert value(run(dsup, set_state)) == "(3, 2, 7.0, 'patched')"
     check = ("import numpy as np, pandas as pd, matplotlib\n"
              "(pd.get_option('display.max_rows'), np.get_printoptions()['precision'], "
              "matplotlib.rcParams['lines.linewidth'], float(pd.DataFrame({'a': [1.0]}).mean()['a']))\n")
-    assert ok(run(dsup, check)) == "(60, 8, 1.5, 1.0)"
+    assert value(run(dsup, check)) == "(60, 8, 1.5, 1.0)"
 
 
 @needs_stack
@@ -137,11 +135,11 @@ def test_memory_bytes_counts_what_the_code_adds():
     require_stack()
     with running_supervisor(data_policy() + "memoryBytes: 268435456\ntimeoutMs: 120000\n") as s:
         r = run(s, "x = bytearray(b'\\1') * (160 << 20)\nlen(x) >> 20\n")
-        assert ok(r) == "160"
+        assert value(r) == "160"
         if WORKER_START == "zygote":
             # the preloaded packages cost the call nothing
             r = run(s, "import numpy as np\nint(np.ones(160 << 17).sum()) >> 17\n")
-            assert ok(r) == "160"
+            assert value(r) == "160"
         r = run(s, "x = bytearray(300 << 20)\n")
         assert r["outcome"] == "resource_limit" and r["limit"] == "memory", (r["outcome"], r.get("exception"))
 
@@ -149,56 +147,51 @@ def test_memory_bytes_counts_what_the_code_adds():
 @needs_stack
 def test_numpy_random_state_differs_per_worker(dsup):
     code = "import numpy as np\nnp.random.randint(0, 2**62, size=4).tolist()\n"
-    draws = {ok(run(dsup, code)) for _ in range(3)}
+    draws = {value(run(dsup, code)) for _ in range(3)}
     assert len(draws) == 3, draws
 
 
 @needs_stack
 def test_single_threaded_after_matmul(dsup):
-    """The worker has no /proc: its thread count is read from the host while it sleeps
-    after a matmul and an inverse (BLAS/LAPACK), a pandas rolling mean and an OpenMP
-    quantisation (which starts a thread per core when OMP_NUM_THREADS is unset)."""
-    c = Conn(dsup.socket, 120)
+    """The worker has no /proc: its thread count is read from the host, all along and
+    once more while the code holds after a matmul and an inverse (BLAS/LAPACK), a pandas
+    rolling mean and an OpenMP quantisation (which starts a thread per core when
+    OMP_NUM_THREADS is unset; an unpinned OpenMP pool would still be alive there)."""
+    call = start_held(dsup, Conn(dsup.socket, max(WAIT_LIMIT, 120)), before=(
+        "import os, numpy as np, pandas as pd\n"
+        "a = np.random.rand(400, 400)\n"
+        "(a @ a).sum()\nnp.linalg.inv(a + 400 * np.eye(400)).sum()\n"
+        "pd.DataFrame(a).rolling(5).mean().sum().sum()\n"
+        # libimagequant (PIL, brought by matplotlib) is OpenMP: 2 threads here unpinned
+        "from PIL import Image\n"
+        "Image.new('RGB', (256, 256)).quantize(colors=16, method=Image.Quantize.LIBIMAGEQUANT)\n"
+        "print('computed', flush=True)"),
+        after="(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS'])")
     try:
-        rid = c.request("execute", summary="test", sourceIds=[], code=(
-            "import os, time, numpy as np, pandas as pd\n"
-            "a = np.random.rand(400, 400)\n"
-            "(a @ a).sum()\nnp.linalg.inv(a + 400 * np.eye(400)).sum()\n"
-            "pd.DataFrame(a).rolling(5).mean().sum().sum()\n"
-            # libimagequant (PIL, brought by matplotlib) is OpenMP: 2 threads here unpinned
-            "from PIL import Image\n"
-            "Image.new('RGB', (256, 256)).quantize(colors=16, method=Image.Quantize.LIBIMAGEQUANT)\n"
-            "print('computed', flush=True)\n"
-            "time.sleep(1.5)\n"
-            "(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'], os.environ['MKL_NUM_THREADS'])\n"))
+        pid = call.wait_running()
         threads = []
         done = threading.Event()
 
         def sample():
-            # Every 50 ms until the result is in: the import, the work and the 1.5 s
-            # sleep after it (an unpinned OpenMP pool stays alive through the sleep).
             while not done.is_set():
-                for pid in worker_pids_of(dsup):
-                    try:
-                        with open("/proc/%d/status" % pid) as f:
-                            t = [l for l in f if l.startswith("Threads:")]
-                    except OSError:
-                        continue
-                    if t:
-                        threads.append(int(t[0].split()[1]))
-                time.sleep(0.05)
+                if proc.alive(pid):
+                    threads.append(proc.threads(pid))
+                time.sleep(0.02)
 
         sampler = threading.Thread(target=sample)
         sampler.start()
         try:
-            r = c.wait(rid, types=("error", "result"))
+            call.wait_holding()
         finally:
             done.set()
             sampler.join()
+        held = proc.threads(pid)
+        call.release()
+        r = call.result()
     finally:
-        c.close()
-    assert len(threads) >= 10 and set(threads) == {1}, threads
-    assert ok(r) == "('1', '1', '1')"
+        call.conn.close()
+    assert held == 1 and set(threads) <= {1}, (held, threads)
+    assert value(r) == "('1', '1', '1')"
     assert r["stdout"]["text"] == "computed\n"
 
 
@@ -213,7 +206,7 @@ def test_package_directories_are_read_only(dsup):
                   "    except OSError as e:\n"
                   "        out.append(errno.errorcode[e.errno])\n"
                   "out\n")
-    assert ok(r) == "['EROFS', 'EROFS']"
+    assert value(r) == "['EROFS', 'EROFS']"
 
 
 @needs_stack
@@ -233,20 +226,21 @@ def test_only_the_packages_are_bound(dsup):
         for b in PYTHON["packages"][p]["binds"]:
             if b.startswith("/usr/lib/python3/dist-packages/"):
                 want.add(b.rsplit("/", 1)[1])
-    assert ok(r) == repr(sorted(want))
+    assert value(r) == repr(sorted(want))
     assert "pip" not in want and "_distutils_hack" not in want
     # Debian's alternatives (libblas.so.3 -> /etc/alternatives/...) are preloaded by their
     # real path, not bound: the root still has no /etc (the adversarial suite checks it).
     r = run(dsup, "import os, numpy\nsorted(os.listdir('/'))\n")
-    assert "etc" not in ok(r)
+    assert "etc" not in value(r)
 
 
-def test_reviewed_profile_has_no_numpy(rsup):
+def test_reviewed_profile_has_no_numpy(shared_supervisor):
+    rsup = shared_supervisor()
     r = run(rsup, "import numpy\n")
     assert r["outcome"] == "python_exception"
     assert r["exception"]["type"] == "ModuleNotFoundError"
     r = run(rsup, "import os\nos.path.exists('/usr/lib/python3/dist-packages')\n")
-    assert ok(r) == "False"
+    assert value(r) == "False"
 
 
 def test_missing_package_refused(tmp_path):
@@ -263,7 +257,7 @@ def test_missing_package_refused(tmp_path):
     assert r.returncode == 1
     assert "refused: pythonPackages: %s is not available" % missing[0] in r.stdout
     r = subprocess.run([DAEMON, "--policy", str(policy), "--socket", str(tmp_path / "s")],
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True, timeout=WAIT_LIMIT)
     assert r.returncode == 2
     assert "pythonPackages: %s is not available to this build's Python" % missing[0] in r.stderr
 
@@ -273,7 +267,7 @@ def test_zygote_refuses_a_mask_outside_the_allow_list():
     does not have (the supervisor never sends one: this is the zygote's own check)."""
     worker = os.path.join(os.path.dirname(DAEMON), "codeinterp-worker")
     r = subprocess.run([worker, "--zygote", "65534", "65534", "2", str(1 << len(PACKAGES))],
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True, timeout=WAIT_LIMIT)
     assert r.returncode == 2
     assert "bad arguments" in r.stderr
 
@@ -303,21 +297,21 @@ def test_stack_within_the_seccomp_allow_list():
                    "fig, ax = plt.subplots()\nax.plot(df['h'])\nax.set_title('x')\nfig.savefig('/tmp/p.png')\n"
                    "fig.savefig('/tmp/p.svg')\nfig.savefig('/tmp/p.pdf')\n"
                    "Image.open('/tmp/p.png').quantize(colors=8, method=Image.Quantize.LIBIMAGEQUANT).size\n")
-        assert ok(r) == "(640, 480)"
+        assert value(r) == "(640, 480)"
 
 
 def describe_guidance(sup):
-    out = sup.client("describe")
+    out = sup.cli("describe")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)["tool"]["guidance"]
 
 
 @needs_stack
-def test_describe_names_the_packages(dsup, rsup):
+def test_describe_names_the_packages(dsup, shared_supervisor):
     """The tool's guidance tells the model what it can import: the packages under the
     data policy, the standard library alone under the reviewed profile."""
     g = describe_guidance(dsup)
     assert ("The Python standard library is available, and these packages (read-only): numpy, pandas, "
             "matplotlib (matplotlib with the non-interactive Agg backend: save figures to files).") in g
-    g = describe_guidance(rsup)
+    g = describe_guidance(shared_supervisor())
     assert "The Python standard library is available.\n" in g and "numpy" not in g

@@ -5,7 +5,13 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import DAEMON, require_sandbox
+import pytest
+
+from testlib import DAEMON, WAIT_LIMIT, Conn, require_sandbox, wait_for
+
+# The zygote's pool only exists in zygote mode (the policy pins it); the exit path is
+# the supervisor's own (asan).
+pytestmark = pytest.mark.asan
 
 # Runs as a child subreaper, so any process codeinterpd leaves behind becomes its child
 # (a zombie it can see) instead of init's. Prints the pids of the children it still has
@@ -36,15 +42,17 @@ PROBE = textwrap.dedent(r"""
                 return [int(x) for x in f.read().split()]
         except OSError:
             return []
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + float(sys.argv[2])
     # Wait for the zygote and some pre-started workers, then stop in the middle of the
     # pool's refill as often as possible: SIGTERM right after the pool changed.
     while time.monotonic() < deadline and len(grandchildren()) < 3:
         time.sleep(0.01)
     before = grandchildren()
     p.send_signal(signal.SIGTERM)
-    rc = p.wait(timeout=20)
-    time.sleep(0.3)  # anything left would die of its parent-death signal by now
+    rc = p.wait(timeout=float(sys.argv[2]))
+    # A process's children are handed to the nearest subreaper (us) as it exits, before
+    # its parent's wait returns: whatever the supervisor (or its zygote, reaped by it)
+    # left alive is our child by now, dying of its parent-death signal or not.
     left = [c for c in children() if c != p.pid]
     print("before", len(before), "rc", rc, "left", " ".join("%d:%s" % (c, comm(c)) for c in left))
     for c in left:
@@ -60,7 +68,8 @@ PROBE = textwrap.dedent(r"""
 
 def test_no_child_outlives_the_supervisor():
     require_sandbox()
-    out = subprocess.run([sys.executable, "-c", PROBE, DAEMON], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", PROBE, DAEMON, str(WAIT_LIMIT)], capture_output=True, text=True,
+                         timeout=3 * WAIT_LIMIT)
     assert out.returncode == 0, out.stderr
     words = out.stdout.split()
     assert words[0] == "before" and int(words[1]) >= 3, out.stdout  # the zygote and its pool existed
@@ -74,15 +83,14 @@ def test_a_connection_accepted_before_sigterm_gets_an_answer(make_supervisor):
     shutting down) instead of a connection reset when the process exits with the
     request unread: the window a restart under load (a package upgrade) hits."""
     import signal
-    from conftest import Conn, wait_until
     s = make_supervisor()
-    c = Conn(s.socket, 30)
-    probe = Conn(s.socket, 30)
+    c = Conn(s.socket)
+    probe = Conn(s.socket)
     # Both accepted: the supervisor counts them.
-    assert wait_until(lambda: probe.call("status")["connections"] >= 2, 10.0)
+    wait_for(lambda: probe.call("status")["connections"] >= 2, "both connections accepted")
     probe.close()
     s.proc.send_signal(signal.SIGTERM)
-    assert wait_until(lambda: "Received Terminated: stopping" in s.read_log(), 10.0), s.read_log()
+    wait_for(lambda: "Received Terminated: stopping" in s.read_log(), lambda: "the stop, in " + s.read_log())
     r = c.execute("6 * 7")
     assert r["type"] == "error" and r["code"] == "cancelled" and "shutting down" in r["message"], r
     c.close()

@@ -1,75 +1,66 @@
-"""Core slice: the wall-clock deadline and the worker's resource limits."""
+"""Core slice: the wall-clock deadline and the worker's resource limits. The limits are
+set in each start mode's sandbox setup (start_mode); how a call ended is classified by
+the supervisor (asan).
+
+Time: a deadline is checked on the supervisor's own clock (elapsedMs) and never early;
+how late the kill comes is measured by make bench (docs/performance.md), not asserted
+here: a deadline that did not fire shows as the code's own end (a 30 s sleep, an endless
+loop ended by another limit), which no load can produce."""
 import signal
-import time
 
 import pytest
 
-from conftest import Conn, pid_alive, running_supervisor, wait_no_workers, wait_ready, wait_until, worker_pids_of
+from testlib import Conn, proc, worker_pids_of
 
+pytestmark = [pytest.mark.start_mode, pytest.mark.asan]
+
+TIMEOUT_POLICY = "timeoutMs: 1000\nheartbeatMs: 50\n"
+# The deadline is far: a CPU limit must end these calls whatever share of a CPU the
+# worker gets on a loaded machine.
 LIMITS_POLICY = """memoryBytes: 134217728
 cpuSeconds: 1
-timeoutMs: 10000
+timeoutMs: 120000
 maxFileBytes: 65536
 """
 
 
-@pytest.fixture(scope="module")
-def timeout_sup():
-    with running_supervisor("timeoutMs: 1000\nheartbeatMs: 50\n") as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def limits_sup():
-    with running_supervisor(LIMITS_POLICY) as s:
-        yield s
-
-
 @pytest.fixture
-def lconn(limits_sup):
-    # A hang shows up as socket.timeout, well before the harness's default.
-    c = Conn(limits_sup.socket, 30)
-    yield c
-    c.close()
+def lconn(shared_supervisor):
+    return shared_supervisor(LIMITS_POLICY).connect()
 
 
-def test_timeout(timeout_sup):
-    c = Conn(timeout_sup.socket, 30)
+def test_timeout(shared_supervisor):
+    timeout_sup = shared_supervisor(TIMEOUT_POLICY)
+    c = Conn(timeout_sup.socket)
     try:
-        t0 = time.monotonic()
         rid = c.request("execute", summary="spin", code="print('before', flush=True)\nwhile True:\n    pass\n",
                         sourceIds=[])
-        # While it runs, note its worker: it must be gone afterwards.
-        started = c.wait(rid, types=("progress",))
-        while started.get("phase") not in ("running", "finished"):
-            started = c.wait(rid, types=("progress",))
-        workers = worker_pids_of(timeout_sup)
         r = c.wait(rid, types=("result", "error"))
-        wall = time.monotonic() - t0
     finally:
         c.close()
     assert r["type"] == "result"
-    assert r["outcome"] == "timeout"
+    # Not the CPU limit (cpuSeconds 30 by default): the deadline ended the loop.
+    assert r["outcome"] == "timeout", r
     assert r["partial"] is True
     assert r["detail"]
-    assert 1000 <= r["timing"]["elapsedMs"] <= 3000, r["timing"]
-    assert wall < 5
+    assert r["timing"]["elapsedMs"] >= 1000, r["timing"]
     # Output printed before the loop is kept.
     assert r["stdout"]["text"] == "before\n"
     assert r["result"] is None
     assert r["exception"] is None
     assert r["exitStatus"]["signal"] == signal.SIGKILL
-    assert wait_no_workers(timeout_sup, 2.0) == []
-    for pid in set(workers) | {r["exitStatus"].get("pid") or 0} - {0}:
-        assert wait_until(lambda: not pid_alive(pid), 2.0), "worker %d survived the timeout" % pid
+    # A call finishes once its worker is reaped.
+    assert not proc.alive(r["exitStatus"]["pid"]), "worker %d survived the timeout" % r["exitStatus"]["pid"]
+    assert worker_pids_of(timeout_sup) == []
 
 
-def test_timeout_counts_from_admission_and_then_next_call_works(timeout_sup):
-    c = Conn(timeout_sup.socket, 30)
+def test_timeout_counts_from_admission_and_then_next_call_works(shared_supervisor):
+    timeout_sup = shared_supervisor(TIMEOUT_POLICY)
+    c = Conn(timeout_sup.socket)
     try:
-        r = c.execute("import time\ntime.sleep(5)")
+        r = c.execute("import time\ntime.sleep(30)")
         assert r["outcome"] == "timeout"
-        assert r["timing"]["elapsedMs"] < 3000
+        assert 1000 <= r["timing"]["elapsedMs"] < 30000
         r = c.execute("6 * 7")
         assert r["outcome"] == "ok" and r["result"]["text"] == "42"
     finally:
@@ -81,7 +72,8 @@ def test_timeout_counts_from_admission_and_then_next_call_works(timeout_sup):
     "l = []\nwhile True:\n    l.append('x' * 2**20)",
     "l = []\nwhile True:\n    l.append(bytearray(2**20))",
 ])
-def test_memory_limit(lconn, limits_sup, code):
+def test_memory_limit(lconn, shared_supervisor, code):
+    limits_sup = shared_supervisor(LIMITS_POLICY)
     r = lconn.execute(code)
     assert r["type"] == "result"
     # MemoryError is mapped to the memory limit, not reported as a plain exception.
@@ -89,12 +81,12 @@ def test_memory_limit(lconn, limits_sup, code):
     assert r["limit"] == "memory"
     assert r["exception"]["type"] == "MemoryError"
     assert r["result"] is None
-    assert wait_no_workers(limits_sup) == []
+    assert worker_pids_of(limits_sup) == []
 
 
 def test_memory_limit_default_policy(make_supervisor):
-    s = wait_ready(make_supervisor())
-    c = s.connect(30)
+    s = make_supervisor()
+    c = s.connect()
     r = c.execute("x = bytearray(10**10)")
     assert r["outcome"] == "resource_limit"
     assert r["limit"] == "memory"
@@ -106,10 +98,9 @@ def test_memory_below_limit_is_fine(lconn):
     assert r["outcome"] == "ok" and r["result"]["text"] == str(32 * 2**20)
 
 
-def test_cpu_limit(lconn, limits_sup):
-    t0 = time.monotonic()
+def test_cpu_limit(lconn, shared_supervisor):
+    limits_sup = shared_supervisor(LIMITS_POLICY)
     r = lconn.execute("print('spinning', flush=True)\nwhile True:\n    pass")
-    wall = time.monotonic() - t0
     assert r["type"] == "result"
     assert r["outcome"] == "resource_limit", (r["outcome"], r.get("detail"))
     assert r["limit"] == "cpu"
@@ -120,8 +111,7 @@ def test_cpu_limit(lconn, limits_sup):
     # About cpuSeconds of CPU was used: rusage's runtime can be below the tick-sampled
     # time the limit counts on a loaded guest (823 ms seen at a 1 s limit).
     assert r["exitStatus"]["cpuMs"] >= 500, r["exitStatus"]
-    assert r["timing"]["elapsedMs"] < 9000 and wall < 9
-    assert wait_no_workers(limits_sup) == []
+    assert worker_pids_of(limits_sup) == []
 
 
 def test_cpu_limit_is_the_soft_limit(lconn):
@@ -134,9 +124,10 @@ def test_cpu_limit_is_the_soft_limit(lconn):
     assert r["exitStatus"]["cpuMs"] < 1900, r["exitStatus"]
 
 
-def test_sleeping_uses_no_cpu_limit(timeout_sup):
+def test_sleeping_uses_no_cpu_limit(shared_supervisor):
     # Control: a call that waits (no CPU) is ended by the deadline, not the CPU limit.
-    c = Conn(timeout_sup.socket, 30)
+    timeout_sup = shared_supervisor(TIMEOUT_POLICY)
+    c = Conn(timeout_sup.socket)
     try:
         r = c.execute("import time\ntime.sleep(3)")
     finally:

@@ -1,20 +1,22 @@
 """codeinterp_numeric over the real socket, in the worker start mode of the run
 (CODEINTERP_WORKER_START=zygote|exec): importable in every call, the chapter's
 numeric and missingness cases, preloaded in zygote workers, imported lazily in exec
-workers, served from the worker binary and not from the worker's root."""
+workers, served from the worker binary and not from the worker's root. The numeric
+rules depend on the CPython (python); how the module is served on the start mode."""
 import pytest
 
-from conftest import PYTHON, WORKER_START, Conn, running_supervisor
+from testlib import PYTHON, WORKER_START, Conn
+
+pytestmark = pytest.mark.python
 
 
-@pytest.fixture(scope="module")
-def msup():
-    with running_supervisor() as s:
-        yield s
+@pytest.fixture
+def msup(shared_supervisor):
+    return shared_supervisor()
 
 
 def run(sup, code):
-    c = Conn(sup.socket, 60)
+    c = Conn(sup.socket)
     try:
         r = c.execute(code)
     finally:
@@ -64,6 +66,7 @@ def test_to_number_cases(msup):
                                         "'rejected', 'rejected']"
 
 
+@pytest.mark.start_mode
 def test_preloaded_in_zygote_lazy_in_exec(msup):
     v = ok_value(run(msup, "import sys\n'codeinterp_numeric' in sys.modules\n"))
     assert v == ("True" if WORKER_START == "zygote" else "False")
@@ -71,6 +74,7 @@ def test_preloaded_in_zygote_lazy_in_exec(msup):
         "Aggregate(value=1, n=1, missing=1)"
 
 
+@pytest.mark.start_mode
 def test_served_from_the_binary_not_the_root(msup):
     code = ("import os, sys, codeinterp_numeric as n\n"
             "found = [os.path.join(d, f) for d in sys.path if os.path.isdir(d)\n"
@@ -97,6 +101,7 @@ def test_survives_deleted_builtins_and_cleared_module(msup):
         "(False, Aggregate(value=8.25, n=2, missing=1), Aggregate(value=16.5, n=2, missing=0))"
 
 
+@pytest.mark.start_mode
 def test_no_state_carries_into_the_next_call(msup):
     run(msup, "import codeinterp_numeric as n\nn.mean = lambda *a, **k: 0\n")
     assert ok_value(run(msup, "import codeinterp_numeric as n\nn.mean([9, 7.5]).value\n")) == "8.25"

@@ -1,6 +1,12 @@
 """What operators expect of the running service (docs/operations.md): the systemd
 watchdog, reload on SIGHUP, the idle exit under socket activation, journal fields of
-finished calls, and the status counters with their OpenMetrics rendering."""
+finished calls, and the status counters with their OpenMetrics rendering. All of it
+is the supervisor's own code (asan).
+
+Time: the watchdog's pings are timed by the kernel (SO_TIMESTAMPNS: when each datagram
+was queued, i.e. sent), not by when this test got round to reading them; how often
+they come is bounded from below only (a starved loop pings late, never early)."""
+import array
 import os
 import re
 import signal
@@ -12,15 +18,21 @@ import time
 
 import pytest
 
-from conftest import (DAEMON, NORTHSTAR, WORKER_START, Conn, Supervisor, require_sandbox, status, wait_ready,
-                      wait_until)
+from testlib import DAEMON, NORTHSTAR, WAIT_LIMIT, WORKER_START, Conn, Supervisor, proc, require_sandbox, status
+from testlib.waits import sleep_past, start_held, wait_call, wait_for
 
+pytestmark = pytest.mark.asan
+
+# At least %s seconds of CPU (not of wall time: the same work however loaded the
+# machine), then "done".
 BUSY = """import time
-t = time.time()
-while time.time() - t < %s:
+while time.process_time() < %s:
     pass
 print("done")
 """
+
+
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 
 
 class Managed:
@@ -36,6 +48,7 @@ class Managed:
             f.write("workerStart: %s\n" % WORKER_START + policy)
         self.notify_path = os.path.join(self.dir, "notify")
         self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self.notify.bind(self.notify_path)
         self.listener = None
         args = [DAEMON, "--policy", self.policy_path]
@@ -63,31 +76,46 @@ class Managed:
                                               stdout=self.log, stderr=subprocess.STDOUT)
         self.proc = self.start()
 
+    def recv(self, timeout):
+        """(kernel time the datagram was sent, text), or None after timeout seconds."""
+        self.notify.settimeout(timeout)
+        try:
+            data, anc, _, _ = self.notify.recvmsg(4096, socket.CMSG_SPACE(16))
+        except socket.timeout:
+            return None
+        sent = None
+        for level, kind, value in anc:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                sec, nsec = array.array("q", value[:16])
+                sent = sec + nsec / 1e9
+        return sent, data.decode()
+
     def messages(self, duration):
-        """Notify datagrams that arrive within duration seconds."""
+        """Notify datagrams (texts) that arrive within duration seconds (a check that
+        nothing comes: a slow machine can only make it pass vacuously)."""
+        return [text for _, text in self.timed(duration)]
+
+    def timed(self, duration):
         out = []
         deadline = time.monotonic() + duration
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 return out
-            self.notify.settimeout(left)
-            try:
-                out.append(self.notify.recv(4096).decode())
-            except socket.timeout:
+            m = self.recv(left)
+            if m is None:
                 return out
+            out.append(m)
 
-    def wait_for(self, what, timeout=20):
+    def wait_for(self, what, timeout=WAIT_LIMIT):
         deadline = time.monotonic() + timeout
         seen = []
         while time.monotonic() < deadline:
-            self.notify.settimeout(max(0.01, deadline - time.monotonic()))
-            try:
-                m = self.notify.recv(4096).decode()
-            except socket.timeout:
+            m = self.recv(max(0.01, deadline - time.monotonic()))
+            if m is None:
                 break
-            seen.append(m)
-            if what in m.split("\n"):
+            seen.append(m[1])
+            if what in m[1].split("\n"):
                 return seen
         raise AssertionError("no %s from codeinterpd; got %r; log: %s" % (what, seen, self.read_log()))
 
@@ -100,7 +128,7 @@ class Managed:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(15)
+                self.proc.wait(WAIT_LIMIT)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -121,22 +149,29 @@ def count(msgs, what):
 # ---- watchdog ----
 
 def test_watchdog_pings_at_half_the_interval_and_stop_with_the_loop():
+    """WATCHDOG_USEC 0.4 s: WATCHDOG=1 from the loop, never more often than a quarter of
+    it (sd-event pings between a quarter and a half), none while the loop is stopped,
+    and again once it runs."""
     m = Managed(watchdog_usec=400000)
     try:
         m.wait_for("READY=1")
-        # WATCHDOG_USEC 0.4 s: a WATCHDOG=1 about every 0.2 s.
-        msgs = m.messages(2.0)
-        n = count(msgs, "WATCHDOG=1")
-        assert 5 <= n <= 14, (n, msgs)
+        pings = []
+        while len(pings) < 8:
+            got = m.recv(WAIT_LIMIT)
+            assert got is not None, "no WATCHDOG=1 for %.0f s: %r" % (WAIT_LIMIT, pings)
+            if "WATCHDOG=1" in got[1].split("\n"):
+                pings.append(got[0])
+        gaps = [b - a for a, b in zip(pings, pings[1:])]
+        assert min(gaps) >= 0.09, gaps
         # A loop that does not turn sends nothing.
         m.proc.send_signal(signal.SIGSTOP)
-        time.sleep(0.1)
-        m.messages(0.05)  # what was sent before the stop
-        stopped = m.messages(1.5)
-        assert count(stopped, "WATCHDOG=1") == 0, stopped
+        wait_for(lambda: proc.state(m.proc.pid) == "T", "codeinterpd to stop")
+        stopped_at = time.time()  # the kernel's timestamps are CLOCK_REALTIME
+        late = [text for sent, text in m.timed(1.5) if sent > stopped_at]
+        assert count(late, "WATCHDOG=1") == 0, late
         m.proc.send_signal(signal.SIGCONT)
-        m.wait_for("WATCHDOG=1", 5)
-        c = Conn(m.socket, 30)
+        m.wait_for("WATCHDOG=1")
+        c = Conn(m.socket)
         assert c.execute(NORTHSTAR)["result"]["text"] == "8.25"
         c.close()
     finally:
@@ -155,7 +190,7 @@ def test_no_watchdog_unless_systemd_asks():
 # ---- reload ----
 
 def hello(sock):
-    c = Conn(sock, 20)
+    c = Conn(sock)
     try:
         r = c.call("hello")
     finally:
@@ -171,25 +206,26 @@ def write_policy(path, text):
     os.rename(path + ".new", path)
 
 
+@pytest.mark.start_mode
 def test_reload_changes_new_calls_and_keeps_running_and_queued_ones():
-    s = Supervisor("timeoutMs: 20000\ncpuSeconds: 10\nmaxCalls: 10\nmaxActiveWorkers: 1\n")
+    """A call running and one queued at the reload keep the old deadline and CPU limit;
+    new calls get the new ones. The running call holds until the queued one is past the
+    new deadline, then each does 1.5 s of CPU: over the new cpuSeconds, within the old."""
+    s = Supervisor("timeoutMs: 120000\ncpuSeconds: 10\nmaxCalls: 10\nmaxActiveWorkers: 1\n")
     try:
-        wait_ready(s)
         old = hello(s.socket)
-        assert old["limits"]["timeoutMs"] == 20000 and old["limits"]["cpuSeconds"] == 10
-        # One call running (3 s of CPU) and one queued behind it (capacity 1).
+        assert old["limits"]["timeoutMs"] == 120000 and old["limits"]["cpuSeconds"] == 10
         running, queued = s.connect(), s.connect()
-        rid_running = running.request("execute", summary="t", code=BUSY % 3, sourceIds=[])
-        assert wait_until(lambda: status(s)["running"] == 1, 10), status(s)
-        # The queued call starts after the reload and needs 1.5 s of CPU: over the new
-        # cpuSeconds (1), within its own (10).
+        held = start_held(s, running, after=BUSY % 1.5)
+        held.wait_running()
         rid_queued = queued.request("execute", summary="t", code=BUSY % 1.5, sourceIds=[])
-        assert wait_until(lambda: status(s)["queued"] == 1, 10), status(s)
+        wait_call(s, queued.call_id(rid_queued), "queued")
+        queued_seen = time.monotonic()  # after its admission
 
         write_policy(s.policy_path, "timeoutMs: 1500\ncpuSeconds: 1\nmaxCalls: 2\nmaxActiveWorkers: 1\n"
                      "zygotePoolSize: 5\n")
         s.proc.send_signal(signal.SIGHUP)
-        assert wait_until(lambda: "Reloaded the policy" in s.read_log(), 5), s.read_log()
+        wait_for(lambda: "Reloaded the policy" in s.read_log(), lambda: "the reload: " + s.read_log())
         new = hello(s.socket)
         assert new["policy"]["sha256"] != old["policy"]["sha256"]
         assert new["limits"]["timeoutMs"] == 1500 and new["limits"]["cpuSeconds"] == 1
@@ -197,15 +233,19 @@ def test_reload_changes_new_calls_and_keeps_running_and_queued_ones():
         assert status(s)["policySha256"] == new["policy"]["sha256"]
         # A key read only at start keeps its value, with a notice.
         assert 'Policy key zygotePoolSize changed' in s.read_log()
+        # The queued call is past the new deadline before anything lets it start.
+        sleep_past(queued_seen, 1.6)
 
-        # The running call keeps 20 s / 10 s: it runs its 3 s and ends ok.
-        r = running.wait(rid_running, types=("result", "error"))
+        # The running call keeps 120 s / 10 s: it does its 1.5 s of CPU and ends ok.
+        held.release()
+        r = held.result()
         assert r["outcome"] == "ok" and r["stdout"]["text"] == "done\n", r
         assert r["evidence"]["policy"]["sha256"] == old["policy"]["sha256"]
-        # The queued call waited about 3 s, past the new 1.5 s deadline, and then ran 1.5 s
-        # of CPU: it keeps the old deadline and limits.
+        # The queued call waited past the new 1.5 s deadline, and then ran 1.5 s of CPU:
+        # it keeps the old deadline and limits.
         r = queued.wait(rid_queued, types=("result", "error"))
         assert r["outcome"] == "ok" and r["stdout"]["text"] == "done\n", r
+        assert r["timing"]["elapsedMs"] > 1500, r["timing"]
         assert r["evidence"]["policy"]["sha256"] == old["policy"]["sha256"], r
 
         # New calls get the new limits: 3 s of CPU is over cpuSeconds 1 / timeoutMs 1500.
@@ -225,11 +265,10 @@ def test_reload_changes_new_calls_and_keeps_running_and_queued_ones():
 def test_reload_with_an_invalid_file_keeps_the_old_policy():
     s = Supervisor("timeoutMs: 20000\n")
     try:
-        wait_ready(s)
         before = hello(s.socket)["policy"]["sha256"]
         write_policy(s.policy_path, "timeoutMs: 20000\nmaxCalls: banana\n")
         s.proc.send_signal(signal.SIGHUP)
-        assert wait_until(lambda: "Reloading the policy" in s.read_log(), 5), s.read_log()
+        wait_for(lambda: "Reloading the policy" in s.read_log(), lambda: "the refused reload: " + s.read_log())
         line = [x for x in s.read_log().splitlines() if "Reloading the policy" in x][0]
         assert "maxCalls" in line and ("keeping sha256 %s" % before[:12]) in line, line
         assert hello(s.socket)["policy"]["sha256"] == before
@@ -245,11 +284,11 @@ def test_reload_tells_systemd_reloading_then_ready():
     m = Managed("timeoutMs: 20000\n")
     try:
         m.wait_for("READY=1")
-        wait_until(lambda: os.path.exists(m.socket), 5)
+        wait_for(lambda: os.path.exists(m.socket), "the socket")
         before = hello(m.socket)["policy"]["sha256"]
         write_policy(m.policy_path, "timeoutMs: 10000\n")
         m.proc.send_signal(signal.SIGHUP)
-        seen = m.wait_for("READY=1", 10)
+        seen = m.wait_for("READY=1")
         text = "\n".join(seen)
         assert "RELOADING=1" in text and re.search(r"MONOTONIC_USEC=\d+", text), seen
         assert text.index("RELOADING=1") < text.rindex("READY=1")
@@ -264,25 +303,25 @@ def test_idle_exit_under_socket_activation():
     m = Managed("idleExitSeconds: 1\n", activated=True)
     try:
         m.wait_for("READY=1")
-        # An open connection is use: no exit while it stays, even with nothing running.
-        c = Conn(m.socket, 30)
+        # An open connection is use: no exit while it stays, even with nothing running
+        # (checked over two seconds: a slow machine can only make that pass vacuously).
+        c = Conn(m.socket)
         assert c.execute(NORTHSTAR)["result"]["text"] == "8.25"
         time.sleep(2.0)
         assert m.proc.poll() is None, m.read_log()
-        c.close()
         t0 = time.monotonic()
-        assert m.proc.wait(10) == 0, m.read_log()
-        waited = time.monotonic() - t0
-        assert 0.9 <= waited <= 4.0, waited
+        c.close()
+        assert m.proc.wait(WAIT_LIMIT) == 0, m.read_log()
+        # Not before idleExitSeconds after the close (which it saw after t0).
+        assert time.monotonic() - t0 >= 1.0
         assert "STOPPING=1" in "\n".join(m.messages(1.0))
         assert "idleExitSeconds" in m.read_log()
         # The socket is systemd's (here the test's): still there, and a client that
         # connects now waits in its backlog, its request with it, for the next supervisor,
         # which systemd starts on that connection (here the test does).
         assert os.path.exists(m.socket)
-        waiting = Conn(m.socket, 30)
+        waiting = Conn(m.socket)
         rid = waiting.request("hello")
-        time.sleep(0.3)
         m.proc = m.start()
         m.wait_for("READY=1")
         assert waiting.wait(rid)["type"] == "reply"
@@ -346,21 +385,28 @@ def test_call_finished_journal_fields():
     p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, journal_dir,
                           DAEMON, "--socket", sock, "--policy", policy], env=env, stdout=err, stderr=err)
     try:
-        assert wait_until(lambda: os.path.exists(sock) or p.poll() is not None, 10) and p.poll() is None, \
-            open(os.path.join(d, "stderr"), "rb").read()
-        time.sleep(0.2)
-        c = Conn(sock, 30)
+        # The socket appears when it listens (bind, listen, then rename into place).
+        wait_for(lambda: os.path.exists(sock) or p.poll() is not None, "the socket")
+        assert p.poll() is None, open(os.path.join(d, "stderr"), "rb").read()
+        c = Conn(sock)
         marker = "SECRET_%d" % os.getpid()
         r1 = c.execute("x = '%s'\nprint(x)" % marker)
         r2 = c.execute("raise ValueError('%s')" % marker)
         c.close()
         assert r1["outcome"] == "ok" and r2["outcome"] == "python_exception"
         entries, raw = [], b""
-        journal.settimeout(1.0)
+        # Both entries are written before the results are sent: they are there. Then
+        # whatever else arrived.
+        journal.settimeout(WAIT_LIMIT)
+        while len([e for e in entries if "CALL_ID" in e]) < 2:
+            data = journal.recv(65536)
+            raw += data
+            entries.append(parse_journal_datagram(data))
+        journal.setblocking(False)
         while True:
             try:
                 data = journal.recv(65536)
-            except socket.timeout:
+            except BlockingIOError:
                 break
             raw += data
             entries.append(parse_journal_datagram(data))
@@ -382,7 +428,7 @@ def test_call_finished_journal_fields():
     finally:
         p.send_signal(signal.SIGTERM)
         try:
-            p.wait(15)
+            p.wait(WAIT_LIMIT)
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
@@ -454,20 +500,22 @@ def parse_openmetrics(text):
 def test_status_counts_outcomes_and_histograms(tmp_path):
     s = Supervisor("timeoutMs: 3000\nmaxQueuedCalls: 0\nmaxActiveWorkers: 1\n")
     try:
-        wait_ready(s)
         c = s.connect()
-        assert c.execute("print(1)")["outcome"] == "ok"
-        assert c.execute("print(2)")["outcome"] == "ok"
-        assert c.execute("1/0")["outcome"] == "python_exception"
-        assert c.execute("while True: pass")["outcome"] in ("timeout", "resource_limit")
+        results = [c.execute("print(1)"), c.execute("print(2)"), c.execute("1/0"), c.execute("while True: pass")]
+        assert [r["outcome"] for r in results[:3]] == ["ok", "ok", "python_exception"], results
+        assert results[3]["outcome"] in ("timeout", "resource_limit"), results[3]
         timeout_like = status(s)["outcomes"]
-        # A second call while one runs and the queue holds none: overloaded, refused.
-        busy = s.connect()
-        rid = busy.request("execute", summary="t", code=BUSY % 1.5, sourceIds=[])
-        assert wait_until(lambda: status(s)["running"] == 1, 10)
+        # A second call while one runs and the queue holds none: overloaded, refused. The
+        # one that runs holds for a second at least, for the histogram below.
+        busy = start_held(s, after="print('done')")
+        busy.wait_running()
+        running_since = time.monotonic()
         r = c.execute("print(3)")
         assert r.get("code") == "overloaded", r
-        assert busy.wait(rid, types=("result", "error"))["outcome"] == "ok"
+        sleep_past(running_since, 1.1)
+        busy.release()
+        results.append(busy.result())
+        assert results[-1]["outcome"] == "ok", results[-1]
         r = c.execute("print(4)", source_ids=["nope"])
         assert r.get("code") == "unavailable_source" or r.get("outcome") == "unavailable_source", r
 
@@ -484,13 +532,14 @@ def test_status_counts_outcomes_and_histograms(tmp_path):
             assert h["count"] == 5, (key, h)
             assert h["counts"] == sorted(h["counts"]) and h["counts"][-1] <= h["count"]
             assert len(h["leMs"]) == len(h["counts"]) and h["leMs"] == sorted(h["leMs"])
+        # The histogram holds what the results say of each call (their own timing).
         rt = st["runTimeMs"]
-        # Two calls ran for more than a second (the busy loop and the endless one).
+        run_ms = [r["timing"]["runMs"] for r in results]
         i = rt["leMs"].index(1000)
-        assert rt["count"] - rt["counts"][i] >= 2, rt
-        assert rt["sumMs"] >= 1500 + 1000, rt
+        assert rt["count"] - rt["counts"][i] == sum(1 for ms in run_ms if ms > 1000) >= 1, (rt, run_ms)
+        assert abs(rt["sumMs"] - sum(run_ms)) <= len(run_ms), (rt, run_ms)
 
-        p = s.client("status", "--openmetrics")
+        p = s.cli("status", "--openmetrics")
         assert p.returncode == 0, p.stderr
         text = p.stdout.decode()
         fams = parse_openmetrics(text)

@@ -2,16 +2,18 @@
 phases and fields, that they go only to the caller's connection, and that neither they
 nor the supervisor's log (default level, info) ever carry user content: code, output,
 result values, source IDs and contents, file names and paths, exception types and
-messages, summaries."""
+messages, summaries. All of it is packed and sent by the supervisor (asan)."""
 import secrets
 import signal
-import struct
 import time
 
 import msgpack
 import pytest
 
-from conftest import Conn, running_supervisor
+from testlib import WAIT_LIMIT, Conn
+from testlib.waits import HOLD_POINT, HOLD_SETUP, start_held
+
+pytestmark = pytest.mark.asan
 
 PROGRESS_KEYS = {"id", "type", "callId", "phase", "elapsedMs", "queuePosition", "stdoutCharacters",
                  "stderrCharacters", "outcome"}
@@ -22,12 +24,7 @@ PROGRESS_NULLABLE_KEYS = {"artifacts", "artifactBytes"}
 PHASES = ("requested", "queued", "started", "running", "finished")
 
 
-def frame(obj):
-    body = msgpack.packb(obj, use_bin_type=True)
-    return struct.pack(">I", len(body)) + body
-
-
-def read_until(conn, done, frames, timeout=30.0):
+def read_until(conn, done, frames, timeout=WAIT_LIMIT):
     """Read raw frames (bypassing Conn.backlog) into frames as (raw, decoded) until done."""
     end = time.monotonic() + timeout
     while not done(frames):
@@ -63,23 +60,35 @@ def check_progress_shape(m):
     assert (m["outcome"] is not None) == (m["phase"] == "finished"), m
 
 
-@pytest.fixture(scope="module")
-def psup():
-    """Capacity 1 (so calls queue), fast heartbeats."""
-    with running_supervisor("maxActiveWorkers: 1\nheartbeatMs: 100\ntimeoutMs: 30000\n") as s:
-        yield s
+# Capacity 1 (so calls queue), fast heartbeats.
+SHARED_POLICY = "maxActiveWorkers: 1\nheartbeatMs: 100\ntimeoutMs: 300000\n"
 
 
-@pytest.fixture
-def pconn(psup):
-    c = Conn(psup.socket, 30)
-    yield c
-    c.close()
+def release(call, frames):
+    """call.release(), its callId taken from the frames read so far (read_until reads the
+    raw frames: the HeldCall must not read the connection itself)."""
+    call.seen(msgs(frames, rid=call.rid, type="progress")[0]["callId"]).release()
 
 
-def test_phases_arrive_in_order_with_heartbeats(pconn):
-    rid = execute(pconn, "import time; time.sleep(0.5)")
-    frames = read_until(pconn, has_result(rid), [])
+def running_frames(frames, rid, n=1, stdout=0):
+    """done(frames) for read_until: n running heartbeats of rid, the last counting at
+    least stdout characters."""
+    def done(fs):
+        rs = msgs(fs, rid=rid, phase="running")
+        return len(rs) >= n and rs[-1]["stdoutCharacters"] >= stdout
+    return done
+
+
+@pytest.mark.start_mode
+def test_phases_arrive_in_order_with_heartbeats(shared_supervisor, shared_conn):
+    """The code holds until two heartbeats have come."""
+    pconn = shared_conn
+    call = start_held(shared_supervisor(), pconn)
+    rid = call.rid
+    frames = []
+    read_until(pconn, running_frames(frames, rid, 2), frames)
+    release(call, frames)
+    read_until(pconn, has_result(rid), frames)
     ms = [m for _, m in frames]
     assert all(m["id"] == rid for m in ms), ms
     assert ms[-1]["type"] == "result" and ms[-1]["outcome"] == "ok", ms[-1]
@@ -92,7 +101,7 @@ def test_phases_arrive_in_order_with_heartbeats(pconn):
     assert phases[-1] == "finished", phases
     middle = phases[3:-1]
     assert set(middle) <= {"running"}, phases
-    # 0.5 s at one heartbeat per 100 ms: about 5; at least 2, not one per few ms.
+    # At most one heartbeat per 100 ms (timers never fire early): not one per few ms.
     assert 2 <= len(middle) <= ms[-1]["timing"]["runMs"] // 100 + 2, phases
     assert {m["callId"] for m in ms} == {ms[-1]["callId"]}
     assert prog[-1]["outcome"] == "ok"
@@ -105,7 +114,8 @@ def test_phases_arrive_in_order_with_heartbeats(pconn):
     assert elapsed[-1] <= ms[-1]["timing"]["elapsedMs"] + 1
 
 
-def test_finished_carries_each_outcome(pconn):
+def test_finished_carries_each_outcome(shared_conn):
+    pconn = shared_conn
     rid = execute(pconn, "raise ValueError('x')")
     frames = read_until(pconn, has_result(rid), [])
     res = msgs(frames, rid=rid, type="result")[0]
@@ -116,14 +126,22 @@ def test_finished_carries_each_outcome(pconn):
     assert all(m["outcome"] is None for m in msgs(frames, rid=rid, type="progress") if m["phase"] != "finished")
 
 
-def test_stdout_and_stderr_characters_grow(pconn):
-    code = ("import sys, time\n"
+def test_stdout_and_stderr_characters_grow(shared_supervisor, shared_conn):
+    """Five steps of output, each held until a heartbeat has counted it."""
+    pconn = shared_conn
+    code = (HOLD_SETUP + "import sys\n"
             "for i in range(5):\n"
             "    print('x' * 10, flush=True)\n"
             "    sys.stderr.write('yy\\n'); sys.stderr.flush()\n"
-            "    time.sleep(0.15)\n")
-    rid = execute(pconn, code)
-    frames = read_until(pconn, has_result(rid), [])
+            "    " + HOLD_POINT)
+    call = start_held(shared_supervisor(), pconn, code=code)
+    rid = call.rid
+    frames = []
+    for step in range(1, 6):
+        read_until(pconn, lambda fs: any(m["stdoutCharacters"] == 11 * step and m["stderrCharacters"] == 3 * step
+                                         for m in msgs(fs, rid=rid, phase="running")), frames)
+        release(call, frames)
+    read_until(pconn, has_result(rid), frames)
     res = msgs(frames, rid=rid, type="result")[0]
     assert res["outcome"] == "ok"
     assert res["stdout"]["totalCharacters"] == 55 and res["stderr"]["totalCharacters"] == 15
@@ -131,42 +149,45 @@ def test_stdout_and_stderr_characters_grow(pconn):
     out = [m["stdoutCharacters"] for m in running]
     err = [m["stderrCharacters"] for m in running]
     assert out == sorted(out) and err == sorted(err), (out, err)
-    assert len({v for v in out if v > 0}) >= 2, "stdoutCharacters did not grow: %r" % out
-    assert len({v for v in err if v > 0}) >= 2, "stderrCharacters did not grow: %r" % err
+    assert {11, 22, 33, 44, 55} <= set(out) and {3, 6, 9, 12, 15} <= set(err), (out, err)
     assert max(out) <= 55 and max(err) <= 15
     fin = msgs(frames, rid=rid, phase="finished")[0]
     assert (fin["stdoutCharacters"], fin["stderrCharacters"]) == (55, 15), fin  # the final counts
 
 
-def test_queue_positions(pconn):
-    """queuePosition: 1 + the queued calls that arrived earlier."""
-    blocker = execute(pconn, "import time; time.sleep(0.4)")
+def test_queue_positions(shared_supervisor, shared_conn):
+    """queuePosition: 1 + the queued calls that arrived earlier. The blocker holds the
+    only worker slot until all three have been queued."""
+    pconn = shared_conn
+    blocker = start_held(shared_supervisor(), pconn)
     rids = [execute(pconn, "1") for _ in range(3)]
-    frames = read_until(pconn, lambda f: all(msgs(f, rid=r, type="result") for r in [blocker] + rids), [])
-    assert [m["queuePosition"] for m in msgs(frames, rid=blocker, type="progress")][:2] == [1, 1]
+    frames = read_until(pconn, lambda f: all(msgs(f, rid=r, phase="queued") for r in rids), [])
+    release(blocker, frames)
+    read_until(pconn, lambda f: all(msgs(f, rid=r, type="result") for r in [blocker.rid] + rids), frames)
+    assert [m["queuePosition"] for m in msgs(frames, rid=blocker.rid, type="progress")][:2] == [1, 1]
     for k, rid in enumerate(rids):
         pos = [m["queuePosition"] for m in msgs(frames, rid=rid, type="progress")]
         assert pos[:2] == [k + 1, k + 1], (k, pos)
         assert all(p is None for p in pos[2:]), pos
     started = [m["id"] for _, m in frames if m.get("phase") == "started"]
-    assert started == [blocker] + rids, started
+    assert started == [blocker.rid] + rids, started
 
 
-def test_progress_goes_only_to_the_callers_connection(psup, pconn):
-    other = Conn(psup.socket, 30)
+def test_progress_goes_only_to_the_callers_connection(shared_supervisor, shared_conn):
+    """Another connection of the same peer gets none of it: its next reply (sent after
+    all of the call's messages) is the first thing it reads."""
+    pconn = shared_conn
+    other = Conn(shared_supervisor().socket)
     try:
         assert other.call("hello")["type"] == "reply"
-        rid = execute(pconn, "import time; print('a', flush=True); time.sleep(0.4)")
-        frames = read_until(pconn, has_result(rid), [])
+        call = start_held(shared_supervisor(), pconn, before="print('a', flush=True)")
+        frames = read_until(pconn, running_frames([], call.rid, 1, 2), [])
+        release(call, frames)
+        read_until(pconn, has_result(call.rid), frames)
         assert len(msgs(frames, type="progress")) >= 5
-        other.sock.settimeout(0.3)
-        leaked = []
-        try:
-            while True:
-                leaked.append(other.recv())
-        except (TimeoutError, OSError):
-            pass
-        assert leaked == [], leaked
+        rid = other.request("status")
+        first = other.recv()
+        assert first.get("id") == rid and first["type"] == "reply", first
     finally:
         other.close()
 
@@ -221,7 +242,7 @@ def test_progress_and_log_carry_no_user_content(make_supervisor):
     sup = make_supervisor("heartbeatMs: 50\ntimeoutMs: 30000\n")
     # Longer than the calls' deadline: a call that does not start in time still ends
     # with a result, whose detail (and the supervisor's log) then says why.
-    c = Conn(sup.socket, 60)
+    c = Conn(sup.socket)
     frames = []
 
     def call(op, **fields):
@@ -279,7 +300,7 @@ def test_progress_and_log_carry_no_user_content(make_supervisor):
     read_until(c, has_result(exc), frames)
     part = execute(c, partial_code, summary=full["Summary"], invocation=inv)
     read_until(c, lambda f: any(m["stdoutCharacters"] > 0 for m in msgs(f, rid=part, phase="running")) or
-               has_result(part)(f), frames, timeout=45)
+               has_result(part)(f), frames)
     assert not has_result(part)(frames), msgs(frames, rid=part)
     call_id = msgs(frames, rid=part, phase="started")[0]["callId"]
     assert call("cancel", callId=call_id)["type"] == "reply"
@@ -324,7 +345,7 @@ def test_progress_and_log_carry_no_user_content(make_supervisor):
     # The log, complete: stop the supervisor first (the fixture still checks its exit).
     c.close()
     sup.proc.send_signal(signal.SIGTERM)
-    assert sup.proc.wait(15) == 0
+    assert sup.proc.wait(WAIT_LIMIT) == 0
     with open(sup.log_path, "rb") as f:
         log = f.read()
     assert b"admitted" in log and b"finished" in log, log  # info level is what we scan

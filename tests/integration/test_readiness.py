@@ -7,28 +7,28 @@ line, a process's end; and sees readiness come back once the cause is gone, with
 call sent (the supervisor's trial workers).
 
 The fault machinery (tracking cgroups, limits undone even when a test fails, nothing
-left behind) is test_faults.py's."""
+left behind) is testlib.faults's (fixture fault_env). All of it is the supervisor's
+own code (asan)."""
 import os
 import re
-import select
 import signal
 import subprocess
 
 import pytest
 
-from conftest import CLIENT, MUST_SANDBOX, WORKER_START, Supervisor, status, wait_ready, wait_until
-from test_faults import (_pids_hierarchy, asan_build, env, log_tail, no_cgroup_left_behind, ok_result, one_call,
-                         status_or_fail, threads)
+from testlib import ASAN, CLIENT, WAIT_LIMIT, WORKER_START, Supervisor, ok, proc, status, unavailable
+from testlib.cgroups import pids_hierarchy
+from testlib.faults import log_tail, one_call, status_or_fail
+from testlib.waits import wait_for
 
-# Fixtures this module takes from test_faults (pyflakes counts them as used here).
-__all__ = ["env", "no_cgroup_left_behind"]
+pytestmark = pytest.mark.asan
 
 MODES = ("exec", "zygote")
 EXIT_NOT_READY = 14
 
 
 def ready_cmd(sock):
-    return subprocess.run([CLIENT, "--socket", sock, "status", "--ready"], capture_output=True, timeout=20)
+    return subprocess.run([CLIENT, "--socket", sock, "status", "--ready"], capture_output=True, timeout=WAIT_LIMIT)
 
 
 def assert_ready(sock):
@@ -46,17 +46,17 @@ def assert_not_ready(sock, cause, detail_part):
 
 def metric_lines(sock):
     """`codeinterp status --prometheus`, its sample lines."""
-    p = subprocess.run([CLIENT, "--socket", sock, "status", "--prometheus"], capture_output=True, timeout=20)
+    p = subprocess.run([CLIENT, "--socket", sock, "status", "--prometheus"], capture_output=True, timeout=WAIT_LIMIT)
     assert p.returncode == 0, p
     return [x for x in p.stdout.decode().splitlines() if not x.startswith("#")]
 
 
+@pytest.mark.start_mode
 def test_ready_when_serving():
     """A supervisor that serves: ready in both modes; the zygote's state only in zygote
     mode (in exec mode "zygote down" does not apply)."""
     s = Supervisor()
     try:
-        wait_ready(s)
         st = status(s)
         assert st["ready"] is True and st["notReadyCause"] is None and st["notReadyDetail"] is None, st
         assert st["zygoteState"] == ("ready" if WORKER_START == "zygote" else None), st
@@ -73,30 +73,33 @@ def test_ready_without_a_supervisor(tmp_path):
 
 # ---- worker starts failing in a row ----
 
-FAILING = "workerStart: %s\nzygotePoolSize: 0\nunreadyAfterStartFailures: %d\n"
+# Without worker cgroups: the spare slots' cgroups are made in idle time, each holding
+# descriptors, and one made after the limit is lowered would take the one descriptor
+# left for the test's connection.
+FAILING = "workerStart: %s\nzygotePoolSize: 0\nunreadyAfterStartFailures: %d\ncgroups: off\n"
 EMFILE = "Too many open files"
 
 
 def failing_call(t):
-    r = one_call(t, "'never runs'", timeout=15)
+    r = one_call(t, "'never runs'")
     assert r["type"] == "result" and r["outcome"] == "worker_error" and EMFILE in r["detail"], r
     return r
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_worker_start_failures_make_it_not_ready_until_a_worker_starts(env, mode):
+def test_worker_start_failures_make_it_not_ready_until_a_worker_starts(fault_env, mode):
     """RLIMIT_NOFILE lowered so that a connection fits and nothing more: a worker's plan
     and pipes cannot be made. The first failed start
     leaves it ready; the second (unreadyAfterStartFailures: 2) makes it not ready,
     naming the cause. Trial workers then fail on their own (the row grows with no call
     sent); once the limit is back one starts and it is ready again, still with no call:
     no call was admitted and no worker counted for a call."""
-    t = env.start(FAILING % (mode, 2))
-    ok_result(one_call(t, "6 * 7"), "42")
+    t = fault_env.start(FAILING % (mode, 2))
+    ok(one_call(t, "6 * 7"), "42")
     before = status_or_fail(t)
     assert before["ready"] is True, before
 
-    env.lower_nofile_to_one_connection(t)
+    fault_env.lower_nofile_to_one_connection(t)
     failing_call(t)
     st = status_or_fail(t, what="after one failed start")
     assert st["ready"] is True and st["workerStartFailuresInRow"] == 1, st
@@ -113,14 +116,14 @@ def test_worker_start_failures_make_it_not_ready_until_a_worker_starts(env, mode
     assert re.search(r"Not ready: \d+ worker starts failed in a row", t.sup.read_log()), log_tail(t)
 
     # Trial workers, no call: the row grows while the cause holds.
-    assert wait_until(lambda: status_or_fail(t)["workerStartFailuresInRow"] >= 4, 10.0), (
-        "no trial worker was tried: %r\n%s" % (status_or_fail(t), log_tail(t)))
+    wait_for(lambda: status_or_fail(t)["workerStartFailuresInRow"] >= 4, lambda: "trial workers failing: %r\n%s" % (
+        status_or_fail(t), log_tail(t)))
     st = status_or_fail(t)
     assert st["ready"] is False and st["admittedTotal"] == before["admittedTotal"] + 2, st
 
-    env.restore_nofile(t)
-    assert wait_until(lambda: status_or_fail(t)["ready"], 10.0), (
-        "not ready again after the limit was restored: %r\n%s" % (status_or_fail(t), log_tail(t)))
+    fault_env.restore_nofile(t)
+    wait_for(lambda: status_or_fail(t)["ready"], lambda: "ready again after the limit was restored: %r\n%s" % (
+        status_or_fail(t), log_tail(t)))
     st = status_or_fail(t)
     assert st["workerStartFailuresInRow"] == 0 and st["notReadyCause"] is None, st
     # The trial is nobody's call: no call admitted, no worker counted, no outcome.
@@ -130,17 +133,18 @@ def test_worker_start_failures_make_it_not_ready_until_a_worker_starts(env, mode
     assert sum(st["outcomes"].values()) == sum(before["outcomes"].values()) + 2, st
     assert "Ready again: a worker started after" in t.sup.read_log(), log_tail(t)
     assert_ready(t.sup.socket)
-    ok_result(one_call(t, "6 * 7"), "42")
-    env.finish(t)
+    ok(one_call(t, "6 * 7"), "42")
+    fault_env.finish(t)
 
 
-def test_unready_after_0_never_and_a_reload_takes_effect_at_once(env):
+@pytest.mark.start_mode
+def test_unready_after_0_never_and_a_reload_takes_effect_at_once(fault_env):
     """unreadyAfterStartFailures: 0: failed starts never make it not ready, and no trial
     runs (the row stays where the calls left it). A reload to 2 makes the same row not
     ready at once; the limit restored, a trial brings it back."""
-    t = env.start(FAILING % (WORKER_START, 0))
-    ok_result(one_call(t, "1"), "1")
-    env.lower_nofile_to_one_connection(t)
+    t = fault_env.start(FAILING % (WORKER_START, 0))
+    ok(one_call(t, "1"), "1")
+    fault_env.lower_nofile_to_one_connection(t)
     for _ in range(3):
         failing_call(t)
     st = status_or_fail(t)
@@ -150,82 +154,76 @@ def test_unready_after_0_never_and_a_reload_takes_effect_at_once(env):
     with open(t.sup.policy_path, "w") as f:
         f.write(FAILING % (WORKER_START, 2))
     t.sup.proc.send_signal(signal.SIGHUP)
-    assert wait_until(lambda: "Reloaded the policy" in t.sup.read_log(), 5.0), log_tail(t)
+    wait_for(lambda: "Reloaded the policy" in t.sup.read_log(), lambda: "the reload: " + log_tail(t))
     st = status_or_fail(t)
     assert st["ready"] is False and st["notReadyCause"] == "worker_start_failures", st
     assert "(unreadyAfterStartFailures: 2)" in st["notReadyDetail"], st
 
-    env.restore_nofile(t)
-    assert wait_until(lambda: status_or_fail(t)["ready"], 10.0), (status_or_fail(t), log_tail(t))
-    env.finish(t)
+    fault_env.restore_nofile(t)
+    wait_for(lambda: status_or_fail(t)["ready"], lambda: "ready again: %r\n%s" % (status_or_fail(t), log_tail(t)))
+    fault_env.finish(t)
 
 
 # ---- the zygote down ----
 
-def test_zygote_killed_and_not_back_makes_it_not_ready(env):
+def test_zygote_killed_and_not_back_makes_it_not_ready(fault_env):
     """Zygote mode, the supervisor in a pids cgroup whose limit leaves room for its own
     threads only: the zygote is SIGKILLed (its end seen through a pidfd) and no new one
     can be cloned. Not ready, cause zygote_down, until the limit is lifted and the zygote
     client's next (backed-off) start succeeds; then ready with a new zygote."""
-    if _pids_hierarchy() is None:
-        if MUST_SANDBOX:
-            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but the host has no cgroup hierarchy with the pids controller")
-        pytest.skip("no pids cgroup controller on this host")
+    if pids_hierarchy() is None:
+        unavailable("the host has no cgroup hierarchy with the pids controller")
     # LeakSanitizer's clone at exit would be refused by the limit, as in test_faults.
-    t = env.start("workerStart: zygote\nzygotePoolSize: 0\n",
-                  env={"ASAN_OPTIONS": "detect_leaks=0"} if asan_build() else None)
+    t = fault_env.start("workerStart: zygote\nzygotePoolSize: 0\n",
+                  env={"ASAN_OPTIONS": "detect_leaks=0"} if ASAN else None)
     assert t.cg is not None
-    ok_result(one_call(t, "1"), "1")
+    ok(one_call(t, "1"), "1")
     st = status_or_fail(t)
     assert st["ready"] is True and st["zygoteState"] == "ready", st
     zpid, gen = st["zygotePid"], st["zygoteGeneration"]
 
-    t.cg.limit(threads(t.pid))
-    pidfd = os.pidfd_open(zpid)
-    try:
-        os.kill(zpid, signal.SIGKILL)
-        assert select.select([pidfd], [], [], 10)[0], "the zygote did not die"
-    finally:
-        os.close(pidfd)
-    assert wait_until(lambda: status_or_fail(t)["notReadyCause"] == "zygote_down", 10.0), (
-        status_or_fail(t), log_tail(t))
+    t.cg.limit(proc.threads(t.pid))
+    os.kill(zpid, signal.SIGKILL)
+    assert proc.wait_exit(zpid), "the zygote did not die"
+    wait_for(lambda: status_or_fail(t)["notReadyCause"] == "zygote_down", lambda: "zygote_down: %r\n%s" % (
+        status_or_fail(t), log_tail(t)))
     st = status_or_fail(t)
     assert st["ready"] is False and st["zygoteState"] in ("starting", "broken") and not st["zygoteReady"], st
     # Its death is seen first (a failed control channel, or its exit); then the new
     # zygote's clone is refused, after a back-off of a second.
-    assert wait_until(lambda: "Resource temporarily unavailable" in status_or_fail(t)["notReadyDetail"], 10.0), (
-        status_or_fail(t), log_tail(t))
+    wait_for(lambda: "Resource temporarily unavailable" in status_or_fail(t)["notReadyDetail"],
+             lambda: "the refused clone in the detail: %r\n%s" % (status_or_fail(t), log_tail(t)))
     assert_not_ready(t.sup.socket, "zygote_down", "Resource temporarily unavailable")
     lines = metric_lines(t.sup.socket)
     assert "codeinterp_ready 0" in lines and "codeinterp_zygote_ready 0" in lines, lines
 
     t.cg.unlimit()
-    assert wait_until(lambda: status_or_fail(t)["ready"], 20.0), (
-        "not ready again after the pids limit was lifted: %r\n%s" % (status_or_fail(t), log_tail(t)))
+    wait_for(lambda: status_or_fail(t)["ready"], lambda: "ready again after the pids limit was lifted: %r\n%s" % (
+        status_or_fail(t), log_tail(t)))
     st = status_or_fail(t)
     assert st["zygoteState"] == "ready" and st["zygotePid"] not in (None, zpid) and st["zygoteGeneration"] > gen, st
     assert_ready(t.sup.socket)
     assert "codeinterp_zygote_ready 1" in metric_lines(t.sup.socket)
-    ok_result(one_call(t, "2"), "2")
-    env.finish(t)
+    ok(one_call(t, "2"), "2")
+    fault_env.finish(t)
 
 
 # ---- shutting down ----
 
-def test_shutting_down_is_not_ready(env):
+def test_shutting_down_is_not_ready(fault_env):
     """SIGTERM while a connection's replies cannot be sent (it does not read 480 kB of
     results): the supervisor keeps draining for up to 5 s, and a connection opened
     before the signal is told not ready, shutting_down."""
-    t = env.start("maxConnectionOutputBytes: 16777216\nmaxResultBytes: 262144\n")
-    stuck = t.sup.connect(30)
-    asker = t.sup.connect(30)
+    t = fault_env.start("maxConnectionOutputBytes: 16777216\nmaxResultBytes: 262144\n")
+    stuck = t.sup.connect()
+    asker = t.sup.connect()
     for _ in range(8):
         stuck.request("execute", summary="t", code="print('x' * 60000)", sourceIds=[])
-    assert wait_until(lambda: status_or_fail(t)["finishedTotal"] >= 8, 30.0), status_or_fail(t)
+    wait_for(lambda: status_or_fail(t)["finishedTotal"] >= 8, lambda: "eight calls finished: %r" % status_or_fail(t))
     t.sup.proc.send_signal(signal.SIGTERM)
-    assert wait_until(lambda: "stopping" in t.sup.read_log(), 5.0), log_tail(t)
+    wait_for(lambda: "stopping" in t.sup.read_log(), lambda: "stopping: " + log_tail(t))
     r = asker.call("status")
     assert r["type"] == "reply" and r["ready"] is False and r["notReadyCause"] == "shutting_down", r
     stuck.close()
     asker.close()
-    env.finish(t)
+    fault_env.finish(t)

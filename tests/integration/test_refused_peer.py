@@ -4,7 +4,8 @@ nobody (setpriv --reuid=nobody --regid=nogroup --clear-groups). The supervisor a
 such a connection with an error `permission_denied` (id nil) and closes it, often
 before the client has written its request. Each client must then read that answer
 instead of dying of SIGPIPE (exit 141, signal 13) or reporting a lost connection:
-exit status 11 and a message naming permission_denied, every time."""
+exit status 11 and a message naming permission_denied, every time. The clients'
+side only: the reference configuration."""
 import grp
 import os
 import pwd
@@ -13,10 +14,10 @@ import sys
 
 import pytest
 
-from conftest import CLIENT, ROOTLESS, Conn, check_northstar, running_supervisor
+from testlib import CLIENT, ROOTLESS, SOURCE_ROOT, WAIT_LIMIT, Conn, check_northstar
 
 TRIES = 20
-PYTHON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
+PYTHON_DIR = os.path.join(SOURCE_ROOT, "python")
 
 
 def _nobody():
@@ -27,21 +28,21 @@ def as_nobody():
     return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
 
 
-@pytest.fixture(scope="module")
-def refusing():
+@pytest.fixture
+def refusing(shared_supervisor):
     """A supervisor that refuses nobody, on a socket nobody can open."""
     if ROOTLESS:
         pytest.skip("the refusing supervisor sets its socket's group: run as root")
     uid, gid = _nobody()
-    with running_supervisor("allowedUids: [0]\nsocketGroup: %d\n" % gid) as s:
-        os.chmod(s.dir, 0o711)  # the harness's directory is 0700: let nobody reach the socket
-        st = os.stat(s.socket)
-        assert st.st_gid == gid and st.st_mode & 0o777 == 0o660, oct(st.st_mode)
-        yield s
+    s = shared_supervisor("allowedUids: [0]\nsocketGroup: %d\n" % gid)
+    os.chmod(s.dir, 0o711)  # the harness's directory is 0700: let nobody reach the socket
+    st = os.stat(s.socket)
+    assert st.st_gid == gid and st.st_mode & 0o777 == 0o660, oct(st.st_mode)
+    return s
 
 
 def run_as_nobody(args, stdin=subprocess.DEVNULL):
-    return subprocess.run(as_nobody() + args, stdin=stdin, capture_output=True, timeout=30)
+    return subprocess.run(as_nobody() + args, stdin=stdin, capture_output=True, timeout=WAIT_LIMIT)
 
 
 def check_refused(what, runs):
@@ -80,7 +81,7 @@ def test_mcp_refused(refusing):
     runs = [run_as_nobody([CLIENT, "--socket", refusing.socket, "mcp"], stdin=subprocess.DEVNULL)
             for _ in range(TRIES // 2)]
     runs += [subprocess.run(as_nobody() + [CLIENT, "--socket", refusing.socket, "mcp"], input=init,
-                            capture_output=True, timeout=30) for _ in range(TRIES // 2)]
+                            capture_output=True, timeout=WAIT_LIMIT) for _ in range(TRIES // 2)]
     check_refused("codeinterp mcp", runs)
     assert not any(b"describe failed" in r.stderr for r in runs), runs[0].stderr
 
@@ -132,10 +133,11 @@ def test_python_clients_refused(refusing):
 
 
 def test_refusals_leave_the_supervisor_serving(refusing):
-    """Root is allowed: calls still run, and the refusals were logged with nobody's ids."""
+    """Root is allowed: calls still run, and a refusal is logged with nobody's ids."""
     uid, gid = _nobody()
+    check_refused("codeinterp status", [run_as_nobody([CLIENT, "--socket", refusing.socket, "status"])])
     check_northstar(refusing)
-    c = Conn(refusing.socket, 10)
+    c = Conn(refusing.socket)
     try:
         assert c.call("status")["type"] == "reply"
     finally:

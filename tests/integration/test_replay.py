@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLIENT, running_supervisor
+from testlib import CLIENT, WAIT_LIMIT
 
 CODE = """import codeinterp_numeric as n
 values = open(input_files["runtimes"]).read().split()
@@ -16,10 +16,9 @@ n.mean(values, missing="omit").value
 """
 
 
-@pytest.fixture(scope="module")
-def msup():
-    with running_supervisor() as s:
-        yield s
+@pytest.fixture
+def msup(shared_supervisor):
+    return shared_supervisor()
 
 
 @pytest.fixture
@@ -28,7 +27,7 @@ def saved(msup, tmp_path):
     (tmp_path / "runtimes.txt").write_text("9\n7.5\n")
     (tmp_path / "book.csv").write_bytes(b"prototype,hours\nA,9\nB,7.5\n")
     record = tmp_path / "call.json"
-    out = msup.client("exec", "--json", "--save", str(record), "--summary", "Northstar mean runtime",
+    out = msup.cli("exec", "--json", "--save", str(record), "--summary", "Northstar mean runtime",
                       "--source", "runtimes=%s" % (tmp_path / "runtimes.txt"),
                       "--attach", "wb=%s:text/csv" % (tmp_path / "book.csv"), "-c", CODE)
     assert out.returncode == 0, out.stderr
@@ -38,7 +37,7 @@ def saved(msup, tmp_path):
 
 
 def replay(msup, record):
-    out = msup.client("replay", str(record))
+    out = msup.cli("replay", str(record))
     return out.returncode, out.stdout.decode(), out.stderr.decode()
 
 
@@ -126,7 +125,7 @@ def test_changed_code_changes_channels(msup, saved):
 
 def test_changed_outcome_and_exception(msup, tmp_path):
     record = tmp_path / "call.json"
-    out = msup.client("exec", "--save", str(record), "-c", "import codeinterp_numeric as n\nn.mean([9, None, 7.5])")
+    out = msup.cli("exec", "--save", str(record), "-c", "import codeinterp_numeric as n\nn.mean([9, None, 7.5])")
     assert out.returncode == 1  # python_exception, still saved
     rec = json.loads(record.read_text())
     assert rec["message"]["exception"]["type"] == "codeinterp_numeric.MissingValueError"
@@ -143,7 +142,7 @@ def test_changed_outcome_and_exception(msup, tmp_path):
 
 def test_nondeterministic_code_differs(msup, tmp_path):
     record = tmp_path / "call.json"
-    out = msup.client("exec", "--save", str(record), "-c", "import os\nos.urandom(16).hex()")
+    out = msup.cli("exec", "--save", str(record), "-c", "import os\nos.urandom(16).hex()")
     assert out.returncode == 0
     status, report, _ = replay(msup, record)
     assert status == 1
@@ -169,27 +168,27 @@ def test_bad_record_is_an_error(msup, tmp_path, content):
 
 def test_usage_and_unreadable_record(msup, tmp_path):
     assert replay(msup, tmp_path / "absent.json")[0] == 2
-    assert msup.client("replay").returncode == 2
-    out = msup.client("replay", "--help")
+    assert msup.cli("replay").returncode == 2
+    out = msup.cli("replay", "--help")
     assert out.returncode == 0 and b"Usage: codeinterp replay FILE" in out.stdout
 
 
 def test_no_supervisor_is_an_error(msup, saved, tmp_path):
     out = subprocess.run([CLIENT, "--socket", str(tmp_path / "none.sock"), "replay", str(saved)],
-                         capture_output=True, timeout=30)
+                         capture_output=True, timeout=WAIT_LIMIT)
     assert out.returncode == 2
     assert b"cannot connect" in out.stderr
 
 
 def test_unwritable_save_path(msup, tmp_path):
-    out = msup.client("exec", "--save", str(tmp_path / "no" / "such" / "dir.json"), "-c", "1")
+    out = msup.cli("exec", "--save", str(tmp_path / "no" / "such" / "dir.json"), "-c", "1")
     assert out.returncode == 2
     assert b"cannot save the record" in out.stderr
 
 
 def test_save_without_json_prints_as_usual(msup, tmp_path):
     record = tmp_path / "call.json"
-    out = msup.client("exec", "--save", str(record), "-c", "print('hi')\n6 * 7")
+    out = msup.cli("exec", "--save", str(record), "-c", "print('hi')\n6 * 7")
     assert out.returncode == 0 and out.stdout == b"hi\n42\n"
     assert json.loads(record.read_text())["message"]["result"]["text"] == "42"
 
@@ -200,7 +199,7 @@ def test_unicode_and_escapes_survive_the_record(msup, tmp_path):
     # surrogate pairs (json.dumps writes those), must give the same code.
     record = tmp_path / "call.json"
     code = 'print("caf\u00e9 \u2603 \U0001F600 \\t \\\\ \\" \\x01")\n"\u00e9\U0001F600"\n'
-    out = msup.client("exec", "--save", str(record), "-c", code)
+    out = msup.cli("exec", "--save", str(record), "-c", code)
     assert out.returncode == 0, out.stderr
     assert replay(msup, record)[0] == 0
     rec = json.loads(record.read_text())
@@ -214,13 +213,13 @@ def test_artifacts_compared(msup, tmp_path):
     """The files left in /outputs are part of the record: the same bytes replay as
     identical, different bytes are named (by count, never by content)."""
     same = tmp_path / "same.json"
-    out = msup.client("exec", "--save", str(same), "-c", "open('/outputs/a.txt', 'w').write('fixed\\n')")
+    out = msup.cli("exec", "--save", str(same), "-c", "open('/outputs/a.txt', 'w').write('fixed\\n')")
     assert out.returncode == 0, out.stderr
     assert json.loads(same.read_text())["message"]["artifacts"][0]["name"] == "a.txt"
     rc, report, _ = replay(msup, same)
     assert rc == 0 and lines(report)["artifacts"] == "identical", report
     changing = tmp_path / "changing.json"
-    out = msup.client("exec", "--save", str(changing), "-c",
+    out = msup.cli("exec", "--save", str(changing), "-c",
                       "import os\nopen('/outputs/r.bin', 'wb').write(os.urandom(16))")
     assert out.returncode == 0, out.stderr
     rc, report, _ = replay(msup, changing)
@@ -232,7 +231,7 @@ def test_artifacts_compared(msup, tmp_path):
 def test_record_without_artifacts_is_not_judged_on_them(msup, tmp_path):
     """A record made before artifacts existed (no such key) replays without that verdict."""
     rec_path = tmp_path / "old.json"
-    out = msup.client("exec", "--save", str(rec_path), "-c", "1 + 1")
+    out = msup.cli("exec", "--save", str(rec_path), "-c", "1 + 1")
     assert out.returncode == 0
     rec = json.loads(rec_path.read_text())
     for key in ("artifacts", "omittedArtifacts", "omittedArtifactBytes"):

@@ -1,8 +1,8 @@
 """Rootless (docs/security.md, "Rootless"): what a supervisor says and does about the
 user it runs as. These run in both modes of the suite: as root (the ordinary run) the
 answers are the root ones; under `make test-rootless` (CODEINTERP_ROOTLESS_USER, a user
-created for the run) the rootless ones. The rest of the rootless run is test_core.py
-and test_sandbox.py against the same unprivileged supervisor."""
+created for the run) the rootless ones, in both start modes. The rest of the rootless
+run is every test marked rootless (docs/testing.md)."""
 import os
 import pwd
 import shutil
@@ -11,8 +11,11 @@ import tempfile
 
 import pytest
 
-from conftest import (DAEMON, ROOTLESS, ROOTLESS_USER, WORKER_START, Conn, Supervisor, _ppid, pids_named,
-                      require_sandbox, wait_until, worker_pids_of)
+from testlib import (DAEMON, ROOTLESS, ROOTLESS_USER, WAIT_LIMIT, WORKER_START, Conn, Supervisor, ok, proc,
+                     require_sandbox, value)
+from testlib.waits import start_held, wait_for
+
+pytestmark = [pytest.mark.rootless, pytest.mark.start_mode]
 
 # The host ids a worker runs as: the policy's workerUid/workerGid (defaults) as root;
 # rootless, the supervisor's own user and its primary group.
@@ -21,31 +24,6 @@ if ROOTLESS:
     HOST_IDS = (_pw.pw_uid, _pw.pw_gid)
 else:
     HOST_IDS = (65534, 65534)
-
-
-def ok(m):
-    assert m["type"] == "result" and m["outcome"] == "ok", m
-    return m
-
-
-def value(m):
-    return ok(m)["result"]["text"]
-
-
-def proc_ids(pid):
-    """(real uid, real gid) of pid on the host, from /proc/PID/status."""
-    ids = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in ("Uid", "Gid"):
-                ids[key] = int(rest.split()[0])
-    return ids["Uid"], ids["Gid"]
-
-
-def nice_of(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        return int(f.read().rsplit(")", 1)[1].split()[16])
 
 
 def test_hello_says_rootless(conn):
@@ -58,24 +36,16 @@ def test_evidence_says_rootless(conn):
 
 
 def test_supervisor_runs_as_the_suites_user(supervisor):
-    assert proc_ids(supervisor.proc.pid) == (HOST_IDS if ROOTLESS else (0, 0))
+    assert proc.ids(supervisor.proc.pid) == (HOST_IDS if ROOTLESS else (0, 0))
 
 
 def test_worker_host_ids_and_inside_ids(supervisor):
     """Inside, the worker is workerUid/workerGid (65534) in both modes; on the host it is
-    that uid as root, and the supervisor's own user rootless (the single-id map)."""
-    c = supervisor.connect()
-    rid = c.request("execute", summary="t", sourceIds=[],
-                    code="import os, time\nids = (os.getuid(), os.getgid())\ntime.sleep(1.5)\nids")
-    assert wait_until(lambda: worker_pids_of(supervisor), 5.0)
-    [pid] = worker_pids_of(supervisor)
-    # An exec-mode worker is named before it takes its ids (worker_main.c): as root it
-    # may still be root when it is seen. Rootless, the creator's ids are the worker's.
-    def worker_ids():
-        ids = proc_ids(pid)
-        return ids if ROOTLESS or ids != (0, 0) else None
-    ids = wait_until(worker_ids, 5.0)
-    assert ids, "the worker kept root's ids"
+    that uid as root, and the supervisor's own user rootless (the single-id map). Read
+    while the call holds, once its worker is confined."""
+    call = start_held(supervisor, after="import os\n(os.getuid(), os.getgid())")
+    pid = call.wait_running()
+    ids = proc.ids(pid)
     if ROOTLESS:
         assert ids == HOST_IDS
     else:  # a host uid and gid of its own from the default block (test_identity.py)
@@ -84,7 +54,8 @@ def test_worker_host_ids_and_inside_ids(supervisor):
         assert f.read().split() == ["65534", str(ids[0]), "1"]
     with open("/proc/%d/setgroups" % pid) as f:
         assert f.read().strip() == ("deny" if ROOTLESS else "allow")
-    m = c.wait(rid)
+    call.release()
+    m = call.result()
     assert value(m) == "(65534, 65534)"
     assert m["exitStatus"]["hostUid"] == ids[0]
 
@@ -100,18 +71,18 @@ def test_pool_worker_priority(supervisor):
     c = supervisor.connect()
     st = c.call("status")
     sup_pid, zpid = st["pid"], st["zygotePid"]
-    base = nice_of(sup_pid)
+    base = proc.nice(sup_pid)
 
     def pool():
         """The supervisor's pre-started workers (its children, CLONE_PARENT)."""
-        return [p for p in pids_named("ci-pool") if _ppid(p) == sup_pid and p != zpid]
+        return [p for p in proc.pids_named("ci-pool") if proc.ppid(p) == sup_pid and p != zpid]
 
-    assert wait_until(lambda: len(pool()) >= 1, 10.0)
-    assert {nice_of(p) for p in pool()} == ({base} if ROOTLESS else {min(base + 10, 19)})
-    rid = c.request("execute", summary="t", sourceIds=[], code="import time\ntime.sleep(1.0)\n1")
-    assert wait_until(lambda: worker_pids_of(supervisor), 5.0)
-    assert [nice_of(p) for p in worker_pids_of(supervisor)] == [base]
-    ok(c.wait(rid))
+    wait_for(lambda: len(pool()) >= 1, "a pre-started worker")
+    assert {proc.nice(p) for p in pool()} == ({base} if ROOTLESS else {min(base + 10, 19)})
+    call = start_held(supervisor, c, after="1")
+    assert proc.nice(call.wait_running()) == base
+    call.release()
+    ok(call.result())
 
 
 def test_rlimit_above_the_inherited_hard_limit_is_clamped():
@@ -137,7 +108,7 @@ def test_check_config_says_rootless():
     args = [DAEMON, "--check-config"]
     if ROOTLESS:
         args = ["setpriv", "--reuid", ROOTLESS_USER, "--regid", str(HOST_IDS[1]), "--clear-groups", "--"] + args
-    out = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    out = subprocess.run(args, capture_output=True, text=True, timeout=WAIT_LIMIT)
     assert out.returncode == 0, out.stdout + out.stderr
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("running as root:")]
     if ROOTLESS:
@@ -164,11 +135,9 @@ def test_rootless_beside_a_root_supervisor(make_supervisor):
     `codeinterp` directory; v2: controllers enabled for children). That the directory
     exists does not make it the rootless supervisor's: it still runs without cgroups,
     and its calls work, while the root one's run in cgroups."""
-    from codeinterp.testing import Daemon
-    root = Daemon(DAEMON, "workerStart: %s\ncgroups: auto\n" % WORKER_START, (), user=None)
+    root = Supervisor("workerStart: %s\ncgroups: auto\n" % WORKER_START, user=None)
     try:
-        root.wait_ready()
-        rc = Conn(root.socket, 60)
+        rc = Conn(root.socket)
         try:
             have = rc.call("hello")["cgroup"]
             assert ok(rc.execute("1"))["evidence"]["runtime"]["cgroup"] == have
@@ -201,13 +170,17 @@ def test_rootless_rlimit_nproc_is_shared_with_the_users_processes():
     """docs/security.md, "Rootless": every task of the supervisor's user on the host
     counts against the user's RLIMIT_NPROC, the workers' included. With 8 allowed and
     the supervisor and the worker itself counted (exec mode: nothing else is the user's),
-    a call starts 6 threads, though its own maxProcesses (16) would allow 13."""
+    a call starts 6 threads, though its own maxProcesses (16) would allow 13. The
+    supervisor runs as a uid of this test process's own (no account, no other process),
+    not as the run's user, whose other supervisors run tests beside this one."""
     require_sandbox()
-    sup = Supervisor("workerStart: exec\n", prefix=["prlimit", "--nproc=8:8", "--"])
+    uid = 0x7fe00000 + (os.getpid() & 0xffff)  # below the workers' block, unused on the host
+    sup = Supervisor("workerStart: exec\n", prefix=["prlimit", "--nproc=8:8", "--"], user=uid)
     try:
         assert value(sup.connect().execute(THREADS)) == "6"
     finally:
         assert sup.stop() == 0
+    assert subprocess.run(["pgrep", "-U", str(uid)], capture_output=True).stdout == b""
 
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "test-rootless.sh")
@@ -220,7 +193,7 @@ def test_rootless_script_fails_instead_of_skipping_under_must_sandbox(must):
     and fails with CODEINTERP_MUST_SANDBOX=1."""
     env = dict(os.environ, CODEINTERP_MUST_SANDBOX=must)
     out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "--", "sh", SCRIPT,
-                          "/tmp"], capture_output=True, text=True, timeout=30, env=env, cwd="/")
+                          "/tmp"], capture_output=True, text=True, timeout=WAIT_LIMIT, env=env, cwd="/")
     if must:
         assert out.returncode == 1, out
         assert "FAILED: CODEINTERP_MUST_SANDBOX=1 but it must run as root" in out.stderr
@@ -243,26 +216,15 @@ def test_require_sandbox_for_a_user_that_cannot(monkeypatch):
         testing.require_sandbox("ci-no-such-user-0")
 
 
-def cap_sets(pid):
-    """{"CapPrm": int, "CapEff": int, "CapBnd": int, ...} of pid, from /proc/PID/status."""
-    out = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key.startswith("Cap"):
-                out[key] = int(rest, 16)
-    return out
-
-
 @pytest.mark.skipif(WORKER_START != "zygote", reason="the zygote is zygote mode's")
 def test_zygote_capabilities(supervisor):
     """Under root the zygote keeps CAP_SETUID and CAP_SETGID to write its workers' maps;
     rootless it keeps none: it owns its workers' namespaces and maps only its own ids."""
     zpid = supervisor.connect().call("status")["zygotePid"]
-    caps = cap_sets(zpid)
+    caps = proc.caps(zpid)
     setid = (1 << 6) | (1 << 7)  # CAP_SETGID, CAP_SETUID
     assert (caps["CapPrm"], caps["CapEff"]) == ((0, 0) if ROOTLESS else (setid, setid))
-    assert proc_ids(zpid) == (HOST_IDS if ROOTLESS else (0, 0))
+    assert proc.ids(zpid) == (HOST_IDS if ROOTLESS else (0, 0))
 
 
 @pytest.mark.skipif(not ROOTLESS, reason="a root supervisor's workers drop their groups")
@@ -275,22 +237,21 @@ def test_rootless_worker_keeps_the_supervisors_supplementary_groups():
     os.chown(d, *HOST_IDS)
     sock = os.path.join(d, "ci.sock")
     extra_gid = 4  # adm: any group the user is not in
-    proc = subprocess.Popen(["setpriv", "--reuid", str(HOST_IDS[0]), "--regid", str(HOST_IDS[1]),
-                             "--groups", str(extra_gid), "--", DAEMON, "--socket", sock],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    daemon = subprocess.Popen(["setpriv", "--reuid", str(HOST_IDS[0]), "--regid", str(HOST_IDS[1]),
+                               "--groups", str(extra_gid), "--", DAEMON, "--socket", sock],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        assert wait_until(lambda: os.path.exists(sock) or proc.poll() is not None, 10.0)
-        assert proc.poll() is None, proc.stderr.read()
+        wait_for(lambda: os.path.exists(sock) or daemon.poll() is not None, "the socket")
+        assert daemon.poll() is None, daemon.stderr.read()
         c = Conn(sock)  # the path appears only once it listens (bind, listen, rename)
         try:
             assert value(c.execute("import os\n(os.getgroups(), os.getgid())")) == "([65534], 65534)"
         finally:
             c.close()
-        with open("/proc/%d/status" % proc.pid) as f:
-            assert [ln.split()[1:] for ln in f if ln.startswith("Groups:")] == [[str(extra_gid)]]
+        assert proc.status(daemon.pid)["Groups"].split() == [str(extra_gid)]
     finally:
-        proc.terminate()
-        assert proc.wait(15) == 0
+        daemon.terminate()
+        assert daemon.wait(WAIT_LIMIT) == 0
         shutil.rmtree(d, ignore_errors=True)
 
 
@@ -298,15 +259,12 @@ def test_rootless_worker_keeps_the_supervisors_supplementary_groups():
 # ---- /outputs (docs/design.md, "Artifacts"; rootless: the mount helper) ----
 
 def outputs_mount(pid):
-    """The super options of the /outputs mount, from /proc/PID/mountinfo, as a dict."""
-    with open("/proc/%d/mountinfo" % pid) as f:
-        for line in f:
-            fields = line.split()
-            if fields[4] == "/outputs":
-                sep = fields.index("-")
-                assert fields[sep + 1] == "tmpfs", line
-                return dict(o.partition("=")[::2] for o in fields[sep + 3].split(","))
-    raise AssertionError("no /outputs in the worker's mounts")
+    """The super options of the /outputs mount in pid's mounts, as a dict."""
+    found = proc.mount_options(pid, "/outputs")
+    assert found, "no /outputs in the worker's mounts"
+    fstype, opts = found
+    assert fstype == "tmpfs", found
+    return opts
 
 
 def test_outputs_tmpfs_bounds_and_owner(make_supervisor):
@@ -314,30 +272,23 @@ def test_outputs_tmpfs_bounds_and_owner(make_supervisor):
     maxArtifacts + 1 inodes), owned by the supervisor's own ids and never handed over
     (no CAP_CHOWN): as root mode 0777, the worker writing there with host ids of its
     own; rootless mode 0700, the worker being this user (the helper's tmpfs). The
-    kernel keeps the bounds either way."""
+    kernel keeps the bounds either way. Read while the call holds, once its worker is
+    confined (its mounts made)."""
     s = make_supervisor("maxArtifacts: 3\nmaxArtifactBytes: 65536\n")
     c = s.connect()
-    rid = c.request("execute", summary="t", sourceIds=[],
-                    code="open('/outputs/a.txt', 'w').write('a')\nimport time\ntime.sleep(1.5)")
-    assert wait_until(lambda: worker_pids_of(s), 5.0)
-    [pid] = worker_pids_of(s)
-
-    def mounted():  # the worker may be found before it has made its mounts (exec mode)
-        try:
-            return outputs_mount(pid)
-        except AssertionError:
-            return None
-    opts = wait_until(mounted, 5.0)
-    assert opts, "no /outputs in the worker's mounts"
+    call = start_held(s, c, before="open('/outputs/a.txt', 'w').write('a')")
+    pid = call.wait_running()
+    opts = outputs_mount(pid)
     mode = "700" if ROOTLESS else "777"
     assert (opts["size"], opts["nr_inodes"], opts["mode"]) == ("64k", "4", mode), opts
     st = os.stat("/proc/%d/root/outputs" % pid)
-    assert (st.st_uid, st.st_gid) == proc_ids(s.proc.pid) and st.st_mode & 0o777 == int(mode, 8)
+    assert (st.st_uid, st.st_gid) == proc.ids(s.proc.pid) and st.st_mode & 0o777 == int(mode, 8)
     if ROOTLESS:
-        assert proc_ids(pid) == HOST_IDS == proc_ids(s.proc.pid)
+        assert proc.ids(pid) == HOST_IDS == proc.ids(s.proc.pid)
     else:
-        assert proc_ids(pid) != proc_ids(s.proc.pid)
-    r = ok(c.wait(rid))
+        assert proc.ids(pid) != proc.ids(s.proc.pid)
+    call.release()
+    r = ok(call.result())
     assert [(a["name"], a["data"]) for a in r["artifacts"]] == [("a.txt", b"a")]
     code = ("import os\nn = 0\ntry:\n    for i in range(10):\n        open('/outputs/f%d' % i, 'w').close()\n"
             "        n += 1\nexcept OSError as e:\n    n = (n, e.errno)\nn")
@@ -345,8 +296,6 @@ def test_outputs_tmpfs_bounds_and_owner(make_supervisor):
     code = ("import os\nfd = os.open('/outputs/big', os.O_WRONLY | os.O_CREAT)\nn = 0\ntry:\n    while True:\n"
             "        n += os.write(fd, b'x' * 4096)\nexcept OSError as e:\n    n = (n, e.errno)\nn")
     assert value(c.execute(code)) == "(65536, 28)"
-
-
 NOFILE_CAUSE = "Too many open files"
 OUTPUTS_STEP = "creating its /outputs tmpfs"
 
@@ -382,7 +331,7 @@ def test_outputs_step_fails_under_the_descriptor_limit(make_supervisor):
         for n in range(base + 1, base + 30):
             soft = prlimit(pid, "nofile", n)
             old = soft if old is None else old
-            c = Conn(s.socket, 15)
+            c = Conn(s.socket)
             try:
                 r = c.execute("open('/outputs/x', 'w').write('x')")
             finally:

@@ -1,29 +1,19 @@
-"""Core slice: what the code inside a worker can and cannot reach."""
+"""Core slice: what the code inside a worker can and cannot reach. All of it depends on
+how the worker was made (both start modes, rootless) and on the CPython it runs."""
 import os
 import secrets
 
 import pytest
 
-from conftest import MUST_SANDBOX, running_supervisor, runtime_ancestors
+from testlib import runtime_ancestors, unavailable, value
+
+pytestmark = [pytest.mark.start_mode, pytest.mark.rootless, pytest.mark.python]
 
 TMP_BYTES = 1048576
+SHARED_POLICY = "tmpBytes: %d\n" % TMP_BYTES
 
 
-@pytest.fixture(scope="module")
-def msup():
-    with running_supervisor("tmpBytes: %d\n" % TMP_BYTES) as s:
-        yield s
-
-
-def value(r):
-    """The shown value of a call that must have succeeded."""
-    assert r["type"] == "result", r
-    assert r["outcome"] == "ok", (r.get("outcome"), r.get("exception"), r.get("detail"))
-    assert r["result"] is not None, "the call showed no value"
-    return r["result"]["text"]
-
-
-def test_no_network_sockets(mconn):
+def test_no_network_sockets(shared_conn):
     code = """import socket
 r = {}
 for name in ('AF_INET', 'AF_INET6', 'AF_UNIX', 'AF_NETLINK', 'AF_PACKET'):
@@ -40,34 +30,34 @@ except OSError as e:
     r['socketpair'] = type(e).__name__
 sorted(r.items())
 """
-    got = dict(eval(value(mconn.execute(code))))
+    got = dict(eval(value(shared_conn.execute(code))))
     assert set(got) == {"AF_INET", "AF_INET6", "AF_UNIX", "AF_NETLINK", "AF_PACKET", "socketpair"}
     for name, what in got.items():
         assert what in ("PermissionError", "OSError"), (name, what)
 
 
-def test_af_inet_raises_permission_error(mconn):
-    r = mconn.execute("import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)")
+def test_af_inet_raises_permission_error(shared_conn):
+    r = shared_conn.execute("import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)")
     assert r["outcome"] == "python_exception"
     assert r["exception"]["type"] == "PermissionError"
 
 
-def test_no_fork(mconn):
-    r = mconn.execute("import os\nos.fork()")
+def test_no_fork(shared_conn):
+    r = shared_conn.execute("import os\nos.fork()")
     assert r["outcome"] == "python_exception"
     assert r["exception"]["type"] == "PermissionError"
 
 
-def test_no_subprocess(mconn):
+def test_no_subprocess(shared_conn):
     # /usr/bin/python3 is not in the worker's root: any error but EPERM would mean the
     # fork itself succeeded.
-    r = mconn.execute("import subprocess\nsubprocess.run(['/usr/bin/python3', '-c', 'print(1)'])")
+    r = shared_conn.execute("import subprocess\nsubprocess.run(['/usr/bin/python3', '-c', 'print(1)'])")
     assert r["outcome"] == "python_exception"
     assert r["exception"]["type"] == "PermissionError"
 
 
-def test_no_posix_spawn(mconn):
-    r = mconn.execute("import os\nos.posix_spawn('/usr/bin/python3', ['python3'], {})")
+def test_no_posix_spawn(shared_conn):
+    r = shared_conn.execute("import os\nos.posix_spawn('/usr/bin/python3', ['python3'], {})")
     assert r["outcome"] == "python_exception"
     assert r["exception"]["type"] == "PermissionError"
 
@@ -78,26 +68,26 @@ assert os.access(exe, os.X_OK), exe
 """
 
 
-def test_no_exec(mconn):
+def test_no_exec(shared_conn):
     # Exec a file that exists and is executable in the worker's root: only the filter
     # stops it.
-    r = mconn.execute(EXISTING_EXECUTABLE + "os.execv(exe, [exe, '--version'])")
+    r = shared_conn.execute(EXISTING_EXECUTABLE + "os.execv(exe, [exe, '--version'])")
     assert r["outcome"] == "python_exception", (r["outcome"], r.get("detail"), r.get("exception"))
     assert r["exception"]["type"] == "PermissionError"
 
 
-def test_os_system_runs_nothing(mconn):
+def test_os_system_runs_nothing(shared_conn):
     # glibc's system() reports a failed spawn as exit status 127; nothing runs.
-    r = mconn.execute("import os\nos.system('echo from-the-shell; echo from-the-shell >&2')")
+    r = shared_conn.execute("import os\nos.system('echo from-the-shell; echo from-the-shell >&2')")
     assert value(r) != "0"
     assert "from-the-shell" not in r["stdout"]["text"]
     assert "from-the-shell" not in r["stderr"]["text"]
 
 
-def test_threads_still_work(mconn):
+def test_threads_still_work(shared_conn):
     # Control for the fork/exec tests: clone(CLONE_THREAD) is allowed.
     code = "import threading\nout = []\nt = threading.Thread(target=lambda: out.append(6 * 7))\nt.start(); t.join()\nout"
-    assert value(mconn.execute(code)) == "[42]"
+    assert value(shared_conn.execute(code)) == "[42]"
 
 
 @pytest.fixture
@@ -122,7 +112,8 @@ def host_canaries():
             os.unlink(p)
 
 
-def test_host_files_invisible(msup, mconn, host_canaries):
+def test_host_files_invisible(shared_supervisor, shared_conn, host_canaries):
+    msup = shared_supervisor()
     token, paths = host_canaries
     sock_dir = os.path.dirname(msup.socket)
     code = """import os
@@ -152,10 +143,10 @@ except OSError:
     assert os.path.exists(msup.socket) and os.path.exists("/etc/passwd")
     # /root exists in the worker only as the empty path to a pyenv interpreter's binds.
     visible = sorted(p for p in ("/root",) if p in runtime_ancestors())
-    assert value(mconn.execute(code)) == "([], %r)" % visible
+    assert value(shared_conn.execute(code)) == "([], %r)" % visible
 
 
-def test_root_and_inputs_read_only(mconn):
+def test_root_and_inputs_read_only(shared_conn):
     code = """import errno
 r = []
 for p in ('/x', '/usr/x', '/usr/lib/x', '/inputs/x', '/dev/x', '/lib/x'):
@@ -173,27 +164,27 @@ except OSError as e:
     r.append(('/newdir', errno.errorcode.get(e.errno, e.errno)))
 r
 """
-    got = eval(value(mconn.execute(code)))
+    got = eval(value(shared_conn.execute(code)))
     assert len(got) == 7
     for path, what in got:
         assert what in ("EROFS", "EACCES", "EPERM"), (path, what)
 
 
-def test_tmp_writable(mconn):
+def test_tmp_writable(shared_conn):
     code = """with open('/tmp/data.bin', 'wb') as f:
     f.write(b'x' * 300000)
 import os
 os.path.getsize('/tmp/data.bin')
 """
-    assert value(mconn.execute(code)) == "300000"
+    assert value(shared_conn.execute(code)) == "300000"
 
 
-def test_tmp_size_capped(mconn):
+def test_tmp_size_capped(shared_conn):
     code = """with open('/tmp/big.bin', 'wb') as f:
     for i in range(%d):
         f.write(b'y' * 65536)
 """ % (2 * TMP_BYTES // 65536)
-    r = mconn.execute(code)
+    r = shared_conn.execute(code)
     assert r["outcome"] == "python_exception", r.get("outcome")
     exc = r["exception"]
     assert exc["type"] == "OSError"
@@ -201,13 +192,13 @@ def test_tmp_size_capped(mconn):
     assert r["limit"] is None
 
 
-def test_not_root(mconn):
-    uid, euid, gid, egid = eval(value(mconn.execute("import os\n(os.getuid(), os.geteuid(), os.getgid(), os.getegid())")))
+def test_not_root(shared_conn):
+    uid, euid, gid, egid = eval(value(shared_conn.execute("import os\n(os.getuid(), os.geteuid(), os.getgid(), os.getegid())")))
     assert 0 not in (uid, euid, gid, egid)
     assert (uid, gid) == (65534, 65534)  # workerUid/workerGid defaults
 
 
-def test_cannot_regain_privileges(mconn):
+def test_cannot_regain_privileges(shared_conn):
     code = """import os
 r = {}
 for name, f in (('setuid', lambda: os.setuid(0)), ('setgid', lambda: os.setgid(0)),
@@ -220,37 +211,37 @@ for name, f in (('setuid', lambda: os.setuid(0)), ('setgid', lambda: os.setgid(0
         r[name] = type(e).__name__
 sorted(r.items())
 """
-    got = dict(eval(value(mconn.execute(code))))
+    got = dict(eval(value(shared_conn.execute(code))))
     assert got["setuid"] == "PermissionError"
     assert got["chroot"] == "PermissionError"
     for name, what in got.items():
         assert what in ("PermissionError", "OSError"), (name, what)
 
 
-def test_setuid_zero_raises(mconn):
-    r = mconn.execute("import os\nos.setuid(0)")
+def test_setuid_zero_raises(shared_conn):
+    r = shared_conn.execute("import os\nos.setuid(0)")
     assert r["outcome"] == "python_exception"
     assert r["exception"]["type"] == "PermissionError"
 
 
-def test_hostname(mconn):
-    assert value(mconn.execute("import socket, os\n(socket.gethostname(), os.uname().nodename)")) == \
+def test_hostname(shared_conn):
+    assert value(shared_conn.execute("import socket, os\n(socket.gethostname(), os.uname().nodename)")) == \
         "('codeinterp', 'codeinterp')"
 
 
-def test_environment_is_minimal(mconn):
-    got = eval(value(mconn.execute("import os\nsorted(os.environ)")))
+def test_environment_is_minimal(shared_conn):
+    got = eval(value(shared_conn.execute("import os\nsorted(os.environ)")))
     assert set(got) <= {"LANG", "LC_ALL", "LC_CTYPE"}, got
 
 
 @pytest.mark.parametrize("module", ["pip", "ensurepip", "venv"])
-def test_package_installers_unavailable(mconn, module):
-    r = mconn.execute("import %s" % module)
+def test_package_installers_unavailable(shared_conn, module):
+    r = shared_conn.execute("import %s" % module)
     assert r["outcome"] == "python_exception"
     assert r["exception"]["type"] in ("ImportError", "ModuleNotFoundError")
 
 
-def test_package_installer_import_error_catchable(mconn):
+def test_package_installer_import_error_catchable(shared_conn):
     code = """r = []
 for name in ('pip', 'ensurepip'):
     try:
@@ -260,23 +251,21 @@ for name in ('pip', 'ensurepip'):
         r.append('ImportError')
 r
 """
-    assert value(mconn.execute(code)) == "['ImportError', 'ImportError']"
+    assert value(shared_conn.execute(code)) == "['ImportError', 'ImportError']"
 
 
-def test_landlock_fence_inside_the_minimal_root(mconn):
+def test_landlock_fence_inside_the_minimal_root(shared_conn):
     """Landlock (where the kernel has it) fences the worker inside its root: writes only
     to /tmp and /dev/null. A device opened for writing is the one write the read-only
     mounts do not stop (devices ignore a read-only mount), so it shows the fence;
     ordinary file work in /tmp still works."""
-    r = mconn.execute("open('/dev/urandom', 'wb').write(b'entropy?')")
+    r = shared_conn.execute("open('/dev/urandom', 'wb').write(b'entropy?')")
     abi = r["evidence"]["runtime"]["landlock"]
     if abi == 0:
-        if MUST_SANDBOX:
-            pytest.fail("CODEINTERP_MUST_SANDBOX=1 but the kernel offers no Landlock")
-        pytest.skip("no Landlock on this kernel")
+        unavailable("the kernel offers no Landlock")
     assert r["outcome"] == "python_exception", r
     assert r["exception"]["type"] == "PermissionError"
-    r = mconn.execute("import os, shutil, tempfile\n"
+    r = shared_conn.execute("import os, shutil, tempfile\n"
                       "d = tempfile.mkdtemp()\n"
                       "open(d + '/a', 'w').write('x')\n"
                       "os.rename(d + '/a', '/tmp/b')\n"

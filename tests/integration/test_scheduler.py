@@ -7,95 +7,24 @@ the supervisor leaks nothing (fds, workers, mounts, zombies).
 Everything is observed through the protocol (progress phases, results, the status op)
 and /proc, never through timing alone."""
 import os
-import select
 import socket
-import struct
 import threading
 import time
 
-import msgpack
 import pytest
 
-from conftest import (NORTHSTAR, WORKER_START, Conn, check_northstar, pid_alive, running_supervisor, status,
-                      wait_until, worker_pids_of)
+from testlib import NORTHSTAR, WAIT_LIMIT, WORKER_START, Conn, check_northstar, proc, status, worker_pids_of
+from testlib.frames import assert_one_outcome, call_id_of, count, drain, execute_frame, frame, of, one_result, pump
+from testlib.waits import start_held, wait_call, wait_for, wait_idle, wait_running, wait_states
+
+# All of it is the supervisor's scheduler (asan); how a worker is asked for differs
+# between the start modes (start_mode: the tests where a call is cancelled or times out
+# around its worker's start).
+pytestmark = pytest.mark.asan
 
 
 def sleep_code(seconds):
     return "import time; time.sleep(%s)" % seconds
-
-
-# ---- reading several connections in arrival order ----
-
-class Ev:
-    """One message as it arrived: receive time, index of the connection, the message."""
-
-    __slots__ = ("t", "conn", "m")
-
-    def __init__(self, t, conn, m):
-        self.t, self.conn, self.m = t, conn, m
-
-    def __repr__(self):
-        m = self.m
-        short = {k: m.get(k) for k in ("id", "type", "callId", "phase", "outcome", "op", "code", "state")
-                 if m.get(k) is not None}
-        return "<%.3f c%d %r>" % (self.t, self.conn, short)
-
-
-def _read_some(conns, wait):
-    out = []
-    for i, c in enumerate(conns):
-        while c.backlog:
-            out.append(Ev(time.monotonic(), i, c.backlog.pop(0)))
-    if out:
-        return out
-    socks = [c.sock for c in conns]
-    ready, _, _ = select.select(socks, [], [], max(0.0, wait))
-    for s in ready:
-        i = socks.index(s)
-        out.append(Ev(time.monotonic(), i, conns[i].recv()))
-    return out
-
-
-def pump(conns, done, events=None, timeout=30.0):
-    """Read every message of conns, in arrival order, into events until done(events)."""
-    events = [] if events is None else events
-    deadline = time.monotonic() + timeout
-    while not done(events):
-        left = deadline - time.monotonic()
-        assert left > 0, "timed out waiting; received so far: %r" % events[-40:]
-        events.extend(_read_some(conns, min(left, 0.5)))
-    return events
-
-
-def drain(conns, seconds, events=None):
-    """Read whatever arrives on conns during the next `seconds`."""
-    events = [] if events is None else events
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        events.extend(_read_some(conns, end - time.monotonic()))
-    return events
-
-
-def of(events, conn=None, rid=None, type=None, phase=None, call_id=None):
-    out = []
-    for e in events:
-        m = e.m
-        if conn is not None and e.conn != conn:
-            continue
-        if rid is not None and m.get("id") != rid:
-            continue
-        if type is not None and m.get("type") != type:
-            continue
-        if phase is not None and m.get("phase") != phase:
-            continue
-        if call_id is not None and m.get("callId") != call_id:
-            continue
-        out.append(e)
-    return out
-
-
-def count(events, **kw):
-    return len(of(events, **kw))
 
 
 def execute(conn, code, invocation=None):
@@ -105,100 +34,38 @@ def execute(conn, code, invocation=None):
     return conn.request("execute", **fields)
 
 
-def frame(obj):
-    body = msgpack.packb(obj, use_bin_type=True)
-    return struct.pack(">I", len(body)) + body
-
-
-def exec_frame(rid, code):
-    return frame({"op": "execute", "id": rid, "summary": "test", "code": code, "sourceIds": []})
-
-
-def wait_idle(sup, timeout=5.0):
-    """Until the supervisor runs and queues nothing (a previous test's calls are gone)."""
-    last = {}
-
-    def idle():
-        last.update(status(sup))
-        return last["running"] == 0 and last["queued"] == 0
-
-    assert wait_until(idle, timeout, 0.05), "supervisor not idle: %r" % last
-    assert wait_until(lambda: not worker_pids_of(sup), timeout), worker_pids_of(sup)
-    return last
-
-
-def call_id_of(events, conn, rid):
-    ids = {e.m["callId"] for e in of(events, conn=conn, rid=rid) if e.m.get("type") in ("progress", "result")}
-    assert len(ids) == 1, (rid, ids, events)
-    return ids.pop()
-
-
-def one_result(events, conn, rid):
-    rs = of(events, conn=conn, rid=rid, type="result")
-    assert len(rs) == 1, "expected exactly one result for request %d: %r" % (rid, rs)
-    return rs[0].m
-
-
-def assert_one_outcome(events, conn, rid):
-    """Exactly one finished progress and one result, and they agree on the outcome."""
-    r = one_result(events, conn, rid)
-    fin = of(events, conn=conn, rid=rid, type="progress", phase="finished")
-    assert len(fin) == 1, fin
-    assert fin[0].m["outcome"] == r["outcome"], (fin, r["outcome"])
-    return r
-
-
 # ---- supervisors ----
 
-SUP1_POLICY = "maxActiveWorkers: 1\nheartbeatMs: 100\ntimeoutMs: 30000\n"
+# Capacity 1, long deadline, fast heartbeats; shared by the tests that need a queue.
+SUP1_POLICY = "maxActiveWorkers: 1\nheartbeatMs: 100\ntimeoutMs: 300000\n"
 
 
-@pytest.fixture(scope="module")
-def sup1():
-    """Capacity 1, long deadline, fast heartbeats; shared by the tests that need a queue."""
-    with running_supervisor(SUP1_POLICY) as s:
-        yield s
-
-
-@pytest.fixture
-def idle1(sup1):
-    wait_idle(sup1)
-    yield sup1
-    for c in sup1.conns:
-        try:
-            c.close()
-        except OSError:
-            pass
-    sup1.conns.clear()
+def held_calls(sup, n, conns=None, after="1"):
+    """n held calls, each on a connection of its own (or on conns[i]), sent in order;
+    their callIds are read (so each has been admitted) before the next is sent."""
+    calls = []
+    for i in range(n):
+        call = start_held(sup, conns[i] if conns else sup.connect(), after=after)
+        call.call_id
+        calls.append(call)
+    return calls
 
 
 # ---- capacity ----
 
-def test_capacity_one_runs_calls_one_at_a_time(idle1):
-    sup = idle1
+def test_capacity_one_runs_calls_one_at_a_time(shared_supervisor):
+    """Three calls, each holding until released: the supervisor runs one, the others
+    wait in the queue, and the next starts only once the running one has finished."""
+    sup = shared_supervisor(SUP1_POLICY)
     before = status(sup)
     assert before["capacity"] == 1
-    cs = [sup.connect() for _ in range(3)]
-    rids = [execute(c, sleep_code(0.4)) for c in cs]
-    ev = pump(cs, lambda ev: count(ev, type="result") == 3)
-
-    spans = []
-    for i, rid in enumerate(rids):
-        r = assert_one_outcome(ev, i, rid)
-        assert r["outcome"] == "ok", r
-        st = of(ev, conn=i, rid=rid, phase="started")
-        fin = of(ev, conn=i, rid=rid, phase="finished")
-        assert len(st) == 1, st
-        spans.append((st[0].t, fin[0].t, i))
-    spans.sort()
-    # A call starts only after the previous one finished (0.4 s sleeps: running at once
-    # would overlap by ~0.4 s; the 50 ms allow for reading three sockets in some order).
-    for (s0, f0, i0), (s1, f1, i1) in zip(spans, spans[1:]):
-        assert s1 >= f0 - 0.05, "call on connection %d started before the one on %d finished: %r" % (i1, i0, spans)
-    # Two of the three waited in the queue for the others.
-    queued_ms = sorted(one_result(ev, i, rid)["timing"]["queueMs"] for i, rid in enumerate(rids))
-    assert queued_ms[1] >= 350 and queued_ms[2] >= 750, queued_ms
-
+    calls = held_calls(sup, 3)
+    for i, call in enumerate(calls):
+        want = ["queued"] * 3
+        want[i] = "running"
+        wait_states(sup, want[i:], "call %d of 3 running, the later ones queued" % (i + 1))
+        call.release()
+        assert call.result()["outcome"] == "ok"
     after = status(sup)
     assert after["maxRunningSeen"] == 1, after
     assert after["startedTotal"] - before["startedTotal"] == 3
@@ -208,30 +75,52 @@ def test_capacity_one_runs_calls_one_at_a_time(idle1):
 
 def test_capacity_two_runs_two_at_once(make_supervisor):
     sup = make_supervisor("maxActiveWorkers: 2\nheartbeatMs: 100\n")
-    cs = [sup.connect() for _ in range(3)]
-    watcher = sup.connect()
-    assert watcher.call("status")["capacity"] == 2
-    rids = [execute(c, sleep_code(0.6)) for c in cs]
-
-    ev = pump(cs, lambda ev: count(ev, phase="started") >= 2)
-    # Two started, none finished yet: both run at this moment.
-    assert count(ev, phase="started") == 2 and count(ev, phase="finished") == 0, ev
-    st = watcher.call("status")
+    assert status(sup)["capacity"] == 2
+    calls = held_calls(sup, 3)
+    wait_states(sup, ["running", "running", "queued"], "two running, one queued")
+    st = status(sup)
     assert st["running"] == 2 and st["queued"] == 1, st
     assert st["maxRunningSeen"] == 2, st
-    # (A zygote's pre-started worker takes its ci-worker name a moment after "started".)
-    assert wait_until(lambda: len(worker_pids_of(sup)) == 2, 5.0), worker_pids_of(sup)
-
-    pump(cs, lambda ev: count(ev, type="result") == 3, ev)
-    for i, rid in enumerate(rids):
-        assert assert_one_outcome(ev, i, rid)["outcome"] == "ok"
-    # The third started only after one of the first two finished.
-    starts = sorted((of(ev, conn=i, phase="started")[0].t, i) for i in range(3))
-    first_finish = min(of(ev, conn=i, phase="finished")[0].t for _, i in starts[:2])
-    assert starts[2][0] >= first_finish - 0.05, ev
-    st = watcher.call("status")
+    pids = sorted(c["workerPid"] for c in st["calls"][:2])
+    assert sorted(worker_pids_of(sup)) == pids
+    # The third starts only after one of the first two finished.
+    calls[0].release()
+    assert assert_ok(calls[0].result())
+    wait_states(sup, ["running", "running"], "the third running once the first finished")
+    for call in calls[1:]:
+        call.release()
+        assert_ok(call.result())
+    st = status(sup)
     assert st["maxRunningSeen"] == 2, st  # never 3
     assert st["running"] == 0 and st["queued"] == 0 and st["startedTotal"] == 3
+
+
+def assert_ok(r):
+    assert r["type"] == "result" and r["outcome"] == "ok", r
+    return r
+
+
+def test_status_lists_each_calls_state(shared_supervisor):
+    """status's calls: a queued call as queued without a pid; the running one, once its
+    worker has reported its sandbox complete, as running with the worker's host pid
+    (the pid its result names); a finished call no longer listed."""
+    sup = shared_supervisor(SUP1_POLICY)
+    c = sup.connect()
+    blocker = start_held(sup, c)
+    pid = blocker.wait_running()
+    waiting = c.submit("1")
+    w = c.call_id(waiting)
+    wait_call(sup, w, "queued")
+    calls = {m["callId"]: m for m in status(sup)["calls"]}
+    b = blocker.call_id
+    assert set(calls) == {b, w}, calls
+    assert calls[w] == {"callId": w, "state": "queued", "workerPid": None}, calls
+    assert calls[b] == {"callId": b, "state": "running", "workerPid": pid}, calls
+    assert pid in worker_pids_of(sup)
+    blocker.release()
+    assert blocker.result()["exitStatus"]["pid"] == pid
+    assert c.wait(waiting)["outcome"] == "ok"
+    assert status(sup)["calls"] == []
 
 
 # ---- fairness ----
@@ -243,10 +132,11 @@ def test_capacity_two_runs_two_at_once(make_supervisor):
     ("invocation", "anonymous", "same"),
     ("anonymous", "anonymous", "other"),
 ])
-def test_fairness_new_group_is_served_before_a_busy_groups_backlog(idle1, a_kind, b_kind, b_conn):
+def test_fairness_new_group_is_served_before_a_busy_groups_backlog(shared_supervisor, a_kind, b_kind, b_conn):
     """Group A queues 8 calls, then group B queues 1: B is served in the next turn, not
-    after A's backlog (at most one A call, the one already running, starts before B)."""
-    sup = idle1
+    after A's backlog. A's first call holds the only slot until B is queued, then goes:
+    the next to start must be B."""
+    sup = shared_supervisor(SUP1_POLICY)
     c1 = sup.connect()
     c2 = c1 if b_conn == "same" else sup.connect()
     conns = [c1] if b_conn == "same" else [c1, c2]
@@ -254,10 +144,14 @@ def test_fairness_new_group_is_served_before_a_busy_groups_backlog(idle1, a_kind
     inv_a = c1.call("invocation.open")["invocation"] if a_kind == "invocation" else None
     inv_b = c2.call("invocation.open")["invocation"] if b_kind == "invocation" else None
 
-    a_rids = [execute(c1, sleep_code(0.2), inv_a) for _ in range(8)]
+    first = start_held(sup, c1, invocation=inv_a)
+    first.wait_running()
+    a_rids = [first.rid] + [execute(c1, "1", inv_a) for _ in range(7)]
     ev = pump(conns, lambda ev: all(count(ev, conn=0, rid=r, phase="queued") == 1 for r in a_rids))
     assert all(count(ev, conn=0, rid=r, type="error") == 0 for r in a_rids), ev
-    b_rid = execute(c2, sleep_code(0.2), inv_b)
+    b_rid = execute(c2, "1", inv_b)
+    pump(conns, lambda ev: count(ev, conn=b_idx, rid=b_rid, phase="queued") == 1, ev)
+    first.release()
     pump(conns, lambda ev: count(ev, conn=b_idx, rid=b_rid, type="result") == 1, ev)
 
     assert one_result(ev, b_idx, b_rid)["outcome"] == "ok"
@@ -267,17 +161,15 @@ def test_fairness_new_group_is_served_before_a_busy_groups_backlog(idle1, a_kind
             order.append("B")
         elif e.conn == 0 and e.m["id"] in a_rids:
             order.append("A")
-    assert "B" in order, ev
-    a_before_b = order.index("B")
-    assert a_before_b <= 1, "B waited behind %d of A's calls: %s" % (a_before_b, order)
+    assert order[:2] == ["A", "B"], "B waited behind %d of A's calls: %s" % (order.index("B") - 1, order)
     assert status(sup)["maxRunningSeen"] == 1
     # Closing the connections cancels A's backlog (checked in the disconnect test).
 
 
-def test_anonymous_calls_of_one_connection_form_one_group(idle1):
+def test_anonymous_calls_of_one_connection_form_one_group(shared_supervisor):
     """The other side of fairness: a connection's anonymous calls share one group, so a
     later anonymous call on the same connection waits its turn (arrival order)."""
-    sup = idle1
+    sup = shared_supervisor(SUP1_POLICY)
     c = sup.connect()
     rids = [execute(c, sleep_code(0.1)) for _ in range(4)]
     ev = pump([c], lambda ev: count(ev, type="result") == 4)
@@ -303,21 +195,25 @@ def connect_as(sup, uid):
 
 def test_fairness_least_recently_served_uid_comes_first(make_supervisor):
     """The outer level: a uid that has not been served goes before another uid's groups,
-    even groups of that uid that were never served themselves."""
+    even groups of that uid that were never served themselves. The blocker holds the
+    only slot until all three wait."""
     sup = make_supervisor("maxActiveWorkers: 1\nallowedUids: [0, 65534]\n")
     root = sup.connect()
     nobody = connect_as(sup, 65534)
     assert nobody.call("hello")["type"] == "reply"
     inv_x = root.call("invocation.open")["invocation"]
     inv_y = root.call("invocation.open")["invocation"]
-    blocker = execute(root, sleep_code(0.3))
+    blocker = start_held(sup, root)
+    blocker.wait_running()
     x = execute(root, sleep_code(0.05), inv_x)
     y = execute(root, sleep_code(0.05), inv_y)
     ev = pump([root, nobody], lambda ev: count(ev, conn=0, rid=y, phase="queued") == 1 and
-              count(ev, conn=0, rid=blocker, phase="started") == 1)
+              count(ev, conn=0, rid=x, phase="queued") == 1)
     z = execute(nobody, sleep_code(0.05))
+    pump([root, nobody], lambda ev: count(ev, conn=1, rid=z, phase="queued") == 1, ev)
+    blocker.release()
     pump([root, nobody], lambda ev: count(ev, type="result") == 4, ev)
-    names = {(0, blocker): "blocker", (0, x): "x", (0, y): "y", (1, z): "z"}
+    names = {(0, blocker.rid): "blocker", (0, x): "x", (0, y): "y", (1, z): "z"}
     order = [names[(e.conn, e.m["id"])] for e in of(ev, phase="started")]
     assert "call %d admitted (uid 65534," % call_id_of(ev, 1, z) in sup.read_log()
     assert order == ["blocker", "z", "x", "y"], order
@@ -327,10 +223,10 @@ def test_fairness_least_recently_served_uid_comes_first(make_supervisor):
 
 # ---- cancel ----
 
-def test_cancel_queued_call_never_starts_a_worker(idle1):
-    sup = idle1
+def test_cancel_queued_call_never_starts_a_worker(shared_supervisor):
+    sup = shared_supervisor(SUP1_POLICY)
     c = sup.connect()
-    blocker = execute(c, sleep_code(30))
+    blocker = execute(c, sleep_code(3600))
     target = execute(c, "print('must not run')")
     ev = pump([c], lambda ev: count(ev, rid=blocker, phase="started") == 1 and
               count(ev, rid=target, phase="queued") == 1)
@@ -370,19 +266,17 @@ def test_cancel_queued_call_never_starts_a_worker(idle1):
     assert status(sup)["startedTotal"] == before["startedTotal"]
 
 
-def test_cancel_running_call_kills_the_worker_and_keeps_partial_output(idle1):
-    sup = idle1
+@pytest.mark.start_mode
+def test_cancel_running_call_kills_the_worker_and_keeps_partial_output(shared_supervisor):
+    sup = shared_supervisor(SUP1_POLICY)
     c = sup.connect()
-    rid = execute(c, "print('partial', flush=True)\nimport time\ntime.sleep(30)\nprint('never')")
+    rid = execute(c, "print('partial', flush=True)\nimport time\ntime.sleep(3600)\nprint('never')")
     # Wait until the supervisor has the output (a heartbeat shows 8 stdout characters).
     ev = pump([c], lambda ev: any(e.m.get("stdoutCharacters", 0) >= 8 for e in of(ev, rid=rid, phase="running")))
     call = call_id_of(ev, 0, rid)
-    workers = worker_pids_of(sup)
-    assert len(workers) == 1, workers
-    t0 = time.monotonic()
+    pid = wait_running(sup, call)
     cid = c.request("cancel", callId=call)
     pump([c], lambda ev: count(ev, rid=rid, type="result") == 1 and count(ev, rid=cid) == 1, ev)
-    took = time.monotonic() - t0
     rep = of(ev, rid=cid)[0]
     assert rep.m["type"] == "reply" and rep.m["state"] == "running" and rep.m["callId"] == call, rep.m
     assert ev.index(rep) < ev.index(of(ev, rid=rid, type="result")[0]), ev
@@ -395,10 +289,9 @@ def test_cancel_running_call_kills_the_worker_and_keeps_partial_output(idle1):
     assert r["result"] is None and r["exception"] is None
     assert r["timing"]["workerStarted"] is True
     assert r["exitStatus"]["signal"] == 9 and r["exitStatus"]["code"] is None, r["exitStatus"]
-    assert took < 2.0, took
-    pid = r["exitStatus"]["pid"]
-    assert pid == workers[0], (pid, workers)
-    assert wait_until(lambda: not pid_alive(pid), 1.0), "worker %d still alive after the cancel" % pid
+    assert r["exitStatus"]["pid"] == pid, (r["exitStatus"], pid)
+    # A call finishes once its worker is reaped.
+    assert not proc.alive(pid), "worker %d still alive after the cancel" % pid
     assert not worker_pids_of(sup)
 
     drain([c], 0.3, ev)
@@ -408,8 +301,8 @@ def test_cancel_running_call_kills_the_worker_and_keeps_partial_output(idle1):
     assert e["type"] == "error" and e["code"] == "not_found", e
 
 
-def test_cancel_finished_or_unknown_call_is_not_found(idle1):
-    sup = idle1
+def test_cancel_finished_or_unknown_call_is_not_found(shared_supervisor):
+    sup = shared_supervisor(SUP1_POLICY)
     c = sup.connect()
     p = []
     r = c.execute("1 + 1", progress=p)
@@ -421,11 +314,11 @@ def test_cancel_finished_or_unknown_call_is_not_found(idle1):
     assert c.execute(NORTHSTAR)["result"]["text"] == "8.25"
 
 
-def test_cancel_from_another_connection_is_not_found(idle1):
-    sup = idle1
+def test_cancel_from_another_connection_is_not_found(shared_supervisor):
+    sup = shared_supervisor(SUP1_POLICY)
     owner, other = sup.connect(), sup.connect()
-    running = execute(owner, sleep_code(30))
-    queued = execute(owner, sleep_code(30))
+    running = execute(owner, sleep_code(3600))
+    queued = execute(owner, sleep_code(3600))
     ev = pump([owner], lambda ev: count(ev, rid=running, phase="started") == 1 and
               count(ev, rid=queued, phase="queued") == 1)
     for rid in (running, queued):
@@ -450,15 +343,17 @@ def _predicted_call_id(sup):
     return status(sup)["admittedTotal"] + 1
 
 
+@pytest.mark.start_mode
 @pytest.mark.parametrize("queued", [False, True], ids=["free-slot", "behind-blocker"])
-def test_cancel_right_after_execute(idle1, queued):
+def test_cancel_right_after_execute(shared_supervisor, queued):
     """The cancel is in the same write as the execute, or follows it within
-    milliseconds: before or while the worker is being set up."""
-    sup = idle1
+    milliseconds: before or while the worker is being set up (the delays only vary
+    where the cancel lands; every outcome they can give is checked)."""
+    sup = shared_supervisor(SUP1_POLICY)
     c = sup.connect()
     blocker = None
     if queued:
-        blocker = execute(c, sleep_code(30))
+        blocker = execute(c, sleep_code(3600))
         pump([c], lambda ev: count(ev, rid=blocker, phase="started") == 1)
     for delay in (None, 0, 0.001, 0.003, 0.01, 0.03, 0.1):
         call = _predicted_call_id(sup)
@@ -466,9 +361,9 @@ def test_cancel_right_after_execute(idle1, queued):
         c.next_id += 2
         cancel = frame({"op": "cancel", "id": cid, "callId": call})
         if delay is None:
-            c.send_raw(exec_frame(rid, sleep_code(30)) + cancel)
+            c.send_raw(execute_frame(rid, sleep_code(3600)) + cancel)
         else:
-            c.send_raw(exec_frame(rid, sleep_code(30)))
+            c.send_raw(execute_frame(rid, sleep_code(3600)))
             time.sleep(delay)
             c.send_raw(cancel)
         ev = pump([c], lambda ev: count(ev, rid=rid, type="result") == 1 and count(ev, rid=cid) == 1)
@@ -484,8 +379,7 @@ def test_cancel_right_after_execute(idle1, queued):
             assert count(ev, rid=rid, phase="started") == 0
         else:
             assert r["partial"] is True
-            pid = r["exitStatus"]["pid"]
-            assert wait_until(lambda: not pid_alive(pid), 1.0), (delay, pid)
+            assert not proc.alive(r["exitStatus"]["pid"]), (delay, r["exitStatus"])  # reaped before the result
     if queued:
         st = status(sup)
         assert st["running"] == 1 and st["queued"] == 0, st  # only the blocker is left
@@ -493,17 +387,13 @@ def test_cancel_right_after_execute(idle1, queued):
     assert wait_idle(sup)["running"] == 0
 
 
-@pytest.fixture(scope="module")
-def sup_deadline300():
-    with running_supervisor("maxActiveWorkers: 2\ntimeoutMs: 300\nheartbeatMs: 50\n") as s:
-        yield s
-
-
+@pytest.mark.start_mode
 @pytest.mark.parametrize("queued", [False, True], ids=["running", "queued"])
-def test_cancel_at_the_deadline_gives_exactly_one_outcome(sup_deadline300, queued):
+def test_cancel_at_the_deadline_gives_exactly_one_outcome(shared_supervisor, queued):
     """cancel arrives around the 300 ms deadline: the call ends exactly once, as timeout
-    or cancelled; a cancel that finds it finished gets not_found after the result."""
-    sup = sup_deadline300
+    or cancelled; a cancel that finds it finished gets not_found after the result. (The
+    offsets only vary where the cancel lands; every outcome they can give is checked.)"""
+    sup = shared_supervisor("maxActiveWorkers: 2\ntimeoutMs: 300\nheartbeatMs: 50\n")
     c = sup.connect()
     try:
         seen = set()
@@ -513,12 +403,12 @@ def test_cancel_at_the_deadline_gives_exactly_one_outcome(sup_deadline300, queue
             if queued:  # two blockers fill both slots; the target waits behind them
                 for _ in range(2):
                     rids.append(c.next_id)
-                    data += exec_frame(c.next_id, sleep_code(5))
+                    data += execute_frame(c.next_id, sleep_code(5))
                     c.next_id += 1
             rid = c.next_id
             c.next_id += 1
             t0 = time.monotonic()
-            c.send_raw(data + exec_frame(rid, sleep_code(5)))
+            c.send_raw(data + execute_frame(rid, sleep_code(5)))
             ev = pump([c], lambda ev: count(ev, rid=rid, phase="queued") == 1)
             call = call_id_of(ev, 0, rid)
             time.sleep(max(0.0, t0 + offset - time.monotonic()))
@@ -544,7 +434,7 @@ def test_cancel_at_the_deadline_gives_exactly_one_outcome(sup_deadline300, queue
                 assert ev.index(resp) < ev.index(res_ev), ev
             if r["outcome"] == "cancelled":
                 assert resp.m["type"] == "reply"
-                assert r["timing"]["elapsedMs"] < 1000
+                assert r["timing"]["elapsedMs"] < 5000  # before the code's own end
             else:
                 assert r["timing"]["elapsedMs"] >= 300
                 assert "deadline" in r["detail"], r["detail"]
@@ -552,24 +442,24 @@ def test_cancel_at_the_deadline_gives_exactly_one_outcome(sup_deadline300, queue
                 assert r["exitStatus"] is None and count(ev, rid=rid, phase="started") == 0
             seen.add((resp.m["type"], r["outcome"], r["timing"]["workerStarted"]))
         print("cancel-vs-deadline cases seen:", sorted(seen))
-        assert wait_until(lambda: not worker_pids_of(sup), 2.0)
-        st = status(sup)
+        st = wait_idle(sup)
+        assert not worker_pids_of(sup)
         assert st["running"] == 0 and st["queued"] == 0, st
         assert st["admittedTotal"] == st["finishedTotal"], st
     finally:
         c.close()
 
 
-def test_cancel_while_the_result_is_being_sent(idle1):
+def test_cancel_while_the_result_is_being_sent(shared_supervisor):
     """A quick call and a cancel sent a few ms later: either the cancel wins (reply, then
     a cancelled result) or the result was first (result, then not_found). Never both."""
-    sup = idle1
+    sup = shared_supervisor(SUP1_POLICY)
     c = sup.connect()
     for delay in (0, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3):
         call = _predicted_call_id(sup)
         rid = c.next_id
         c.next_id += 1
-        c.send_raw(exec_frame(rid, "6 * 7"))
+        c.send_raw(execute_frame(rid, "6 * 7"))
         time.sleep(delay)
         cid = c.request("cancel", callId=call)
         ev = pump([c], lambda ev: count(ev, rid=rid, type="result") == 1 and count(ev, rid=cid) == 1)
@@ -596,31 +486,24 @@ def test_cancel_while_the_result_is_being_sent(idle1):
 
 # ---- disconnection ----
 
-def test_disconnect_cancels_running_and_queued_calls_promptly(idle1):
-    sup = idle1
+@pytest.mark.start_mode
+def test_disconnect_cancels_running_and_queued_calls_promptly(shared_supervisor):
+    """Closing the connection kills its running worker (sleeping for an hour: nothing
+    else would end it) and drops its queued calls, which never start."""
+    sup = shared_supervisor(SUP1_POLICY)
     c = Conn(sup.socket)
-    rids = [execute(c, sleep_code(60)) for _ in range(3)]
+    rids = [execute(c, sleep_code(3600)) for _ in range(3)]
     ev = pump([c], lambda ev: count(ev, rid=rids[0], phase="started") == 1 and
               all(count(ev, rid=r, phase="queued") == 1 for r in rids))
     calls = [call_id_of(ev, 0, r) for r in rids]
-    assert wait_until(lambda: len(worker_pids_of(sup)) == 1, 5.0)
-    workers = worker_pids_of(sup)
-    assert len(workers) == 1, workers
+    worker = wait_running(sup, calls[0])
     before = status(sup)
     assert before["running"] == 1 and before["queued"] == 2, before
     conns_before = before["connections"]  # c and status()'s own
 
-    t0 = time.monotonic()
     c.close()
-    assert wait_until(lambda: not pid_alive(workers[0]), 1.0), "worker survived its connection"
-    gone = time.monotonic() - t0
-    assert gone < 1.0, gone
-    after = {}
-
-    def settled():
-        after.update(status(sup))
-        return after["running"] == 0 and after["queued"] == 0
-    assert wait_until(settled, 1.0), after
+    assert proc.wait_exit(worker), "worker survived its connection"
+    after = wait_idle(sup)
     assert after["connections"] == conns_before - 1, (before, after)
     assert after["finishedTotal"] - before["finishedTotal"] == 3, (before, after)
     assert after["startedTotal"] == before["startedTotal"], "a queued call started after its connection closed"
@@ -647,21 +530,22 @@ def test_deadline_passes_while_queued(make_supervisor):
     rids = list(range(1, 5))
     c.next_id = 5
     late = "print('late', flush=True)\n" + sleep_code(5)
-    c.send_raw(exec_frame(1, sleep_code(5)) + b"".join(exec_frame(r, late) for r in rids[1:]))
-    ev = pump([c], lambda ev: count(ev, type="result") == 4, timeout=10)
+    c.send_raw(execute_frame(1, sleep_code(5)) + b"".join(execute_frame(r, late) for r in rids[1:]))
+    ev = pump([c], lambda ev: count(ev, type="result") == 4)
 
     holder = assert_one_outcome(ev, 0, 1)
     assert holder["outcome"] == "timeout" and holder["partial"] is True, holder
     assert holder["timing"]["workerStarted"] is True
     assert "running" in holder["detail"]
-    assert 800 <= holder["timing"]["elapsedMs"] < 2000, holder["timing"]
+    # Never early (the supervisor's clock); before the code's own end.
+    assert 800 <= holder["timing"]["elapsedMs"] < 5000, holder["timing"]
 
     queued_timeouts = 0
     for rid in rids[1:]:
         r = assert_one_outcome(ev, 0, rid)
         assert r["outcome"] == "timeout", r
         t = r["timing"]
-        assert 800 <= t["elapsedMs"] < 2000, t
+        assert 800 <= t["elapsedMs"] < 5000, t
         if not t["workerStarted"]:
             queued_timeouts += 1
             assert "queued" in r["detail"], r["detail"]
@@ -680,20 +564,26 @@ def test_deadline_passes_while_queued(make_supervisor):
 # ---- the memory gate ----
 
 def test_memory_gate_holds_calls_in_the_queue(make_supervisor):
+    """A gate no machine passes: the call waits in the queue until its deadline. Its
+    result and progress say it never got a worker; status, asked before the deadline
+    could have passed, says it is queued."""
     sup = make_supervisor("minAvailableMemoryBytes: 1099511627776\ntimeoutMs: 1000\nheartbeatMs: 100\n")
     c = sup.connect()
     p = []
+    sent = time.monotonic()
     rid = execute(c, "print('must not run')")
-    time.sleep(0.5)
+    call = c.call_id(rid)
     st = status(sup)
-    assert st["queued"] == 1 and st["running"] == 0 and st["startedTotal"] == 0, st
+    if time.monotonic() < sent + 1.0:  # answered before the call could time out
+        assert st["queued"] == 1 and st["running"] == 0 and st["startedTotal"] == 0, st
+        assert st["calls"] == [{"callId": call, "state": "queued", "workerPid": None}], st
     assert not worker_pids_of(sup)
     r = c.wait(rid, types=("result", "error"), progress=p)
     assert r["type"] == "result" and r["outcome"] == "timeout", r
     assert "queued" in r["detail"]
     t = r["timing"]
     assert t["workerStarted"] is False and t["runMs"] == 0, t
-    assert t["queueMs"] == t["elapsedMs"] and 1000 <= t["elapsedMs"] < 3000, t
+    assert t["queueMs"] == t["elapsedMs"] and t["elapsedMs"] >= 1000, t
     assert r["exitStatus"] is None
     assert [m["phase"] for m in p] == ["requested", "queued", "finished"], p
     st = status(sup)
@@ -702,42 +592,29 @@ def test_memory_gate_holds_calls_in_the_queue(make_supervisor):
 
 # ---- soak ----
 
-def _fd_count(pid):
-    return len(os.listdir("/proc/%d/fd" % pid))
-
-
-def _mount_count():
-    with open("/proc/self/mountinfo") as f:
-        return sum(1 for _ in f)
-
-
-def _children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(x) for x in f.read().split()]
-    except OSError:
-        return []
-
-
-def _state(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
-
-
 def _zombies(sup):
     out = []
-    for child in _children(sup.proc.pid):
-        if _state(child) == "Z":
+    for child in proc.children(sup.proc.pid):
+        if proc.state(child) == "Z":
             out.append(child)
-        for grandchild in _children(child):  # the zygote's pool
-            if _state(grandchild) == "Z":
+        for grandchild in proc.children(child):  # the zygote's pool
+            if proc.state(grandchild) == "Z":
                 out.append(grandchild)
     return out
 
 
+def _settled_fds(pid):
+    """The supervisor's descriptor count once two readings 0.2 s apart agree (a closed
+    connection is noticed a moment after the client closes it)."""
+    def stable():
+        a = proc.fd_count(pid)
+        time.sleep(0.2)
+        return a == proc.fd_count(pid) and a
+    return wait_for(stable, "a stable descriptor count")
+
+
+@pytest.mark.slow
+@pytest.mark.start_mode
 def test_soak_1000_calls_from_4_clients_leaves_nothing_behind(make_supervisor):
     total = 1000 if WORKER_START == "zygote" else 200
     clients, window = 4, 24
@@ -746,14 +623,8 @@ def test_soak_1000_calls_from_4_clients_leaves_nothing_behind(make_supervisor):
     check_northstar(sup)  # warm up: the zygote and its pool exist, lazy fds are open
 
     base = status(sup)
-
-    def stable_fds():  # no client connected: the supervisor's own constant set
-        a = _fd_count(pid)
-        time.sleep(0.2)
-        return a == _fd_count(pid) and a
-    fds_before = wait_until(stable_fds, 3.0)
-    assert fds_before
-    mounts_before = _mount_count()
+    fds_before = _settled_fds(pid)
+    mounts_before = proc.host_mounts()
 
     per = total // clients
     errors = []
@@ -761,7 +632,7 @@ def test_soak_1000_calls_from_4_clients_leaves_nothing_behind(make_supervisor):
 
     def client(k):
         try:
-            c = Conn(sup.socket, 60)
+            c = Conn(sup.socket)
             want = {}
             sent = 0
             while sent < per or want:
@@ -783,7 +654,8 @@ def test_soak_1000_calls_from_4_clients_leaves_nothing_behind(make_supervisor):
                     errors.append((k, "second result", m))
                 elif m["outcome"] != "ok" or m["result"]["text"] != str(n * 3 + 1):
                     errors.append((k, n, m["outcome"], m.get("detail"), m.get("result")))
-            # Anything more for these calls would be a second result.
+            # Anything more for these calls would be a second result (a slow machine
+            # can only hide one here, never invent one).
             c.sock.settimeout(0.3)
             try:
                 while True:
@@ -801,24 +673,23 @@ def test_soak_1000_calls_from_4_clients_leaves_nothing_behind(make_supervisor):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(170)
+        t.join(10 * WAIT_LIMIT)
     took = time.monotonic() - t0
     assert not any(t.is_alive() for t in threads), "clients did not finish in time"
     assert not errors, errors[:10]
     for k in range(clients):
         assert len(got[k]) == per and all(len(v) == 1 for v in got[k].values())
 
-    assert wait_until(lambda: not worker_pids_of(sup), 3.0), worker_pids_of(sup)
     after = wait_idle(sup)
+    assert not worker_pids_of(sup)
     assert after["finishedTotal"] - base["finishedTotal"] == per * clients, (base, after)
     assert after["admittedTotal"] - base["admittedTotal"] == per * clients
     assert after["startedTotal"] - base["startedTotal"] == per * clients
     assert after["maxRunningSeen"] <= after["capacity"]
-    assert wait_until(lambda: _fd_count(pid) == fds_before, 3.0), \
-        "supervisor fds: %d before, %d after (%s)" % (fds_before, _fd_count(pid),
-                                                      sorted(os.listdir("/proc/%d/fd" % pid), key=int))
-    assert wait_until(lambda: _mount_count() == mounts_before, 2.0), (mounts_before, _mount_count())
-    assert wait_until(lambda: not _zombies(sup), 2.0), _zombies(sup)
+    wait_for(lambda: proc.fd_count(pid) == fds_before, lambda: "supervisor fds: %d before, %d after (%s)" % (
+        fds_before, proc.fd_count(pid), proc.fd_targets(pid)))
+    assert proc.host_mounts() == mounts_before, proc.host_mounts() ^ mounts_before
+    wait_for(lambda: not _zombies(sup), lambda: "no zombies: %r" % _zombies(sup))
     assert sup.proc.poll() is None
     check_northstar(sup)
     print("soak: %d calls in %.1f s (%s)" % (per * clients, took, WORKER_START))

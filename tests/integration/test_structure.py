@@ -5,7 +5,7 @@ import os
 import re
 import subprocess
 
-from conftest import BUILD, DAEMON
+from testlib import BUILD, DAEMON
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/', re.M)

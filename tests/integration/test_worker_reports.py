@@ -1,19 +1,19 @@
 """The report pipe (fd 3) and the result pipe (fd 4) are reachable from user code: what
 arrives on them is validated and bounded by the supervisor. Garbage, a second report,
 an oversized report or a forged setup failure end as worker_error (or as what the code
-did), never as a crash, and the next call is unaffected."""
-import struct
-
-import msgpack
+did), never as a crash, and the next call is unaffected. The reports are parsed by
+the supervisor (asan); the worker writes them the same way in both start modes."""
 import pytest
 
-from conftest import NORTHSTAR, running_supervisor
+from testlib import NORTHSTAR, frame
+
+pytestmark = pytest.mark.asan
+SHARED_POLICY = "maxWorkerMessageBytes: 4096\n"
 
 
-@pytest.fixture(scope="module")
-def rsup():
-    with running_supervisor("maxWorkerMessageBytes: 4096\n") as s:
-        yield s
+@pytest.fixture
+def rsup(shared_supervisor):
+    return shared_supervisor()
 
 
 def run(sup, code):
@@ -22,11 +22,6 @@ def run(sup, code):
         return c.execute(code)
     finally:
         c.close()
-
-
-def frame(obj):
-    body = msgpack.packb(obj, use_bin_type=True)
-    return struct.pack(">I", len(body)) + body
 
 
 CASES = {

@@ -30,21 +30,19 @@ import time
 import pytest
 import yaml
 
+from testlib import NORTHSTAR, unavailable
+from testlib.proc import parse_status
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "deployment"))
 import podspecs  # noqa: E402
 
-MUST_SANDBOX = os.environ.get("CODEINTERP_MUST_SANDBOX") == "1"
 # Docker's default seccomp profile (moby's profiles/seccomp/default.json), which
 # scripts/pod-check.sh takes from Debian's golang-github-docker-docker-dev.
 DOCKER_SECCOMP = os.environ.get("CODEINTERP_POD_DOCKER_SECCOMP", "")
 CONFIGMAP = os.path.join(podspecs.K8S, "policy-configmap.yaml")
 SUPERVISOR = podspecs.SUPERVISOR
 
-NORTHSTAR = """measured_runtime_hours = [9.0, 7.5]
-assert all(isinstance(value, (int, float)) for value in measured_runtime_hours)
-mean_runtime_hours = sum(measured_runtime_hours) / len(measured_runtime_hours)
-mean_runtime_hours"""
 RUNTIMES_CSV = "run,hours\n1,9.0\n2,7.5\n"
 ARTIFACT_CODE = """import csv
 rows = list(csv.DictReader(open(input_files["runtimes"])))
@@ -68,12 +66,6 @@ def run(args, timeout=120, check=True, input=None):
     if check and r.returncode != 0:
         raise AssertionError("%s: exit %d\n%s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
     return r
-
-
-def unavailable(why):
-    if MUST_SANDBOX:
-        pytest.fail(why + " (CODEINTERP_MUST_SANDBOX=1)")
-    pytest.skip(why)
 
 
 @pytest.fixture(scope="module")
@@ -240,8 +232,7 @@ def wait_settled(pod):
 
 
 def proc_status(ctr, pid="1"):
-    r = pexec(ctr, ["cat", "/proc/%s/status" % pid], check=True)
-    return {k: v.strip() for k, v in (line.split(":", 1) for line in r.stdout.splitlines() if ":" in line)}
+    return parse_status(pexec(ctr, ["cat", "/proc/%s/status" % pid], check=True).stdout)
 
 
 def cap_names(mask):

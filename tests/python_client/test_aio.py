@@ -2,7 +2,8 @@
 import asyncio
 
 import pytest
-from conftest import NORTHSTAR
+from suite import SMALL_POLICY
+from testlib import NORTHSTAR, Supervisor
 
 from codeinterp import ConnectionLost, InvalidInput, Overloaded, QuotaExhausted, Result
 from codeinterp.aio import AsyncClient
@@ -12,7 +13,8 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
 
 
-def test_hello_status_execute(daemon):
+def test_hello_status_execute(shared_supervisor):
+    daemon = shared_supervisor()
     async def main():
         async with AsyncClient(daemon.socket) as c:
             h = await c.hello()
@@ -27,9 +29,10 @@ def test_hello_status_execute(daemon):
     assert phases[:3] == ["requested", "queued", "started"] and phases[-1] == "finished"
 
 
-def test_concurrent_executes_are_demultiplexed(daemon):
+def test_concurrent_executes_are_demultiplexed(shared_supervisor):
     """Three calls at once on one connection, finishing in another order than sent:
     each gets its own result and only its own progress."""
+    daemon = shared_supervisor()
     async def main():
         async with AsyncClient(daemon.socket) as c:
             seen = {0: [], 1: [], 2: []}
@@ -48,7 +51,8 @@ def test_concurrent_executes_are_demultiplexed(daemon):
         assert progress[-1].phase == "finished"
 
 
-def test_cancel_one_call_while_another_runs(daemon):
+def test_cancel_one_call_while_another_runs(shared_supervisor):
+    daemon = shared_supervisor()
     async def main():
         async with AsyncClient(daemon.socket) as c:
             states = []
@@ -67,7 +71,8 @@ def test_cancel_one_call_while_another_runs(daemon):
     assert quick.outcome == "ok" and quick.result.text == "45"
 
 
-def test_invocation_and_errors(small):
+def test_invocation_and_errors(shared_supervisor):
+    small = shared_supervisor(SMALL_POLICY)
     async def main():
         async with AsyncClient(small.socket) as c:
             async with c.invocation() as inv:
@@ -91,8 +96,7 @@ def test_overloaded_is_raised_with_its_request_id_or_none():
     """maxActiveWorkers: 1, maxQueuedCalls: 0: while a call runs, the next one is refused
     (overloaded, with its request id). maxConnections: 1: a second connection is refused
     with an id-less overloaded error and closed."""
-    from conftest import started, stop
-    d = started("maxConnections: 1\nmaxQueuedCalls: 0\nmaxActiveWorkers: 1\n")
+    d = Supervisor("maxConnections: 1\nmaxQueuedCalls: 0\nmaxActiveWorkers: 1\n")
     try:
         async def main():
             for _ in range(200):  # until the supervisor has seen wait_ready's probe go
@@ -118,8 +122,9 @@ def test_overloaded_is_raised_with_its_request_id_or_none():
                     await first.execute("1", "refused")
                 async with AsyncClient(d.socket) as second:
                     # Let the reader take the error before writing: writing to the closed
-                    # socket first could lose it.
-                    await asyncio.sleep(0.3)
+                    # socket first could lose it. (The client keeps it as its failure.)
+                    while second._failure is None:
+                        await asyncio.sleep(0.005)
                     with pytest.raises(Overloaded) as refused:
                         await second.hello()
                     with pytest.raises(Overloaded):  # and every later request
@@ -132,10 +137,11 @@ def test_overloaded_is_raised_with_its_request_id_or_none():
         assert refused.request_id is None and "maxConnections" in refused.message
         assert slow.outcome == "cancelled"
     finally:
-        stop(d)
+        assert d.stop() == 0
 
 
-def test_closed_client_raises_connection_lost(daemon):
+def test_closed_client_raises_connection_lost(shared_supervisor):
+    daemon = shared_supervisor()
     async def main():
         c = await AsyncClient(daemon.socket).connect()
         await c.close()

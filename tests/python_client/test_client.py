@@ -3,7 +3,8 @@ import hashlib
 import os
 
 import pytest
-from conftest import NORTHSTAR
+from suite import SMALL_POLICY
+from testlib import NORTHSTAR, WAIT_LIMIT
 
 import codeinterp
 from codeinterp import (Channel, Client, InvalidInput, NotFound, Progress, ProtocolError, QuotaExhausted, Result,
@@ -15,7 +16,8 @@ def sha256(data):
     return hashlib.sha256(data if isinstance(data, bytes) else data.encode()).hexdigest()
 
 
-def test_hello_is_typed(client):
+def test_hello_is_typed(shared_supervisor):
+    client = shared_supervisor().client()
     h = client.hello()
     assert isinstance(h, codeinterp.Hello)
     assert h.protocol == 1
@@ -41,7 +43,9 @@ def host_cgroup():
     return "v1" if os.path.isdir("/sys/fs/cgroup/memory") else "none"
 
 
-def test_status_is_typed(client, daemon):
+def test_status_is_typed(shared_supervisor):
+    daemon = shared_supervisor()
+    client = shared_supervisor().client()
     s = client.status()
     assert s.pid == daemon.proc.pid
     assert s.connections >= 1 and s.capacity >= 1
@@ -49,7 +53,8 @@ def test_status_is_typed(client, daemon):
     assert (s.zygote_pid is None) == (s.worker_start == "exec")
 
 
-def test_northstar_result_has_every_field(client):
+def test_northstar_result_has_every_field(shared_supervisor):
+    client = shared_supervisor().client()
     phases = []
     r = client.execute(NORTHSTAR, "Northstar mean runtime", on_progress=phases.append)
     assert isinstance(r, Result)
@@ -76,7 +81,8 @@ def test_northstar_result_has_every_field(client):
     assert phases[-1].phase == "finished" and phases[-1].outcome == "ok"
 
 
-def test_python_exception_is_returned_not_raised(client):
+def test_python_exception_is_returned_not_raised(shared_supervisor):
+    client = shared_supervisor().client()
     r = client.execute('print("hi")\n1/0', "divide")
     assert r.outcome == "python_exception" and r.result is None
     assert r.exception.type == "ZeroDivisionError"
@@ -90,7 +96,8 @@ def test_python_exception_is_returned_not_raised(client):
         "--- traceback (%d characters) ---\n%s" % (r.elapsed_ms, tb.total_characters, tb.text))
 
 
-def test_stdout_stderr_and_replaced_bytes(client):
+def test_stdout_stderr_and_replaced_bytes(shared_supervisor):
+    client = shared_supervisor().client()
     r = client.execute("import os, sys\nprint('out')\nsys.stderr.write('err')\nsys.stderr.flush()\n"
                        "os.write(1, b'\\xff\\n')\n'v'", "channels")
     assert r.outcome == "ok"
@@ -103,7 +110,8 @@ def test_stdout_stderr_and_replaced_bytes(client):
         "--- value (3 characters) ---\n'v'\n" % r.elapsed_ms)
 
 
-def test_omitted_output_is_counted_in_the_model_text(small_client):
+def test_omitted_output_is_counted_in_the_model_text(shared_supervisor):
+    small_client = shared_supervisor(SMALL_POLICY).client()
     r = small_client.execute("print('a' * 75 + 'b' * 900 + 'c' * 25)", "long line")
     # C = 100: the first 75 and the last 25 characters are kept (the last is the newline).
     assert r.stdout.total_characters == 1001 and r.stdout.omitted_characters == 901
@@ -115,8 +123,18 @@ def test_omitted_output_is_counted_in_the_model_text(small_client):
     )
 
 
-def test_timeout_is_a_runtime_outcome(small_client):
-    r = small_client.execute("import time\nprint('started', flush=True)\ntime.sleep(60)", "sleep")
+def test_timeout_is_a_runtime_outcome(shared_supervisor):
+    """The partial output is shown: the code must print before the deadline (3 s), so a
+    machine too slow for that gets the call again with twice the deadline, until it
+    does."""
+    timeout_ms = 3000
+    while True:
+        policy = SMALL_POLICY.replace("timeoutMs: 3000", "timeoutMs: %d" % timeout_ms)
+        small_client = shared_supervisor(policy).client()
+        r = small_client.execute("import time\nprint('started', flush=True)\ntime.sleep(3600)", "sleep")
+        if r.stdout.text == "started\n" or timeout_ms > WAIT_LIMIT * 1000:
+            break
+        timeout_ms *= 2
     assert r.outcome == "timeout" and r.partial and r.exception is None
     assert r.detail == "the deadline passed while the code was running"
     assert r.stdout.text == "started\n"
@@ -128,7 +146,8 @@ def test_timeout_is_a_runtime_outcome(small_client):
         "--- stdout (8 characters) ---\nstarted\n" % r.elapsed_ms)
 
 
-def test_cancel_from_a_progress_callback(client):
+def test_cancel_from_a_progress_callback(shared_supervisor):
+    client = shared_supervisor().client()
     states = []
 
     def on_progress(p):
@@ -148,7 +167,8 @@ def test_cancel_from_a_progress_callback(client):
     assert e.value.code == "not_found" and e.value.request_id == client._next_id - 1
 
 
-def test_rejections_are_raised(client):
+def test_rejections_are_raised(shared_supervisor):
+    client = shared_supervisor().client()
     with pytest.raises(InvalidInput) as e:
         client.execute("   ", "blank")
     assert e.value.code == "invalid_input" and e.value.request_id == client._next_id - 1
@@ -165,7 +185,8 @@ def test_rejections_are_raised(client):
     assert client.execute("6 * 7", "still there").result.text == "42"
 
 
-def test_invocation_sources_and_quota(small_client):
+def test_invocation_sources_and_quota(shared_supervisor):
+    small_client = shared_supervisor(SMALL_POLICY).client()
     text = "9.0\n7.5\n"
     with small_client.invocation() as inv:
         assert len(inv.id) == 32 and inv.info.max_calls == 2
@@ -195,7 +216,8 @@ def test_invocation_sources_and_quota(small_client):
         small_client.execute("1", "closed invocation", invocation=invocation_id)
 
 
-def test_invocation_exit_does_not_hide_the_block_error(small_client):
+def test_invocation_exit_does_not_hide_the_block_error(shared_supervisor):
+    small_client = shared_supervisor(SMALL_POLICY).client()
     with pytest.raises(KeyError):
         with small_client.invocation() as inv:
             inv.close()  # closed already: leaving the block sends nothing more
@@ -203,9 +225,10 @@ def test_invocation_exit_does_not_hide_the_block_error(small_client):
     assert small_client.hello().protocol == 1
 
 
-def test_describe(client):
+def test_describe(shared_supervisor):
     """The describe op returns the tool definition; a supervisor without it answers
     invalid_input "unknown op" (then this test skips, saying so)."""
+    client = shared_supervisor().client()
     try:
         d = client.describe()
     except InvalidInput as e:
@@ -218,9 +241,10 @@ def test_describe(client):
     assert tool["inputSchema"]["properties"]["code"]["maxLength"] == client.hello().limits.max_code_characters
 
 
-def test_connection_level_error_is_raised(daemon):
+def test_connection_level_error_is_raised(shared_supervisor):
     """An error with a nil id (here: a frame that is not msgpack) reaches the waiter."""
-    c = Client(daemon.socket, 30)
+    daemon = shared_supervisor()
+    c = Client(daemon.socket, WAIT_LIMIT)
     try:
         c.connection.send_raw(b"\x00\x00\x00\x01\xc1")
         with pytest.raises(InvalidInput) as e:
@@ -231,8 +255,9 @@ def test_connection_level_error_is_raised(daemon):
         c.close()
 
 
-def test_low_level_connection(daemon):
-    with codeinterp.Connection(daemon.socket, 30) as conn:
+def test_low_level_connection(shared_supervisor):
+    daemon = shared_supervisor()
+    with codeinterp.Connection(daemon.socket, WAIT_LIMIT) as conn:
         conn.send({"op": "hello", "id": 7})
         m = conn.recv()
         assert m["id"] == 7 and m["type"] == "reply" and m["protocol"] == 1
@@ -241,7 +266,8 @@ def test_low_level_connection(daemon):
         assert m["id"] is None and m["type"] == "error" and m["code"] == "invalid_input"
 
 
-def test_from_wire_checks_the_documented_fields(client):
+def test_from_wire_checks_the_documented_fields(shared_supervisor):
+    client = shared_supervisor().client()
     raw = dict(client.execute("1", "one").raw)
     assert from_wire(Result, raw).result.text == "1"
     del raw["timing"]
@@ -252,7 +278,8 @@ def test_from_wire_checks_the_documented_fields(client):
         from_wire(Result, raw)
 
 
-def test_omission_counts_characters_not_bytes(small_client):
+def test_omission_counts_characters_not_bytes(shared_supervisor):
+    small_client = shared_supervisor(SMALL_POLICY).client()
     r = small_client.execute("print('\u00e9' * 200, end='')", "two-byte characters")
     assert r.stdout.total_characters == 200 and r.stdout.total_bytes == 400
     assert r.stdout.omitted_characters == 100 and r.stdout.omitted_bytes == 200
@@ -274,7 +301,8 @@ def test_connection_over_a_socketpair():
             y.recv()
 
 
-def test_artifacts_are_typed(client):
+def test_artifacts_are_typed(shared_supervisor):
+    client = shared_supervisor().client()
     progress = []
     r = client.execute("open('/outputs/b.csv', 'w').write('x,y\\n1,2\\n')\n"
                        "open('/outputs/a.bin', 'wb').write(bytes(range(7)))\n"

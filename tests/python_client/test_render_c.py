@@ -15,6 +15,8 @@ from codeinterp import Result
 from codeinterp.connection import Connection, encode_frame
 from codeinterp.errors import error_from_message
 from codeinterp.records import Progress, from_wire
+from suite import SMALL_POLICY
+from testlib import WAIT_LIMIT
 
 CLI = os.environ.get("CODEINTERP_CLI") or os.path.join(os.environ["CODEINTERP_BUILD"], "bin", "codeinterp")
 
@@ -22,7 +24,7 @@ CLI = os.environ.get("CODEINTERP_CLI") or os.path.join(os.environ["CODEINTERP_BU
 @pytest.fixture(scope="module")
 def cli():
     try:
-        helptext = subprocess.run([CLI, "exec", "--help"], capture_output=True, timeout=10)
+        helptext = subprocess.run([CLI, "exec", "--help"], capture_output=True, timeout=WAIT_LIMIT)
     except OSError as e:
         pytest.skip("no codeinterp client: %s" % e)
     if b"--model-text" not in helptext.stdout + helptext.stderr:
@@ -38,7 +40,7 @@ def c_render(cli, messages):
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         server.bind(path)
         server.listen(1)
-        server.settimeout(20)
+        server.settimeout(WAIT_LIMIT)
 
         def serve():
             with Connection.from_socket(server.accept()[0]) as conn:
@@ -53,7 +55,7 @@ def c_render(cli, messages):
         t.start()
         try:
             out = subprocess.run([cli, "--socket", path, "exec", "--model-text", "--cards", "-c", "1"],
-                                 capture_output=True, timeout=30)
+                                 capture_output=True, timeout=WAIT_LIMIT)
         finally:
             t.join(30)
             server.close()
@@ -95,7 +97,9 @@ def recorded(client, small_client):
     return calls
 
 
-def test_model_text_and_cards_match_the_c_renderer(cli, client, small_client):
+def test_model_text_and_cards_match_the_c_renderer(cli, shared_supervisor):
+    client = shared_supervisor().client()
+    small_client = shared_supervisor(SMALL_POLICY).client()
     for progress, raw in recorded(client, small_client):
         r = from_wire(Result, raw)
         out, err = c_render(cli, progress + [raw])

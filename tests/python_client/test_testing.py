@@ -5,6 +5,10 @@ import pytest
 
 from codeinterp import Client
 from codeinterp.testing import Daemon, find_daemon
+# The plugin's fixtures, under test (a user enables them with -p codeinterp.testing).
+from codeinterp.testing import codeinterp_client, codeinterp_daemon  # noqa: F401
+
+__all__ = ["codeinterp_client", "codeinterp_daemon"]
 
 
 @pytest.fixture
@@ -20,10 +24,10 @@ def test_fixture_client_runs_on_the_policy(codeinterp_client, codeinterp_daemon)
     assert codeinterp_daemon.proc.poll() is None and os.path.exists(codeinterp_daemon.socket)
 
 
-def test_daemon_stops_cleanly_and_leaves_nothing(daemon):
+def test_daemon_stops_cleanly_and_leaves_nothing():
     assert find_daemon() == os.path.join(os.environ["CODEINTERP_BUILD"], "bin", "codeinterpd")
     d = Daemon(policy="workerStart: exec\n").wait_ready()
-    c = d.connect(10)
+    c = d.connect()
     assert c.status().pid == d.proc.pid
     assert d.stop() == 0
     assert not os.path.exists(d.dir)
@@ -31,6 +35,6 @@ def test_daemon_stops_cleanly_and_leaves_nothing(daemon):
         c.hello()  # stop() closed it
 
 
-def test_daemon_that_cannot_start_reports_its_log(daemon):
+def test_daemon_that_cannot_start_reports_its_log():
     with pytest.raises(RuntimeError, match="codeinterpd exited: .*noSuchKey"):
         Daemon(policy="noSuchKey: 1\n")

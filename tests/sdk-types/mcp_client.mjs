@@ -51,7 +51,7 @@ const controller = new AbortController();
 let started;
 const running = new Promise((resolve) => (started = resolve));
 const t0 = Date.now();
-const sleeper = call("sleeper", "print('SECRET-OUTPUT', flush=True)\nimport time\ntime.sleep(30)", [], {
+const sleeper = call("sleeper", "print('SECRET-OUTPUT', flush=True)\nimport time\ntime.sleep(3600)", [], {
   signal: controller.signal,
   onprogress: (p) => {
     (report.progress.sleeper ??= []).push(p);

@@ -9,25 +9,32 @@ import time
 
 import pytest
 
-import toolharness
+from testlib import WAIT_LIMIT, Conn, running_supervisor, wait_for, wait_idle
 from toolharness import CLIENT, GOLDEN_DIR, NORTHSTAR, SDK_DIR, require_node, status
 
-# The harness's fixtures (tests/tool has no conftest.py: see toolharness.py).
-msup = toolharness.msup
-make_supervisor = toolharness.make_supervisor
+
+@pytest.fixture
+def msup(shared_supervisor):
+    return shared_supervisor()
 
 SECRETS = ("SECRET", "measured_runtime", "8.25", "runtimes", "9.0,7.5", "do-not-show", "ValueError", "time.sleep", "/inputs")
 
 
 @pytest.fixture(scope="module")
-def sdk_report(msup, tmp_path_factory):
+def sdk_report(tmp_path_factory):
+    """The official MCP client's session against `codeinterp mcp` (tests/sdk-types/
+    mcp_client.mjs), and the supervisor's state once it is over."""
     require_node()
     src = tmp_path_factory.mktemp("mcp") / "runtimes.csv"
     src.write_text("9.0,7.5\n")
-    out = subprocess.run(["node", os.path.join(SDK_DIR, "mcp_client.mjs"), CLIENT, msup.socket, str(src)],
-                         capture_output=True, timeout=180)
-    assert out.returncode == 0, out.stderr.decode()
-    return json.loads(out.stdout)
+    with running_supervisor() as sup:
+        out = subprocess.run(["node", os.path.join(SDK_DIR, "mcp_client.mjs"), CLIENT, sup.socket, str(src)],
+                             capture_output=True, timeout=5 * WAIT_LIMIT)
+        assert out.returncode == 0, out.stderr.decode()
+        report = json.loads(out.stdout)
+        # The cancelled call really was cancelled in the supervisor (it sleeps an hour).
+        report["idleAfter"] = wait_idle(sup)["running"] == 0
+    return report
 
 
 def text_of(result):
@@ -79,15 +86,13 @@ def test_sdk_python_exception_is_error(sdk_report):
     assert t.startswith("outcome: python_exception\n") and "exception: ValueError" in t and "bad do-not-show" in t
 
 
-def test_sdk_cancel_then_next_call(msup, sdk_report):
-    assert sdk_report["pingMsWhileRunning"] < 5000
+def test_sdk_cancel_then_next_call(sdk_report):
+    """A ping is answered while a call runs (the session would time out otherwise), and
+    the aborted call is rejected by the client and cancelled in the supervisor."""
+    assert sdk_report["pingMsWhileRunning"] >= 0
     assert sdk_report["cancel"]["resolved"] is False  # the client rejects the aborted call itself
-    assert sdk_report["cancel"]["ms"] < 20000
-    # The call really was cancelled in the supervisor (the code would sleep for 30 s).
-    deadline = time.monotonic() + 10
-    while status(msup)["running"] and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert status(msup)["running"] == 0
+    assert "cancels" in sdk_report["cancel"]["error"], sdk_report["cancel"]  # the abort's reason, not a timeout
+    assert sdk_report["idleAfter"]
     assert sdk_report["after"]["isError"] is False
     assert "8.25" in text_of(sdk_report["after"])
 
@@ -119,7 +124,7 @@ class RawMcp:
     def send(self, obj):
         self.send_raw(json.dumps(obj).encode() + b"\n")
 
-    def recv(self, timeout=30):
+    def recv(self, timeout=WAIT_LIMIT):
         deadline = time.monotonic() + timeout
         while b"\n" not in self.buf:
             left = deadline - time.monotonic()
@@ -144,7 +149,7 @@ class RawMcp:
 
     def close(self):
         self.p.stdin.close()
-        rc = self.p.wait(timeout=10)
+        rc = self.p.wait(timeout=WAIT_LIMIT)
         self.p.stdout.close()
         self.p.stderr.close()
         return rc
@@ -238,19 +243,15 @@ def test_progress_notifications_are_metadata_only(raw):
 def test_cancel_by_notification_and_ping_meanwhile(msup, raw):
     raw.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
               "params": {"name": "code_interpreter", "_meta": {"progressToken": 7},
-                         "arguments": {"summary": "s", "code": "import time\ntime.sleep(30)"}}})
+                         "arguments": {"summary": "s", "code": "import time\ntime.sleep(3600)"}}})
     while True:  # progress until the worker runs
         m = raw.recv()
         assert m["method"] == "notifications/progress" and m["params"]["progressToken"] == 7
         if "started" in m["params"]["message"]:
             break
     assert raw.request(2, "ping")["result"] == {}
-    t0 = time.monotonic()
     raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "x"}})
-    deadline = time.monotonic() + 10
-    while status(msup)["running"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert status(msup)["running"] == 0 and time.monotonic() - t0 < 10
+    wait_for(lambda: status(msup)["running"] == 0, "the call cancelled in the supervisor")
     # The cancelled request gets no response; the next request is answered.
     r = raw.call(3, {"summary": "s", "code": "6 * 7"})
     assert r["id"] == 3 and "42" in text_of(r["result"])
@@ -272,14 +273,14 @@ def test_quota_counts_per_session(make_supervisor):
 
 def test_bad_command_line(msup, tmp_path):
     out = subprocess.run([CLIENT, "--socket", msup.socket, "mcp", "--source", "x=%s" % (tmp_path / "missing")],
-                         capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+                         capture_output=True, timeout=WAIT_LIMIT, stdin=subprocess.DEVNULL)
     assert out.returncode == 2 and b"cannot read" in out.stderr
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"ok")
     out = subprocess.run([CLIENT, "--socket", msup.socket, "mcp", "--source", ".hidden=%s" % bad],
-                         capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+                         capture_output=True, timeout=WAIT_LIMIT, stdin=subprocess.DEVNULL)
     assert out.returncode == 2 and b"refused" in out.stderr
-    out = subprocess.run([CLIENT, "--socket", "/nonexistent/sock", "mcp"], capture_output=True, timeout=30,
+    out = subprocess.run([CLIENT, "--socket", "/nonexistent/sock", "mcp"], capture_output=True, timeout=WAIT_LIMIT,
                          stdin=subprocess.DEVNULL)
     assert out.returncode == 12
 
@@ -321,7 +322,7 @@ class FakeSupervisor:
     def __init__(self, sup, path, on_execute):
         import socket
         import threading
-        real = toolharness.harness.Conn(sup.socket, 20)
+        real = Conn(sup.socket)
         self.describe = real.call("describe")
         real.close()
         assert self.describe["type"] == "reply", self.describe
@@ -343,7 +344,7 @@ class FakeSupervisor:
             except socket.timeout:
                 continue
             with conn:
-                conn.settimeout(30)
+                conn.settimeout(WAIT_LIMIT)
                 try:
                     self._one(conn)
                 except (OSError, ValueError):

@@ -8,18 +8,19 @@ import subprocess
 
 import pytest
 
-import toolharness
 from toolharness import GOLDEN_DIR, SDK_DIR, UPDATE_GOLDEN, require_node
 
-# The harness's fixtures (tests/tool has no conftest.py: see toolharness.py).
-msup = toolharness.msup
-make_supervisor = toolharness.make_supervisor
+
+
+@pytest.fixture
+def msup(shared_supervisor):
+    return shared_supervisor()
 
 FORMATS = ("codeinterp", "openai", "anthropic", "mcp", "json-schema")
 
 
 def tool(sup, fmt):
-    out = sup.client("tool", "--format", fmt)
+    out = sup.cli("tool", "--format", fmt)
     assert out.returncode == 0, out.stderr
     return out.stdout.decode()
 
@@ -37,7 +38,7 @@ def test_tool_matches_golden(msup, fmt):
 
 def test_describe_op_carries_live_policy_bounds(make_supervisor):
     sup = make_supervisor("maxCodeCharacters: 1234\nmaxOutputCharacters: 800\nmaxCalls: 3\n")
-    d = json.loads(sup.client("describe").stdout)
+    d = json.loads(sup.cli("describe").stdout)
     assert d["type"] == "reply" and d["op"] == "describe"
     t = d["tool"]
     assert t["name"] == "code_interpreter"
@@ -50,7 +51,7 @@ def test_describe_op_carries_live_policy_bounds(make_supervisor):
     assert "at most 3 calls per invocation" in t["guidance"]
     assert "code at most 1234 characters" in t["guidance"]
     # hello is still hello.
-    h = json.loads(sup.client("hello").stdout)
+    h = json.loads(sup.cli("hello").stdout)
     assert h["op"] == "hello" and "tool" not in h
 
 
@@ -82,7 +83,7 @@ def test_guidance_in_every_format(msup):
 
 
 def test_unknown_format_is_a_usage_error(msup):
-    out = msup.client("tool", "--format", "gemini")
+    out = msup.cli("tool", "--format", "gemini")
     assert out.returncode == 2 and b"unknown format" in out.stderr
 
 

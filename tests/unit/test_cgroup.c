@@ -314,6 +314,30 @@ static void test_cpu_cap_v1_root(void **state) {
         cgroup_root_free(root);
 }
 
+/* At exit, once none of its processes is left, a supervisor removes what is left of its
+ * own workers' cgroups (a removal that gave up while a killed worker was still leaving);
+ * another supervisor's stay, a live one's at start too. */
+static void test_own_leftovers_removed_at_exit(void **state) {
+        char mem[PATH_MAX * 2], pids[PATH_MAX * 2], mine[PATH_MAX * 3], theirs[PATH_MAX * 3], why[512];
+        CgroupRoot *root = NULL;
+
+        if (!fake_v1("memory", mem, sizeof mem) || !fake_v1("pids", pids, sizeof pids))
+                skip();
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 0, fs, false, &root, why, sizeof why), 0);
+        snprintf(mine, sizeof mine, "%s/codeinterp/w%d-7", mem, (int) getpid());
+        snprintf(theirs, sizeof theirs, "%s/codeinterp/w1-7", mem); /* pid 1 lives */
+        mkdirs(mine);
+        mkdirs(theirs);
+        cgroup_root_remove_own(root);
+        assert_int_equal(access(mine, F_OK), -1);
+        assert_int_equal(access(theirs, F_OK), 0);
+        root = cgroup_root_free(root);
+        /* A supervisor starting now leaves a live one's alone, too. */
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 0, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(access(theirs, F_OK), 0);
+        cgroup_root_free(root);
+}
+
 /* v2 (the unified hierarchy of the fake tree, where this process has a v2 cgroup):
  * the cap enables cpu in the workers' parent's subtree_control; without the cpu
  * controller required refuses and auto runs without the cap; off writes nothing. */
@@ -396,6 +420,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_cpu_cap_v1_root, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cpu_cap_v2_root, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cpu_cap_cgroups_off, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_own_leftovers_removed_at_exit, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

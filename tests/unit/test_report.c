@@ -38,6 +38,10 @@ static int send_setup(int fd, void *arg) {
         return report_send_setup_error(fd, SETUP_STAGE_SECCOMP, EPERM);
 }
 
+static int send_ready(int fd, void *arg) {
+        return report_send_ready(fd);
+}
+
 static void test_round_trip(void **state) {
         uint8_t buf[65536];
         char big[64];
@@ -67,6 +71,12 @@ static void test_round_trip(void **state) {
         assert_string_equal(w.stage, "seccomp");
         assert_int_equal(w.error, EPERM);
         report_done(&w);
+
+        n = capture(send_ready, NULL, buf, sizeof buf);
+        assert_int_equal(n, 13); /* runner.c's REPORT_READY_SLACK holds it */
+        assert_int_equal(report_parse(buf + 4, n - 4, 10, &w), 0);
+        assert_int_equal(w.kind, REPORT_READY);
+        report_done(&w);
 }
 
 static void test_rejects(void **state) {
@@ -80,9 +90,10 @@ static void test_rejects(void **state) {
                 { "\x81\xa1t\xa5setup", 8 }, /* setup without stage */
                 { "\x81\xa1t\xa4"
                   "done",
-                  7 },                           /* done without fields */
-                { "\xdd\x7f\xff\xff\xff", 5 },   /* huge declared array */
-                { "\x81\xa1t\xa5setup\x01", 9 }, /* trailing byte */
+                  7 },                                 /* done without fields */
+                { "\xdd\x7f\xff\xff\xff", 5 },         /* huge declared array */
+                { "\x81\xa1t\xa5setup\x01", 9 },       /* trailing byte */
+                { "\x82\xa1t\xa5ready\xa1x\xc0", 11 }, /* ready with another field */
         };
         WorkerReport w;
 

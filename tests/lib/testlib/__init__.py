@@ -1,0 +1,24 @@
+"""The tests' one helper module (docs/testing.md, "The helpers"): import what a test
+needs from here. Submodules: env (the build and the configuration), supervisor
+(Supervisor, Conn, status), proc (/proc), cgroups, frames, waits, plugin (fixtures and
+the configuration's test selection, loaded by tests/conftest.py)."""
+from . import cgroups, env, frames, proc, waits
+from .env import (ALL_TESTS, ASAN, BUILD, CLIENT, DAEMON, MUST_SANDBOX, PYTHON, ROOTLESS, ROOTLESS_USER,
+                  SOURCE_ROOT, WAIT_LIMIT, WORKER_START, runtime_ancestors)
+from .frames import (collect_outcomes, count, describe, drain, execute_frame, frame, of, one_result, pump, raw_frame,
+                     recv_result_frame)
+from .supervisor import (CORE_OUTCOMES, NORTHSTAR, Conn, Supervisor, UsernsSupervisor, calls, check_northstar, ok,
+                         require_sandbox, running_supervisor, sandbox_available, status, unavailable, value,
+                         worker_pids, worker_pids_of)
+from .waits import HeldCall, held, start_held, wait_call, wait_for, wait_idle, wait_running, wait_states
+
+__all__ = [
+    "cgroups", "env", "frames", "proc", "waits",
+    "ALL_TESTS", "ASAN", "BUILD", "CLIENT", "DAEMON", "MUST_SANDBOX", "PYTHON", "ROOTLESS", "ROOTLESS_USER",
+    "SOURCE_ROOT", "WAIT_LIMIT", "WORKER_START", "runtime_ancestors",
+    "collect_outcomes", "count", "describe", "drain", "execute_frame", "frame", "of", "one_result", "pump",
+    "raw_frame", "recv_result_frame",
+    "CORE_OUTCOMES", "NORTHSTAR", "Conn", "Supervisor", "UsernsSupervisor", "calls", "check_northstar", "ok", "require_sandbox",
+    "running_supervisor", "sandbox_available", "status", "unavailable", "value", "worker_pids", "worker_pids_of",
+    "HeldCall", "held", "start_held", "wait_call", "wait_for", "wait_idle", "wait_running", "wait_states",
+]

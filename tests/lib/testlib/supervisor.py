@@ -1,0 +1,358 @@
+"""One supervisor and one connection for every suite: a real codeinterpd from BUILD on a
+temporary socket (codeinterp.testing.Daemon, in the run's worker start mode and, under
+make test-rootless, as the run's user), and Conn, the low-level protocol connection
+with request ids and a backlog."""
+import contextlib
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from codeinterp import Client, Connection
+from codeinterp.testing import Daemon, sandbox_available
+from codeinterp.testing import require_sandbox as _require_sandbox
+
+from . import proc
+from .env import CLIENT, DAEMON, INSTALLED_SOCKET, MUST_SANDBOX, ROOTLESS_USER, WAIT_LIMIT, WORKER_START
+
+NORTHSTAR = """measured_runtime_hours = [9.0, 7.5]
+assert all(isinstance(value, (int, float)) for value in measured_runtime_hours)
+mean_runtime_hours = sum(measured_runtime_hours) / len(measured_runtime_hours)
+mean_runtime_hours
+"""
+
+# Every outcome the protocol documents (docs/protocol.md, supervisor/protocol.c).
+CORE_OUTCOMES = ("ok", "python_exception", "timeout", "cancelled", "invalid_input", "unavailable_source",
+                 "quota_exhausted", "resource_limit", "worker_error")
+
+__all__ = ["sandbox_available"]
+
+
+def unavailable(why):
+    """A prerequisite of the test is missing (a tool, a kernel feature, a controller):
+    skip, or fail under CODEINTERP_MUST_SANDBOX=1 (CI), where nothing may be skipped."""
+    if MUST_SANDBOX:
+        pytest.fail("CODEINTERP_MUST_SANDBOX=1 but " + why)
+    pytest.skip(why)
+
+
+def require_sandbox():
+    """codeinterp.testing.require_sandbox for the run's mode: rootless, whether
+    ROOTLESS_USER can create the namespaces (unprivileged user namespaces)."""
+    _require_sandbox(ROOTLESS_USER)
+
+
+class Conn(Connection):
+    """One client connection: frames (send_raw, send, recv, recv_raw_frame, sock) from
+    codeinterp.Connection, plus request ids and a backlog of messages read while
+    waiting for another request's answer (recv returns those first)."""
+
+    def __init__(self, path, timeout=WAIT_LIMIT):
+        super().__init__(path, timeout)
+        self.next_id = 1
+        self.backlog = []
+
+    def recv(self):
+        if self.backlog:
+            return self.backlog.pop(0)
+        return super().recv()
+
+    def request(self, op, **fields):
+        rid = self.next_id
+        self.next_id += 1
+        msg = {"op": op, "id": rid}
+        msg.update(fields)
+        self.send(msg)
+        return rid
+
+    def wait(self, rid, types=("reply", "error", "result"), progress=None):
+        """Next message for rid whose type is in types; progress messages are collected
+        into progress when it is a list (else kept in the backlog like the others)."""
+        kept = []
+        try:
+            while True:
+                m = self.recv()
+                if m.get("id") == rid and m.get("type") == "progress" and progress is not None:
+                    progress.append(m)
+                    continue
+                if (m.get("id") == rid or m.get("id") is None) and m.get("type") in types:
+                    return m
+                kept.append(m)
+        finally:
+            self.backlog = kept + self.backlog
+
+    def call(self, op, **fields):
+        return self.wait(self.request(op, **fields))
+
+    def submit(self, code, source_ids=(), invocation=None, summary="test", **fields):
+        """Send an execute; returns its request id."""
+        fields.update(summary=summary, code=code, sourceIds=list(source_ids))
+        if invocation is not None:
+            fields["invocation"] = invocation
+        return self.request("execute", **fields)
+
+    def execute(self, code, source_ids=(), invocation=None, summary="test", progress=None):
+        rid = self.submit(code, source_ids, invocation, summary)
+        return self.wait(rid, types=("error", "result"), progress=progress)
+
+    def call_id(self, rid):
+        """The callId of the execute rid, from its first progress message (read now if
+        it has not been); fails if the request ended without being admitted."""
+        for m in self.backlog:
+            if m.get("id") == rid and m.get("type") in ("progress", "result"):
+                return m["callId"]
+        m = self.wait(rid, types=("progress", "result", "error"))
+        self.backlog.insert(0, m)
+        assert m["type"] != "error", m
+        return m["callId"]
+
+
+# Each root supervisor a test starts gets a block of host ids of its own inside the
+# default block (docs/policy.md, "Workers' host ids"): the suite runs in parallel
+# (pytest-xdist), and RLIMIT_NPROC counts every task of a host uid, so two supervisors
+# handing out the same ids at the same moment would share their workers' process budget
+# (a worker at maxProcesses would find it spent by another test's worker). Slot 0, the
+# start of the default block, is left to supervisors started without this factory.
+HOST_ID_BLOCK = 256
+_DEFAULT_HOST_ID_BASE = 0x7ff00000
+_SLOTS_PER_PROCESS = 31
+_started = 0
+
+
+def _host_id_block():
+    global _started
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    slot = 1 + (index % 8) * _SLOTS_PER_PROCESS + _started % _SLOTS_PER_PROCESS
+    _started += 1
+    return "workerHostIdBase: %d\n" % (_DEFAULT_HOST_ID_BASE + slot * HOST_ID_BLOCK)
+
+
+class Supervisor(Daemon):
+    """codeinterpd from BUILD in the run's worker start mode (a policy that names
+    workerStart keeps it) and, rootless, as the run's user; ready for connections when
+    the constructor returns. connect() gives a Conn, client() a codeinterp.Client,
+    cli() runs the codeinterp command against it. dir, socket, log_path, policy_path,
+    proc, log, conns, read_log() and stop() come from codeinterp.testing.Daemon."""
+
+    def __init__(self, policy=None, extra_args=(), prefix=(), user=ROOTLESS_USER, binary=DAEMON):
+        if policy is None or "workerStart" not in policy:
+            policy = "workerStart: %s\n" % WORKER_START + (policy or "")
+        if not user and "workerHostIdBase" not in policy:
+            policy += ("" if policy.endswith("\n") else "\n") + _host_id_block()
+            if "workerHostIdCount" not in policy:
+                policy += "workerHostIdCount: %d\n" % HOST_ID_BLOCK
+        m = re.search(r"^workerHostIdBase:\s*(\d+)\s*$", policy, re.M)
+        self.host_id_base = int(m.group(1)) if m else _DEFAULT_HOST_ID_BASE  # its block's first id
+        super().__init__(binary, policy, extra_args, start_timeout=WAIT_LIMIT, user=user, prefix=prefix)
+        try:
+            self.wait_ready(WAIT_LIMIT)
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def connect(self, timeout=WAIT_LIMIT):
+        c = Conn(self.socket, timeout)
+        self.conns.append(c)
+        return c
+
+    def client(self, timeout=WAIT_LIMIT):
+        """A codeinterp.Client (the public Python client) connected to it."""
+        c = Client(self.socket, timeout)
+        self.conns.append(c)
+        return c
+
+    def cli(self, *args, input=None, timeout=WAIT_LIMIT):
+        """The codeinterp command with --socket and args; a CompletedProcess."""
+        return subprocess.run([CLIENT, "--socket", self.socket] + list(args), input=input,
+                              capture_output=True, timeout=timeout)
+
+    def close_connections(self):
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+        self.conns.clear()
+
+
+class Installed:
+    """The installed supervisor (CODEINTERP_TEST_SOCKET): connect() and client() as a
+    Supervisor's; nothing to start, and stop() only closes the connections."""
+
+    def __init__(self, path):
+        self.socket = path
+        self.conns = []
+
+    def connect(self, timeout=WAIT_LIMIT):
+        c = Conn(self.socket, timeout)
+        self.conns.append(c)
+        return c
+
+    def client(self, timeout=WAIT_LIMIT):
+        c = Client(self.socket, timeout)
+        self.conns.append(c)
+        return c
+
+    def close_connections(self):
+        for c in self.conns:
+            c.close()
+        self.conns.clear()
+
+    def stop(self):
+        self.close_connections()
+        return 0
+
+
+def start(policy=None, extra_args=(), prefix=()):
+    """A Supervisor; the installed one (CODEINTERP_TEST_SOCKET) when that is set and the
+    default policy will do."""
+    if INSTALLED_SOCKET:
+        assert policy is None and not extra_args and not prefix, "needs a supervisor of its own, not the installed one"
+        return Installed(INSTALLED_SOCKET)
+    return Supervisor(policy, extra_args, prefix)
+
+
+# user.max_user_namespaces and friends are per user namespace, and a namespace created
+# inside user namespace U is counted against U's limit (and its ancestors'). The host's
+# sysctls are shared with whoever else runs tests on the machine, so a supervisor that
+# needs its own runs in a user namespace U of its own (uids and gids 0-65535 mapped to
+# themselves, so it is root there and can map workers' host ids, given a block inside
+# that range: the default block is not mapped there and the supervisor would refuse to
+# start).
+USERNS_WRAPPER = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+    sys.exit("unshare(CLONE_NEWUSER): %s" % os.strerror(ctypes.get_errno()))
+w, r = int(sys.argv[1]), int(sys.argv[2])
+os.write(w, b"u")
+if os.read(r, 1) != b"m":  # the test has written our uid and gid maps
+    sys.exit("no id maps")
+os.execv(sys.argv[3], sys.argv[3:])
+"""
+
+
+class UsernsSupervisor(Supervisor):
+    """A Supervisor running in a user namespace of its own (USERNS_WRAPPER above);
+    RuntimeError when it does not start."""
+
+    def __init__(self, policy):
+        self.user = None
+        self.dir = tempfile.mkdtemp(prefix="codeinterp-test-")
+        self.socket = os.path.join(self.dir, "ci.sock")
+        self.log_path = os.path.join(self.dir, "codeinterpd.log")
+        self.policy_path = os.path.join(self.dir, "policy.yaml")
+        with open(self.policy_path, "w") as f:
+            f.write(policy)
+        self.log = open(self.log_path, "wb")
+        self.conns = []
+        to_test, from_child = os.pipe()
+        to_child, from_test = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                ["/usr/bin/python3", "-c", USERNS_WRAPPER, str(from_child), str(to_child), DAEMON,
+                 "--socket", self.socket, "--policy", self.policy_path],
+                stdout=self.log, stderr=subprocess.STDOUT, pass_fds=(from_child, to_child))
+            os.close(from_child)
+            os.close(to_child)
+            from_child = to_child = -1
+            if os.read(to_test, 1) != b"u":
+                raise RuntimeError("the user namespace wrapper failed: " + self.read_log())
+            for name in ("uid_map", "gid_map"):
+                with open("/proc/%d/%s" % (self.proc.pid, name), "w") as f:
+                    f.write("0 0 65536\n")
+            os.write(from_test, b"m")
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            for fd in (to_test, from_test, from_child, to_child):
+                if fd >= 0:
+                    os.close(fd)
+        deadline = time.monotonic() + WAIT_LIMIT
+        while not os.path.exists(self.socket):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                log = self.read_log()
+                self.stop()
+                raise RuntimeError("codeinterpd %s: %s" % ("exited" if self.proc.returncode is not None
+                                                            else "did not start", log))
+            time.sleep(0.01)
+
+
+def status(sup):
+    """The supervisor's status reply (on a connection of its own). Its answer is also a
+    barrier: the event loop has finished whatever it was doing when the request came,
+    e.g. removing the cgroup of a call whose result has already arrived."""
+    c = Conn(sup.socket)
+    try:
+        r = c.call("status")
+    finally:
+        c.close()
+    assert r["type"] == "reply", r
+    return r
+
+
+def calls(sup):
+    """{callId: {"callId", "state", "workerPid"}} of the calls admitted and unfinished."""
+    return {m["callId"]: m for m in status(sup)["calls"]}
+
+
+def worker_pids():
+    """Workers running a call (both start modes name them ci-worker), host-wide.
+    Pre-started zygote workers waiting for a call are named ci-pool."""
+    return proc.pids_named("ci-worker")
+
+
+def worker_pids_of(sup):
+    """Workers (worker_pids()) started by this supervisor, directly (exec) or through its
+    zygote: other supervisors on the host may be running workers too. The host's view,
+    independent of what the supervisor says (testlib.waits.wait_running asks it)."""
+    return [p for p in worker_pids() if proc.descends_from(p, sup.proc.pid)]
+
+
+@contextlib.contextmanager
+def running_supervisor(policy=None, extra_args=()):
+    """A supervisor for a with block; stopped afterwards, and it must have exited 0."""
+    if not INSTALLED_SOCKET:
+        require_sandbox()
+    s = start(policy, extra_args)
+    try:
+        yield s
+    finally:
+        rc = s.stop()
+    assert rc == 0, "codeinterpd exited with %r" % rc
+
+
+def check_northstar(sup):
+    """Assert that a new connection to sup still gets 8.25 from the Northstar calculation."""
+    assert sup.proc.poll() is None, "codeinterpd died: " + sup.read_log()[-2000:]
+    c = Conn(sup.socket)
+    try:
+        r = c.execute(NORTHSTAR)
+    finally:
+        c.close()
+    assert r.get("type") == "result" and r.get("outcome") == "ok", r
+    assert r["result"]["text"] == "8.25"
+    return r
+
+
+def ok(r, text=None):
+    """r is a result with outcome ok (and, with text, that value); returns r."""
+    assert r.get("type") == "result" and r.get("outcome") == "ok", (
+        r.get("type"), r.get("outcome") or r.get("code"), r.get("detail") or r.get("message"), r.get("exception"))
+    if text is not None:
+        assert r["result"] is not None and r["result"]["text"] == text, r["result"]
+    return r
+
+
+def value(r):
+    """The value text of an ok result."""
+    return ok(r)["result"]["text"]
