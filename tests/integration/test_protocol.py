@@ -387,7 +387,7 @@ def test_allowed_uids(make_supervisor):
 
 
 def test_refused_peers_do_not_use_connection_slots(make_supervisor):
-    s = (make_supervisor("socketGroup: 0\nmaxConnections: 2\n"))
+    s = (make_supervisor("socketGroup: 0\nmaxConnections: 2\nmaxConnectionsPerPeer: 2\n"))
     open_dir(s)
     # The peer opens two connections and waits until both have been refused (it has read
     # the error), then keeps them open.
@@ -409,7 +409,7 @@ def test_refused_peers_do_not_use_connection_slots(make_supervisor):
 
 
 def test_max_connections(make_supervisor):
-    s = make_supervisor("maxConnections: 1\n")
+    s = make_supervisor("maxConnections: 1\nmaxConnectionsPerPeer: 1\n")
     held = []
 
     def connect_first():
