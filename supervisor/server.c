@@ -776,6 +776,24 @@ static void conn_free(Connection *c) {
         free(c);
 }
 
+/* The open connections of peer uid that were not refused (nor are being closed). A walk:
+ * at most maxConnections of them, and this runs once per accepted connection. */
+static uint32_t peer_connections(const Server *s, uid_t uid) {
+        uint32_t n = 0;
+
+        for (const Connection *c = s->conns; c; c = c->next)
+                if (!c->closing && c->peer.uid == uid)
+                        n++;
+        return n;
+}
+
+/* Answer a connection at accept time (an error with a nil id) and close it once that is sent. */
+static void refuse_connection(Connection *c, Outcome code, const char *msg) {
+        send_error(c, false, 0, code, msg);
+        c->closing = true;
+        conn_update_events(c);
+}
+
 static bool peer_allowed(const Policy *p, const struct ucred *cred) {
         if (p->n_allowed_uids == 0 && p->n_allowed_gids == 0)
                 return cred->uid == 0 || cred->uid == geteuid();
@@ -844,16 +862,21 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                 s->conns = c;
                 s->n_conns++;
 
+                /* The new connection counts itself, in n_conns and among its peer's. When
+                 * both limits are reached the answer names the whole, maxConnections. */
                 if (!peer_allowed(s->policy, &c->peer)) {
                         log_notice("Refused a connection from uid %u gid %u (not in allowedUids/allowedGids)",
                                    (unsigned) c->peer.uid, (unsigned) c->peer.gid);
-                        send_error(c, false, 0, OUTCOME_PERMISSION_DENIED, "this peer is not allowed");
-                        c->closing = true;
-                        conn_update_events(c);
+                        refuse_connection(c, OUTCOME_PERMISSION_DENIED, "this peer is not allowed");
                 } else if (s->n_conns > s->policy->max_connections) {
-                        send_error(c, false, 0, OUTCOME_OVERLOADED, "too many connections (maxConnections)");
-                        c->closing = true;
-                        conn_update_events(c);
+                        log_debug("Refused a connection from uid %u: maxConnections (%u) reached",
+                                  (unsigned) c->peer.uid, s->policy->max_connections);
+                        refuse_connection(c, OUTCOME_OVERLOADED, "too many connections (maxConnections)");
+                } else if (peer_connections(s, c->peer.uid) > s->policy->max_connections_per_peer) {
+                        log_debug("Refused a connection from uid %u: maxConnectionsPerPeer (%u) reached",
+                                  (unsigned) c->peer.uid, s->policy->max_connections_per_peer);
+                        refuse_connection(c, OUTCOME_OVERLOADED,
+                                          "too many connections from this peer (maxConnectionsPerPeer)");
                 }
         }
         return 0;
