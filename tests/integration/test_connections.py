@@ -4,6 +4,12 @@
   answered overloaded, naming the key, and closed; other uids still connect and call.
   200 idle connections from root leave a call of nobody's served.
 - The policy refuses a share larger than the whole, at --check-policy, naming both keys.
+- connectionIdleTimeoutMs: a connection without an invocation or a call, silent that
+  long, is told so (an overloaded error with a nil id) and closed: one that never spoke,
+  one that did (the timer runs from its last frame), one whose invocation has ended,
+  one whose call has finished; never one whose call runs, or whose invocation is open,
+  however long. These tests are about time: they sleep past the timeout (300 ms) and
+  check that it was not early, never that it was punctual.
 
 The other uid is nobody (nogroup), allowed by allowedUids, on a socket of group
 nogroup (mode 0660): the reference configuration only, as root (a rootless
@@ -15,10 +21,12 @@ import pwd
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
-from testlib import DAEMON, ROOTLESS, SOURCE_ROOT, WAIT_LIMIT, Conn, ok, status, wait_for
+from testlib import DAEMON, ROOTLESS, SOURCE_ROOT, WAIT_LIMIT, Conn, ok, start_held, status, wait_for
+from testlib.waits import sleep_past
 
 # The accept path and the per-connection state are the supervisor's code.
 pytestmark = pytest.mark.asan
@@ -267,3 +275,57 @@ def test_a_share_above_the_whole_is_refused_at_check_policy(tmp_path):
                        timeout=WAIT_LIMIT)
     assert r.returncode == 2 and "line 2: maxConnections: maxConnectionsPerPeer (16) must be at most " \
         "maxConnections (8)" in r.stderr, (r.returncode, r.stderr)
+
+
+IDLE_MS = 300
+IDLE_POLICY = "connectionIdleTimeoutMs: %d\n" % IDLE_MS
+IDLE_MESSAGE = "connection closed: idle for connectionIdleTimeoutMs (%d ms)" % IDLE_MS
+
+
+def closed_as_idle(conn):
+    """The idle answer (after whatever else was pending for conn), then the end of the
+    connection; when it came (time.monotonic())."""
+    m = conn.wait(None, types=("error",))
+    when = time.monotonic()
+    assert (m["code"], m["message"]) == ("overloaded", IDLE_MESSAGE), m
+    assert_eof(conn.sock)
+    return when
+
+
+def test_an_idle_connection_is_closed_after_the_timeout(make_supervisor):
+    s = make_supervisor(IDLE_POLICY)
+    # One that never says anything (a leaked socket): the timer runs from its accept.
+    t0 = time.monotonic()
+    silent = Conn(s.socket)
+    assert closed_as_idle(silent) - t0 >= IDLE_MS / 1000
+    # One that spoke: from its last frame.
+    talked = Conn(s.socket)
+    assert talked.call("hello")["type"] == "reply"
+    t0 = time.monotonic()
+    rid = talked.request("status")
+    assert talked.wait(rid)["type"] == "reply"
+    assert closed_as_idle(talked) - t0 >= IDLE_MS / 1000
+
+
+def test_a_running_call_keeps_its_connection(make_supervisor):
+    """A call held in its worker for three timeouts still returns ok on its connection;
+    once it has finished, the connection is idle and closed."""
+    s = make_supervisor(IDLE_POLICY)
+    conn = s.connect()
+    h = start_held(s, conn, after="6 * 7")
+    h.wait_running()
+    sleep_past(time.monotonic(), 3 * IDLE_MS / 1000)
+    assert ok(h.finish())["result"]["text"] == "42"
+    closed_as_idle(conn)
+
+
+def test_an_open_invocation_keeps_its_connection(make_supervisor):
+    """An invocation outlives three timeouts of silence on its connection; once it is
+    closed, the connection is idle and closed."""
+    s = make_supervisor(IDLE_POLICY)
+    conn = s.connect()
+    inv = conn.call("invocation.open")["invocation"]
+    sleep_past(time.monotonic(), 3 * IDLE_MS / 1000)
+    assert ok(conn.execute("6 * 7", invocation=inv))["result"]["text"] == "42"
+    assert conn.call("invocation.close", invocation=inv)["type"] == "reply"
+    closed_as_idle(conn)
