@@ -19,6 +19,7 @@ import json
 import os
 import pwd
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -199,7 +200,10 @@ class Idle:
         self.socks, self.data, self.eof = [], [], []
         for _ in range(n):
             x = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-            x.settimeout(WAIT_LIMIT)
+            # Blocking: a full backlog (128) makes a non-blocking connect fail with EAGAIN,
+            # a blocking one wait until the supervisor has accepted some (for at most
+            # WAIT_LIMIT: SO_SNDTIMEO bounds the wait, which then fails with EAGAIN).
+            x.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", int(WAIT_LIMIT), 0))
             x.connect(path)
             x.setblocking(False)
             self.socks.append(x)
