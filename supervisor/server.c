@@ -56,8 +56,9 @@ struct Server {
         CgroupRoot *cgroups; /* the workers' cgroups: version none without */
         WorkerIds *ids;      /* the workers' host identities */
         uint64_t next_call_id;
-        uint64_t refused[_OUTCOME_MAX]; /* execute requests refused before admission, by outcome */
-        uint64_t idle_closed;           /* connections closed after connectionIdleTimeoutMs */
+        uint64_t refused[_OUTCOME_MAX];                  /* execute requests refused before admission, by outcome */
+        uint64_t conns_refused[_PROTO_CONN_REFUSED_MAX]; /* connections refused at accept, by reason */
+        uint64_t idle_closed;                            /* connections closed after connectionIdleTimeoutMs */
         bool shutting_down;
         uint64_t shutdown_usec; /* CLOCK_MONOTONIC when server_shutdown() was called */
         RunnerSpawner spawner;  /* how workers are made (the scheduler has a copy) */
@@ -552,6 +553,8 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
                 .start_failures_in_row = st.start_failures_in_row,
                 .last_start_error = st.last_start_error,
                 .connections = s->n_conns,
+                .connections_refused = s->conns_refused,
+                .connections_idle_closed = s->idle_closed,
                 .pid = getpid(),
                 .worker_start = policy_worker_start_to_string(s->policy->worker_start),
                 .zygote_pid = s->zygote ? zygote_client_pid(s->zygote) : 0,
@@ -853,8 +856,10 @@ static uint32_t peer_connections(const Server *s, uid_t uid) {
         return n;
 }
 
-/* Answer a connection at accept time (an error with a nil id) and close it once that is sent. */
-static void refuse_connection(Connection *c, Outcome code, const char *msg) {
+/* Answer a connection at accept time (an error with a nil id) and close it once that is
+ * sent; counted by why for status. */
+static void refuse_connection(Connection *c, ProtoConnRefusal why, Outcome code, const char *msg) {
+        c->server->conns_refused[why]++;
         send_error(c, false, 0, code, msg);
         c->closing = true;
         conn_update_events(c);
@@ -940,15 +945,17 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                 if (!peer_allowed(s->policy, &c->peer)) {
                         log_notice("Refused a connection from uid %u gid %u (not in allowedUids/allowedGids)",
                                    (unsigned) c->peer.uid, (unsigned) c->peer.gid);
-                        refuse_connection(c, OUTCOME_PERMISSION_DENIED, "this peer is not allowed");
+                        refuse_connection(c, PROTO_CONN_REFUSED_PEER_NOT_ALLOWED, OUTCOME_PERMISSION_DENIED,
+                                          "this peer is not allowed");
                 } else if (s->n_conns > s->policy->max_connections) {
                         log_debug("Refused a connection from uid %u: maxConnections (%u) reached",
                                   (unsigned) c->peer.uid, s->policy->max_connections);
-                        refuse_connection(c, OUTCOME_OVERLOADED, "too many connections (maxConnections)");
+                        refuse_connection(c, PROTO_CONN_REFUSED_MAX_CONNECTIONS, OUTCOME_OVERLOADED,
+                                          "too many connections (maxConnections)");
                 } else if (peer_connections(s, c->peer.uid) > s->policy->max_connections_per_peer) {
                         log_debug("Refused a connection from uid %u: maxConnectionsPerPeer (%u) reached",
                                   (unsigned) c->peer.uid, s->policy->max_connections_per_peer);
-                        refuse_connection(c, OUTCOME_OVERLOADED,
+                        refuse_connection(c, PROTO_CONN_REFUSED_MAX_CONNECTIONS_PER_PEER, OUTCOME_OVERLOADED,
                                           "too many connections from this peer (maxConnectionsPerPeer)");
                 }
         }

@@ -182,6 +182,10 @@ def test_per_peer_cap_names_its_limit_and_leaves_room_for_others(shared_with_nob
         # Now the whole is spent as well: the answer names maxConnections.
         m = refused(Conn(s.socket))
         assert (m["code"], m["message"]) == ("overloaded", GLOBAL_MESSAGE), m
+        # Counted by reason (root cannot ask now: its share is spent).
+        st = peer.call(theirs, "status")
+        assert st["connectionsRefused"] == {"peer_not_allowed": 0, "max_connections": 1,
+                                            "max_connections_per_peer": 1}, st
     finally:
         peer.close()
     # Root's connections were never touched.
@@ -255,6 +259,7 @@ def test_200_idle_connections_of_one_uid_do_not_stop_another_uids_calls(shared_w
             assert ok(peer.execute(c, "6 * 7"))["result"]["text"] == "42"
             st = peer.call(c, "status")
             assert st["connections"] == 16 + 1, st
+            assert st["connectionsRefused"]["max_connections_per_peer"] == 200 - 16, st
         finally:
             peer.close()
         # Root's 16 are still open, and were sent nothing.
@@ -307,8 +312,9 @@ def test_an_idle_connection_is_closed_after_the_timeout(make_supervisor):
     assert talked.call("hello")["type"] == "reply"
     t0 = time.monotonic()
     rid = talked.request("status")
-    assert talked.wait(rid)["type"] == "reply"
+    assert talked.wait(rid)["connectionsIdleClosed"] == 1
     assert closed_as_idle(talked) - t0 >= IDLE_MS / 1000
+    assert status(s)["connectionsIdleClosed"] == 2
 
 
 def test_a_running_call_keeps_its_connection(make_supervisor):

@@ -58,9 +58,11 @@ def test_hello(shared_conn):
 def test_status(shared_conn):
     r = shared_conn.call("status")
     assert r["type"] == "reply" and r["op"] == "status"
-    for k in ("queued", "running", "capacity", "admittedTotal", "startedTotal", "finishedTotal", "connections"):
+    for k in ("queued", "running", "capacity", "admittedTotal", "startedTotal", "finishedTotal", "connections",
+              "connectionsIdleClosed"):
         assert isinstance(r[k], int), k
     assert r["connections"] >= 1
+    assert set(r["connectionsRefused"]) == {"peer_not_allowed", "max_connections", "max_connections_per_peer"}
 
 
 # ---- framing ----
