@@ -339,3 +339,17 @@ def test_an_open_invocation_keeps_its_connection(make_supervisor):
     assert ok(conn.execute("6 * 7", invocation=inv))["result"]["text"] == "42"
     assert conn.call("invocation.close", invocation=inv)["type"] == "reply"
     closed_as_idle(conn)
+
+
+def test_the_python_client_raises_the_idle_close_at_its_next_request(make_supervisor):
+    """A codeinterp.Client left idle finds its connection closed: its next request raises
+    Overloaded with the supervisor's message, not a lost connection."""
+    from codeinterp import Overloaded
+
+    s = make_supervisor(IDLE_POLICY)
+    c = s.client()
+    c.hello()
+    wait_for(lambda: status(s)["connectionsIdleClosed"] == 1, "the client's connection to be closed as idle")
+    with pytest.raises(Overloaded) as e:
+        c.hello()
+    assert e.value.request_id is None and e.value.message == IDLE_MESSAGE, e.value
