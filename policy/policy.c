@@ -1083,7 +1083,11 @@ static int check_cross(Loader *l) {
                                  "maxConnectionOutputBytes (%" PRIu64 ") must be at least maxResultBytes (%" PRIu32 ")",
                                  p->max_connection_output_bytes, p->max_result_bytes);
 
-        /* One peer's share of the connections: below the whole, so one peer cannot take them all. */
+        /* One peer's share of the connections: below the whole, so one peer cannot take them all.
+         * Not set in the file, it is the default or the whole, whichever is smaller (a
+         * file from before the key that lowers maxConnections keeps loading). */
+        if (l->lines[K_MAX_CONNECTIONS_PER_PEER] == 0 && p->max_connections_per_peer > p->max_connections)
+                l->policy.max_connections_per_peer = p->max_connections;
         if (p->max_connections_per_peer > p->max_connections)
                 return fail_pair(l, K_MAX_CONNECTIONS, K_MAX_CONNECTIONS_PER_PEER,
                                  "maxConnectionsPerPeer (%" PRIu32 ") must be at most maxConnections (%" PRIu32 ")",

@@ -341,15 +341,28 @@ def test_an_open_invocation_keeps_its_connection(make_supervisor):
     closed_as_idle(conn)
 
 
-def test_the_python_client_raises_the_idle_close_at_its_next_request(make_supervisor):
-    """A codeinterp.Client left idle finds its connection closed: its next request raises
-    Overloaded with the supervisor's message, not a lost connection."""
-    from codeinterp import Overloaded
+def test_the_python_clients_reconnect_after_an_idle_close(make_supervisor):
+    """A codeinterp.Client (and an AsyncClient) left idle finds its connection closed
+    by the supervisor: it held no call and no invocation, so the next request goes to
+    a new connection and succeeds; the supervisor counted the idle close."""
+    import asyncio
+
+    from codeinterp.aio import AsyncClient
 
     s = make_supervisor(IDLE_POLICY)
     c = s.client()
     c.hello()
     wait_for(lambda: status(s)["connectionsIdleClosed"] == 1, "the client's connection to be closed as idle")
-    with pytest.raises(Overloaded) as e:
-        c.hello()
-    assert e.value.request_id is None and e.value.message == IDLE_MESSAGE, e.value
+    assert c.execute("6 * 7", "idle").outcome == "ok"
+    c.close()
+
+    async def run():
+        async with AsyncClient(s.socket) as a:
+            await a.hello()
+            closed = status(s)["connectionsIdleClosed"]
+            while status(s)["connectionsIdleClosed"] == closed:
+                await asyncio.sleep(0.05)  # the event is the counter; polled, bounded below
+            r = await asyncio.wait_for(a.execute("6 * 7", "idle"), WAIT_LIMIT)
+            assert r.outcome == "ok", r
+
+    asyncio.run(asyncio.wait_for(run(), 4 * WAIT_LIMIT))
