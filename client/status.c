@@ -113,6 +113,8 @@ typedef enum FamilyId {
         F_RUNNING,
         F_CAPACITY,
         F_CONNECTIONS,
+        F_CONNECTIONS_REFUSED,
+        F_CONNECTIONS_IDLE_CLOSED,
         F_CALLS,
         F_CALLS_ADMITTED,
         F_WORKERS_STARTED,
@@ -144,6 +146,12 @@ static const Family families[_F_MAX] = {
         [F_CAPACITY] = { "codeinterp_capacity", KIND_GAUGE, NULL,
                          "Workers that may run at once (maxActiveWorkers resolved)." },
         [F_CONNECTIONS] = { "codeinterp_connections", KIND_GAUGE, NULL, "Open client connections." },
+        [F_CONNECTIONS_REFUSED] = { "codeinterp_connections_refused", KIND_COUNTER, NULL,
+                                    "Connections refused when accepted, by reason: a peer not allowed, "
+                                    "maxConnections, maxConnectionsPerPeer." },
+        [F_CONNECTIONS_IDLE_CLOSED] = { "codeinterp_connections_idle_closed", KIND_COUNTER, NULL,
+                                        "Connections closed after connectionIdleTimeoutMs without an invocation, "
+                                        "a call or a frame." },
         [F_CALLS] = { "codeinterp_calls", KIND_COUNTER, NULL,
                       "Execute requests by outcome: finished calls, and refusals before admission." },
         [F_CALLS_ADMITTED] = { "codeinterp_calls_admitted", KIND_COUNTER, NULL, "Calls admitted into the queue." },
@@ -270,12 +278,13 @@ static int write_histogram(FILE *f, StatusFormat fmt, const msgpack_object *stat
         return 0;
 }
 
-/* The outcomes map: outcome names are [a-z_], nothing to escape in a label value. */
-static int check_outcomes(const msgpack_object *outcomes) {
-        if (!outcomes || outcomes->type != MSGPACK_OBJECT_MAP || outcomes->via.map.size == 0)
+/* A map of names to counts (outcomes, connectionsRefused): the names are [a-z_], nothing
+ * to escape in a label value. */
+static int check_counts(const msgpack_object *counts) {
+        if (!counts || counts->type != MSGPACK_OBJECT_MAP || counts->via.map.size == 0)
                 return -EBADMSG;
-        for (uint32_t i = 0; i < outcomes->via.map.size; i++) {
-                const msgpack_object_kv *kv = &outcomes->via.map.ptr[i];
+        for (uint32_t i = 0; i < counts->via.map.size; i++) {
+                const msgpack_object_kv *kv = &counts->via.map.ptr[i];
                 if (!mp_is_str(&kv->key) || !mp_is_uint(&kv->val) || kv->key.via.str.size == 0)
                         return -EBADMSG;
                 for (uint32_t j = 0; j < kv->key.via.str.size; j++) {
@@ -285,6 +294,16 @@ static int check_outcomes(const msgpack_object *outcomes) {
                 }
         }
         return 0;
+}
+
+/* A counter family with one label: a sample per name of a map that check_counts() passed. */
+static void write_counts(FILE *f, StatusFormat fmt, FamilyId id, const char *label, const msgpack_object *counts) {
+        write_header(f, fmt, id);
+        for (uint32_t i = 0; i < counts->via.map.size; i++) {
+                const msgpack_object_kv *kv = &counts->via.map.ptr[i];
+                fprintf(f, "%s_total{%s=\"%.*s\"} %" PRIu64 "\n", families[id].name, label, (int) kv->key.via.str.size,
+                        kv->key.via.str.ptr, kv->val.via.u64);
+        }
 }
 
 static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
@@ -298,13 +317,14 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
                 { "running", F_RUNNING },
                 { "capacity", F_CAPACITY },
                 { "connections", F_CONNECTIONS },
+                { "connectionsIdleClosed", F_CONNECTIONS_IDLE_CLOSED },
                 { "admittedTotal", F_CALLS_ADMITTED },
                 { "startedTotal", F_WORKERS_STARTED },
                 { "memoryGateHolds", F_MEMORY_GATE_HOLDS },
         };
         uint64_t values[ELEMENTSOF(uints)], zygote_generation, held_ms, uptime_ms, start_ms;
         char zygote_state[16], version[64], python[64], policy_name[64], sha256[65], worker_start[16];
-        const msgpack_object *outcomes = ci_get(status, "outcomes");
+        const msgpack_object *outcomes = ci_get(status, "outcomes"), *refused = ci_get(status, "connectionsRefused");
         bool ready, zygote_ready, gate_holding;
         int k;
 
@@ -325,8 +345,7 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
             !get_str(status, "policySha256", false, sha256, sizeof sha256) ||
             !get_str(status, "workerStart", false, worker_start, sizeof worker_start))
                 return -EBADMSG;
-        k = check_outcomes(outcomes);
-        if (k < 0)
+        if ((k = check_counts(outcomes)) < 0 || (k = check_counts(refused)) < 0)
                 return k;
 
         write_uint(f, fmt, F_READY, ready);
@@ -336,12 +355,8 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
         }
         for (size_t i = 0; i < ELEMENTSOF(uints); i++)
                 write_uint(f, fmt, uints[i].id, values[i]);
-        write_header(f, fmt, F_CALLS);
-        for (uint32_t i = 0; i < outcomes->via.map.size; i++) {
-                const msgpack_object_kv *kv = &outcomes->via.map.ptr[i];
-                fprintf(f, "%s_total{outcome=\"%.*s\"} %" PRIu64 "\n", families[F_CALLS].name,
-                        (int) kv->key.via.str.size, kv->key.via.str.ptr, kv->val.via.u64);
-        }
+        write_counts(f, fmt, F_CONNECTIONS_REFUSED, "reason", refused);
+        write_counts(f, fmt, F_CALLS, "outcome", outcomes);
         write_uint(f, fmt, F_MEMORY_GATE_HOLDING, gate_holding);
         write_ms_as_seconds(f, fmt, F_MEMORY_GATE_HELD, held_ms);
         write_ms_as_seconds(f, fmt, F_UPTIME, uptime_ms);

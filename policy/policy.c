@@ -95,6 +95,8 @@ typedef enum KeyId {
         K_WORKER_HOST_ID_BASE,
         K_WORKER_HOST_ID_COUNT,
         K_UNREADY_AFTER_START_FAILURES,
+        K_MAX_CONNECTIONS_PER_PEER,
+        K_CONNECTION_IDLE_TIMEOUT_MS,
         _K_MAX,
 } KeyId;
 
@@ -179,6 +181,11 @@ static const KeyDef keys[_K_MAX] = {
         /* Read by status when it is asked: a reload changes it at once. */
         DEF(K_UNREADY_AFTER_START_FAILURES, "unreadyAfterStartFailures", KEY_U32, unready_after_start_failures, 0,
             1000000),
+        /* Checked when a connection is accepted. */
+        DEF(K_MAX_CONNECTIONS_PER_PEER, "maxConnectionsPerPeer", KEY_U32, max_connections_per_peer, 1, 65536),
+        /* Read whenever a connection's idle timer is set again. */
+        DEF(K_CONNECTION_IDLE_TIMEOUT_MS, "connectionIdleTimeoutMs", KEY_U32, connection_idle_timeout_ms, 100,
+            604800000),
 };
 
 static uint32_t *field_u32(Policy *p, const KeyDef *d) {
@@ -330,6 +337,9 @@ void policy_init_defaults(Policy *p) {
                 .worker_host_id_count = 65536,
 
                 .unready_after_start_failures = 3,
+
+                .max_connections_per_peer = 16,
+                .connection_idle_timeout_ms = 30000,
         };
         policy_finalize(p);
 }
@@ -434,7 +444,7 @@ PolicySnapshot *policy_snapshot_unref(PolicySnapshot *s) {
 /* ---- digest ---- */
 
 typedef struct Canon {
-        char data[8192]; /* worst case is about 3.5 KiB: 34 keys, two full id lists */
+        char data[8192]; /* worst case is about 3.5 KiB: 46 keys, two full id lists */
         size_t n;
 } Canon;
 
@@ -1072,6 +1082,16 @@ static int check_cross(Loader *l) {
                 return fail_pair(l, K_MAX_CONNECTION_OUTPUT_BYTES, K_MAX_RESULT_BYTES,
                                  "maxConnectionOutputBytes (%" PRIu64 ") must be at least maxResultBytes (%" PRIu32 ")",
                                  p->max_connection_output_bytes, p->max_result_bytes);
+
+        /* One peer's share of the connections: below the whole, so one peer cannot take them all.
+         * Not set in the file, it is the default or the whole, whichever is smaller (a
+         * file from before the key that lowers maxConnections keeps loading). */
+        if (l->lines[K_MAX_CONNECTIONS_PER_PEER] == 0 && p->max_connections_per_peer > p->max_connections)
+                l->policy.max_connections_per_peer = p->max_connections;
+        if (p->max_connections_per_peer > p->max_connections)
+                return fail_pair(l, K_MAX_CONNECTIONS, K_MAX_CONNECTIONS_PER_PEER,
+                                 "maxConnectionsPerPeer (%" PRIu32 ") must be at most maxConnections (%" PRIu32 ")",
+                                 p->max_connections_per_peer, p->max_connections);
 
         /* The last host id of the block must be a real id: (uid_t) -1 means "no change". */
         if ((uint64_t) p->worker_host_id_base + p->worker_host_id_count > UINT32_MAX)

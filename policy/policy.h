@@ -72,6 +72,10 @@ typedef struct Policy {
         uint32_t max_worker_message_bytes;    /* maxWorkerMessageBytes: one worker report, 1048576 */
         uint32_t max_connections;             /* maxConnections: 64 */
         uint64_t max_connection_output_bytes; /* maxConnectionOutputBytes: unsent replies per connection, 16777216 */
+        uint32_t max_connections_per_peer;    /* maxConnectionsPerPeer: open connections of one peer uid, 16;
+                                               * at most maxConnections */
+        uint32_t connection_idle_timeout_ms;  /* connectionIdleTimeoutMs: a connection without an invocation or
+                                               * a call, and silent this long, is closed; 30000 */
 
         /* Peers. Empty allowed lists mean: the supervisor's own uid and root. */
         uid_t allowed_uids[POLICY_MAX_PEERS]; /* allowedUids: [] */

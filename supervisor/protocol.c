@@ -470,6 +470,12 @@ static const char *zygote_state_name(ProtoZygoteState z) {
         return NULL;
 }
 
+static const char *const conn_refusal_names[_PROTO_CONN_REFUSED_MAX] = {
+        [PROTO_CONN_REFUSED_PEER_NOT_ALLOWED] = "peer_not_allowed",
+        [PROTO_CONN_REFUSED_MAX_CONNECTIONS] = "max_connections",
+        [PROTO_CONN_REFUSED_MAX_CONNECTIONS_PER_PEER] = "max_connections_per_peer",
+};
+
 static const char *const call_state_names[] = {
         [PROTO_CALL_QUEUED] = "queued",
         [PROTO_CALL_STARTING] = "starting",
@@ -495,7 +501,7 @@ static void pack_calls(msgpack_packer *pk, const ProtoCallInfo *calls, size_t n)
 int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
         msgpack_packer *pk = &w->pk;
 
-        pack_reply_head(pk, id, PROTO_OP_STATUS, 33);
+        pack_reply_head(pk, id, PROTO_OP_STATUS, 35);
         mp_pack_kv_bool(pk, "ready", st->not_ready == PROTO_READY);
         mp_pack_kv_str(pk, "notReadyCause", not_ready_name(st->not_ready));
         mp_pack_kv_str(pk, "notReadyDetail", st->not_ready == PROTO_READY ? NULL : st->not_ready_detail);
@@ -510,6 +516,11 @@ int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
         mp_pack_kv_uint(pk, "workerStartFailuresInRow", st->start_failures_in_row);
         mp_pack_kv_str(pk, "lastWorkerStartError", st->last_start_error);
         mp_pack_kv_uint(pk, "connections", st->connections);
+        mp_pack_cstr(pk, "connectionsRefused");
+        msgpack_pack_map(pk, _PROTO_CONN_REFUSED_MAX);
+        for (size_t i = 0; i < _PROTO_CONN_REFUSED_MAX; i++)
+                mp_pack_kv_uint(pk, conn_refusal_names[i], st->connections_refused[i]);
+        mp_pack_kv_uint(pk, "connectionsIdleClosed", st->connections_idle_closed);
         mp_pack_kv_uint(pk, "pid", (uint64_t) st->pid);
         mp_pack_kv_str(pk, "workerStart", st->worker_start);
         mp_pack_cstr(pk, "zygotePid");

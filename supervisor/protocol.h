@@ -127,6 +127,14 @@ typedef enum ProtoCallState {
         PROTO_CALL_RUNNING,
 } ProtoCallState;
 
+/* Why a connection was refused when it was accepted (status's connectionsRefused). */
+typedef enum ProtoConnRefusal {
+        PROTO_CONN_REFUSED_PEER_NOT_ALLOWED,         /* allowedUids / allowedGids */
+        PROTO_CONN_REFUSED_MAX_CONNECTIONS,          /* maxConnections */
+        PROTO_CONN_REFUSED_MAX_CONNECTIONS_PER_PEER, /* maxConnectionsPerPeer */
+        _PROTO_CONN_REFUSED_MAX,
+} ProtoConnRefusal;
+
 typedef struct ProtoCallInfo {
         uint64_t call_id;
         ProtoCallState state;
@@ -143,6 +151,8 @@ typedef struct ProtoStatus {
         uint32_t start_failures_in_row;
         const char *last_start_error; /* NULL: none */
         uint32_t connections;
+        const uint64_t *connections_refused; /* [_PROTO_CONN_REFUSED_MAX], since the start */
+        uint64_t connections_idle_closed;    /* closed after connectionIdleTimeoutMs, since the start */
         pid_t pid;
         const char *worker_start;
         pid_t zygote_pid; /* 0: none */

@@ -37,6 +37,10 @@ typedef struct Connection Connection;
  * wait for one that does not. */
 #define SHUTDOWN_FIRST_REQUEST_USEC (500 * 1000ULL)
 
+/* How late a connection's idle timer may fire (connectionIdleTimeoutMs is at least 100 ms):
+ * timers of connections that went quiet together fire together. */
+#define IDLE_TIMER_ACCURACY_USEC (10 * 1000ULL)
+
 struct Server {
         sd_event *event;
         PolicySnapshot *snapshot; /* the current policy: new connections, requests and calls */
@@ -52,7 +56,9 @@ struct Server {
         CgroupRoot *cgroups; /* the workers' cgroups: version none without */
         WorkerIds *ids;      /* the workers' host identities */
         uint64_t next_call_id;
-        uint64_t refused[_OUTCOME_MAX]; /* execute requests refused before admission, by outcome */
+        uint64_t refused[_OUTCOME_MAX];                  /* execute requests refused before admission, by outcome */
+        uint64_t conns_refused[_PROTO_CONN_REFUSED_MAX]; /* connections refused at accept, by reason */
+        uint64_t idle_closed;                            /* connections closed after connectionIdleTimeoutMs */
         bool shutting_down;
         uint64_t shutdown_usec; /* CLOCK_MONOTONIC when server_shutdown() was called */
         RunnerSpawner spawner;  /* how workers are made (the scheduler has a copy) */
@@ -67,6 +73,7 @@ struct Connection {
         Server *server;
         int fd;
         sd_event_source *source;
+        sd_event_source *idle_timer; /* connectionIdleTimeoutMs: conn_idle_restart() */
         struct ucred peer;
         /* input: header then body, never more than maxMessageBytes buffered */
         uint8_t hdr[4];
@@ -85,6 +92,7 @@ struct Connection {
 };
 
 static void conn_free(Connection *c);
+static void conn_idle_restart(Connection *c);
 
 /* ---- output ---- */
 
@@ -181,6 +189,54 @@ static void send_error(Connection *c, bool has_id, uint64_t id, Outcome code, co
         MpWriter w;
         mp_writer_init(&w, 0);
         conn_send_packed(c, &w, proto_pack_error(&w, has_id, id, code, msg));
+}
+
+/* ---- idle connections ---- */
+
+/* A connection is busy while it has an open invocation or a call (queued or running):
+ * connectionIdleTimeoutMs never closes it then. */
+static bool conn_busy(Connection *c) {
+        return c->calls || inv_count_connection(c->server->invocations, c) > 0;
+}
+
+/* Start the idle timer again: connectionIdleTimeoutMs from now. Called on whatever shows
+ * the client is there or may make the connection idle: it is accepted, a frame arrives,
+ * the client reads replies, its last call finishes, an invocation of it ends. Whether it
+ * is idle is decided when the timer fires. */
+static void conn_idle_restart(Connection *c) {
+        uint64_t usec = (uint64_t) c->server->policy->connection_idle_timeout_ms * 1000;
+
+        if (c->closing || !c->idle_timer)
+                return;
+        if (sd_event_source_set_time_relative(c->idle_timer, usec) >= 0)
+                (void) sd_event_source_set_enabled(c->idle_timer, SD_EVENT_ONESHOT);
+}
+
+/* Silent for connectionIdleTimeoutMs. Busy: nothing (the end of its last call or
+ * invocation starts the timer again). Idle: it is told why (an error with a nil id), then
+ * closed; when replies are still unsent the client is not reading, and it is cut off. */
+static int on_idle_timeout(sd_event_source *src, uint64_t usec, void *userdata) {
+        Connection *c = userdata;
+        uint32_t ms = c->server->policy->connection_idle_timeout_ms;
+        char msg[96];
+
+        if (c->closing || conn_busy(c))
+                return 0;
+        c->server->idle_closed++;
+        log_debug("Closing an idle connection of uid %u (connectionIdleTimeoutMs: %u)", (unsigned) c->peer.uid,
+                  (unsigned) ms);
+        if (c->out_len == c->out_off) {
+                snprintf(msg, sizeof msg, "connection closed: idle for connectionIdleTimeoutMs (%u ms)", (unsigned) ms);
+                send_error(c, false, 0, OUTCOME_OVERLOADED, msg);
+        }
+        /* The kernel takes a small frame whole or not at all: never a part of one. */
+        if (c->out_len > c->out_off) {
+                conn_drop(c);
+                return 0;
+        }
+        c->closing = true;
+        conn_update_events(c);
+        return 0;
 }
 
 /* ---- calls ---- */
@@ -348,8 +404,10 @@ static void on_finished(Call *call, RunnerResult *res, void *userdata) {
                    call->started ? "worker started" : "no worker");
         runner_result_done(res);
 
-        if (c)
+        if (c) {
                 conn_call_remove(c, call);
+                conn_idle_restart(c);
+        }
         call_unref(call);
 }
 
@@ -379,8 +437,10 @@ static void cancel_calls(Connection *c, Invocation *inv) {
 
 static void on_invocation_closed(Invocation *inv, void *userdata) {
         Connection *c = inv->conn;
-        if (c)
+        if (c) {
                 cancel_calls(c, inv);
+                conn_idle_restart(c);
+        }
 }
 
 /* ---- request handlers ---- */
@@ -493,6 +553,8 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
                 .start_failures_in_row = st.start_failures_in_row,
                 .last_start_error = st.last_start_error,
                 .connections = s->n_conns,
+                .connections_refused = s->conns_refused,
+                .connections_idle_closed = s->idle_closed,
                 .pid = getpid(),
                 .worker_start = policy_worker_start_to_string(s->policy->worker_start),
                 .zygote_pid = s->zygote ? zygote_client_pid(s->zygote) : 0,
@@ -645,6 +707,7 @@ static void handle_frame(Connection *c, const uint8_t *buf, size_t len) {
         ProtoError err;
 
         c->spoke = true;
+        conn_idle_restart(c);
         if (proto_decode_request(buf, len, c->server->policy, &req, &err) < 0)
                 return send_error(c, err.has_id, err.id, err.code, err.message);
         switch (req.op) {
@@ -737,8 +800,13 @@ static int on_conn_io(sd_event_source *src, int fd, uint32_t revents, void *user
         Connection *c = userdata;
         int k = 0;
 
-        if (revents & EPOLLOUT)
+        if (revents & EPOLLOUT) {
+                size_t unsent = c->out_len - c->out_off;
                 k = conn_flush(c);
+                /* The client read some of its replies: it is not idle. */
+                if (k >= 0 && c->out_len - c->out_off < unsent)
+                        conn_idle_restart(c);
+        }
         if (k >= 0 && (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !c->closing)
                 k = conn_read(c);
         if (k >= 0 && c->closing && c->out_off >= c->out_len)
@@ -768,12 +836,33 @@ static void conn_free(Connection *c) {
         if (c->next)
                 c->next->prev = c->prev;
         s->n_conns--;
+        sd_event_source_disable_unref(c->idle_timer);
         sd_event_source_disable_unref(c->source);
         if (c->fd >= 0)
                 close(c->fd);
         free(c->body);
         free(c->out);
         free(c);
+}
+
+/* The open connections of peer uid that were not refused (nor are being closed). A walk:
+ * at most maxConnections of them, and this runs once per accepted connection. */
+static uint32_t peer_connections(const Server *s, uid_t uid) {
+        uint32_t n = 0;
+
+        for (const Connection *c = s->conns; c; c = c->next)
+                if (!c->closing && c->peer.uid == uid)
+                        n++;
+        return n;
+}
+
+/* Answer a connection at accept time (an error with a nil id) and close it once that is
+ * sent; counted by why for status. */
+static void refuse_connection(Connection *c, ProtoConnRefusal why, Outcome code, const char *msg) {
+        c->server->conns_refused[why]++;
+        send_error(c, false, 0, code, msg);
+        c->closing = true;
+        conn_update_events(c);
 }
 
 static bool peer_allowed(const Policy *p, const struct ucred *cred) {
@@ -837,6 +926,13 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                         free(c);
                         continue;
                 }
+                if (sd_event_add_time_relative(s->event, &c->idle_timer, CLOCK_MONOTONIC,
+                                               (uint64_t) s->policy->connection_idle_timeout_ms * 1000,
+                                               IDLE_TIMER_ACCURACY_USEC, on_idle_timeout, c) < 0) {
+                        sd_event_source_disable_unref(c->source);
+                        free(c);
+                        continue;
+                }
                 c->fd = TAKE_FD(cfd);
                 c->next = s->conns;
                 if (s->conns)
@@ -844,16 +940,23 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                 s->conns = c;
                 s->n_conns++;
 
+                /* The new connection counts itself, in n_conns and among its peer's. When
+                 * both limits are reached the answer names the whole, maxConnections. */
                 if (!peer_allowed(s->policy, &c->peer)) {
                         log_notice("Refused a connection from uid %u gid %u (not in allowedUids/allowedGids)",
                                    (unsigned) c->peer.uid, (unsigned) c->peer.gid);
-                        send_error(c, false, 0, OUTCOME_PERMISSION_DENIED, "this peer is not allowed");
-                        c->closing = true;
-                        conn_update_events(c);
+                        refuse_connection(c, PROTO_CONN_REFUSED_PEER_NOT_ALLOWED, OUTCOME_PERMISSION_DENIED,
+                                          "this peer is not allowed");
                 } else if (s->n_conns > s->policy->max_connections) {
-                        send_error(c, false, 0, OUTCOME_OVERLOADED, "too many connections (maxConnections)");
-                        c->closing = true;
-                        conn_update_events(c);
+                        log_debug("Refused a connection from uid %u: maxConnections (%u) reached",
+                                  (unsigned) c->peer.uid, s->policy->max_connections);
+                        refuse_connection(c, PROTO_CONN_REFUSED_MAX_CONNECTIONS, OUTCOME_OVERLOADED,
+                                          "too many connections (maxConnections)");
+                } else if (peer_connections(s, c->peer.uid) > s->policy->max_connections_per_peer) {
+                        log_debug("Refused a connection from uid %u: maxConnectionsPerPeer (%u) reached",
+                                  (unsigned) c->peer.uid, s->policy->max_connections_per_peer);
+                        refuse_connection(c, PROTO_CONN_REFUSED_MAX_CONNECTIONS_PER_PEER, OUTCOME_OVERLOADED,
+                                          "too many connections from this peer (maxConnectionsPerPeer)");
                 }
         }
         return 0;

@@ -43,6 +43,7 @@ class AsyncClient:
         self._next_id = 1
         self._pending: Dict[int, asyncio.Queue[Any]] = {}
         self._failure: Optional[BaseException] = None
+        self._closed = False  # by close(): no new connection after that
 
     async def connect(self) -> "AsyncClient":
         """Open the connection and start the reader task."""
@@ -63,6 +64,7 @@ class AsyncClient:
     async def close(self) -> None:
         """Close the connection: the supervisor cancels its calls and invocations;
         calls still awaited here raise ConnectionLost."""
+        self._closed = True
         if self._task is not None:
             self._task.cancel()
             try:
@@ -143,9 +145,32 @@ class AsyncClient:
                     continue
                 view = view[n:]
 
+    async def _closed_while_idle(self) -> bool:
+        """With no request pending: whether the supervisor has closed the connection.
+        The reader task reads its parting ``error`` without an id and the close that
+        follows it at once (waited for up to 10 s); then the task is done."""
+        if self._closed or self._pending or self._task is None or self._sock is None:
+            return False
+        if not self._task.done():
+            try:
+                self._sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)  # data or the close: it is closing
+            except BlockingIOError:
+                return False  # open and quiet
+            except OSError:
+                pass
+            await asyncio.wait({self._task}, timeout=10)
+        return self._task.done() and self._failure is not None
+
     async def _send(self, op: str, fields: Mapping[str, Any]) -> int:
         if self._sock is None:
             raise RuntimeError("not connected: use `async with AsyncClient(...)` or connect()")
+        if await self._closed_while_idle():
+            # Closed by the supervisor between requests (connectionIdleTimeoutMs
+            # without an invocation or a call, or it stopped): nothing was held on it,
+            # so the request goes to a new connection.
+            self._sock.close()
+            self._sock, self._task, self._failure = None, None, None
+            await self.connect()
         if self._failure is not None:
             raise self._failure
         rid = self._next_id

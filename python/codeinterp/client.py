@@ -7,6 +7,8 @@ is not thread-safe; use :class:`codeinterp.aio.AsyncClient` for concurrent calls
 from __future__ import annotations
 
 import collections
+import select
+import socket
 from typing import Any, Callable, Deque, Dict, Iterable, Mapping, Optional, Sequence, Union
 
 from .connection import Connection
@@ -84,6 +86,7 @@ class Client:
 
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None) -> None:
         self.connection = Connection(socket_path, timeout)
+        self._timeout = timeout
         self._next_id = 1
         self._pending: Dict[int, Deque[Any]] = {}
 
@@ -99,7 +102,39 @@ class Client:
 
     # -- plumbing --
 
+    def _closed_while_idle(self) -> bool:
+        """With no request pending: whether the supervisor has closed the connection
+        (after connectionIdleTimeoutMs without an invocation or a call, or when it
+        stopped). Its parting ``error`` without an id is read and dropped (the close
+        follows it at once; waited for up to the client's timeout, 10 s without one);
+        one that is not followed by the close is raised, as at the next read."""
+        sock = self.connection.sock
+        parting = None
+        wait = 0.0
+        if sock.fileno() < 0:
+            return False  # closed here: the send says so
+        while select.select([sock], [], [], wait)[0]:
+            try:
+                if sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+                    return True
+            except BlockingIOError:
+                break
+            except OSError:
+                return True
+            m = self.connection.recv()  # the supervisor writes a frame whole
+            if isinstance(m, Mapping) and m.get("type") == "error" and m.get("id") is None:
+                parting = m
+                wait = self._timeout if self._timeout is not None else 10.0
+        if parting is not None:
+            raise error_from_message(parting)
+        return False
+
     def _send(self, op: str, fields: Mapping[str, Any]) -> int:
+        # A connection closed between requests held no call and no invocation (those
+        # keep it open): a new one loses nothing, so the request goes there.
+        if not self._pending and self.connection.path and self._closed_while_idle():
+            self.connection.close()
+            self.connection = Connection(self.connection.path, self._timeout)
         rid = self._next_id
         self._next_id += 1
         self._pending[rid] = collections.deque()

@@ -128,6 +128,11 @@ def test_prometheus_values_agree_with_status(served):
     assert value("codeinterp_ready") == 1
     assert value("codeinterp_queued_calls") == 0 and value("codeinterp_running_calls") == 0
     assert value("codeinterp_capacity") == 1 and value("codeinterp_connections") >= 1
+    refused = {s.labels["reason"]: s.value for s in fams["codeinterp_connections_refused"].samples}
+    assert refused == st["connectionsRefused"] == {"peer_not_allowed": 0, "max_connections": 0,
+                                                   "max_connections_per_peer": 0}, refused
+    assert fams["codeinterp_connections_refused"].type == "counter"
+    assert value("codeinterp_connections_idle_closed_total") == st["connectionsIdleClosed"] == 0
     assert value("codeinterp_memory_gate_holding") == 0 and value("codeinterp_memory_gate_holds_total") == 0
     assert value("codeinterp_memory_gate_held_seconds_total") == 0
     # Uptime and start time: one start, seen from when the metrics were read (the

@@ -58,9 +58,11 @@ def test_hello(shared_conn):
 def test_status(shared_conn):
     r = shared_conn.call("status")
     assert r["type"] == "reply" and r["op"] == "status"
-    for k in ("queued", "running", "capacity", "admittedTotal", "startedTotal", "finishedTotal", "connections"):
+    for k in ("queued", "running", "capacity", "admittedTotal", "startedTotal", "finishedTotal", "connections",
+              "connectionsIdleClosed"):
         assert isinstance(r[k], int), k
     assert r["connections"] >= 1
+    assert set(r["connectionsRefused"]) == {"peer_not_allowed", "max_connections", "max_connections_per_peer"}
 
 
 # ---- framing ----
@@ -387,7 +389,7 @@ def test_allowed_uids(make_supervisor):
 
 
 def test_refused_peers_do_not_use_connection_slots(make_supervisor):
-    s = (make_supervisor("socketGroup: 0\nmaxConnections: 2\n"))
+    s = (make_supervisor("socketGroup: 0\nmaxConnections: 2\nmaxConnectionsPerPeer: 2\n"))
     open_dir(s)
     # The peer opens two connections and waits until both have been refused (it has read
     # the error), then keeps them open.
@@ -409,7 +411,7 @@ def test_refused_peers_do_not_use_connection_slots(make_supervisor):
 
 
 def test_max_connections(make_supervisor):
-    s = make_supervisor("maxConnections: 1\n")
+    s = make_supervisor("maxConnections: 1\nmaxConnectionsPerPeer: 1\n")
     held = []
 
     def connect_first():

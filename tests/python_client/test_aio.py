@@ -96,7 +96,7 @@ def test_overloaded_is_raised_with_its_request_id_or_none():
     """maxActiveWorkers: 1, maxQueuedCalls: 0: while a call runs, the next one is refused
     (overloaded, with its request id). maxConnections: 1: a second connection is refused
     with an id-less overloaded error and closed."""
-    d = Supervisor("maxConnections: 1\nmaxQueuedCalls: 0\nmaxActiveWorkers: 1\n")
+    d = Supervisor("maxConnections: 1\nmaxConnectionsPerPeer: 1\nmaxQueuedCalls: 0\nmaxActiveWorkers: 1\n")
     try:
         async def main():
             for _ in range(200):  # until the supervisor has seen wait_ready's probe go

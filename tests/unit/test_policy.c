@@ -55,7 +55,7 @@ static const TestKey test_keys[] = {
         { "seccompDenyAction", false, 0, 0, NULL, "kill" },
         { "maxMessageBytes", true, 8192, 1073741824, "maxCodeCharacters: 1\nmaxSourceBytes: 1\n", "16777216" },
         { "maxWorkerMessageBytes", true, 4096, 1073741824, "", "65536" },
-        { "maxConnections", true, 1, 65536, "", "1" },
+        { "maxConnections", true, 1, 65536, "maxConnectionsPerPeer: 1\n", "32" },
         { "maxConnectionOutputBytes", true, 4096, 1099511627776, "maxResultBytes: 4096\n", "1048576" },
         { "allowedUids", false, 0, 0, NULL, "[1000]" },
         { "allowedGids", false, 0, 0, NULL, "[100, 0]" },
@@ -81,6 +81,8 @@ static const TestKey test_keys[] = {
         { "workerHostIdBase", true, 1, 4294967294, "workerHostIdCount: 1\n", "3000000000" },
         { "workerHostIdCount", true, 1, 1048576, "", "16" },
         { "unreadyAfterStartFailures", true, 0, 1000000, "", "0" },
+        { "maxConnectionsPerPeer", true, 1, 65536, "maxConnections: 65536\n", "4" },
+        { "connectionIdleTimeoutMs", true, 100, 604800000, "", "1000" },
 };
 
 /* Every key, non-default, mutually consistent; flow and block styles, comments, quoting. */
@@ -131,7 +133,9 @@ static const char full_doc[] = "# every key overridden\n"
                                "pythonPackages: [matplotlib, numpy]\n"
                                "workerHostIdBase: 3000000000\n"
                                "workerHostIdCount: 1024\n"
-                               "unreadyAfterStartFailures: 7\n";
+                               "unreadyAfterStartFailures: 7\n"
+                               "maxConnectionsPerPeer: 2\n"
+                               "connectionIdleTimeoutMs: 5000\n";
 
 /* Byte copies, so that "unchanged" can be checked with memcmp, padding included. */
 static void policy_copy(Policy *dst, const Policy *src) {
@@ -199,6 +203,9 @@ static void test_defaults(void **state) {
         assert_int_equal(p.zygote_max_seconds, 3600);
 
         assert_int_equal(p.unready_after_start_failures, 3);
+
+        assert_int_equal(p.max_connections_per_peer, 16);
+        assert_int_equal(p.connection_idle_timeout_ms, 30000);
 
         assert_true(is_hex64(p.sha256));
 }
@@ -281,6 +288,8 @@ static void test_full_override(void **state) {
         assert_int_equal(p.zygote_pool_size, 5);
         assert_int_equal(p.idle_exit_seconds, 90);
         assert_int_equal(p.unready_after_start_failures, 7);
+        assert_int_equal(p.max_connections_per_peer, 2);
+        assert_int_equal(p.connection_idle_timeout_ms, 5000);
         assert_int_equal(p.python_packages,
                          POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY) | POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB));
 
@@ -517,6 +526,11 @@ static const ErrorCase error_cases[] = {
         { "maxInvocationBytes: 1024\n", 0, "line 1: maxInvocationBytes:", "maxSourceBytes" },
         { "maxConnectionOutputBytes: 65536\n", 0, "line 1: maxConnectionOutputBytes:", "maxResultBytes" },
         { "maxResultBytes: 33554432\n", 0, "line 1: maxResultBytes:", "maxConnectionOutputBytes" },
+        { "maxConnectionsPerPeer: 100\n", 0,
+          "line 1: maxConnectionsPerPeer:", "maxConnectionsPerPeer (100) must be at most maxConnections" },
+        { "maxConnectionsPerPeer: 4\ntimeoutMs: 5\nmaxConnections: 3\n", 0,
+          "line 3: maxConnections:", "maxConnectionsPerPeer (4) must be at most maxConnections (3)" },
+        { "connectionIdleTimeoutMs: 99\n", 0, "connectionIdleTimeoutMs:", "out of range 100..604800000" },
 };
 
 static void check_error_case(const Policy *before, const ErrorCase *c) {
@@ -550,6 +564,16 @@ static void test_errors(void **state) {
                 /* The full profile lowers maxMessageBytes, so the cross checks name different keys there. */
                 if (!strstr(error_cases[i].want1, "Bytes:") && !strstr(error_cases[i].want1, "Characters:"))
                         check_error_case(&f, &error_cases[i]);
+        }
+        /* A file that lowers maxConnections below the default maxConnectionsPerPeer and does
+         * not set that: the share is the whole (a file from before the key still loads). */
+        {
+                Policy q;
+                char e[256];
+                policy_copy(&q, &d);
+                assert_int_equal(
+                        policy_load_string(&q, "maxConnections: 8\n", strlen("maxConnections: 8\n"), e, sizeof e), 0);
+                assert_int_equal(q.max_connections_per_peer, 8);
         }
 }
 
@@ -714,7 +738,9 @@ static void test_digest_known_answer(void **state) {
                                         "pythonPackages=\n"
                                         "workerHostIdBase=2146435072\n"
                                         "workerHostIdCount=65536\n"
-                                        "unreadyAfterStartFailures=3\n";
+                                        "unreadyAfterStartFailures=3\n"
+                                        "maxConnectionsPerPeer=16\n"
+                                        "connectionIdleTimeoutMs=30000\n";
         char want[65];
         Policy p;
         char err[256];

@@ -26,12 +26,16 @@ typedef struct Packed {
 } Packed;
 
 static uint64_t outcomes[_OUTCOME_MAX];
+static uint64_t conns_refused[_PROTO_CONN_REFUSED_MAX];
 static Histogram queue_wait, run_time;
 
 static ProtoStatus base_status(void) {
         memset(outcomes, 0, sizeof outcomes);
         outcomes[OUTCOME_OK] = 3;
         outcomes[OUTCOME_TIMEOUT] = 1;
+        memset(conns_refused, 0, sizeof conns_refused);
+        conns_refused[PROTO_CONN_REFUSED_MAX_CONNECTIONS_PER_PEER] = 184;
+        conns_refused[PROTO_CONN_REFUSED_PEER_NOT_ALLOWED] = 2;
         memset(&queue_wait, 0, sizeof queue_wait);
         memset(&run_time, 0, sizeof run_time);
         histogram_observe(&queue_wait, 200);     /* 0.2 ms */
@@ -46,6 +50,9 @@ static ProtoStatus base_status(void) {
                 .admitted_total = 4,
                 .started_total = 4,
                 .finished_total = 4,
+                .connections = 17,
+                .connections_refused = conns_refused,
+                .connections_idle_closed = 5,
                 .worker_start = "zygote",
                 .zygote_pid = 42,
                 .zygote_generation = 3,
@@ -151,6 +158,14 @@ static void test_prometheus_format(void **state) {
         assert_has(text, "codeinterp_zygote_ready 1\n");
         assert_has(text, "codeinterp_zygotes_started_total 3\n");
         assert_has(text, "codeinterp_queued_calls 1\n");
+        /* Connections: open now, refused by reason (every reason, 0 included), closed idle. */
+        assert_has(text, "codeinterp_connections 17\n");
+        assert_has(text, "# TYPE codeinterp_connections_refused_total counter\n");
+        assert_has(text, "codeinterp_connections_refused_total{reason=\"peer_not_allowed\"} 2\n");
+        assert_has(text, "codeinterp_connections_refused_total{reason=\"max_connections\"} 0\n");
+        assert_has(text, "codeinterp_connections_refused_total{reason=\"max_connections_per_peer\"} 184\n");
+        assert_has(text, "# TYPE codeinterp_connections_idle_closed_total counter\n");
+        assert_has(text, "codeinterp_connections_idle_closed_total 5\n");
         /* Histograms in seconds, cumulative, +Inf = count. */
         assert_has(text, "# TYPE codeinterp_queue_wait_seconds histogram\n");
         assert_has(text, "codeinterp_queue_wait_seconds_bucket{le=\"0.001\"} 1\n");
@@ -174,6 +189,8 @@ static void test_openmetrics_format(void **state) {
         /* Families without their suffix; the samples keep theirs. */
         assert_has(text, "# TYPE codeinterp_calls counter\n# HELP codeinterp_calls ");
         assert_has(text, "codeinterp_calls_total{outcome=\"ok\"} 3\n");
+        assert_has(text, "# TYPE codeinterp_connections_refused counter\n");
+        assert_has(text, "codeinterp_connections_refused_total{reason=\"max_connections_per_peer\"} 184\n");
         assert_has(text, "# TYPE codeinterp_build info\n");
         assert_has(text, "codeinterp_build_info{version=\"");
         assert_has(text, "# TYPE codeinterp_uptime_seconds gauge\n# UNIT codeinterp_uptime_seconds seconds\n");
