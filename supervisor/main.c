@@ -813,6 +813,8 @@ static int engine_start(int worker_fd, ServerSelfCheckFn fn, void *userdata, sd_
         }
         if (cgroup_root_version(cgroups) == CGROUP_NONE && policy.cgroups == POLICY_CGROUPS_AUTO)
                 log_notice("Workers run without a cgroup of their own: %s", err);
+        else if (cgroup_root_version(cgroups) != CGROUP_NONE)
+                log_info("Workers' cgroups are made in this supervisor's subtree ci-%s", cgroup_root_instance(cgroups));
         if (policy.cpu_bandwidth_percent > 0 && cgroup_root_cpu_percent(cgroups) == 0)
                 log_notice("Workers run without the CPU cap (cpuBandwidthPercent %u): %s",
                            (unsigned) policy.cpu_bandwidth_percent, cgroup_root_cpu_why(cgroups));
