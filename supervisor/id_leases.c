@@ -50,9 +50,10 @@ static int open_safe_dir(int at, const char *path, char *why, size_t why_len) {
                 return k;
         }
         if (st.st_uid != geteuid() || (st.st_mode & 0022)) {
-                set_why(why, why_len, "%s is owned by uid %u with mode %04o: it must be this user's (uid %u) and "
-                        "writable by nobody else", path, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777),
-                        (unsigned) geteuid());
+                set_why(why, why_len,
+                        "%s is owned by uid %u with mode %04o: it must be this user's (uid %u) and "
+                        "writable by nobody else",
+                        path, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777), (unsigned) geteuid());
                 return -EPERM;
         }
         return TAKE_FD(fd);
@@ -81,8 +82,8 @@ static int check_blocks(int blocks, uint32_t base, uint32_t count, char *why, si
                 uint32_t b, c;
                 int pid, n = 0;
 
-                if (sscanf(de->d_name, "%" SCNu32 "-%" SCNu32 "-%d-%*16[0-9a-f]%n", &b, &c, &pid, &n) != 3 ||
-                    n == 0 || de->d_name[n] != 0)
+                if (sscanf(de->d_name, "%" SCNu32 "-%" SCNu32 "-%d-%*16[0-9a-f]%n", &b, &c, &pid, &n) != 3 || n == 0 ||
+                    de->d_name[n] != 0)
                         continue;
                 f = openat(blocks, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 if (f < 0)

@@ -911,9 +911,8 @@ int main(int argc, char **argv) {
         }
         /* Leased host-wide: no live worker of another supervisor on this host has a
          * worker's host id (id_leases.h); a block overlapping another's is refused. */
-        if (!userns_rootless() &&
-            (k = id_leases_open(arg_lease_dir, policy.worker_host_id_base, policy.worker_host_id_count, &leases, err,
-                                sizeof err)) < 0) {
+        if (!userns_rootless() && (k = id_leases_open(arg_lease_dir, policy.worker_host_id_base,
+                                                      policy.worker_host_id_count, &leases, err, sizeof err)) < 0) {
                 log_error("The worker host id block %u-%llu cannot be leased in %s (--lease-dir): %s",
                           (unsigned) policy.worker_host_id_base,
                           (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,

@@ -27,7 +27,7 @@ struct WorkerIds {
         uint32_t next; /* where the search for a free slot starts */
         uint32_t in_use;
         uint32_t quarantined;
-        uint8_t *state; /* SlotState per slot */
+        uint8_t *state;   /* SlotState per slot */
         IdLeases *leases; /* host-wide leases of the ids (NULL: rootless, or none) */
 };
 
@@ -176,7 +176,8 @@ uint32_t worker_ids_in_use(const WorkerIds *ids) {
 static bool find_free(WorkerIds *ids, uint32_t *ret) {
         for (uint32_t i = 0; i < ids->count; i++) {
                 uint32_t slot = (ids->next + i) % ids->count;
-                if (ids->state[slot] == SLOT_FREE && (userns_rootless() || id_lease_take(ids->leases, ids->base + slot))) {
+                if (ids->state[slot] == SLOT_FREE &&
+                    (userns_rootless() || id_lease_take(ids->leases, ids->base + slot))) {
                         *ret = slot;
                         return true;
                 }
