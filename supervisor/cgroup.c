@@ -11,7 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +39,12 @@ struct CgroupRoot {
         int dirs[CG_MAX_DIRS]; /* v2: [0] the workers' parent; v1: the supervisor's memory, pids (and cpu) cgroups */
         size_t n_dirs;
         char path[PATH_MAX]; /* dirs[0], relative to the hierarchy */
+        /* This supervisor's own subtree under each workers' parent, "ci-<instance>",
+         * opened and flock'ed for as long as the supervisor lives: the lock is how another
+         * supervisor (in any pid namespace or container sharing the hierarchy) tells a
+         * live owner's subtree from a dead one's. -1 where not made. */
+        int own[CG_MAX_DIRS];
+        char instance[17]; /* 64 random bits in hex, unique on the host */
         uint64_t seq;
         uint32_t want_cpu_percent; /* cpuBandwidthPercent */
         uint32_t cpu_percent;      /* the CPU cap each worker's cgroup gets, 0 = none */
@@ -46,7 +56,7 @@ struct Cgroup {
         int parents[CG_MAX_DIRS];
         int dirs[CG_MAX_DIRS];
         size_t n_dirs;
-        char name[64]; /* relative to parents[]: "w…" (v2), "codeinterp/w…" (v1) */
+        char name[32]; /* relative to parents[] (the supervisor's own subtree): "w<n>" */
         char path[PATH_MAX + 80];
         uint64_t memory_bytes; /* the limits written */
         uint32_t max_processes;
@@ -162,10 +172,11 @@ static int open_dir(const char *path) {
         return fd < 0 ? -errno : fd;
 }
 
-/* Remove the workers' cgroups a supervisor that is gone left behind ("w<pid>-<n>"
- * whose pid no longer exists), and with ours this supervisor's own as well. Others'
- * are in use and never touched. */
-static void remove_stale(int dir, bool ours) {
+#define INSTANCE_PREFIX "ci-"
+
+/* Remove the worker cgroups ("w<n>") in dir, a supervisor's own subtree. One that still
+ * holds a process (EBUSY) is left; log says whether that is worth a warning. */
+static void remove_workers(int dir, const char *where, bool log) {
         int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
         DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
         struct dirent *de;
@@ -175,15 +186,42 @@ static void remove_stale(int dir, bool ours) {
                         close(fd);
                 return;
         }
+        while ((de = readdir(d)))
+                if (de->d_name[0] == 'w' && de->d_type == DT_DIR && unlinkat(dir, de->d_name, AT_REMOVEDIR) < 0 &&
+                    errno != ENOENT && log)
+                        log_warning_errno(errno, "Could not remove the worker cgroup %s/%s: %m", where, de->d_name);
+        closedir(d);
+}
+
+/* Remove the subtrees ("ci-<instance>") in parent whose owner is gone: the owner holds
+ * an flock on its subtree for as long as it lives (the kernel drops it when the owner
+ * dies, in whatever pid namespace or container it ran), so a subtree whose lock can be
+ * taken has no owner. Never one a live supervisor holds, never anything else (the
+ * "w<pid>-<n>" cgroups of versions before 0.9 are left to their owners). */
+static void remove_orphans(int parent, const char *own) {
+        int fd = fcntl(parent, F_DUPFD_CLOEXEC, 3);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
         while ((de = readdir(d))) {
-                int pid;
-                char dash;
-                if (sscanf(de->d_name, "w%d%c", &pid, &dash) != 2 || dash != '-' || pid <= 0)
+                _cleanup_close_ int sub = -1;
+
+                if (strncmp(de->d_name, INSTANCE_PREFIX, strlen(INSTANCE_PREFIX)) != 0 || strcmp(de->d_name, own) == 0)
                         continue;
-                if (pid == getpid() ? ours : kill(pid, 0) < 0 && errno == ESRCH) {
-                        if (unlinkat(dir, de->d_name, AT_REMOVEDIR) < 0 && ours && pid == getpid())
-                                log_warning_errno(errno, "Could not remove the worker cgroup %s: %m", de->d_name);
-                }
+                sub = openat(parent, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub < 0 || flock(sub, LOCK_EX | LOCK_NB) < 0)
+                        continue; /* gone meanwhile, or its owner lives */
+                remove_workers(sub, de->d_name, false);
+                if (unlinkat(parent, de->d_name, AT_REMOVEDIR) == 0)
+                        log_info("Removed the worker cgroups of a supervisor that is gone (%s)", de->d_name);
+                else if (errno != ENOENT)
+                        log_warning_errno(errno, "Could not remove %s, left by a supervisor that is gone: %m",
+                                          de->d_name);
         }
         closedir(d);
 }
@@ -365,27 +403,111 @@ static int workers_parent(const CgroupRoot *root, size_t i) {
                                           : fcntl(root->dirs[i], F_DUPFD_CLOEXEC, 3);
 }
 
-void cgroup_root_remove_own(CgroupRoot *root) {
-        for (size_t i = 0; root && i < root->n_dirs; i++) {
-                int d = workers_parent(root, i);
-                if (d >= 0) {
-                        remove_stale(d, true);
-                        close(d);
-                }
-        }
+/* "ci-<instance>", this supervisor's subtree's name. */
+static void own_name(const CgroupRoot *root, char *buf, size_t size) {
+        snprintf(buf, size, INSTANCE_PREFIX "%s", root->instance);
 }
 
-CgroupRoot *cgroup_root_free(CgroupRoot *root) {
-        if (!root)
-                return NULL;
+void cgroup_root_remove_own(CgroupRoot *root) {
+        for (size_t i = 0; root && i < root->n_dirs; i++)
+                if (root->own[i] >= 0)
+                        remove_workers(root->own[i], root->path, true);
+}
+
+/* Remove this supervisor's subtree (once empty) and close every directory. */
+static void root_close(CgroupRoot *root) {
+        char name[32];
+
+        own_name(root, name, sizeof name);
         for (size_t i = 0; i < root->n_dirs; i++) {
+                if (root->own[i] >= 0) {
+                        int parent = workers_parent(root, i);
+                        /* Still locked while it goes: nobody else takes it for an orphan. */
+                        if (parent >= 0 && unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                                log_warning_errno(errno, "Could not remove this supervisor's cgroup subtree %s: %m",
+                                                  name);
+                        if (parent >= 0)
+                                close(parent);
+                        close(root->own[i]);
+                }
                 /* v1's "codeinterp" goes when it is empty (another supervisor may use it). */
                 if (root->version == CGROUP_V1)
                         (void) unlinkat(root->dirs[i], "codeinterp", AT_REMOVEDIR);
                 close(root->dirs[i]);
+                root->own[i] = root->dirs[i] = -1;
         }
-        free(root);
+        root->n_dirs = 0;
+}
+
+CgroupRoot *cgroup_root_free(CgroupRoot *root) {
+        if (root) {
+                root_close(root);
+                free(root);
+        }
         return NULL;
+}
+
+/* Whether fd is on a cgroup filesystem (not a unit test's fake tree, which has no
+ * controllers to enable). */
+static bool on_cgroupfs(int fd) {
+        struct statfs st;
+
+        return fstatfs(fd, &st) < 0 || st.f_type == CGROUP2_SUPER_MAGIC || st.f_type == CGROUP_SUPER_MAGIC;
+}
+
+/* Make and lock this supervisor's subtree under hierarchy i's workers' parent, and
+ * remove the subtrees there whose owners are gone. v2 gives the subtree the controllers
+ * its children (the workers' cgroups) need. */
+static int make_own(CgroupRoot *root, size_t i, char *why, size_t why_len) {
+        char name[32];
+        int k = 0;
+
+        own_name(root, name, sizeof name);
+        /* Retried when the subtree vanishes before it is locked (another supervisor took it
+         * for an orphan in that moment) or v1's "codeinterp" between its mkdir and ours. */
+        for (int t = 0; t < 4; t++) {
+                _cleanup_close_ int parent = -1, fd = -1;
+                struct stat a, b;
+
+                if (root->version == CGROUP_V1 && mkdirat(root->dirs[i], "codeinterp", 0755) < 0 && errno != EEXIST) {
+                        k = -errno;
+                        break;
+                }
+                if ((parent = workers_parent(root, i)) < 0) {
+                        k = -errno;
+                        continue;
+                }
+                if (mkdirat(parent, name, 0755) < 0) {
+                        k = -errno;
+                        if (k == -ENOENT)
+                                continue;
+                        break;
+                }
+                if ((fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+                    flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                        k = -errno;
+                        continue;
+                }
+                if (fstat(fd, &a) < 0 || fstatat(parent, name, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_ino != b.st_ino) {
+                        k = -ENOENT;
+                        continue;
+                }
+                if (root->version == CGROUP_V2 && on_cgroupfs(fd)) {
+                        const char *want = root->cpu_percent > 0 ? "+memory +pids +cpu" : "+memory +pids";
+                        if ((k = write_at(fd, "cgroup.subtree_control", want)) < 0) {
+                                set_why(why, why_len, "cgroup v2: cannot enable %s in %s/%s: %s", want, root->path,
+                                        name, strerror(-k));
+                                (void) unlinkat(parent, name, AT_REMOVEDIR);
+                                return k;
+                        }
+                }
+                root->own[i] = TAKE_FD(fd);
+                remove_orphans(parent, name);
+                return 0;
+        }
+        set_why(why, why_len, "cgroup: cannot make this supervisor's subtree %s under %s: %s", name, root->path,
+                strerror(-k));
+        return k;
 }
 
 int cgroup_root_open(PolicyCgroups want, uint32_t cpu_percent, const char *fs, bool dry_run, CgroupRoot **ret,
@@ -397,6 +519,18 @@ int cgroup_root_open(PolicyCgroups want, uint32_t cpu_percent, const char *fs, b
         if (!root)
                 return -ENOMEM;
         why[0] = 0;
+        for (size_t i = 0; i < CG_MAX_DIRS; i++)
+                root->own[i] = -1;
+        {
+                uint64_t r;
+                if (getrandom(&r, sizeof r, 0) != (ssize_t) sizeof r) {
+                        k = -errno;
+                        set_why(why, why_len, "getrandom: %s", strerror(-k));
+                        free(root);
+                        return k;
+                }
+                snprintf(root->instance, sizeof root->instance, "%016" PRIx64, r);
+        }
         root->version = CGROUP_NONE;
         root->want_cpu_percent = cpu_percent;
         if (want == POLICY_CGROUPS_OFF) {
@@ -449,13 +583,18 @@ int cgroup_root_open(PolicyCgroups want, uint32_t cpu_percent, const char *fs, b
                 cgroup_root_free(root);
                 return -EOPNOTSUPP;
         } else if (!dry_run)
-                for (size_t i = 0; i < root->n_dirs; i++) {
-                        int d = workers_parent(root, i);
-                        if (d >= 0) {
-                                remove_stale(d, false);
-                                close(d);
+                for (size_t i = 0; i < root->n_dirs; i++)
+                        if ((k = make_own(root, i, why, why_len)) < 0) {
+                                if (want == POLICY_CGROUPS_REQUIRED) {
+                                        cgroup_root_free(root);
+                                        return k;
+                                }
+                                root_close(root); /* auto: without, and why says why */
+                                root->version = CGROUP_NONE;
+                                root->cpu_percent = 0;
+                                set_why(root->cpu_why, sizeof root->cpu_why, "%s", why);
+                                break;
                         }
-                }
         *ret = root;
         return 0;
 }
@@ -470,6 +609,10 @@ uint32_t cgroup_root_cpu_percent(const CgroupRoot *root) {
 
 const char *cgroup_root_cpu_why(const CgroupRoot *root) {
         return root ? root->cpu_why : "";
+}
+
+const char *cgroup_root_instance(const CgroupRoot *root) {
+        return root && root->version != CGROUP_NONE ? root->instance : "";
 }
 
 const char *cgroup_path(const Cgroup *cg) {
@@ -578,35 +721,23 @@ int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, 
         if (!cg)
                 return -ENOMEM;
         cg->version = root->version;
-        snprintf(cg->name, sizeof cg->name, "%sw%d-%" PRIu64, root->version == CGROUP_V1 ? "codeinterp/" : "",
-                 (int) getpid(), ++root->seq);
-        snprintf(cg->path, sizeof cg->path, "%s/%s", strcmp(root->path, "/") == 0 ? "" : root->path, cg->name);
+        snprintf(cg->name, sizeof cg->name, "w%" PRIu64, ++root->seq);
+        snprintf(cg->path, sizeof cg->path, "%s%s/" INSTANCE_PREFIX "%s/%s",
+                 strcmp(root->path, "/") == 0 ? "" : root->path, root->version == CGROUP_V1 ? "/codeinterp" : "",
+                 root->instance, cg->name);
         for (size_t i = 0; i < root->n_dirs; i++) {
                 cg->parents[i] = cg->dirs[i] = -1;
                 cg->n_dirs = i + 1;
                 *ret_step = "making its cgroup";
-                if ((cg->parents[i] = fcntl(root->dirs[i], F_DUPFD_CLOEXEC, 3)) < 0) {
+                if ((cg->parents[i] = fcntl(root->own[i], F_DUPFD_CLOEXEC, 3)) < 0 ||
+                    mkdirat(cg->parents[i], cg->name, 0755) < 0) {
                         k = -errno;
                         cgroup_free(cg);
                         return k;
                 }
-                /* v1: "codeinterp" may have just been removed by another supervisor's exit. */
-                for (int t = 0;; t++) {
-                        if (root->version == CGROUP_V1 && mkdirat(root->dirs[i], "codeinterp", 0755) < 0 &&
-                            errno != EEXIST)
-                                k = -errno;
-                        else if (mkdirat(root->dirs[i], cg->name, 0755) < 0)
-                                k = -errno;
-                        else
-                                break;
-                        if (k != -ENOENT || t >= 3) {
-                                cgroup_free(cg);
-                                return k;
-                        }
-                }
-                if ((cg->dirs[i] = openat(root->dirs[i], cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+                if ((cg->dirs[i] = openat(cg->parents[i], cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
                         k = -errno;
-                        (void) unlinkat(root->dirs[i], cg->name, AT_REMOVEDIR);
+                        (void) unlinkat(cg->parents[i], cg->name, AT_REMOVEDIR);
                         cgroup_free(cg);
                         return k;
                 }

@@ -37,11 +37,15 @@ typedef struct CgroupRoot CgroupRoot;
 int cgroup_root_open(PolicyCgroups want, uint32_t cpu_percent, const char *fs, bool dry_run, CgroupRoot **ret,
                      char *why, size_t why_len);
 CgroupVersion cgroup_root_version(const CgroupRoot *root);
+/* This supervisor's instance: its workers' cgroups are "ci-<instance>/w<n>" under the
+ * workers' parent ("" without cgroups). 64 random bits: unique on the host, unlike a
+ * pid, which another pid namespace reuses. */
+const char *cgroup_root_instance(const CgroupRoot *root);
 /* The CPU cap workers' cgroups get (percent of one CPU), 0 = none. */
 uint32_t cgroup_root_cpu_percent(const CgroupRoot *root);
 /* Why a cap that was asked for is not applied; "" when it is (or none was asked for). */
 const char *cgroup_root_cpu_why(const CgroupRoot *root);
-/* Remove every worker cgroup of this supervisor still there: those whose removal gave up
+/* Remove every worker cgroup of this supervisor (in its subtree) still there: those whose removal gave up
  * while a killed worker was still leaving (cgroup_free() retries for CG_RMDIR_TRIES ms).
  * Only once none of its processes is left (at exit, after every child is reaped). */
 void cgroup_root_remove_own(CgroupRoot *root);

@@ -33,6 +33,7 @@
 #include "policy/seccomp.h"
 #include "supervisor/artifacts.h"
 #include "supervisor/cgroup.h"
+#include "supervisor/id_leases.h"
 #include "supervisor/worker_ids.h"
 #include "supervisor/protocol.h"
 #include "supervisor/scheduler.h"
@@ -60,6 +61,9 @@ static bool arg_check = false;
 static bool arg_check_policy = false;
 static bool arg_self_check = true;
 static const char *arg_cgroup_fs = "/sys/fs/cgroup";
+static const char *arg_lease_dir = ID_LEASES_DIR_DEFAULT;
+/* The host-wide leases of the workers' host ids (root only): held until exit. */
+static IdLeases *leases = NULL;
 
 static Policy policy; /* as loaded at start; the server holds the current one */
 static Server *server = NULL;
@@ -89,6 +93,8 @@ static void help(void) {
                "  --no-self-check   serve without the start-up self-check (to look into a host where\n"
                "                    it fails: calls then fail as they would, status says why)\n"
                "  --cgroup-fs PATH  where the cgroup filesystem is mounted (default /sys/fs/cgroup)\n"
+               "  --lease-dir PATH  where supervisors on this host lease the workers' host ids\n"
+               "                    (default " ID_LEASES_DIR_DEFAULT "; root only)\n"
                "  -v, --verbose     log debug messages\n"
                "  -h, --help        show this help\n"
                "      --version     show the version\n"
@@ -118,6 +124,7 @@ static int parse_argv(int argc, char **argv) {
                 ARG_NO_SELF_CHECK,
                 ARG_VERSION,
                 ARG_CGROUP_FS,
+                ARG_LEASE_DIR,
         };
         static const struct option options[] = {
                 { "socket", required_argument, NULL, ARG_SOCKET },
@@ -127,6 +134,7 @@ static int parse_argv(int argc, char **argv) {
                 { "check-policy", no_argument, NULL, ARG_CHECK_POLICY },
                 { "no-self-check", no_argument, NULL, ARG_NO_SELF_CHECK },
                 { "cgroup-fs", required_argument, NULL, ARG_CGROUP_FS },
+                { "lease-dir", required_argument, NULL, ARG_LEASE_DIR },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -156,6 +164,9 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case ARG_CGROUP_FS:
                         arg_cgroup_fs = optarg;
+                        break;
+                case ARG_LEASE_DIR:
+                        arg_lease_dir = optarg;
                         break;
                 case 'v':
                         log_set_max_level(LOG_DEBUG);
@@ -695,6 +706,15 @@ static int check_config(void) {
                        (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,
                        (unsigned) policy.worker_uid, (unsigned) policy.worker_gid, k < 0 ? "refused, " : "free", why);
                 bad |= k < 0;
+                k = id_leases_open(arg_lease_dir, policy.worker_host_id_base, policy.worker_host_id_count, &leases, why,
+                                   sizeof why);
+                if (k < 0)
+                        printf("worker host id leases: refused, %s\n", why);
+                else
+                        printf("worker host id leases: in %s, shared with the supervisors on this host that use the "
+                               "same block\n",
+                               arg_lease_dir);
+                bad |= k < 0;
         }
         return check_self(bad) ? 1 : 0;
 }
@@ -813,12 +833,14 @@ static int engine_start(int worker_fd, ServerSelfCheckFn fn, void *userdata, sd_
         }
         if (cgroup_root_version(cgroups) == CGROUP_NONE && policy.cgroups == POLICY_CGROUPS_AUTO)
                 log_notice("Workers run without a cgroup of their own: %s", err);
+        else if (cgroup_root_version(cgroups) != CGROUP_NONE)
+                log_info("Workers' cgroups are made in this supervisor's subtree ci-%s", cgroup_root_instance(cgroups));
         if (policy.cpu_bandwidth_percent > 0 && cgroup_root_cpu_percent(cgroups) == 0)
                 log_notice("Workers run without the CPU cap (cpuBandwidthPercent %u): %s",
                            (unsigned) policy.cpu_bandwidth_percent, cgroup_root_cpu_why(cgroups));
         k = policy_snapshot_new(&policy, &snapshot);
         if (k >= 0)
-                k = server_new(e, snapshot, worker_fd, cgroups, &server);
+                k = server_new(e, snapshot, worker_fd, cgroups, leases, &server);
         if (k >= 0)
                 cgroups = NULL; /* the server's now */
         snapshot = policy_snapshot_unref(snapshot);
@@ -887,6 +909,16 @@ int main(int argc, char **argv) {
                           (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1, err);
                 return 1;
         }
+        /* Leased host-wide: no live worker of another supervisor on this host has a
+         * worker's host id (id_leases.h); a block overlapping another's is refused. */
+        if (!userns_rootless() && (k = id_leases_open(arg_lease_dir, policy.worker_host_id_base,
+                                                      policy.worker_host_id_count, &leases, err, sizeof err)) < 0) {
+                log_error("The worker host id block %u-%llu cannot be leased in %s (--lease-dir): %s",
+                          (unsigned) policy.worker_host_id_base,
+                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,
+                          arg_lease_dir, err);
+                return 1;
+        }
         /* Likewise a policy that requires cgroups (or a CPU cap with them) this host cannot
          * give: checked without changing anything (the real open comes later, before the
          * first child), so a client never connects to a supervisor about to refuse. */
@@ -916,6 +948,7 @@ int main(int argc, char **argv) {
 out:
         server = server_free(server);
         sd_event_unref(e);
+        leases = id_leases_free(leases);
         if (socket_created)
                 unlink(arg_socket);
         return k < 0 ? 1 : exit_status;

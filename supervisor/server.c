@@ -980,7 +980,8 @@ static void on_zygote_settled(void *userdata) {
         server_reap_strays(userdata);
 }
 
-int server_new(sd_event *e, PolicySnapshot *snapshot, int worker_exec_fd, CgroupRoot *cgroups, Server **ret) {
+int server_new(sd_event *e, PolicySnapshot *snapshot, int worker_exec_fd, CgroupRoot *cgroups, IdLeases *leases,
+               Server **ret) {
         static const SchedCallbacks cb = { .finished = on_finished, .progress = on_progress };
         Server *s;
         int k;
@@ -996,7 +997,7 @@ int server_new(sd_event *e, PolicySnapshot *snapshot, int worker_exec_fd, Cgroup
         s->snapshot = policy_snapshot_ref(snapshot);
         s->policy = p;
         s->listen_fd = -1; /* ours only on success: the caller closes it otherwise */
-        if ((k = worker_ids_new(p, &s->ids)) < 0) {
+        if ((k = worker_ids_new(p, leases, &s->ids)) < 0) {
                 server_free(s);
                 return k;
         }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "supervisor/cgroup.h"
+#include "supervisor/id_leases.h"
 
 #include <stdbool.h>
 #include <systemd/sd-event.h>
@@ -14,8 +15,9 @@ typedef struct Server Server;
 
 /* A server without a listener yet (server_listen()). worker_exec_fd: sealed copy of
  * codeinterp-worker. Takes cgroups (the workers' cgroup root, cgroup_root_open()) on
- * success. */
-int server_new(sd_event *e, PolicySnapshot *p, int worker_exec_fd, CgroupRoot *cgroups, Server **ret);
+ * success; leases (the host-wide leases of the workers' host ids, NULL: none) is
+ * borrowed and must outlive the server. */
+int server_new(sd_event *e, PolicySnapshot *p, int worker_exec_fd, CgroupRoot *cgroups, IdLeases *leases, Server **ret);
 /* Start accepting on listen_fd, a bound, listening AF_UNIX SOCK_STREAM socket (the
  * server takes it on success only; on failure it is still the caller's to close). */
 int server_listen(Server *s, int listen_fd);

@@ -27,7 +27,8 @@ struct WorkerIds {
         uint32_t next; /* where the search for a free slot starts */
         uint32_t in_use;
         uint32_t quarantined;
-        uint8_t *state; /* SlotState per slot */
+        uint8_t *state;   /* SlotState per slot */
+        IdLeases *leases; /* host-wide leases of the ids (NULL: rootless, or none) */
 };
 
 static void set_why(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -130,11 +131,12 @@ int worker_ids_check(uint32_t base, uint32_t count, const char *subuid, const ch
         return 0;
 }
 
-int worker_ids_new(const Policy *p, WorkerIds **ret) {
+int worker_ids_new(const Policy *p, IdLeases *leases, WorkerIds **ret) {
         WorkerIds *ids = calloc(1, sizeof *ids);
 
         if (!ids)
                 return -ENOMEM;
+        ids->leases = leases;
         ids->base = p->worker_host_id_base;
         ids->count = p->worker_host_id_count;
         ids->state = calloc(ids->count, 1);
@@ -170,10 +172,12 @@ uint32_t worker_ids_in_use(const WorkerIds *ids) {
         return ids ? ids->in_use : 0;
 }
 
+/* A slot free here whose id no other supervisor on the host has leased (leased now). */
 static bool find_free(WorkerIds *ids, uint32_t *ret) {
         for (uint32_t i = 0; i < ids->count; i++) {
                 uint32_t slot = (ids->next + i) % ids->count;
-                if (ids->state[slot] == SLOT_FREE) {
+                if (ids->state[slot] == SLOT_FREE &&
+                    (userns_rootless() || id_lease_take(ids->leases, ids->base + slot))) {
                         *ret = slot;
                         return true;
                 }
@@ -204,6 +208,8 @@ void worker_id_release(WorkerIds *ids, uint32_t slot) {
         if (ids->state[slot] != SLOT_USED)
                 ids->quarantined--;
         ids->state[slot] = SLOT_FREE;
+        if (!userns_rootless())
+                id_lease_drop(ids->leases, ids->base + slot);
         ids->in_use--;
 }
 

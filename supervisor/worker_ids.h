@@ -4,7 +4,8 @@
  * its own, from the policy's block (workerHostIdBase, workerHostIdCount), so that what
  * the kernel counts or checks per host uid (RLIMIT_NPROC, file ownership, signals)
  * never joins two workers, nor a worker and a host user. An id ("slot" n: uid = gid =
- * base + n) is given out again only after the worker that had it is reaped.
+ * base + n) is given out again only after the worker that had it is reaped, and only
+ * if no other supervisor on the host holds its lease (id_leases.h).
  *
  * worker_id_acquire() is the one place that decides which host uid a worker gets. */
 #pragma once
@@ -15,6 +16,7 @@
 #include <sys/types.h>
 
 #include "policy/policy.h"
+#include "supervisor/id_leases.h"
 
 typedef struct WorkerId {
         uint32_t slot; /* index in the block */
@@ -31,7 +33,9 @@ typedef struct WorkerIds WorkerIds;
  * 0, or -EEXIST / -ERANGE with why naming the clash. */
 int worker_ids_check(uint32_t base, uint32_t count, const char *subuid, const char *subgid, char *why, size_t why_len);
 
-int worker_ids_new(const Policy *p, WorkerIds **ret);
+/* leases: the host-wide leases of the block's ids (not owned; NULL: none, each id is
+ * then unique among this supervisor's workers only). */
+int worker_ids_new(const Policy *p, IdLeases *leases, WorkerIds **ret);
 WorkerIds *worker_ids_free(WorkerIds *ids);
 
 /* The host identity for the next worker: the first free slot after the last one given

@@ -12,7 +12,8 @@ import os
 import pytest
 
 from testlib import DAEMON, WAIT_LIMIT, WORKER_START, ok, proc, require_sandbox, status, worker_pids_of
-from testlib.cgroups import FS, VERSION, dirs_of, has_cpu_controller, need_cgroups, procs, read, worker_cgroups
+from testlib.cgroups import (FS, VERSION, dirs_of, has_cpu_controller, need_cgroups, owned_by, procs, read,
+                             worker_cgroups)
 from testlib.waits import start_held, wait_for
 
 # Made and removed by the supervisor (asan), entered by each start mode's worker in its
@@ -74,7 +75,7 @@ def test_worker_runs_in_its_own_cgroup(make_supervisor):
     dirs = dirs_of(pid)
     mine = dirs_of(sup.proc.pid)
     for ctrl, d in dirs.items():
-        assert os.path.basename(d).startswith("w%d-" % sup.proc.pid), dirs
+        assert owned_by(sup.proc.pid, d), dirs
         assert d != mine[ctrl]
     if VERSION == "v2":
         assert int(read(dirs["memory"], "memory.max")) == MEMORY
@@ -134,7 +135,7 @@ def test_cgroup_removed_at_shutdown(make_supervisor):
     sup = start(make_supervisor, POLICY)
     call = start_held(sup)
     pid = call.wait_running()
-    assert any(os.path.basename(d).startswith("w%d-" % sup.proc.pid) for d in dirs_of(pid).values())
+    assert any(owned_by(sup.proc.pid, d) for d in dirs_of(pid).values())
     sup_pid, parents = sup.proc.pid, None
     from testlib.cgroups import worker_parents
     parents = worker_parents(sup_pid)
@@ -236,7 +237,7 @@ def test_pool_workers_wait_in_their_own_cgroups(make_supervisor):
     waiting = {p: dirs_of(p) for p in pool}
     for dirs in waiting.values():
         for ctrl, d in dirs.items():
-            assert os.path.basename(d).startswith("w%d-" % sup.proc.pid) and d != mine[ctrl], dirs
+            assert owned_by(sup.proc.pid, d) and d != mine[ctrl], dirs
         assert int(read(dirs["pids"], "pids.max")) == PROCS
     assert len({d["memory"] for d in waiting.values()}) == POOL  # one cgroup per worker
     c = sup.connect()
@@ -311,7 +312,7 @@ def test_cpu_cap_throttles_a_busy_loop(make_supervisor):
     pid = call.wait_running()
     dirs = dirs_of(pid, cpu=True)
     mine = dirs_of(sup.proc.pid, cpu=True)
-    assert os.path.basename(dirs["cpu"]).startswith("w%d-" % sup.proc.pid) and dirs["cpu"] != mine["cpu"], dirs
+    assert owned_by(sup.proc.pid, dirs["cpu"]) and dirs["cpu"] != mine["cpu"], dirs
     if VERSION == "v2":
         assert read(dirs["cpu"], "cpu.max") == "20000 100000"
     else:
@@ -450,7 +451,7 @@ def test_prepared_cgroups_removed_under_the_supervisor(make_supervisor):
     assert good > POOL + 2, r
     call = start_held(sup, c, after="1")
     pid = call.wait_running()
-    assert all(os.path.basename(d).startswith("w%d-" % sup.proc.pid) for d in dirs_of(pid).values())
+    assert all(owned_by(sup.proc.pid, d) for d in dirs_of(pid).values())
     call.release()
     ok(call.result())
     assert c.call("hello")["cgroup"] == VERSION

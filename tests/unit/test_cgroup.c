@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -157,16 +158,26 @@ static void test_failed_setup_leaves_nothing(void **state) {
         assert_int_equal(cgroup_new(root, 1 << 24, 4, &cg, &step), -ENOENT);
         assert_null(cg);
         assert_true(strncmp(step, "setting ", 8) == 0);
+        /* Nothing of the worker is left in the supervisor's own subtree. */
         if (cgroup_root_version(root) == CGROUP_V1) {
-                assert_true(snprintf(sub, sizeof sub, "%s/memory%s/codeinterp", fs,
-                                     strcmp(memory, "/") == 0 ? "" : memory) < (int) sizeof sub);
+                assert_true(snprintf(sub, sizeof sub, "%s/memory%s/codeinterp/ci-%s", fs,
+                                     strcmp(memory, "/") == 0 ? "" : memory,
+                                     cgroup_root_instance(root)) < (int) sizeof sub);
+                assert_int_equal(count_entries(sub), 0);
+                assert_true(snprintf(sub, sizeof sub, "%s/pids%s/codeinterp/ci-%s", fs,
+                                     strcmp(pids, "/") == 0 ? "" : pids,
+                                     cgroup_root_instance(root)) < (int) sizeof sub);
                 assert_int_equal(count_entries(sub), 0);
                 assert_true(snprintf(sub, sizeof sub, "%s/pids%s/codeinterp", fs, strcmp(pids, "/") == 0 ? "" : pids) <
                             (int) sizeof sub);
+        } else {
+                assert_true(snprintf(sub, sizeof sub, "%s/ci-%s", dir, cgroup_root_instance(root)) < (int) sizeof sub);
                 assert_int_equal(count_entries(sub), 0);
-        } else
-                assert_int_equal(count_entries(dir), 2); /* the two files we put there */
+                assert_int_equal(count_entries(dir), 3); /* the two files we put there, the subtree */
+        }
         cgroup_root_free(root);
+        if (!(memory[0] && pids[0]))
+                assert_int_equal(count_entries(dir), 2); /* the subtree went at exit */
         /* v1's codeinterp goes at exit when empty. */
         if (memory[0] && pids[0])
                 assert_int_equal(access(sub, F_OK), -1);
@@ -315,26 +326,45 @@ static void test_cpu_cap_v1_root(void **state) {
 }
 
 /* At exit, once none of its processes is left, a supervisor removes what is left of its
- * own workers' cgroups (a removal that gave up while a killed worker was still leaving);
- * another supervisor's stay, a live one's at start too. */
+ * own workers' cgroups (a removal that gave up while a killed worker was still leaving)
+ * and its subtree. At start it removes the subtrees of supervisors that are gone (whose
+ * flock nobody holds), never one a live supervisor holds, whatever its pid namespace. */
 static void test_own_leftovers_removed_at_exit(void **state) {
-        char mem[PATH_MAX * 2], pids[PATH_MAX * 2], mine[PATH_MAX * 3], theirs[PATH_MAX * 3], why[512];
+        char mem[PATH_MAX * 2], pids[PATH_MAX * 2], mine[PATH_MAX * 3], theirs[PATH_MAX * 3], dead[PATH_MAX * 3],
+                subtree[PATH_MAX * 3], why[512];
         CgroupRoot *root = NULL;
+        int live;
 
         if (!fake_v1("memory", mem, sizeof mem) || !fake_v1("pids", pids, sizeof pids))
                 skip();
-        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 0, fs, false, &root, why, sizeof why), 0);
-        snprintf(mine, sizeof mine, "%s/codeinterp/w%d-7", mem, (int) getpid());
-        snprintf(theirs, sizeof theirs, "%s/codeinterp/w1-7", mem); /* pid 1 lives */
-        mkdirs(mine);
+        snprintf(theirs, sizeof theirs, "%s/codeinterp/ci-0123456789abcdef/w7", mem);
+        snprintf(dead, sizeof dead, "%s/codeinterp/ci-fedcba9876543210/w3", mem);
         mkdirs(theirs);
+        mkdirs(dead);
+        snprintf(subtree, sizeof subtree, "%s/codeinterp/ci-0123456789abcdef", mem);
+        live = open(subtree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(live >= 0);
+        assert_int_equal(flock(live, LOCK_EX | LOCK_NB), 0); /* a live supervisor's */
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 0, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(access(theirs, F_OK), 0);
+        snprintf(subtree, sizeof subtree, "%s/codeinterp/ci-fedcba9876543210", mem);
+        assert_int_equal(access(subtree, F_OK), -1); /* the dead one's, gone */
+        snprintf(mine, sizeof mine, "%s/codeinterp/ci-%s/w7", mem, cgroup_root_instance(root));
+        mkdirs(mine);
         cgroup_root_remove_own(root);
         assert_int_equal(access(mine, F_OK), -1);
         assert_int_equal(access(theirs, F_OK), 0);
+        snprintf(subtree, sizeof subtree, "%s/codeinterp/ci-%s", mem, cgroup_root_instance(root));
         root = cgroup_root_free(root);
-        /* A supervisor starting now leaves a live one's alone, too. */
+        assert_int_equal(access(subtree, F_OK), -1);
+        /* A supervisor starting now leaves the live one's alone, too; once it is gone
+         * (its lock released), the next start removes it. */
         assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 0, fs, false, &root, why, sizeof why), 0);
         assert_int_equal(access(theirs, F_OK), 0);
+        root = cgroup_root_free(root);
+        close(live);
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 0, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(access(theirs, F_OK), -1);
         cgroup_root_free(root);
 }
 

@@ -62,7 +62,7 @@ static void test_order_and_exhaustion(void **state) {
         policy_init_defaults(&p);
         p.worker_host_id_base = 3000000000U;
         p.worker_host_id_count = 3;
-        assert_int_equal(worker_ids_new(&p, &ids), 0);
+        assert_int_equal(worker_ids_new(&p, NULL, &ids), 0);
         assert_int_equal(worker_id_acquire(ids, &a), 0);
         assert_int_equal(worker_id_acquire(ids, &b), 0);
         assert_int_equal(a.slot, 0);
@@ -138,7 +138,7 @@ static void test_quarantine(void **state) {
         }
         policy_init_defaults(&p);
         p.worker_host_id_count = 3;
-        assert_int_equal(worker_ids_new(&p, &ids), 0);
+        assert_int_equal(worker_ids_new(&p, NULL, &ids), 0);
         assert_int_equal(worker_id_acquire(ids, &a), 0);
         assert_int_equal(worker_id_acquire(ids, &b), 0);
         assert_int_equal(worker_id_acquire(ids, &c), 0);

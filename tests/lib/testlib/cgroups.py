@@ -97,31 +97,45 @@ def _hierarchies():
 
 
 def worker_parents(sup_pid):
-    """The directories where supervisor sup_pid makes its workers' cgroups (each
-    hierarchy's cgroup of the supervisor; v1: its "codeinterp" directory there). Read
-    while it runs: after it has exited, worker_cgroups() looks there."""
-    mounts = _hierarchies()
+    """The supervisor's own subtrees, where it makes its workers' cgroups: the
+    "ci-<instance>" directory under each hierarchy's workers' parent (v1: under its
+    "codeinterp" directory), which the supervisor keeps open (and flock'ed) while it
+    runs; found among its open descriptors. Read while it runs: after it has exited,
+    worker_cgroups() looks there."""
+    mounts = set(_hierarchies().values())
     out = []
-    for n, ctrls, path in _own_lines(sup_pid):
-        key = frozenset([""]) if ctrls == "" else frozenset(ctrls.split(","))
-        mnt = mounts.get(key)
-        if mnt is None:
+    fd_dir = "/proc/%d/fd" % sup_pid
+    try:
+        fds = os.listdir(fd_dir)
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
             continue
-        d = os.path.join(mnt, path.lstrip("/"))
-        out.append(d if ctrls == "" else os.path.join(d, "codeinterp"))
-    return out
+        if (os.path.basename(target).startswith("ci-") and any(target.startswith(m + "/") for m in mounts)
+                and target not in out):
+            out.append(target)
+    return sorted(out)
+
+
+def owned_by(sup_pid, d):
+    """Whether cgroup d is a worker cgroup of supervisor sup_pid (in one of its own
+    subtrees)."""
+    return os.path.dirname(d) in worker_parents(sup_pid) and os.path.basename(d).startswith("w")
 
 
 def worker_cgroups(sup_pid, parents=None):
-    """Worker cgroups of this supervisor (named w<pid>-<n>) that exist now, under
-    parents (worker_parents(sup_pid) by default)."""
+    """Worker cgroups of this supervisor (named w<n> in its own subtrees) that exist
+    now, under parents (worker_parents(sup_pid) by default)."""
     left = []
     for parent in worker_parents(sup_pid) if parents is None else parents:
         try:
             names = os.listdir(parent)
         except OSError:
             continue
-        left += [os.path.join(parent, d) for d in names if d.startswith("w%d-" % sup_pid)]
+        left += [os.path.join(parent, d) for d in names if d.startswith("w")]
     return left
 
 

@@ -109,6 +109,8 @@ def _stop(s, failed):
     left = cgroups.worker_cgroups(pid, parents) if parents else []
     if left:
         problems.append("codeinterpd %d left worker cgroups behind: %r" % (pid, left))
+    elif rc == 0 and parents and any(os.path.exists(p) for p in parents):
+        problems.append("codeinterpd %d left its cgroup subtree behind: %r" % (pid, parents))
     return problems
 
 

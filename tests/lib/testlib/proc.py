@@ -142,6 +142,11 @@ def descends_from(pid, ancestor):
     return False
 
 
+def all_pids():
+    """Every process on the host (as this pid namespace sees it), now."""
+    return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+
+
 def pids_named(comm):
     """Live (non-zombie) processes whose name is comm, anywhere on the host."""
     out = []

@@ -110,14 +110,15 @@ class Conn(Connection):
         return m["callId"]
 
 
-# Each root supervisor a test starts gets a block of host ids of its own inside the
-# default block (docs/policy.md, "Workers' host ids"): the suite runs in parallel
-# (pytest-xdist), and RLIMIT_NPROC counts every task of a host uid, so two supervisors
-# handing out the same ids at the same moment would share their workers' process budget
-# (a worker at maxProcesses would find it spent by another test's worker). Slot 0, the
-# start of the default block, is left to supervisors started without this factory.
+# Root supervisors a test starts with the default policy share the default block of
+# host ids, as supervisors on one host do: the host-wide leases (docs/security.md,
+# "Neighbours") keep every live worker's host uid its own across all of them (the suite
+# runs in parallel, and RLIMIT_NPROC counts every task of a host uid). A policy that
+# sizes its block (workerHostIdCount) without placing it gets a block of its own in a
+# region below the default one: blocks that overlap without being the same are refused.
 HOST_ID_BLOCK = 256
 _DEFAULT_HOST_ID_BASE = 0x7ff00000
+_PRIVATE_HOST_ID_BASE = 0x7fd00000
 _SLOTS_PER_PROCESS = 31
 _started = 0
 
@@ -126,9 +127,9 @@ def _host_id_block():
     global _started
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
-    slot = 1 + (index % 8) * _SLOTS_PER_PROCESS + _started % _SLOTS_PER_PROCESS
+    slot = (index % 8) * _SLOTS_PER_PROCESS + _started % _SLOTS_PER_PROCESS
     _started += 1
-    return "workerHostIdBase: %d\n" % (_DEFAULT_HOST_ID_BASE + slot * HOST_ID_BLOCK)
+    return "workerHostIdBase: %d\n" % (_PRIVATE_HOST_ID_BASE + slot * HOST_ID_BLOCK)
 
 
 class Supervisor(Daemon):
@@ -141,10 +142,8 @@ class Supervisor(Daemon):
     def __init__(self, policy=None, extra_args=(), prefix=(), user=ROOTLESS_USER, binary=DAEMON):
         if policy is None or "workerStart" not in policy:
             policy = "workerStart: %s\n" % WORKER_START + (policy or "")
-        if not user and "workerHostIdBase" not in policy:
+        if not user and "workerHostIdCount" in policy and "workerHostIdBase" not in policy:
             policy += ("" if policy.endswith("\n") else "\n") + _host_id_block()
-            if "workerHostIdCount" not in policy:
-                policy += "workerHostIdCount: %d\n" % HOST_ID_BLOCK
         m = re.search(r"^workerHostIdBase:\s*(\d+)\s*$", policy, re.M)
         self.host_id_base = int(m.group(1)) if m else _DEFAULT_HOST_ID_BASE  # its block's first id
         super().__init__(binary, policy, extra_args, start_timeout=WAIT_LIMIT, user=user, prefix=prefix)

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+#include "supervisor/id_leases.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+
+struct IdLeases {
+        int ids;        /* "host-ids": one OFD lock per leased uid */
+        int registered; /* our "blocks/…" file, flock'ed */
+};
+
+static void set_why(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_why(char *why, size_t why_len, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(why, why_len, fmt, ap);
+        va_end(ap);
+}
+
+/* A directory owned by us and writable by nobody else, opened without following a
+ * symlink; made (0755) when missing. */
+static int open_safe_dir(int at, const char *path, char *why, size_t why_len) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        if (mkdirat(at, path, 0755) < 0 && errno != EEXIST) {
+                int k = -errno;
+                set_why(why, why_len, "cannot make %s: %s", path, strerror(-k));
+                return k;
+        }
+        fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                int k = -errno;
+                set_why(why, why_len, "cannot open %s: %s", path, strerror(-k));
+                return k;
+        }
+        if (st.st_uid != geteuid() || (st.st_mode & 0022)) {
+                set_why(why, why_len,
+                        "%s is owned by uid %u with mode %04o: it must be this user's (uid %u) and "
+                        "writable by nobody else",
+                        path, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777), (unsigned) geteuid());
+                return -EPERM;
+        }
+        return TAKE_FD(fd);
+}
+
+static int open_file(int dir, const char *name) {
+        int fd = openat(dir, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        return fd < 0 ? -errno : fd;
+}
+
+/* Each registration in blocks/: a dead owner's goes; a live one's block must be ours or
+ * disjoint from it. */
+static int check_blocks(int blocks, uint32_t base, uint32_t count, char *why, size_t why_len) {
+        int fd = fcntl(blocks, F_DUPFD_CLOEXEC, 3);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+        int k = 0;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return -errno;
+        }
+        while (k == 0 && (de = readdir(d))) {
+                _cleanup_close_ int f = -1;
+                uint32_t b, c;
+                int pid, n = 0;
+
+                if (sscanf(de->d_name, "%" SCNu32 "-%" SCNu32 "-%d-%*16[0-9a-f]%n", &b, &c, &pid, &n) != 3 || n == 0 ||
+                    de->d_name[n] != 0)
+                        continue;
+                f = openat(blocks, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (f < 0)
+                        continue;
+                if (flock(f, LOCK_EX | LOCK_NB) == 0) {
+                        (void) unlinkat(blocks, de->d_name, 0); /* its supervisor is gone */
+                        continue;
+                }
+                if ((b == base && c == count) || (uint64_t) b + c <= base || (uint64_t) base + count <= b)
+                        continue;
+                set_why(why, why_len,
+                        "it overlaps the block %" PRIu32 "-%" PRIu64 " of a running supervisor (pid %d as it saw "
+                        "itself; registered as %s): give each supervisor the same block or disjoint ones",
+                        b, (uint64_t) b + c - 1, pid, de->d_name);
+                k = -EEXIST;
+        }
+        closedir(d);
+        return k;
+}
+
+int id_leases_open(const char *dir, uint32_t base, uint32_t count, IdLeases **ret, char *why, size_t why_len) {
+        _cleanup_close_ int top = -1, blocks = -1, ids = -1, reg = -1;
+        char name[64], sub[PATH_MAX + 16];
+        IdLeases *l;
+        int k;
+
+        why[0] = 0;
+        if ((top = open_safe_dir(AT_FDCWD, dir, why, why_len)) < 0)
+                return top;
+        snprintf(sub, sizeof sub, "%s/blocks", dir);
+        if ((blocks = open_safe_dir(top, "blocks", why, why_len)) < 0)
+                return blocks;
+        if ((ids = open_file(top, "host-ids")) < 0) {
+                set_why(why, why_len, "cannot open %s/host-ids: %s", dir, strerror(-ids));
+                return ids;
+        }
+        /* Registrations are checked and made under the directory's lock: two supervisors
+         * starting at once cannot both miss each other. */
+        if (flock(top, LOCK_EX) < 0) {
+                k = -errno;
+                set_why(why, why_len, "cannot lock %s: %s", dir, strerror(-k));
+                return k;
+        }
+        k = check_blocks(blocks, base, count, why, why_len);
+        if (k == 0) {
+                uint64_t r = 0;
+                /* The pid says who to an operator; the random part keeps two supervisors
+                 * of the same pid (in different pid namespaces) apart. */
+                if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t) sizeof r)
+                        r = (uint64_t) getpid() * 0x9e3779b97f4a7c15ULL ^ (uint64_t) time(NULL);
+                snprintf(name, sizeof name, "%" PRIu32 "-%" PRIu32 "-%d-%016" PRIx64, base, count, (int) getpid(), r);
+                reg = openat(blocks, name, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (reg < 0 || flock(reg, LOCK_EX | LOCK_NB) < 0) {
+                        k = -errno;
+                        set_why(why, why_len, "cannot register in %s: %s", sub, strerror(-k));
+                }
+        }
+        (void) flock(top, LOCK_UN);
+        if (k < 0)
+                return k;
+        l = calloc(1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        l->ids = TAKE_FD(ids);
+        l->registered = TAKE_FD(reg);
+        *ret = l;
+        return 0;
+}
+
+IdLeases *id_leases_free(IdLeases *l) {
+        if (l) {
+                close(l->ids); /* every lease goes with it */
+                close(l->registered);
+                free(l);
+        }
+        return NULL;
+}
+
+static int lock_id(IdLeases *l, uint32_t id, short type) {
+        struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = (off_t) id, .l_len = 1 };
+
+        return fcntl(l->ids, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
+}
+
+bool id_lease_take(IdLeases *l, uint32_t id) {
+        int k;
+
+        if (!l)
+                return true;
+        k = lock_id(l, id, F_WRLCK);
+        if (k < 0 && k != -EAGAIN && k != -EACCES)
+                log_warning_errno(k, "Could not lease host id %" PRIu32 ": %m", id);
+        return k == 0;
+}
+
+void id_lease_drop(IdLeases *l, uint32_t id) {
+        if (l)
+                (void) lock_id(l, id, F_UNLCK);
+}

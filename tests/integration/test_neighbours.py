@@ -1,0 +1,179 @@
+"""Neighbours (docs/security.md, "Neighbours on one host"): several supervisors on one
+host share nothing they must not. Root supervisors with the same block of host ids
+lease each id host-wide, so no two live workers of any of them have the same host uid
+at any moment (sampled from /proc while calls run); blocks that overlap without being
+the same are refused, naming both. Each supervisor's workers' cgroups are in a subtree
+of its own, flock'ed while it lives: a supervisor in its own pid namespace (pid 1
+there, like its neighbour) neither removes a live supervisor's cgroups nor collides
+with them, and one SIGKILLed leaves its subtree to the next start, which removes it
+and nobody else's."""
+import os
+import signal
+import threading
+
+import pytest
+
+from testlib import WAIT_LIMIT, Supervisor, ok, proc, require_sandbox, start_held
+from testlib.cgroups import need_cgroups, procs, worker_cgroups, worker_parents
+from testlib.waits import wait_for
+
+# What the supervisor makes and checks at start and per worker (cgroups, leases):
+# both start modes (zygote mode leases ids for its pre-started workers), and ASan.
+pytestmark = [pytest.mark.start_mode, pytest.mark.asan]
+
+DEFAULT_BASE, DEFAULT_COUNT = 0x7ff00000, 65536  # policy.yaml's workerHostIdBase, workerHostIdCount
+LEASE_DIR = "/run/codeinterp-ids"
+POLICY = "cgroups: auto\nmaxActiveWorkers: 3\n"
+
+
+def worker_roots():
+    """{host uid in the default block: set of worker roots} for every process on the
+    host with such a uid. A worker's root is its highest ancestor with the same uid (the
+    worker itself; its children share its uid): two roots under one uid would be two
+    workers sharing it."""
+    uids = {}
+    for pid in proc.all_pids():
+        try:
+            uid = proc.ids(pid)[0]
+        except (KeyError, OSError, IndexError):
+            continue
+        if DEFAULT_BASE <= uid < DEFAULT_BASE + DEFAULT_COUNT:
+            uids[pid] = uid
+    roots = {}
+    for pid, uid in uids.items():
+        root = pid
+        while True:
+            parent = proc.ppid(root)
+            if parent is None or uids.get(parent) != uid:
+                break
+            root = parent
+        roots.setdefault(uid, set()).add(root)
+    return roots
+
+
+def shared(roots):
+    return {uid: r for uid, r in roots.items() if len(r) > 1}
+
+
+def test_supervisors_with_the_same_block_never_share_a_host_uid(make_supervisor):
+    """Two root supervisors with the default block, three client loops each, while a
+    sampler reads every process's uid: no uid ever held by two workers, no
+    worker_error. Then calls held in both at once: every worker a uid of its own."""
+    require_sandbox()
+    a, b = make_supervisor(POLICY), make_supervisor(POLICY)
+    seen, failures, stop = [], [], threading.Event()
+
+    def loop(sup):
+        c = sup.connect()
+        for i in range(25):
+            r = c.execute("sum(range(%d))" % i)
+            if r.get("outcome") != "ok":
+                failures.append(r)
+
+    def sample():
+        while not stop.is_set():
+            bad = shared(worker_roots())
+            if bad:
+                seen.append(bad)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    loops = [threading.Thread(target=loop, args=(s,)) for s in (a, b) for _ in range(3)]
+    for t in loops:
+        t.start()
+    for t in loops:
+        t.join()
+    stop.set()
+    sampler.join()
+    assert failures == [], failures[:3]
+    assert seen == [], seen[:3]
+    held = [start_held(s) for s in (a, b) for _ in range(3)]
+    pids = [h.wait_running() for h in held]
+    uids = [proc.ids(p)[0] for p in pids]
+    assert len(set(uids)) == len(uids), uids
+    assert all(DEFAULT_BASE <= u < DEFAULT_BASE + DEFAULT_COUNT for u in uids), uids
+    assert shared(worker_roots()) == {}
+    for h in held:
+        ok(h.finish())
+
+
+def test_overlapping_blocks_are_refused_naming_both(make_supervisor):
+    """A block that overlaps a running supervisor's without being the same is refused at
+    start, naming the other's block; the same block is shared."""
+    require_sandbox()
+    base = 0x7fc00000 + (os.getpid() % 4096) * 64  # a region of this test's own
+    a = make_supervisor("workerHostIdBase: %d\nworkerHostIdCount: 16\n" % base)
+    with pytest.raises(RuntimeError) as e:
+        make_supervisor("workerHostIdBase: %d\nworkerHostIdCount: 16\n" % (base + 8))
+    assert "overlaps the block %d-%d of a running supervisor" % (base, base + 15) in str(e.value), str(e.value)
+    b = make_supervisor("workerHostIdBase: %d\nworkerHostIdCount: 16\n" % base)
+    ca, cb = a.connect(), b.connect()
+    ra, rb = ca.execute("6 * 7"), cb.execute("6 * 7")
+    ok(ra, "42")
+    ok(rb, "42")
+
+
+def stop_in_own_namespace(s):
+    """Stop a supervisor started under unshare --fork: unshare holds SIGTERM until its
+    child ends, so the supervisor (its child, pid 1 of the namespace) gets it, and
+    unshare exits with its status."""
+    for pid in proc.children(s.proc.pid):
+        proc.kill_quietly(pid, signal.SIGTERM)
+    assert s.proc.wait(timeout=WAIT_LIMIT) == 0, s.read_log()[-4000:]
+
+
+def test_a_supervisor_in_its_own_pid_namespace_leaves_a_live_ones_cgroups_alone(make_supervisor):
+    """Two supervisors each pid 1 of a pid namespace of its own start beside a running
+    one: the running one's worker cgroups (a held call's, and in zygote mode those made
+    ahead) stay; all three serve calls without a worker_error."""
+    need_cgroups()
+    a = make_supervisor(POLICY)
+    held = start_held(a)
+    held.wait_running()
+    before = worker_cgroups(a.proc.pid)
+    assert before, "no worker cgroup of the running supervisor"
+    own_ns = ["unshare", "--pid", "--fork", "--mount-proc"]
+    b1 = make_supervisor(POLICY, prefix=own_ns)
+    b2 = make_supervisor(POLICY, prefix=own_ns)
+    assert all(os.path.isdir(d) for d in before), [d for d in before if not os.path.isdir(d)]
+    conns = [s.connect() for s in (a, b1, b2)]
+    for i in range(10):
+        for c in conns:
+            ok(c.execute("%d + 1" % i), str(i + 1))
+    ok(held.finish())
+    for s in (b1, b2):
+        stop_in_own_namespace(s)
+
+
+def test_a_sigkilled_supervisors_subtree_is_reclaimed_by_the_next_start_only(make_supervisor):
+    """A supervisor killed with SIGKILL leaves its subtree (and its lease registration);
+    the next supervisor to start removes them once its workers are gone, and leaves the
+    live neighbour's subtree and calls alone."""
+    need_cgroups()
+    a = make_supervisor(POLICY)
+    held = start_held(a)
+    held.wait_running()
+    b = Supervisor(POLICY)
+    try:
+        hb = start_held(b)
+        hb.wait_running()
+        subtrees = worker_parents(b.proc.pid)
+        assert subtrees, "the supervisor's subtree"
+        mine = worker_parents(a.proc.pid)
+        b.proc.send_signal(signal.SIGKILL)
+        b.proc.wait(timeout=WAIT_LIMIT)
+        # Its workers die with it (they are killed when their parent goes): wait until
+        # none is left in its cgroups.
+        wait_for(lambda: all(procs(os.path.join(t, d)) in ([], None) for t in subtrees if os.path.isdir(t)
+                             for d in os.listdir(t) if d.startswith("w")),
+                 "the killed supervisor's workers to leave their cgroups")
+        assert any(os.path.isdir(t) for t in subtrees), "the killed supervisor's subtree is left"
+        c = make_supervisor(POLICY)  # removes the orphan at start, before it serves
+        assert not any(os.path.exists(t) for t in subtrees), subtrees
+        assert all(os.path.isdir(t) for t in mine), mine
+        assert not [f for f in os.listdir(os.path.join(LEASE_DIR, "blocks")) if "-%d-" % b.proc.pid in f]
+        ok(c.connect().execute("2 + 2"), "4")
+    finally:
+        b.stop()
+    ok(held.finish())
+    ok(a.connect().execute("1"), "1")
