@@ -147,8 +147,9 @@ def test_a_supervisor_in_its_own_pid_namespace_leaves_a_live_ones_cgroups_alone(
 
 def test_a_sigkilled_supervisors_subtree_is_reclaimed_by_the_next_start_only(make_supervisor):
     """A supervisor killed with SIGKILL leaves its subtree (and its lease registration);
-    the next supervisor to start removes them once its workers are gone, and leaves the
-    live neighbour's subtree and calls alone."""
+    the next supervisor to start once the processes it had started are gone (its zygote
+    and workers die with it) removes them, and leaves the live neighbour's subtree and
+    calls alone."""
     need_cgroups()
     a = make_supervisor(POLICY)
     held = start_held(a)
@@ -160,18 +161,18 @@ def test_a_sigkilled_supervisors_subtree_is_reclaimed_by_the_next_start_only(mak
         subtrees = worker_parents(b.proc.pid)
         assert subtrees, "the supervisor's subtree"
         mine = worker_parents(a.proc.pid)
+        b_pid, below = b.proc.pid, proc.descendants(b.proc.pid)
         b.proc.send_signal(signal.SIGKILL)
         b.proc.wait(timeout=WAIT_LIMIT)
-        # Its workers die with it (they are killed when their parent goes): wait until
-        # none is left in its cgroups.
-        wait_for(lambda: all(procs(os.path.join(t, d)) in ([], None) for t in subtrees if os.path.isdir(t)
-                             for d in os.listdir(t) if d.startswith("w")),
-                 "the killed supervisor's workers to leave their cgroups")
-        assert any(os.path.isdir(t) for t in subtrees), "the killed supervisor's subtree is left"
+        # Reaped by whoever inherited them: /proc/PID gone (or the pid reused).
+        wait_for(lambda: all(proc.starttime(p) != t for p, t in below.items()),
+                 lambda: "the killed supervisor's processes to be gone: %r" % [p for p, t in below.items()
+                                                                               if proc.starttime(p) == t])
+        assert any(os.path.isdir(d) for d in subtrees), "the killed supervisor's subtree is left"
         c = make_supervisor(POLICY)  # removes the orphan at start, before it serves
-        assert not any(os.path.exists(t) for t in subtrees), subtrees
-        assert all(os.path.isdir(t) for t in mine), mine
-        assert not [f for f in os.listdir(os.path.join(LEASE_DIR, "blocks")) if "-%d-" % b.proc.pid in f]
+        assert not any(os.path.exists(d) for d in subtrees), subtrees
+        assert all(os.path.isdir(d) for d in mine), mine
+        assert not [f for f in os.listdir(os.path.join(LEASE_DIR, "blocks")) if "-%d-" % b_pid in f]
         ok(c.connect().execute("2 + 2"), "4")
     finally:
         b.stop()
