@@ -27,17 +27,14 @@ POLICY = "cgroups: auto\nmaxActiveWorkers: 3\n"
 
 
 def worker_roots():
-    """{host uid in the default block: set of worker roots} for every process on the
-    host with such a uid. A worker's root is its highest ancestor with the same uid (the
-    worker itself; its children share its uid): two roots under one uid would be two
-    workers sharing it."""
+    """{host uid in the default block: {worker root pid: its start time}} for every
+    process on the host with such a uid. A worker's root is its highest ancestor with
+    the same uid (the worker itself; its children share its uid): two roots under one
+    uid would be two workers sharing it."""
     uids = {}
     for pid in proc.all_pids():
-        try:
-            uid = proc.ids(pid)[0]
-        except (KeyError, OSError, IndexError):
-            continue
-        if DEFAULT_BASE <= uid < DEFAULT_BASE + DEFAULT_COUNT:
+        uid = _uid(pid)
+        if uid is not None and DEFAULT_BASE <= uid < DEFAULT_BASE + DEFAULT_COUNT:
             uids[pid] = uid
     roots = {}
     for pid, uid in uids.items():
@@ -47,12 +44,28 @@ def worker_roots():
             if parent is None or uids.get(parent) != uid:
                 break
             root = parent
-        roots.setdefault(uid, set()).add(root)
+        roots.setdefault(uid, {})[root] = proc.starttime(root)
     return roots
 
 
+def _uid(pid):
+    try:
+        return proc.ids(pid)[0]
+    except (KeyError, OSError, IndexError, TypeError):
+        return None
+
+
 def shared(roots):
-    return {uid: r for uid, r in roots.items() if len(r) > 1}
+    """The uids held by more than one worker at one moment. A scan of /proc is not one
+    moment: a worker read early may have been reaped (and its id leased again) before
+    one read late. So a uid counts only when, read again after the scan, each of its
+    roots is still the same process (start time) with that uid: then all of them
+    existed at once, after the last was read."""
+    out = {}
+    for uid, r in roots.items():
+        if len(r) > 1 and all(t is not None and proc.starttime(p) == t and _uid(p) == uid for p, t in r.items()):
+            out[uid] = {p: (proc.name(p), proc.ppid(p), proc.state(p)) for p in r}
+    return out
 
 
 def test_supervisors_with_the_same_block_never_share_a_host_uid(make_supervisor):
