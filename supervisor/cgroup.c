@@ -174,6 +174,33 @@ static int open_dir(const char *path) {
 
 #define INSTANCE_PREFIX "ci-"
 
+/* How long an orphan's empty cgroup is retried while the kernel still releases it. */
+#define CG_ORPHAN_RMDIR_TRIES 1000
+
+/* rmdir of a cgroup another supervisor left, retried (1 ms apart, at most
+ * CG_ORPHAN_RMDIR_TRIES times) while it is EBUSY and holds no process: the kernel is
+ * still releasing it after its last process left. One that holds a process is not
+ * waited for. -1 with errno as rmdir. */
+static int rmdir_retry(int dir, const char *name) {
+        struct timespec pause = { .tv_nsec = CG_RMDIR_SLEEP_NSEC };
+        char procs_file[300], buf[16];
+
+        snprintf(procs_file, sizeof procs_file, "%s/cgroup.procs", name);
+        for (int t = 0;; t++) {
+                int e;
+
+                if (unlinkat(dir, name, AT_REMOVEDIR) == 0)
+                        return 0;
+                e = errno;
+                if (e != EBUSY || t >= CG_ORPHAN_RMDIR_TRIES || read_at(dir, procs_file, buf, sizeof buf) < 0 ||
+                    buf[0] != 0) {
+                        errno = e;
+                        return -1;
+                }
+                nanosleep(&pause, NULL);
+        }
+}
+
 /* Remove the worker cgroups ("w<n>") in dir, a supervisor's own subtree. One that still
  * holds a process (EBUSY) is left; log says whether that is worth a warning. */
 static void remove_workers(int dir, const char *where, bool log) {
@@ -187,7 +214,7 @@ static void remove_workers(int dir, const char *where, bool log) {
                 return;
         }
         while ((de = readdir(d)))
-                if (de->d_name[0] == 'w' && de->d_type == DT_DIR && unlinkat(dir, de->d_name, AT_REMOVEDIR) < 0 &&
+                if (de->d_name[0] == 'w' && de->d_type == DT_DIR && rmdir_retry(dir, de->d_name) < 0 &&
                     errno != ENOENT && log)
                         log_warning_errno(errno, "Could not remove the worker cgroup %s/%s: %m", where, de->d_name);
         closedir(d);
@@ -217,7 +244,7 @@ static void remove_orphans(int parent, const char *own) {
                 if (sub < 0 || flock(sub, LOCK_EX | LOCK_NB) < 0)
                         continue; /* gone meanwhile, or its owner lives */
                 remove_workers(sub, de->d_name, false);
-                if (unlinkat(parent, de->d_name, AT_REMOVEDIR) == 0)
+                if (rmdir_retry(parent, de->d_name) == 0)
                         log_info("Removed the worker cgroups of a supervisor that is gone (%s)", de->d_name);
                 else if (errno != ENOENT)
                         log_warning_errno(errno, "Could not remove %s, left by a supervisor that is gone: %m",

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
@@ -303,8 +305,13 @@ static int bind_socket(int *ret_fd) {
 
         /* Bind under a temporary name, finish (mode, group, listen), then rename into
          * place: a client that sees the path can connect, with the final permissions. */
+        /* Random, not the pid: two supervisors that are each pid 1 of their own pid
+         * namespace must not remove each other's temporary name. */
         char tmp[sizeof sa.sun_path];
-        n = snprintf(tmp, sizeof tmp, "%s.%d.tmp", arg_socket, (int) getpid());
+        uint32_t rnd;
+        if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t) sizeof rnd)
+                rnd = (uint32_t) now_usec() ^ (uint32_t) getpid();
+        n = snprintf(tmp, sizeof tmp, "%s.%08" PRIx32 ".tmp", arg_socket, rnd);
         if (n < 0 || (size_t) n >= sizeof tmp)
                 return log_error_errno(ENAMETOOLONG, "Socket path \"%s\" is too long", arg_socket);
         strcpy(sa.sun_path, tmp);

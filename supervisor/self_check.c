@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cleanup.h"
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/util.h"
@@ -17,7 +18,7 @@ struct SelfCheck {
         SelfCheckFn fn;
         void *userdata;
         Runner *runner;            /* while a worker is asked for or runs */
-        sd_event_source *deadline; /* timeoutMs after the start */
+        sd_event_source *deadline; /* timeoutMs (at least SELF_CHECK_MIN_TIMEOUT_MS) after the start */
         unsigned retries;          /* worker requests lost with a zygote */
         uint64_t start_usec;
         bool done; /* fn was called */
@@ -158,7 +159,8 @@ int self_check_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, Self
                 return -ENOMEM;
         *c = (SelfCheck){ .event = e, .policy = p, .spawner = sp, .fn = fn, .userdata = userdata };
         c->start_usec = now_usec();
-        k = sd_event_add_time_relative(e, &c->deadline, CLOCK_MONOTONIC, (uint64_t) p->timeout_ms * 1000, 1000,
+        k = sd_event_add_time_relative(e, &c->deadline, CLOCK_MONOTONIC,
+                                       (uint64_t) MAX(p->timeout_ms, (uint32_t) SELF_CHECK_MIN_TIMEOUT_MS) * 1000, 1000,
                                        on_deadline, c);
         if (k < 0) {
                 free(c);

@@ -27,7 +27,11 @@ typedef struct SelfCheck SelfCheck;
 typedef void (*SelfCheckFn)(SelfCheck *c, const char *problem, uint64_t elapsed_usec, void *userdata);
 
 /* Start it now, or as soon as the spawner is ready (self_check_kick()). Its deadline is
- * the policy's timeoutMs. p and sp must outlive it. */
+ * the policy's timeoutMs, but at least SELF_CHECK_MIN_TIMEOUT_MS: the check asks whether a
+ * worker can be made and run here, not how fast on a busy host (a policy with a timeoutMs of
+ * a few hundred ms would otherwise refuse to serve whenever it starts during a load peak).
+ * p and sp must outlive it. */
+#define SELF_CHECK_MIN_TIMEOUT_MS 30000
 int self_check_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, SelfCheckFn fn, void *userdata,
                      SelfCheck **ret);
 /* The spawner may be ready now (a zygote became ready): start if still waiting. */

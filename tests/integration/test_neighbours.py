@@ -27,17 +27,14 @@ POLICY = "cgroups: auto\nmaxActiveWorkers: 3\n"
 
 
 def worker_roots():
-    """{host uid in the default block: set of worker roots} for every process on the
-    host with such a uid. A worker's root is its highest ancestor with the same uid (the
-    worker itself; its children share its uid): two roots under one uid would be two
-    workers sharing it."""
+    """{host uid in the default block: {worker root pid: its start time}} for every
+    process on the host with such a uid. A worker's root is its highest ancestor with
+    the same uid (the worker itself; its children share its uid): two roots under one
+    uid would be two workers sharing it."""
     uids = {}
     for pid in proc.all_pids():
-        try:
-            uid = proc.ids(pid)[0]
-        except (KeyError, OSError, IndexError):
-            continue
-        if DEFAULT_BASE <= uid < DEFAULT_BASE + DEFAULT_COUNT:
+        uid = _uid(pid)
+        if uid is not None and DEFAULT_BASE <= uid < DEFAULT_BASE + DEFAULT_COUNT:
             uids[pid] = uid
     roots = {}
     for pid, uid in uids.items():
@@ -47,12 +44,28 @@ def worker_roots():
             if parent is None or uids.get(parent) != uid:
                 break
             root = parent
-        roots.setdefault(uid, set()).add(root)
+        roots.setdefault(uid, {})[root] = proc.starttime(root)
     return roots
 
 
+def _uid(pid):
+    try:
+        return proc.ids(pid)[0]
+    except (KeyError, OSError, IndexError, TypeError):
+        return None
+
+
 def shared(roots):
-    return {uid: r for uid, r in roots.items() if len(r) > 1}
+    """The uids held by more than one worker at one moment. A scan of /proc is not one
+    moment: a worker read early may have been reaped (and its id leased again) before
+    one read late. So a uid counts only when, read again after the scan, each of its
+    roots is still the same process (start time) with that uid: then all of them
+    existed at once, after the last was read."""
+    out = {}
+    for uid, r in roots.items():
+        if len(r) > 1 and all(t is not None and proc.starttime(p) == t and _uid(p) == uid for p, t in r.items()):
+            out[uid] = {p: (proc.name(p), proc.ppid(p), proc.state(p)) for p in r}
+    return out
 
 
 def test_supervisors_with_the_same_block_never_share_a_host_uid(make_supervisor):
@@ -147,8 +160,9 @@ def test_a_supervisor_in_its_own_pid_namespace_leaves_a_live_ones_cgroups_alone(
 
 def test_a_sigkilled_supervisors_subtree_is_reclaimed_by_the_next_start_only(make_supervisor):
     """A supervisor killed with SIGKILL leaves its subtree (and its lease registration);
-    the next supervisor to start removes them once its workers are gone, and leaves the
-    live neighbour's subtree and calls alone."""
+    the next supervisor to start once the processes it had started are gone (its zygote
+    and workers die with it) removes them, and leaves the live neighbour's subtree and
+    calls alone."""
     need_cgroups()
     a = make_supervisor(POLICY)
     held = start_held(a)
@@ -160,18 +174,18 @@ def test_a_sigkilled_supervisors_subtree_is_reclaimed_by_the_next_start_only(mak
         subtrees = worker_parents(b.proc.pid)
         assert subtrees, "the supervisor's subtree"
         mine = worker_parents(a.proc.pid)
+        b_pid, below = b.proc.pid, proc.descendants(b.proc.pid)
         b.proc.send_signal(signal.SIGKILL)
         b.proc.wait(timeout=WAIT_LIMIT)
-        # Its workers die with it (they are killed when their parent goes): wait until
-        # none is left in its cgroups.
-        wait_for(lambda: all(procs(os.path.join(t, d)) in ([], None) for t in subtrees if os.path.isdir(t)
-                             for d in os.listdir(t) if d.startswith("w")),
-                 "the killed supervisor's workers to leave their cgroups")
-        assert any(os.path.isdir(t) for t in subtrees), "the killed supervisor's subtree is left"
+        # Reaped by whoever inherited them: /proc/PID gone (or the pid reused).
+        wait_for(lambda: all(proc.starttime(p) != t for p, t in below.items()),
+                 lambda: "the killed supervisor's processes to be gone: %r" % [p for p, t in below.items()
+                                                                               if proc.starttime(p) == t])
+        assert any(os.path.isdir(d) for d in subtrees), "the killed supervisor's subtree is left"
         c = make_supervisor(POLICY)  # removes the orphan at start, before it serves
-        assert not any(os.path.exists(t) for t in subtrees), subtrees
-        assert all(os.path.isdir(t) for t in mine), mine
-        assert not [f for f in os.listdir(os.path.join(LEASE_DIR, "blocks")) if "-%d-" % b.proc.pid in f]
+        assert not any(os.path.exists(d) for d in subtrees), subtrees
+        assert all(os.path.isdir(d) for d in mine), mine
+        assert not [f for f in os.listdir(os.path.join(LEASE_DIR, "blocks")) if "-%d-" % b_pid in f]
         ok(c.connect().execute("2 + 2"), "4")
     finally:
         b.stop()
