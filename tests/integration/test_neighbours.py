@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from testlib import WAIT_LIMIT, Supervisor, ok, proc, require_sandbox, start_held
-from testlib.cgroups import need_cgroups, procs, worker_cgroups, worker_parents
+from testlib.cgroups import need_cgroups, worker_cgroups, worker_parents
 from testlib.waits import wait_for
 
 # What the supervisor makes and checks at start and per worker (cgroups, leases):
