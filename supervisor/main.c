@@ -63,7 +63,7 @@ static bool arg_check = false;
 static bool arg_check_policy = false;
 static bool arg_self_check = true;
 static const char *arg_cgroup_fs = "/sys/fs/cgroup";
-static const char *arg_lease_dir = ID_LEASES_DIR_DEFAULT;
+static const char *arg_lease_dir = NULL; /* --lease-dir, else $CODEINTERP_LEASE_DIR, else the default */
 /* The host-wide leases of the workers' host ids (root only): held until exit. */
 static IdLeases *leases = NULL;
 
@@ -96,7 +96,8 @@ static void help(void) {
                "                    it fails: calls then fail as they would, status says why)\n"
                "  --cgroup-fs PATH  where the cgroup filesystem is mounted (default /sys/fs/cgroup)\n"
                "  --lease-dir PATH  where supervisors on this host lease the workers' host ids\n"
-               "                    (default " ID_LEASES_DIR_DEFAULT "; root only)\n"
+               "                    (default $CODEINTERP_LEASE_DIR, else " ID_LEASES_DIR_DEFAULT ";\n"
+               "                    root only)\n"
                "  -v, --verbose     log debug messages\n"
                "  -h, --help        show this help\n"
                "      --version     show the version\n"
@@ -182,6 +183,8 @@ static int parse_argv(int argc, char **argv) {
                 default:
                         return -EINVAL;
                 }
+        if (!arg_lease_dir)
+                arg_lease_dir = getenv("CODEINTERP_LEASE_DIR") ?: ID_LEASES_DIR_DEFAULT;
         if (optind < argc) {
                 log_error("Unexpected argument \"%s\"; see --help", argv[optind]);
                 return -EINVAL;
