@@ -69,11 +69,20 @@ def shared(roots):
 
 
 def test_supervisors_with_the_same_block_never_share_a_host_uid(make_supervisor):
-    """Two root supervisors with the default block, three client loops each, while a
-    sampler reads every process's uid: no uid ever held by two workers, no
-    worker_error. Then calls held in both at once: every worker a uid of its own."""
+    """Two root supervisors with the default block, three client loops each, and a
+    rootless one beside them with a loop of its own, while a sampler reads every
+    process's uid: no uid ever held by two workers, no worker_error. Then calls held in both at once: every worker a uid of its own."""
     require_sandbox()
     a, b = make_supervisor(POLICY), make_supervisor(POLICY)
+    # A rootless neighbour beside them (no block: its workers are that user).
+    r = Supervisor(POLICY, user="nobody")
+    try:
+        run_side_by_side(a, b, r)
+    finally:
+        assert r.stop() == 0, r.read_log()[-4000:]
+
+
+def run_side_by_side(a, b, r):
     seen, failures, stop = [], [], threading.Event()
 
     def loop(sup):
@@ -92,6 +101,7 @@ def test_supervisors_with_the_same_block_never_share_a_host_uid(make_supervisor)
     sampler = threading.Thread(target=sample)
     sampler.start()
     loops = [threading.Thread(target=loop, args=(s,)) for s in (a, b) for _ in range(3)]
+    loops.append(threading.Thread(target=loop, args=(r,)))
     for t in loops:
         t.start()
     for t in loops:
