@@ -231,7 +231,8 @@ def test_pool_workers_wait_in_their_own_cgroups(make_supervisor):
     def settled():
         # Each moves itself first thing after its clone (its name is set just before).
         pool = pool_workers_of(sup)
-        return len(pool) == POOL and all(dirs_of(p) != mine for p in pool) and pool
+        # moved in every hierarchy (one after the other)
+        return len(pool) == POOL and all(all(d != mine[c] for c, d in dirs_of(p).items()) for p in pool) and pool
 
     pool = wait_for(settled, "the pool to fill, its workers each in a cgroup of its own")
     waiting = {p: dirs_of(p) for p in pool}

@@ -14,6 +14,7 @@ import pytest
 from codeinterp.records import ExitStatus, from_wire
 
 from testlib import DAEMON, WAIT_LIMIT, UsernsSupervisor, proc, require_sandbox, status
+from testlib.supervisor import HOST_ID_BLOCK
 from testlib.waits import start_held, wait_for
 
 pytestmark = [pytest.mark.start_mode, pytest.mark.asan]
@@ -36,7 +37,7 @@ def test_concurrent_workers_have_their_own_host_uids(make_supervisor):
         assert r["result"]["text"] == "(65534, 65534)", r  # workerUid/workerGid inside
     uids = sorted(r["exitStatus"]["hostUid"] for r in results)
     assert uids[0] != uids[1], uids
-    assert all(BASE <= u < BASE + 65536 for u in uids), uids
+    assert all(sup.host_id_base <= u < sup.host_id_base + HOST_ID_BLOCK for u in uids), uids  # its block
     # The host sees each worker as its own uid (and gid), the ones the results report.
     assert [u for u, _ in seen] == uids, (seen, uids)
     assert all(u == g for u, g in seen), seen
