@@ -13,6 +13,7 @@ import pytest
 
 from testlib import (DAEMON, ROOTLESS, ROOTLESS_USER, WAIT_LIMIT, WORKER_START, Conn, Supervisor, ok, proc,
                      require_sandbox, value)
+from testlib.supervisor import HOST_ID_BLOCK
 from testlib.waits import start_held, wait_for
 
 pytestmark = [pytest.mark.rootless, pytest.mark.start_mode]
@@ -48,8 +49,12 @@ def test_worker_host_ids_and_inside_ids(supervisor):
     ids = proc.ids(pid)
     if ROOTLESS:
         assert ids == HOST_IDS
-    else:  # a host uid and gid of its own from the default block (test_identity.py)
-        assert ids[0] == ids[1] and 0x7ff00000 <= ids[0] < 0x7ff00000 + 65536, ids
+    else:  # a host uid and gid of its own from its block (test_identity.py)
+        # (an installed supervisor: the default block)
+        base, count = getattr(supervisor, "host_id_base", 0x7ff00000), HOST_ID_BLOCK
+        if not hasattr(supervisor, "host_id_base") or base == 0x7ff00000:
+            count = 65536
+        assert ids[0] == ids[1] and base <= ids[0] < base + count, ids
     with open("/proc/%d/uid_map" % pid) as f:
         assert f.read().split() == ["65534", str(ids[0]), "1"]
     with open("/proc/%d/setgroups" % pid) as f:
