@@ -20,8 +20,19 @@
 
 struct IdLeases {
         int ids;        /* "host-ids": one OFD lock per leased uid */
+        int state;      /* "state-<base>-<count>": a record per id of the block (below) */
         int registered; /* our "blocks/…" file, flock'ed */
+        uint32_t base, count;
+        uint64_t quarantine_ns;
 };
+
+/* An id's record in the state file, read and written only under the id's lease: FREE
+ * (or past the end of the file) when its last holder dropped it, LEASED while held. A
+ * lease whose lock is free but whose record says LEASED was held by a supervisor that
+ * died: the kernel dropped the lock as the supervisor went, but its workers (killed as it
+ * died) may still be leaving, with that uid. Such an id is stamped with the time it was
+ * found (CLOCK_BOOTTIME, ns) and not leased again until ID_ORPHAN_QUARANTINE_NS later. */
+enum { ID_FREE = 0, ID_LEASED = 1 };
 
 static void set_why(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void set_why(char *why, size_t why_len, const char *fmt, ...) {
@@ -57,6 +68,13 @@ static int open_safe_dir(int at, const char *path, char *why, size_t why_len) {
                 return -EPERM;
         }
         return TAKE_FD(fd);
+}
+
+static uint64_t boottime_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_BOOTTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
 }
 
 static int open_file(int dir, const char *name) {
@@ -105,7 +123,7 @@ static int check_blocks(int blocks, uint32_t base, uint32_t count, char *why, si
 }
 
 int id_leases_open(const char *dir, uint32_t base, uint32_t count, IdLeases **ret, char *why, size_t why_len) {
-        _cleanup_close_ int top = -1, blocks = -1, ids = -1, reg = -1;
+        _cleanup_close_ int top = -1, blocks = -1, ids = -1, state = -1, reg = -1;
         char name[64], sub[PATH_MAX + 16];
         IdLeases *l;
         int k;
@@ -119,6 +137,11 @@ int id_leases_open(const char *dir, uint32_t base, uint32_t count, IdLeases **re
         if ((ids = open_file(top, "host-ids")) < 0) {
                 set_why(why, why_len, "cannot open %s/host-ids: %s", dir, strerror(-ids));
                 return ids;
+        }
+        snprintf(name, sizeof name, "state-%" PRIu32 "-%" PRIu32, base, count);
+        if ((state = open_file(top, name)) < 0) {
+                set_why(why, why_len, "cannot open %s/%s: %s", dir, name, strerror(-state));
+                return state;
         }
         /* Registrations are checked and made under the directory's lock: two supervisors
          * starting at once cannot both miss each other. */
@@ -148,7 +171,11 @@ int id_leases_open(const char *dir, uint32_t base, uint32_t count, IdLeases **re
         if (!l)
                 return -ENOMEM;
         l->ids = TAKE_FD(ids);
+        l->state = TAKE_FD(state);
         l->registered = TAKE_FD(reg);
+        l->base = base;
+        l->count = count;
+        l->quarantine_ns = ID_ORPHAN_QUARANTINE_NS;
         *ret = l;
         return 0;
 }
@@ -156,6 +183,7 @@ int id_leases_open(const char *dir, uint32_t base, uint32_t count, IdLeases **re
 IdLeases *id_leases_free(IdLeases *l) {
         if (l) {
                 close(l->ids); /* every lease goes with it */
+                close(l->state);
                 close(l->registered);
                 free(l);
         }
@@ -168,18 +196,75 @@ static int lock_id(IdLeases *l, uint32_t id, short type) {
         return fcntl(l->ids, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
 }
 
+void id_leases_set_quarantine(IdLeases *l, uint64_t ns) {
+        if (l)
+                l->quarantine_ns = ns;
+}
+
+static off_t record_at(const IdLeases *l, uint32_t id) {
+        return (off_t) (id - l->base) * (off_t) sizeof(uint64_t);
+}
+
+static int write_record(IdLeases *l, uint32_t id, uint64_t v) {
+        ssize_t n = pwrite(l->state, &v, sizeof v, record_at(l, id));
+        return n == (ssize_t) sizeof v ? 0 : n < 0 ? -errno : -EIO;
+}
+
 bool id_lease_take(IdLeases *l, uint32_t id) {
+        uint64_t rec = ID_FREE, now;
+        ssize_t n;
         int k;
 
         if (!l)
                 return true;
+        if (id < l->base || id - l->base >= l->count)
+                return false;
         k = lock_id(l, id, F_WRLCK);
-        if (k < 0 && k != -EAGAIN && k != -EACCES)
-                log_warning_errno(k, "Could not lease host id %" PRIu32 ": %m", id);
-        return k == 0;
+        if (k < 0) {
+                if (k != -EAGAIN && k != -EACCES)
+                        log_warning_errno(k, "Could not lease host id %" PRIu32 ": %m", id);
+                return false;
+        }
+        n = pread(l->state, &rec, sizeof rec, record_at(l, id));
+        if (n < 0) {
+                log_warning_errno(-errno, "Could not read the lease record of host id %" PRIu32 ": %m", id);
+                goto refuse;
+        }
+        if (n != (ssize_t) sizeof rec)
+                rec = ID_FREE; /* never written: past the end of the file */
+        if (rec != ID_FREE) {
+                now = boottime_ns();
+                if (rec == ID_LEASED || rec > now) {
+                        /* Its holder died holding it (or stamped it by another clock:
+                         * another time namespace): from now on. */
+                        if (rec == ID_LEASED)
+                                log_info("Host id %" PRIu32 " was leased by a supervisor that is gone: not used for "
+                                         "%" PRIu64 " ms, while its workers leave",
+                                         id, l->quarantine_ns / 1000000);
+                        (void) write_record(l, id, now > ID_LEASED ? now : ID_LEASED + 1);
+                        goto refuse;
+                }
+                if (now - rec < l->quarantine_ns)
+                        goto refuse;
+        }
+        k = write_record(l, id, ID_LEASED);
+        if (k < 0) {
+                log_warning_errno(k, "Could not write the lease record of host id %" PRIu32 ": %m", id);
+                goto refuse;
+        }
+        return true;
+refuse:
+        (void) lock_id(l, id, F_UNLCK);
+        return false;
 }
 
 void id_lease_drop(IdLeases *l, uint32_t id) {
-        if (l)
-                (void) lock_id(l, id, F_UNLCK);
+        int k;
+
+        if (!l || id < l->base || id - l->base >= l->count)
+                return;
+        if ((k = write_record(l, id, ID_FREE)) < 0)
+                /* Left LEASED: the next to take it waits out the quarantine. */
+                log_warning_errno(k, "Could not write the lease record of host id %" PRIu32 ": %m", id);
+        (void) lock_id(l, id, F_UNLCK);
 }

@@ -4,7 +4,10 @@
  * a worker's uid is leased (an OFD write lock on the byte at offset uid of the file
  * "host-ids" in the lease directory) for as long as the worker may exist, so no two
  * live workers of any supervisors on the host have the same host uid. The kernel drops a
- * dead supervisor's leases with its last descriptor of the file.
+ * dead supervisor's leases with its last descriptor of the file; its workers, killed as
+ * it dies, may outlive it briefly, so an id whose record ("state-<base>-<count>") says it
+ * was never given back is not leased again until ID_ORPHAN_QUARANTINE_NS after a
+ * supervisor first finds it so.
  *
  * At start each supervisor registers its block ("blocks/<base>-<count>-<pid>-<random>", flock'ed
  * while it lives) under the directory's flock: a block that overlaps a live supervisor's
@@ -20,6 +23,10 @@
 #include <stdint.h>
 
 #define ID_LEASES_DIR_DEFAULT "/run/codeinterp-ids"
+/* How long an id a dead supervisor held stays unused: its workers get SIGKILL as it dies
+ * (their parent-death signal) and are gone within milliseconds unless the host stalls
+ * them; 10 s is that margin. */
+#define ID_ORPHAN_QUARANTINE_NS (10ULL * 1000000000ULL)
 
 typedef struct IdLeases IdLeases;
 
@@ -31,3 +38,5 @@ IdLeases *id_leases_free(IdLeases *l);
  * not be taken: the id is then not used either). */
 bool id_lease_take(IdLeases *l, uint32_t id);
 void id_lease_drop(IdLeases *l, uint32_t id);
+/* For tests: the quarantine of a dead supervisor's ids (default ID_ORPHAN_QUARANTINE_NS). */
+void id_leases_set_quarantine(IdLeases *l, uint64_t ns);

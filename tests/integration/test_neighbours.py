@@ -202,3 +202,66 @@ def test_a_sigkilled_supervisors_subtree_is_reclaimed_by_the_next_start_only(mak
         b.stop()
     ok(held.finish())
     ok(a.connect().execute("1"), "1")
+
+
+FREEZER = "/sys/fs/cgroup/freezer"
+
+
+def test_a_dead_supervisors_ids_wait_for_its_workers(make_supervisor):
+    """A supervisor's leases go with it, but its workers (killed by their parent-death
+    signal as it dies) may outlive it for a moment. Held there for as long as the test
+    needs (frozen by the v1 freezer, SIGKILL pending), they keep their uids: a supervisor
+    started on the same block meanwhile runs calls on the other ids of the block, and
+    says why it skips theirs."""
+    require_sandbox()
+    if not os.path.isfile(os.path.join(FREEZER, "freezer.state")) and not os.path.isdir(FREEZER):
+        pytest.skip("no v1 freezer here to hold a dead supervisor's workers")
+    base, count = 0x7fb00000 + (os.getpid() % 4096) * 64, 16
+    policy = "workerHostIdBase: %d\nworkerHostIdCount: %d\nmaxActiveWorkers: 2\n" % (base, count)
+    frozen = os.path.join(FREEZER, "codeinterp-test-%d" % os.getpid())
+    os.mkdir(frozen)
+    held_pids = {}
+    try:
+        a = Supervisor(policy)
+        try:
+            held = start_held(a)
+            held.wait_running()
+            # Every process of a with an id of the block: the held call's worker and, in
+            # zygote mode, those made ahead.
+            held_pids = {p: proc.starttime(p) for p in proc.descendants(a.proc.pid)
+                         if (_uid(p) or 0) - base in range(count)}
+            assert held_pids, "no worker of the supervisor"
+            for p in held_pids:
+                with open(os.path.join(frozen, "cgroup.procs"), "w") as f:
+                    f.write(str(p))
+            with open(os.path.join(frozen, "freezer.state"), "w") as f:
+                f.write("FROZEN")
+            wait_for(lambda: open(os.path.join(frozen, "freezer.state")).read().strip() == "FROZEN",
+                     "the workers to be frozen")
+            uids = {_uid(p) for p in held_pids}
+            a.proc.send_signal(signal.SIGKILL)
+            a.proc.wait(timeout=WAIT_LIMIT)
+        finally:
+            a.stop()
+        assert all(proc.starttime(p) == t for p, t in held_pids.items()), "the frozen workers died"
+        b = make_supervisor(policy)
+        c = b.connect()
+        used = set()
+        for i in range(2 * count):
+            r = c.execute("%d" % i)
+            ok(r, str(i))
+            used.add(r["exitStatus"]["hostUid"])
+        assert used and not used & uids, (sorted(used & uids), "used while their workers live")
+        assert "was leased by a supervisor that is gone" in b.read_log()
+    finally:
+        for p, t in held_pids.items():
+            if proc.starttime(p) == t:
+                proc.kill_quietly(p)
+        if os.path.isdir(frozen):
+            with open(os.path.join(frozen, "freezer.state"), "w") as f:
+                f.write("THAWED")
+            for p in held_pids:
+                proc.wait_exit(p)
+            os.rmdir(frozen)
+    # The next start removes the dead supervisor's subtree, now empty.
+    ok(make_supervisor(policy).connect().execute("1"), "1")

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/* supervisor/id_leases.c: host ids leased between supervisors (two lease sets opened
+ * here are two supervisors: OFD locks of two opens conflict within one process too),
+ * blocks that overlap refused, and a dead holder's ids kept unused for the quarantine. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "supervisor/id_leases.h"
+
+#define BASE 1000000u
+#define COUNT 16u
+
+static char dir[] = "/tmp/ci-leases-XXXXXX";
+
+static int setup(void **state) {
+        (void) state;
+        return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+        char cmd[64];
+
+        (void) state;
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static IdLeases *open_block(uint32_t base, uint32_t count) {
+        IdLeases *l = NULL;
+        char why[512];
+
+        assert_int_equal(id_leases_open(dir, base, count, &l, why, sizeof why), 0);
+        return l;
+}
+
+static void test_leases_between_supervisors(void **state) {
+        IdLeases *a = open_block(BASE, COUNT), *b = open_block(BASE, COUNT), *c = NULL;
+        char why[512];
+
+        (void) state;
+        assert_true(id_lease_take(a, BASE + 5));
+        assert_false(id_lease_take(b, BASE + 5));
+        assert_true(id_lease_take(b, BASE + 6));
+        assert_false(id_lease_take(a, BASE + COUNT)); /* not of the block */
+        id_lease_drop(a, BASE + 5);
+        assert_true(id_lease_take(b, BASE + 5)); /* given back: no quarantine */
+        id_lease_drop(b, BASE + 5);
+        id_lease_drop(b, BASE + 6);
+        /* A block overlapping a live one without being the same is refused, naming it. */
+        assert_int_equal(id_leases_open(dir, BASE + 8, COUNT, &c, why, sizeof why), -EEXIST);
+        assert_non_null(strstr(why, "overlaps the block 1000000-1000015"));
+        /* A disjoint one is not. */
+        c = open_block(BASE + COUNT, COUNT);
+        id_leases_free(c);
+        id_leases_free(a);
+        id_leases_free(b);
+}
+
+static void test_a_dead_holders_ids_wait(void **state) {
+        IdLeases *a = open_block(BASE, COUNT), *b = open_block(BASE, COUNT);
+
+        (void) state;
+        assert_true(id_lease_take(a, BASE + 3));
+        assert_true(id_lease_take(a, BASE + 4));
+        id_lease_drop(a, BASE + 4);
+        id_leases_free(a); /* dies holding BASE + 3: the kernel drops its lock */
+        assert_false(id_lease_take(b, BASE + 3)); /* found orphaned: stamped */
+        assert_false(id_lease_take(b, BASE + 3)); /* still within the quarantine */
+        assert_true(id_lease_take(b, BASE + 4));  /* given back properly */
+        id_leases_set_quarantine(b, 0);           /* the quarantine over */
+        assert_true(id_lease_take(b, BASE + 3));
+        id_lease_drop(b, BASE + 3);
+        id_lease_drop(b, BASE + 4);
+        id_leases_free(b);
+        /* Given back: the next takes them at once. */
+        a = open_block(BASE, COUNT);
+        assert_true(id_lease_take(a, BASE + 3));
+        id_lease_drop(a, BASE + 3);
+        id_leases_free(a);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_leases_between_supervisors),
+                cmocka_unit_test(test_a_dead_holders_ids_wait),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
