@@ -73,7 +73,7 @@ static void test_a_dead_holders_ids_wait(void **state) {
         assert_true(id_lease_take(a, BASE + 3));
         assert_true(id_lease_take(a, BASE + 4));
         id_lease_drop(a, BASE + 4);
-        id_leases_free(a); /* dies holding BASE + 3: the kernel drops its lock */
+        id_leases_free(a);                        /* dies holding BASE + 3: the kernel drops its lock */
         assert_false(id_lease_take(b, BASE + 3)); /* found orphaned: stamped */
         assert_false(id_lease_take(b, BASE + 3)); /* still within the quarantine */
         assert_true(id_lease_take(b, BASE + 4));  /* given back properly */
