@@ -9,10 +9,12 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "supervisor/id_leases.h"
@@ -89,10 +91,45 @@ static void test_a_dead_holders_ids_wait(void **state) {
         id_leases_free(a);
 }
 
+static void set_file_size_limit(rlim_t bytes) {
+        struct rlimit rl;
+
+        assert_int_equal(getrlimit(RLIMIT_FSIZE, &rl), 0);
+        rl.rlim_cur = bytes;
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+/* A record that cannot be written (here EFBIG: RLIMIT_FSIZE below the record; on a host,
+ * a full /run): taking the id fails and gives its lock back; dropping it leaves the
+ * record "leased", so the next holder waits out the quarantine rather than trusting it. */
+static void test_records_that_cannot_be_written(void **state) {
+        IdLeases *a = open_block(BASE, COUNT), *b = open_block(BASE, COUNT);
+        struct rlimit saved;
+
+        (void) state;
+        assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
+        signal(SIGXFSZ, SIG_IGN);
+        set_file_size_limit(8); /* the record of BASE + 0 only */
+        assert_false(id_lease_take(a, BASE + 9));
+        set_file_size_limit(saved.rlim_cur);
+        assert_true(id_lease_take(b, BASE + 9)); /* a gave its lock back */
+        set_file_size_limit(8);
+        id_lease_drop(b, BASE + 9); /* the lock goes, the record stays "leased" */
+        set_file_size_limit(saved.rlim_cur);
+        assert_false(id_lease_take(a, BASE + 9)); /* taken for a dead holder's */
+        id_leases_set_quarantine(a, 0);
+        assert_true(id_lease_take(a, BASE + 9));
+        id_lease_drop(a, BASE + 9);
+        signal(SIGXFSZ, SIG_DFL);
+        id_leases_free(a);
+        id_leases_free(b);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_leases_between_supervisors),
                 cmocka_unit_test(test_a_dead_holders_ids_wait),
+                cmocka_unit_test(test_records_that_cannot_be_written),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
