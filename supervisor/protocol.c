@@ -375,10 +375,10 @@ static void pack_limits(msgpack_packer *pk, const Policy *p) {
         mp_pack_kv_uint(pk, "maxSourceIds", PROTO_MAX_SOURCE_IDS);
 }
 
-int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const char *message) {
+int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const char *message, bool closing) {
         msgpack_packer *pk = &w->pk;
 
-        msgpack_pack_map(pk, 4);
+        msgpack_pack_map(pk, closing ? 5 : 4);
         mp_pack_cstr(pk, "id");
         if (has_id)
                 msgpack_pack_uint64(pk, id);
@@ -387,6 +387,8 @@ int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const 
         mp_pack_kv_str(pk, "type", "error");
         mp_pack_kv_str(pk, "code", outcome_to_string(code));
         mp_pack_kv_str(pk, "message", message);
+        if (closing)
+                mp_pack_kv_bool(pk, "closing", true);
         return mp_writer_error(w);
 }
 

@@ -96,7 +96,9 @@ const char *proto_op_to_string(ProtoOp op);
  * caller) and returns mp_writer_error(w): 0, or -ENOMEM / -E2BIG with nothing usable
  * in w. The server frames and sends it. ---- */
 
-int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const char *message);
+/* closing: the supervisor closes the connection once this error is sent (a refusal at
+ * accept, an idle close, an oversized frame); it says so with "closing": true. */
+int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const char *message, bool closing);
 int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p, CgroupVersion cgroup, bool rootless);
 /* The wire name of a cgroup version: "v2", "v1" or "none" (hello, evidence, --check-config). */
 const char *proto_cgroup_name(CgroupVersion v);

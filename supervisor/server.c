@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +189,16 @@ static void conn_send_packed(Connection *c, MpWriter *w, int packed) {
 static void send_error(Connection *c, bool has_id, uint64_t id, Outcome code, const char *msg) {
         MpWriter w;
         mp_writer_init(&w, 0);
-        conn_send_packed(c, &w, proto_pack_error(&w, has_id, id, code, msg));
+        conn_send_packed(c, &w, proto_pack_error(&w, has_id, id, code, msg, false));
+}
+
+/* The last message of a connection the supervisor is closing: an error with a nil id and
+ * "closing": true, so that a client tells it from a connection-level error after which
+ * the connection goes on. The caller sets c->closing. */
+static void send_parting_error(Connection *c, Outcome code, const char *msg) {
+        MpWriter w;
+        mp_writer_init(&w, 0);
+        conn_send_packed(c, &w, proto_pack_error(&w, false, 0, code, msg, true));
 }
 
 /* ---- idle connections ---- */
@@ -227,7 +237,7 @@ static int on_idle_timeout(sd_event_source *src, uint64_t usec, void *userdata) 
                   (unsigned) ms);
         if (c->out_len == c->out_off) {
                 snprintf(msg, sizeof msg, "connection closed: idle for connectionIdleTimeoutMs (%u ms)", (unsigned) ms);
-                send_error(c, false, 0, OUTCOME_OVERLOADED, msg);
+                send_parting_error(c, OUTCOME_OVERLOADED, msg);
         }
         /* The kernel takes a small frame whole or not at all: never a part of one. */
         if (c->out_len > c->out_off) {
@@ -380,7 +390,7 @@ static void send_result(Connection *c, const Policy *p, Call *call, RunnerResult
                 log_error_errno(k, "Could not fit the result of call %llu: %m", (unsigned long long) call->call_id);
                 mp_writer_reset(&w);
                 k = proto_pack_error(&w, true, call->request_id, OUTCOME_WORKER_ERROR,
-                                     "the result could not be fitted into maxResultBytes");
+                                     "the result could not be fitted into maxResultBytes", false);
         }
         conn_send_packed(c, &w, k);
 }
@@ -767,7 +777,7 @@ static int conn_read(Connection *c) {
                                 /* Framing cannot be trusted any more: answer and close. */
                                 snprintf(msg, sizeof msg, "frame of %zu bytes exceeds maxMessageBytes (%u)",
                                          c->body_want, p->max_message_bytes);
-                                send_error(c, false, 0, OUTCOME_INVALID_INPUT, msg);
+                                send_parting_error(c, OUTCOME_INVALID_INPUT, msg);
                                 c->closing = true;
                                 conn_update_events(c);
                                 return 0;
@@ -845,22 +855,39 @@ static void conn_free(Connection *c) {
         free(c);
 }
 
-/* The open connections of peer uid that were not refused (nor are being closed). A walk:
- * at most maxConnections of them, and this runs once per accepted connection. */
-static uint32_t peer_connections(const Server *s, uid_t uid) {
+/* Whether the client has closed its end of c (or the connection failed): c is on its way
+ * out, and is freed when its own event is dispatched, maybe later in this same turn. */
+static bool conn_hung_up(const Connection *c) {
+        struct pollfd pfd = { .fd = c->fd, .events = POLLRDHUP };
+
+        return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* The open connections (of peer *uid, or all) that were not refused nor are being closed;
+ * with live, also not hung up by their client. A walk: at most maxConnections of them, and
+ * this runs once per accepted connection. */
+static uint32_t count_connections(const Server *s, const uid_t *uid, bool live) {
         uint32_t n = 0;
 
         for (const Connection *c = s->conns; c; c = c->next)
-                if (!c->closing && c->peer.uid == uid)
+                if (!c->closing && (!uid || c->peer.uid == *uid) && !(live && conn_hung_up(c)))
                         n++;
         return n;
+}
+
+/* Whether the connections (of peer *uid, or all) exceed limit. A client that closed a
+ * connection and opens the next at once must find its room: the hang-up and the new
+ * connection can be seen in one event-loop turn, the accept first. So the ones whose
+ * client has hung up do not count; asked of the kernel only when the plain count is over. */
+static bool over_limit(const Server *s, const uid_t *uid, uint32_t limit) {
+        return count_connections(s, uid, false) > limit && count_connections(s, uid, true) > limit;
 }
 
 /* Answer a connection at accept time (an error with a nil id) and close it once that is
  * sent; counted by why for status. */
 static void refuse_connection(Connection *c, ProtoConnRefusal why, Outcome code, const char *msg) {
         c->server->conns_refused[why]++;
-        send_error(c, false, 0, code, msg);
+        send_parting_error(c, code, msg);
         c->closing = true;
         conn_update_events(c);
 }
@@ -940,19 +967,19 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                 s->conns = c;
                 s->n_conns++;
 
-                /* The new connection counts itself, in n_conns and among its peer's. When
+                /* The new connection counts itself, among all and among its peer's. When
                  * both limits are reached the answer names the whole, maxConnections. */
                 if (!peer_allowed(s->policy, &c->peer)) {
                         log_notice("Refused a connection from uid %u gid %u (not in allowedUids/allowedGids)",
                                    (unsigned) c->peer.uid, (unsigned) c->peer.gid);
                         refuse_connection(c, PROTO_CONN_REFUSED_PEER_NOT_ALLOWED, OUTCOME_PERMISSION_DENIED,
                                           "this peer is not allowed");
-                } else if (s->n_conns > s->policy->max_connections) {
+                } else if (over_limit(s, NULL, s->policy->max_connections)) {
                         log_debug("Refused a connection from uid %u: maxConnections (%u) reached",
                                   (unsigned) c->peer.uid, s->policy->max_connections);
                         refuse_connection(c, PROTO_CONN_REFUSED_MAX_CONNECTIONS, OUTCOME_OVERLOADED,
                                           "too many connections (maxConnections)");
-                } else if (peer_connections(s, c->peer.uid) > s->policy->max_connections_per_peer) {
+                } else if (over_limit(s, &c->peer.uid, s->policy->max_connections_per_peer)) {
                         log_debug("Refused a connection from uid %u: maxConnectionsPerPeer (%u) reached",
                                   (unsigned) c->peer.uid, s->policy->max_connections_per_peer);
                         refuse_connection(c, PROTO_CONN_REFUSED_MAX_CONNECTIONS_PER_PEER, OUTCOME_OVERLOADED,

@@ -43,6 +43,7 @@ class AsyncClient:
         self._next_id = 1
         self._pending: Dict[int, asyncio.Queue[Any]] = {}
         self._failure: Optional[BaseException] = None
+        self._parting = False  # the supervisor said it closes the connection ("closing": true)
         self._closed = False  # by close(): no new connection after that
 
     async def connect(self) -> "AsyncClient":
@@ -112,7 +113,12 @@ class AsyncClient:
                 mid = m.get("id") if isinstance(m, Mapping) else None
                 if mid is None:
                     if isinstance(m, Mapping) and m.get("type") == "error":
-                        self._fail(error_from_message(m))
+                        if m.get("closing") is True:  # the close follows: every waiter gets it
+                            self._parting = True
+                            self._fail(error_from_message(m))
+                        else:  # a connection-level error; the connection goes on
+                            for waiting in self._pending.values():
+                                waiting.put_nowait(error_from_message(m))
                         continue
                     raise ProtocolError("a message without a request id: %r" % (m,))
                 queue = self._pending.get(mid)
@@ -147,18 +153,24 @@ class AsyncClient:
 
     async def _closed_while_idle(self) -> bool:
         """With no request pending: whether the supervisor has closed the connection.
-        The reader task reads its parting ``error`` without an id and the close that
-        follows it at once (waited for up to 10 s); then the task is done."""
+        The reader task reads its parting ``error`` without an id (``"closing": true``)
+        and the close that follows it at once (waited for up to 10 s); then the task is
+        done. Data that has arrived is left to the reader task first: a parting error, or
+        a late message for a request nobody waits for any more."""
         if self._closed or self._pending or self._task is None or self._sock is None:
             return False
-        if not self._task.done():
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while not self._task.done() and not self._parting and loop.time() < deadline:
             try:
-                self._sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)  # data or the close: it is closing
+                self._sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
             except BlockingIOError:
-                return False  # open and quiet
+                return False  # open, and everything that came has been read
             except OSError:
                 pass
-            await asyncio.wait({self._task}, timeout=10)
+            await asyncio.sleep(0)  # the reader task's turn
+        if self._parting and not self._task.done():
+            await asyncio.wait({self._task}, timeout=max(0.0, deadline - loop.time()))
         return self._task.done() and self._failure is not None
 
     async def _send(self, op: str, fields: Mapping[str, Any]) -> int:
@@ -169,7 +181,7 @@ class AsyncClient:
             # without an invocation or a call, or it stopped): nothing was held on it,
             # so the request goes to a new connection.
             self._sock.close()
-            self._sock, self._task, self._failure = None, None, None
+            self._sock, self._task, self._failure, self._parting = None, None, None, False
             await self.connect()
         if self._failure is not None:
             raise self._failure

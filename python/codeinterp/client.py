@@ -105,9 +105,11 @@ class Client:
     def _closed_while_idle(self) -> bool:
         """With no request pending: whether the supervisor has closed the connection
         (after connectionIdleTimeoutMs without an invocation or a call, or when it
-        stopped). Its parting ``error`` without an id is read and dropped (the close
-        follows it at once; waited for up to the client's timeout, 10 s without one);
-        one that is not followed by the close is raised, as at the next read."""
+        stopped). Its parting ``error`` without an id (``"closing": true``) is read and
+        dropped; the close follows it at once (waited for up to the client's timeout, 10 s
+        without one), and one that does not follow is raised. A connection-level error
+        after which the connection goes on (no ``closing``: a frame the supervisor could
+        not read) is raised at once, as the next read would."""
         sock = self.connection.sock
         parting = None
         wait = 0.0
@@ -123,6 +125,8 @@ class Client:
                 return True
             m = self.connection.recv()  # the supervisor writes a frame whole
             if isinstance(m, Mapping) and m.get("type") == "error" and m.get("id") is None:
+                if m.get("closing") is not True:
+                    raise error_from_message(m)
                 parting = m
                 wait = self._timeout if self._timeout is not None else 10.0
         if parting is not None:

@@ -18,6 +18,7 @@ import grp
 import json
 import os
 import pwd
+import signal
 import socket
 import struct
 import subprocess
@@ -26,7 +27,7 @@ import time
 
 import pytest
 
-from testlib import DAEMON, ROOTLESS, SOURCE_ROOT, WAIT_LIMIT, Conn, ok, start_held, status, wait_for
+from testlib import DAEMON, ROOTLESS, SOURCE_ROOT, WAIT_LIMIT, Conn, ok, proc, start_held, status, wait_for
 from testlib.waits import sleep_past
 
 # The accept path and the per-connection state are the supervisor's code.
@@ -151,7 +152,7 @@ def refused(conn):
     """The one message of a connection refused at accept (an error with a nil id), after
     which the supervisor closes it."""
     m = conn.recv()
-    assert m.get("type") == "error" and m.get("id") is None, m
+    assert m.get("type") == "error" and m.get("id") is None and m.get("closing") is True, m
     assert_eof(conn.sock)
     return m
 
@@ -194,6 +195,32 @@ def test_per_peer_cap_names_its_limit_and_leaves_room_for_others(shared_with_nob
     # One of root's closed: its share has room again.
     mine.pop().close()
     first_conns(s, 1)
+
+
+def test_a_closed_connections_room_is_free_for_the_next_at_once(make_supervisor):
+    """A client that closes a connection and opens the next at once is not refused: the
+    supervisor may see the new connection before the hang-up of the old one (both in one
+    event-loop turn, the accept first), and a connection whose client has hung up does
+    not count against maxConnections or maxConnectionsPerPeer. Made certain by stopping
+    the supervisor (SIGSTOP) while the client opens the next connection (the kernel
+    queues it on the listening socket) and then closes the old one, at the limit of both
+    keys: the supervisor, continued, finds both in one turn, the new one first."""
+    s = make_supervisor("maxConnections: 2\nmaxConnectionsPerPeer: 2\n")
+    held = first_conns(s, 1)[0]
+    for i in range(20):
+        c = Conn(s.socket)
+        assert c.call("hello")["type"] == "reply", i
+        s.proc.send_signal(signal.SIGSTOP)
+        wait_for(lambda: proc.state(s.proc.pid) == "T", "codeinterpd to stop")
+        after = Conn(s.socket)
+        after.send({"op": "hello", "id": 1})
+        c.close()
+        s.proc.send_signal(signal.SIGCONT)
+        r = after.recv()
+        assert r.get("type") == "reply", (i, r)
+        after.close()
+    assert held.call("hello")["type"] == "reply"
+    held.close()
 
 
 class Idle:
@@ -295,7 +322,7 @@ def closed_as_idle(conn):
     connection; when it came (time.monotonic())."""
     m = conn.wait(None, types=("error",))
     when = time.monotonic()
-    assert (m["code"], m["message"]) == ("overloaded", IDLE_MESSAGE), m
+    assert (m["code"], m["message"], m.get("closing")) == ("overloaded", IDLE_MESSAGE, True), m
     assert_eof(conn.sock)
     return when
 

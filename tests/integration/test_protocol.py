@@ -134,7 +134,7 @@ def test_frame_over_max_message_bytes(shared_supervisor, shared_conn):
     shared_conn.send_raw(struct.pack(">I", limit + 1))
     r = shared_conn.recv()
     assert r["type"] == "error" and r["code"] == "invalid_input"
-    assert r["id"] is None
+    assert r["id"] is None and r["closing"] is True  # the close follows
     assert str(limit + 1) in r["message"]
     assert_closed(shared_conn)
     check_northstar(msup)
@@ -170,7 +170,7 @@ def test_request_not_a_map(shared_supervisor, shared_conn, obj):
     shared_conn.send_raw(frame(obj))
     r = shared_conn.recv()
     assert r["type"] == "error" and r["code"] == "invalid_input"
-    assert r["id"] is None
+    assert r["id"] is None and "closing" not in r  # the connection goes on
     assert shared_conn.call("hello")["type"] == "reply"
     check_northstar(msup)
 

@@ -1,6 +1,7 @@
 """The blocking client: ops, typed results, raised errors, invocations, sources."""
 import hashlib
 import os
+import select
 
 import pytest
 from suite import SMALL_POLICY
@@ -242,15 +243,21 @@ def test_describe(shared_supervisor):
 
 
 def test_connection_level_error_is_raised(shared_supervisor):
-    """An error with a nil id (here: a frame that is not msgpack) reaches the waiter."""
+    """An error with a nil id (here: a frame that is not msgpack) reaches the waiter, in
+    both orders: sent before the request and read while waiting for its reply, and
+    already arrived when the request is made (the client looks for a parting error of an
+    idle close then: this one has no "closing", so it is raised at once, not waited on)."""
     daemon = shared_supervisor()
     c = Client(daemon.socket, WAIT_LIMIT)
     try:
-        c.connection.send_raw(b"\x00\x00\x00\x01\xc1")
-        with pytest.raises(InvalidInput) as e:
-            c.hello()
-        assert e.value.request_id is None
-        assert c.hello().protocol == 1
+        for arrived_first in (False, True):
+            c.connection.send_raw(b"\x00\x00\x00\x01\xc1")
+            if arrived_first:
+                assert select.select([c.connection.sock], [], [], WAIT_LIMIT)[0], "no answer to the bad frame"
+            with pytest.raises(InvalidInput) as e:
+                c.hello()
+            assert e.value.request_id is None
+            assert c.hello().protocol == 1
     finally:
         c.close()
 
