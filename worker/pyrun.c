@@ -269,9 +269,11 @@ static PyObject *package_names(void) {
         return PyList_AsTuple(list);
 }
 
-/* The runner's preload(names) and reseed_packages(), bound by pyrun_runner_setup(). */
+/* The runner's preload(names), forget_host_facts() and renew_worker(), bound by
+ * pyrun_runner_setup(). */
 static PyObject *runner_preload = NULL;
-static PyObject *runner_reseed_packages = NULL;
+static PyObject *runner_forget_host_facts = NULL;
+static PyObject *runner_renew_worker = NULL;
 
 /* Compile and run the runner into a private namespace; bind its run(). */
 static int pyrun_runner_setup(void) {
@@ -321,10 +323,14 @@ static int pyrun_runner_setup(void) {
         if (!run || !PyCallable_Check(run))
                 return -EIO;
         runner_preload = Py_NewRef(run);
-        run = PyDict_GetItemString(globals, "reseed_packages"); /* borrowed */
+        run = PyDict_GetItemString(globals, "forget_host_facts"); /* borrowed */
         if (!run || !PyCallable_Check(run))
                 return -EIO;
-        runner_reseed_packages = Py_NewRef(run);
+        runner_forget_host_facts = Py_NewRef(run);
+        run = PyDict_GetItemString(globals, "renew_worker"); /* borrowed */
+        if (!run || !PyCallable_Check(run))
+                return -EIO;
+        runner_renew_worker = Py_NewRef(run);
         return 0;
 
 fail:
@@ -413,6 +419,12 @@ int pyrun_preload(void) {
                         return r;
                 }
         }
+        /* Nothing the preload learnt about the host may reach a worker. */
+        _cleanup_pyobj_ PyObject *forgot = PyObject_CallNoArgs(runner_forget_host_facts);
+        if (!forgot) {
+                PyErr_Clear();
+                return -EIO;
+        }
         return resolve_reseed();
 }
 
@@ -467,7 +479,7 @@ static int resolve_reseed(void) {
         return 0;
 }
 
-int pyrun_reseed(void) {
+int pyrun_renew_worker(void) {
         _cleanup_pyobj_ PyObject *ret = NULL;
         int r;
 
@@ -482,12 +494,10 @@ int pyrun_reseed(void) {
                 return -EIO;
         }
         Py_CLEAR(ret);
-        if (packages_mask) {
-                ret = PyObject_CallNoArgs(runner_reseed_packages);
-                if (!ret) {
-                        PyErr_Clear();
-                        return -EIO;
-                }
+        ret = PyObject_CallNoArgs(runner_renew_worker);
+        if (!ret) {
+                PyErr_Clear();
+                return -EIO;
         }
         return 0;
 }

@@ -54,9 +54,10 @@ int pyrun_preload(void);
  * (AST types, compiler and type caches) is made once and shared copy-on-write. Leaves
  * __main__ as it was. Never runs user code. */
 int pyrun_warmup(void);
-/* Give this process fresh randomness (random module state, and numpy's global
- * RandomState when numpy is loaded) after fork. */
-int pyrun_reseed(void);
+/* In a worker the zygote made, once its sandbox is complete: fresh randomness (the
+ * random module's state, and numpy's global RandomState when numpy is loaded), and the
+ * time zone read again from the worker's root (the runner's renew_worker()). */
+int pyrun_renew_worker(void);
 /* Run code (UTF-8). The final expression's repr (UTF-8) is written to result_fd,
  * which is then closed (always, also on failure; -1 discards the value). Returns 0
  * when the code ran (with or without exception, see ret), -errno when the runner

@@ -22,6 +22,7 @@
 import sys as _sys
 import ast as _ast
 import errno as _errno
+import time as _time
 import __future__ as _future
 import importlib.util as _importlib_util
 import importlib.machinery as _importlib_machinery
@@ -518,10 +519,38 @@ def _warm_matplotlib(plt):
     plt.close("all")
 
 
-def reseed_packages():
-    """In each worker after the fork, before its call: numpy's global
-    RandomState (np.random.seed() without an argument draws fresh OS entropy),
-    so two workers of one zygote never draw the same numbers."""
+def forget_host_facts():
+    """Zygote only, at the end of its preload, before any worker is forked: drop what
+    the preload memoised about the host it ran on, so that a worker works each fact out
+    again, from inside its own sandbox, when its code first asks. The zygote runs in
+    the host's UTS namespace and file system: platform.uname() there names the host
+    (pandas asks for it at import) and reads its /etc/os-release; matplotlib memoises
+    its config and cache directories (the zygote's private temporary one, see
+    preload()). The C library's time zone is renewed in each worker (renew_worker()).
+    tests/adversarial ("host.preload_*") looks for host facts in a worker's objects."""
+    platform = _sys.modules.get("platform")
+    if platform is not None:
+        platform._uname_cache = None
+        platform._platform_cache.clear()
+        platform._os_release_cache = None
+    uuid = _sys.modules.get("uuid")
+    if uuid is not None:
+        uuid._node = None  # the host's MAC address, once uuid1() or getnode() ran
+    mpl = _sys.modules.get("matplotlib")
+    if mpl is not None:
+        for name, fmt in (("get_configdir", "CONFIGDIR=%s"), ("get_cachedir", "CACHEDIR=%s")):
+            fresh = mpl._logged_cached(fmt)(getattr(mpl, name).__wrapped__)
+            setattr(mpl, name, fresh)
+
+
+def renew_worker():
+    """In each zygote-made worker once its sandbox is complete, before its call: the
+    C library's time zone is read again, from the worker's root (the zygote read the
+    host's /etc/localtime when it imported time; without TZ and /etc/localtime the
+    worker's zone is UTC, as in exec mode), and time.tzname and the offsets with it;
+    and numpy's global RandomState is reseeded (np.random.seed() without an argument
+    draws fresh OS entropy), so two workers of one zygote never draw the same numbers."""
+    _time.tzset()
     numpy = _sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()

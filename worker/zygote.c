@@ -177,7 +177,7 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
                 failed_stage = stage;
         }
         sandbox_runtime_close(&rt);
-        if (failed == 0 && ((r = pyrun_reseed()) < 0 || (!call_waiting(chan) && (r = pyrun_warmup()) < 0))) {
+        if (failed == 0 && ((r = pyrun_renew_worker()) < 0 || (!call_waiting(chan) && (r = pyrun_warmup()) < 0))) {
                 /* Fresh entropy for this worker alone. The warm-up makes the runner's
                  * pages private before the call arrives; when the call is already
                  * waiting it would only add work to the call's own path. */

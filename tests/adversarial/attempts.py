@@ -318,6 +318,11 @@ for p in ('self', str(os.getppid()), '1'):
         pass""")
 add("host.hostname", HI, "import socket\nif socket.gethostname() == CTX['host_hostname']:\n    escaped()")
 add("host.uname_nodename", HI, "import os\nif os.uname().nodename == CTX['host_hostname']:\n    escaped()")
+# What the zygote's preload memoised in the host's namespaces (platform.uname(), which
+# pandas asks for at import) must not reach a worker.
+add("host.platform_node", HI, """import platform
+if CTX['host_hostname'] in (platform.node(), platform.uname().node, platform.uname()[1]):
+    escaped()""")
 add("host.machine_id", HI, "if open('/etc/machine-id').read().strip():\n    escaped()")
 add("host.dbus_machine_id", HI, "if open('/var/lib/dbus/machine-id').read().strip():\n    escaped()")
 add("host.proc_other_pids", HI, """import os

@@ -102,7 +102,7 @@ _Noreturn static void child_main(const char *code, size_t len, const RunOptions 
         if (r >= 0 && opts->preload)
                 r = pyrun_preload();
         if (r >= 0 && opts->preload)
-                r = pyrun_reseed();
+                r = pyrun_renew_worker();
         if (r >= 0 && opts->before_execute)
                 r = opts->before_execute(opts->userdata);
         if (r >= 0)
@@ -879,7 +879,7 @@ static int seed_then_reseed(void *userdata) {
                 return -EBADMSG;
         }
         pyrun_report_done(&report);
-        return pyrun_reseed();
+        return pyrun_renew_worker();
 }
 
 static void test_reseed(void **state) {
@@ -900,7 +900,7 @@ static void test_bad_arguments(void **state) {
         PyrunReport report = {};
         assert_int_equal(pyrun_execute("1", 1, NULL, 0, -1, &report), -ENXIO);
         assert_int_equal(pyrun_preload(), -ENXIO);
-        assert_int_equal(pyrun_reseed(), -ENXIO);
+        assert_int_equal(pyrun_renew_worker(), -ENXIO);
 
         run_code_full(NULL, 0, NULL, &o); /* empty code may be NULL */
         assert_ran(&o);
