@@ -64,7 +64,10 @@ for o in gc.get_objects():
         if not isinstance(x, str) or any(x is n for n in needles):
             continue
         for i, n in enumerate(needles):
-            if n in x:
+            j = x.find(n)
+            # The directory's prefix alone is the runner's own literal (a code object's
+            # constants, which 3.13's collector tracks): only a name after it is a leak.
+            if j >= 0 and (i == 0 or j + len(n) < len(x)):
                 found.add((i, type(o).__name__))
 t = time.localtime()
 {"names": sorted({os.uname().nodename, socket.gethostname(), platform.node(), platform.uname().node}),
@@ -95,7 +98,7 @@ def test_a_worker_holds_no_fact_of_the_host_the_zygote_preloaded_on(make_supervi
     s = make_supervisor(policy, prefix=PREFIX)
     needles = [n.encode().hex() for n in (HOST_NAME, "codeinterp-mpl-")]
     c = s.connect()
-    for _ in range(2):  # a pre-started worker, then one made while the call waits
+    for _ in range(2):  # two calls: two workers
         r = c.execute(PROBE % (needles,))
         got = ast.literal_eval(value(r))
         assert got["names"] == ["codeinterp"], got
