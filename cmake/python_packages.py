@@ -39,15 +39,49 @@ import subprocess
 import sys
 import tempfile
 
-ALLOW = ("numpy", "pandas", "matplotlib")
+# The allow-list, in the order the zygote preloads them (a package after those it
+# imports; policy/policy.h has the same order).
+ALLOW = ("numpy", "pandas", "matplotlib", "scipy", "sklearn", "statsmodels", "sympy", "seaborn", "openpyxl",
+         "tabulate")
 
+MPL = "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nimport io\n"
+
+# What each package's import and a sample use load: the worker's root gets what they
+# touched. Each recipe exercises the parts agents use (a fit, a test, a plot, a file).
 RECIPES = {
     "numpy": "import numpy\nnumpy.ones((4, 4)) @ numpy.ones((4, 4))\nnumpy.linalg.inv(numpy.eye(3))\n",
     "pandas": "import pandas\npandas.DataFrame({'h': [9.0, 7.5]})['h'].mean()\n"
               "pandas.Timestamp('2024-01-01', tz='Europe/Berlin')\n",
-    "matplotlib": "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nimport io\n"
-                  "fig, ax = plt.subplots()\nax.plot([1, 2, 3], [1, 4, 9])\n"
-                  "for fmt in ('png', 'svg', 'pdf', 'eps'):\n    fig.savefig(io.BytesIO(), format=fmt)\n",
+    "matplotlib": MPL + "fig, ax = plt.subplots()\nax.plot([1, 2, 3], [1, 4, 9])\n"
+                        "for fmt in ('png', 'svg', 'pdf', 'eps'):\n    fig.savefig(io.BytesIO(), format=fmt)\n",
+    "scipy": "import numpy\nimport scipy.stats, scipy.optimize, scipy.linalg, scipy.interpolate, scipy.integrate\n"
+             "import scipy.signal, scipy.sparse, scipy.special, scipy.spatial, scipy.fft, scipy.cluster\n"
+             "scipy.stats.ttest_ind([1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 6.0])\n"
+             "scipy.optimize.minimize(lambda x: (x[0] - 1) ** 2, [0.0])\n"
+             "scipy.interpolate.CubicSpline([0, 1, 2], [0, 1, 4])(1.5)\n"
+             "scipy.integrate.quad(lambda x: x * x, 0, 1)\nscipy.linalg.solve(numpy.eye(3), numpy.ones(3))\n",
+    "sklearn": "import numpy\nfrom sklearn.linear_model import LinearRegression, LogisticRegression\n"
+               "from sklearn.cluster import KMeans\nfrom sklearn.ensemble import RandomForestClassifier\n"
+               "from sklearn.model_selection import train_test_split, cross_val_score\n"
+               "from sklearn.preprocessing import StandardScaler\nfrom sklearn.decomposition import PCA\n"
+               "from sklearn import metrics\n"
+               "X = numpy.arange(40.0).reshape(20, 2)\ny = X[:, 0] > 20\n"
+               "LinearRegression().fit(X, X[:, 0] * 2)\nLogisticRegression().fit(X, y)\n"
+               "KMeans(2, n_init=2).fit(X)\nRandomForestClassifier(n_estimators=3).fit(X, y)\n"
+               "PCA(1).fit(StandardScaler().fit_transform(X))\nmetrics.accuracy_score(y, y)\n",
+    "statsmodels": "import numpy, pandas\nimport statsmodels.api as sm\nimport statsmodels.formula.api as smf\n"
+                   "d = pandas.DataFrame({'x': numpy.arange(10.0), 'y': numpy.arange(10.0) * 2 + 1})\n"
+                   "smf.ols('y ~ x', d).fit().summary()\nsm.OLS(d['y'], sm.add_constant(d['x'])).fit()\n",
+    "sympy": "import sympy\nx = sympy.symbols('x')\nsympy.solve(x ** 2 - 4, x)\n"
+             "sympy.integrate(sympy.sin(x), x)\nsympy.latex(sympy.sqrt(x))\nsympy.N(sympy.pi, 30)\n",
+    "seaborn": MPL + "import pandas, seaborn\nd = pandas.DataFrame({'a': [1, 2, 2, 3], 'b': [4, 3, 2, 1]})\n"
+                     "seaborn.histplot(d['a']).figure.savefig(io.BytesIO(), format='png')\n"
+                     "seaborn.scatterplot(data=d, x='a', y='b')\nplt.close('all')\n",
+    "openpyxl": "import io, openpyxl, pandas\nb = io.BytesIO()\n"
+                "pandas.DataFrame({'a': [1, 2]}).to_excel(b, index=False)\nb.seek(0)\npandas.read_excel(b)\n"
+                "openpyxl.Workbook().active.append([1, 2])\n",
+    "tabulate": "import pandas, tabulate\ntabulate.tabulate([[1, 2]])\n"
+                "pandas.DataFrame({'a': [1]}).to_markdown()\n",
 }
 
 CHILD = r"""

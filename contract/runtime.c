@@ -9,7 +9,7 @@
 #endif
 
 #if !defined(CODEINTERP_PY_PKG_NUMPY_BINDS) || !defined(CODEINTERP_PY_PKG_PANDAS_BINDS) ||                             \
-        !defined(CODEINTERP_PY_PKG_MATPLOTLIB_BINDS)
+        !defined(CODEINTERP_PY_PKG_MATPLOTLIB_BINDS) || !defined(CODEINTERP_PY_PKG_TABULATE_BINDS)
 #error "CODEINTERP_PY_PKG_<NAME>_SITES, _BINDS and _MISSING must be defined by the build (cmake/python.cmake)"
 #endif
 
@@ -23,9 +23,11 @@ const char runtime_masks[] = CODEINTERP_PY_MASK;
                 .missing = CODEINTERP_PY_PKG_##name##_MISSING[0] ? CODEINTERP_PY_PKG_##name##_MISSING : NULL,          \
         }
 const RuntimePackage runtime_packages[_POLICY_PACKAGE_MAX] = {
-        [POLICY_PACKAGE_NUMPY] = PACKAGE(NUMPY),
-        [POLICY_PACKAGE_PANDAS] = PACKAGE(PANDAS),
-        [POLICY_PACKAGE_MATPLOTLIB] = PACKAGE(MATPLOTLIB),
+        [POLICY_PACKAGE_NUMPY] = PACKAGE(NUMPY),           [POLICY_PACKAGE_PANDAS] = PACKAGE(PANDAS),
+        [POLICY_PACKAGE_MATPLOTLIB] = PACKAGE(MATPLOTLIB), [POLICY_PACKAGE_SCIPY] = PACKAGE(SCIPY),
+        [POLICY_PACKAGE_SKLEARN] = PACKAGE(SKLEARN),       [POLICY_PACKAGE_STATSMODELS] = PACKAGE(STATSMODELS),
+        [POLICY_PACKAGE_SYMPY] = PACKAGE(SYMPY),           [POLICY_PACKAGE_SEABORN] = PACKAGE(SEABORN),
+        [POLICY_PACKAGE_OPENPYXL] = PACKAGE(OPENPYXL),     [POLICY_PACKAGE_TABULATE] = PACKAGE(TABULATE),
 };
 
 int runtime_packages_missing(uint32_t mask, PolicyPackage *ret_package) {

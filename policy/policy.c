@@ -251,9 +251,11 @@ const char *policy_cgroups_to_string(PolicyCgroups c) {
 
 const char *policy_package_to_string(PolicyPackage p) {
         static const char *const names[_POLICY_PACKAGE_MAX] = {
-                [POLICY_PACKAGE_NUMPY] = "numpy",
-                [POLICY_PACKAGE_PANDAS] = "pandas",
-                [POLICY_PACKAGE_MATPLOTLIB] = "matplotlib",
+                [POLICY_PACKAGE_NUMPY] = "numpy",           [POLICY_PACKAGE_PANDAS] = "pandas",
+                [POLICY_PACKAGE_MATPLOTLIB] = "matplotlib", [POLICY_PACKAGE_SCIPY] = "scipy",
+                [POLICY_PACKAGE_SKLEARN] = "sklearn",       [POLICY_PACKAGE_STATSMODELS] = "statsmodels",
+                [POLICY_PACKAGE_SYMPY] = "sympy",           [POLICY_PACKAGE_SEABORN] = "seaborn",
+                [POLICY_PACKAGE_OPENPYXL] = "openpyxl",     [POLICY_PACKAGE_TABULATE] = "tabulate",
         };
         return (unsigned) p < _POLICY_PACKAGE_MAX ? names[p] : NULL;
 }
@@ -872,9 +874,12 @@ static int parse_packages(Loader *l, const KeyDef *d) {
                         if (strlen(name) == n && memcmp(s, name, n) == 0)
                                 break;
                 }
-                if (p == _POLICY_PACKAGE_MAX)
-                        return fail(l, ev_line(&l->ev), d->key,
-                                    "'%s' is not in the allow-list (numpy, pandas, matplotlib)", sanitize(s, n, buf));
+                if (p == _POLICY_PACKAGE_MAX) {
+                        char all[POLICY_PACKAGES_NAMES_MAX];
+                        policy_packages_format(POLICY_PACKAGE_BIT(_POLICY_PACKAGE_MAX) - 1, all, sizeof all);
+                        return fail(l, ev_line(&l->ev), d->key, "'%s' is not in the allow-list (%s)",
+                                    sanitize(s, n, buf), all);
+                }
                 if (mask & POLICY_PACKAGE_BIT(p))
                         return fail(l, ev_line(&l->ev), d->key, "duplicate entry %s", policy_package_to_string(p));
                 mask |= POLICY_PACKAGE_BIT(p);

@@ -35,11 +35,20 @@ typedef enum PolicyCgroups {
 } PolicyCgroups;
 
 /* The pythonPackages allow-list: the packages a policy may make importable (read-only,
- * bound into the worker's root; docs/policy.md). New entries go at the end. */
+ * bound into the worker's root; docs/policy.md). New entries go at the end, after the
+ * packages they import (the zygote preloads them in this order), and in the same order
+ * as ALLOW in cmake/python_packages.py. */
 typedef enum PolicyPackage {
         POLICY_PACKAGE_NUMPY,
         POLICY_PACKAGE_PANDAS,
         POLICY_PACKAGE_MATPLOTLIB,
+        POLICY_PACKAGE_SCIPY,
+        POLICY_PACKAGE_SKLEARN, /* scikit-learn */
+        POLICY_PACKAGE_STATSMODELS,
+        POLICY_PACKAGE_SYMPY,
+        POLICY_PACKAGE_SEABORN,
+        POLICY_PACKAGE_OPENPYXL,
+        POLICY_PACKAGE_TABULATE,
         _POLICY_PACKAGE_MAX,
 } PolicyPackage;
 #define POLICY_PACKAGE_BIT(p) (UINT32_C(1) << (p))
@@ -175,4 +184,7 @@ const char *policy_worker_start_to_string(PolicyWorkerStart s);
 const char *policy_cgroups_to_string(PolicyCgroups c);
 const char *policy_package_to_string(PolicyPackage p);
 /* The packages of mask as "numpy, pandas" (allow-list order; "" when none). */
+/* The names in mask, in allow-list order, joined with ", ": the whole allow-list fits in
+ * POLICY_PACKAGES_NAMES_MAX (test_policy checks it). */
+#define POLICY_PACKAGES_NAMES_MAX 160
 void policy_packages_format(uint32_t mask, char *buf, size_t size);

@@ -28,6 +28,13 @@ python3-yaml
 python3-numpy
 python3-pandas
 python3-matplotlib
+python3-scipy
+python3-sklearn
+python3-statsmodels
+python3-sympy
+python3-seaborn
+python3-openpyxl
+python3-tabulate
 clang-format
 clang
 libclang-rt-14-dev
@@ -47,8 +54,8 @@ stress-ng
 # clang-format: make check-format.  clang, libclang-rt-14-dev: the libFuzzer targets
 # (make fuzz-smoke).  cppcheck: make cppcheck.  util-linux: unshare
 # (tests/lib/testlib), prlimit (tests/integration/test_faults.py) and flock.
-# coreutils: timeout.  python3-numpy, python3-pandas, python3-matplotlib: the
-# pythonPackages allow-list, bound into workers under packaging/policy-data.yaml
+# coreutils: timeout.  python3-numpy, -pandas, -matplotlib, -scipy, -sklearn,
+# -statsmodels, -sympy, -seaborn, -openpyxl, -tabulate: the pythonPackages allow-list, bound into workers under packaging/policy-data.yaml
 # (configure computes their binds, so install them before the first build; the data
 # policy's tests and make bench use them).  prometheus (promtool), prometheus-node-exporter
 # and python3-prometheus-client: tests/integration/test_metrics.py checks `codeinterp status

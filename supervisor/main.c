@@ -573,7 +573,7 @@ static int packages_available(char *msg, size_t size) {
 static int check_packages(void) {
         PolicyPackage package = 0;
         const char *cursor = NULL;
-        char names[128], path[PATH_MAX], msg[1024];
+        char names[POLICY_PACKAGES_NAMES_MAX], path[PATH_MAX], msg[1024];
         int r, bad = 0;
 
         policy_packages_format(policy.python_packages, names, sizeof names);

@@ -883,7 +883,7 @@ static const char tool_description[] =
  * rules in docs/protocol.md (outcomes, fitting, sources) and docs/client.md (rendering). */
 static char *tool_guidance(const Policy *p) {
         _cleanup_free_ char *files = NULL;
-        char *s = NULL, names[128], available[512] = "The Python standard library is available.";
+        char *s = NULL, names[POLICY_PACKAGES_NAMES_MAX], available[512] = "The Python standard library is available.";
         unsigned keep = p->max_output_characters - p->max_output_characters / 4;
 
         /* Files handed back: only when the policy gives calls an /outputs. */

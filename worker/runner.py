@@ -474,35 +474,49 @@ def _run(code, inputs, main):
             "exc_traceback": None, "result": result, "exc": None}
 
 
+# The packages the zygote imports before any call. The others of the allow-list are
+# bound and importable but imported by the calls that use them: their modules would
+# add tens of megabytes to the zygote (sklearn, sympy, seaborn), which every fork pays
+# in page tables and copy-on-write faults whether the call uses them or not
+# (docs/policy.md, "What is preloaded").
+PRELOADED = ("numpy", "pandas", "matplotlib")
+
+
 def preload(names):
-    """Zygote only, before any call: import the policy's pythonPackages once, so
-    every worker forked later has them ready. matplotlib gets the Agg backend
-    and builds its font manager now, with a private temporary config directory
+    """Zygote only, before any call: import the policy's pythonPackages that are
+    PRELOADED once, so every worker forked later has them ready. matplotlib gets the
+    Agg backend and builds its font manager, with a private temporary config directory
     (the zygote runs in the host's file system) that is removed afterwards; a
     worker's own writes go to MPLCONFIGDIR in its /tmp (set by pyrun.c)."""
+    for name in names:
+        if name not in PRELOADED:
+            continue
+        if name == "matplotlib":
+            _preload_matplotlib()
+        else:
+            __import__(name)
+
+
+def _preload_matplotlib():
     import os
     import shutil
     import tempfile
-    for name in names:
-        if name != "matplotlib":
-            __import__(name)
-            continue
-        saved = os.environ.get("MPLCONFIGDIR")
-        tmp = tempfile.mkdtemp(prefix="codeinterp-mpl-")
-        os.environ["MPLCONFIGDIR"] = tmp
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot
-            import matplotlib.font_manager
-            matplotlib.font_manager.fontManager.findfont("DejaVu Sans")
-            _warm_matplotlib(matplotlib.pyplot)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if saved is None:
-                del os.environ["MPLCONFIGDIR"]
-            else:
-                os.environ["MPLCONFIGDIR"] = saved
+    saved = os.environ.get("MPLCONFIGDIR")
+    tmp = tempfile.mkdtemp(prefix="codeinterp-mpl-")
+    os.environ["MPLCONFIGDIR"] = tmp
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot
+        import matplotlib.font_manager
+        matplotlib.font_manager.fontManager.findfont("DejaVu Sans")
+        _warm_matplotlib(matplotlib.pyplot)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if saved is None:
+            del os.environ["MPLCONFIGDIR"]
+        else:
+            os.environ["MPLCONFIGDIR"] = saved
 
 
 def _warm_matplotlib(plt):

@@ -1,8 +1,11 @@
 """The read-only scientific stack (policy key pythonPackages, docs/policy.md "The
-scientific stack"): under packaging/policy-data.yaml numpy, pandas and matplotlib are
-importable, preloaded in zygote mode and imported on demand in exec mode, each call
-starts pristine, thread pools have one thread, package directories are read-only, and
-pip/ensurepip stay absent; under the reviewed profile `import numpy` fails.
+scientific stack"): under packaging/policy-data.yaml every package of the allow-list
+is importable and does the work agents ask of it (a t-test, a regression, a formula
+fit, an equation solved, a seaborn PNG, an Excel round trip, a Markdown table); numpy,
+pandas and matplotlib are preloaded in zygote mode, the others never are, and exec mode
+imports on demand; each call starts pristine, thread pools have one thread, package
+directories are read-only, and pip/ensurepip stay absent; under the reviewed profile
+`import numpy` fails.
 
 Markers: how the stack reaches a worker depends on the start mode (preloaded by the
 zygote, imported by an exec-mode worker) and on the CPython (pyenv's builds lack it and
@@ -22,7 +25,9 @@ pytestmark = [pytest.mark.start_mode, pytest.mark.python]
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DATA_POLICY_PATH = os.path.join(ROOT, "packaging", "policy-data.yaml")
-PACKAGES = ("numpy", "pandas", "matplotlib")
+PACKAGES = ("numpy", "pandas", "matplotlib", "scipy", "sklearn", "statsmodels", "sympy", "seaborn", "openpyxl",
+            "tabulate")  # the allow-list, in its order
+PRELOADED = ("numpy", "pandas", "matplotlib")  # by the zygote (worker/runner.py)
 
 
 def data_policy():
@@ -39,7 +44,7 @@ def stack_available():
 # instead of skipping them. Another interpreter (pyenv's, make test-python-versions)
 # cannot have Debian's packages: its tests skip and test_missing_package_refused runs.
 MUST_HAVE_STACK = MUST_SANDBOX and PYTHON.get("interpreter") == "/usr/bin/python3"
-NO_STACK = "this build's Python has no numpy/pandas/matplotlib (BUILD/python.json)"
+NO_STACK = "this build's Python lacks a package of the allow-list (BUILD/python.json)"
 
 
 def require_stack():
@@ -89,14 +94,68 @@ def test_matplotlib_png(dsup):
     assert r["stderr"]["text"] == "", r["stderr"]
 
 
+# What agents ask each added package for, and the answer it must give.
+PACKAGE_USES = {
+    "scipy": ("import scipy.stats, scipy.optimize\n"
+              "t = scipy.stats.ttest_ind([1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 6.0])\n"
+              "m = scipy.optimize.minimize_scalar(lambda x: (x - 3) ** 2)\n"
+              "(round(float(t.pvalue), 4), round(float(m.x), 4))\n", "(0.2872, 3.0)"),
+    "sklearn": ("import numpy as np\nfrom sklearn.linear_model import LinearRegression\n"
+                "from sklearn.cluster import KMeans\n"
+                "X = np.arange(10.0).reshape(-1, 1)\nm = LinearRegression().fit(X, 3 * X[:, 0] + 1)\n"
+                "k = KMeans(2, n_init=3, random_state=0).fit(np.array([[0.0], [0.1], [9.0], [9.1]]))\n"
+                "(round(float(m.coef_[0]), 6), round(float(m.intercept_), 6), len(set(k.labels_)))\n",
+                "(3.0, 1.0, 2)"),
+    "statsmodels": ("import numpy as np, pandas as pd, statsmodels.formula.api as smf\n"
+                    "d = pd.DataFrame({'x': np.arange(10.0), 'y': 2 * np.arange(10.0) + 1})\n"
+                    "r = smf.ols('y ~ x', d).fit()\n"
+                    "(round(float(r.params['x']), 6), round(float(r.params['Intercept']), 6), "
+                    "'OLS Regression Results' in str(r.summary()))\n", "(2.0, 1.0, True)"),
+    "sympy": ("import sympy\nx = sympy.symbols('x')\n"
+              "(str(sympy.solve(x ** 2 - 4, x)), str(sympy.integrate(sympy.sin(x), x)), str(sympy.N(sympy.pi, 12)))\n",
+              "('[-2, 2]', '-cos(x)', '3.14159265359')"),
+    "seaborn": ("import io, pandas as pd, seaborn as sns\n"
+                "d = pd.DataFrame({'a': [1, 2, 2, 3], 'b': [4, 3, 2, 1]})\n"
+                "ax = sns.scatterplot(data=d, x='a', y='b')\nsns.histplot(d['a'], ax=ax)\n"
+                "ax.figure.savefig('/outputs/seaborn.png')\nopen('/outputs/seaborn.png', 'rb').read(4)\n",
+                "b'\\x89PNG'"),
+    "openpyxl": ("import pandas as pd\n"
+                 "pd.DataFrame({'city': ['Oslo', 'Lima'], 'n': [3, 5]}).to_excel('/tmp/t.xlsx', index=False)\n"
+                 "pd.read_excel('/tmp/t.xlsx').to_dict('list')\n", "{'city': ['Oslo', 'Lima'], 'n': [3, 5]}"),
+    "tabulate": ("import pandas as pd\npd.DataFrame({'a': [1, 2]}).to_markdown(index=False)\n",
+                 "'|   a |\\n|----:|\\n|   1 |\\n|   2 |'"),
+}
+
+
+@needs_stack
+@pytest.mark.parametrize("package", sorted(PACKAGE_USES))
+def test_each_added_package_does_its_work(dsup, package):
+    code, want = PACKAGE_USES[package]
+    r = run(dsup, code)
+    assert r["outcome"] == "ok", (r["outcome"], r.get("exception"), r["stderr"]["text"][-2000:])
+    assert value(r) == want
+    assert "pip" not in r["stderr"]["text"], r["stderr"]["text"]
+
+
+def test_packages_of_the_allow_list_are_the_builds():
+    """Every package of the allow-list has its record in BUILD/python.json (the build
+    probed each one), and the test's list is the allow-list."""
+    assert tuple(PYTHON.get("packages", {})) == PACKAGES
+
+
 @needs_stack
 def test_preloaded_in_zygote_only(dsup):
-    r = run(dsup, "import sys\nsorted(n for n in ('numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot') "
-                  "if n in sys.modules)\n")
+    """numpy, pandas and matplotlib are in every zygote-mode worker before its code runs;
+    the other packages never are (each would cost every fork, docs/policy.md "What is
+    preloaded"): not even a submodule, nor what only they import."""
+    r = run(dsup, "import sys\nsorted(n for n in sys.modules if n.split('.')[0] in %r or n == 'matplotlib.pyplot')\n"
+            % (PACKAGES + ("mpmath", "patsy", "joblib", "setuptools", "openpyxl"),))
+    got = set(eval(value(r)))
     if WORKER_START == "zygote":
-        assert value(r) == "['matplotlib', 'matplotlib.pyplot', 'numpy', 'pandas']"
+        assert {"matplotlib", "matplotlib.pyplot", "numpy", "pandas"} <= got
+        assert {n.split(".")[0] for n in got} == set(PRELOADED), sorted(got)
     else:
-        assert value(r) == "[]"
+        assert got == set()
 
 
 @needs_stack
@@ -227,7 +286,9 @@ def test_only_the_packages_are_bound(dsup):
             if b.startswith("/usr/lib/python3/dist-packages/"):
                 want.add(b.rsplit("/", 1)[1])
     assert value(r) == repr(sorted(want))
-    assert "pip" not in want and "_distutils_hack" not in want
+    # (scikit-learn's joblib imports distutils, which Debian serves through setuptools'
+    # shim: setuptools is bound, read-only, and can reach no index.)
+    assert "pip" not in want and "ensurepip" not in want
     # Debian's alternatives (libblas.so.3 -> /etc/alternatives/...) are preloaded by their
     # real path, not bound: the root still has no /etc (the adversarial suite checks it).
     r = run(dsup, "import os, numpy\nsorted(os.listdir('/'))\n")
@@ -276,7 +337,7 @@ def test_zygote_refuses_a_mask_outside_the_allow_list():
 def test_check_config_lists_binds(tmp_path):
     require_stack()
     r = subprocess.run([DAEMON, "--check-config", "--policy", DATA_POLICY_PATH], capture_output=True, text=True)
-    assert "python packages: numpy, pandas, matplotlib" in r.stdout
+    assert "python packages: %s\n" % ", ".join(PACKAGES) in r.stdout
     assert "/usr/lib/python3/dist-packages/pandas: present" in r.stdout
     r = subprocess.run([DAEMON, "--check-config"], capture_output=True, text=True)
     assert "python packages: none (import numpy fails in a worker)" in r.stdout
@@ -298,6 +359,9 @@ def test_stack_within_the_seccomp_allow_list():
                    "fig.savefig('/tmp/p.svg')\nfig.savefig('/tmp/p.pdf')\n"
                    "Image.open('/tmp/p.png').quantize(colors=8, method=Image.Quantize.LIBIMAGEQUANT).size\n")
         assert value(r) == "(640, 480)"
+        for package, (code, want) in sorted(PACKAGE_USES.items()):
+            r = run(s, code)
+            assert (package, value(r)) == (package, want), (r["outcome"], r.get("exception"))
 
 
 def describe_guidance(sup):
@@ -311,7 +375,7 @@ def test_describe_names_the_packages(dsup, shared_supervisor):
     """The tool's guidance tells the model what it can import: the packages under the
     data policy, the standard library alone under the reviewed profile."""
     g = describe_guidance(dsup)
-    assert ("The Python standard library is available, and these packages (read-only): numpy, pandas, "
-            "matplotlib (matplotlib with the non-interactive Agg backend: save figures to files).") in g
+    assert ("The Python standard library is available, and these packages (read-only): %s (matplotlib "
+            "with the non-interactive Agg backend: save figures to files)." % ", ".join(PACKAGES)) in g
     g = describe_guidance(shared_supervisor())
     assert "The Python standard library is available.\n" in g and "numpy" not in g

@@ -478,7 +478,9 @@ static const ErrorCase error_cases[] = {
         { "workerStart: \"\"\n", 0, "workerStart:", "expected exec or zygote" },
         { "cgroups: v3\n", 0, "cgroups:", "expected auto, required or off" },
         { "pythonPackages: numpy\n", 0, "pythonPackages:", "expected a sequence of package names, got a scalar" },
-        { "pythonPackages: [scipy]\n", 0, "pythonPackages:", "'scipy' is not in the allow-list" },
+        { "pythonPackages: [torch]\n", 0, "pythonPackages:",
+          "'torch' is not in the allow-list (numpy, pandas, matplotlib, scipy, sklearn, statsmodels, sympy, seaborn, "
+          "openpyxl, tabulate)" },
         { "pythonPackages: [pip]\n", 0, "pythonPackages:", "'pip' is not in the allow-list" },
         { "pythonPackages: [numpy, numpy]\n", 0, "pythonPackages:", "duplicate entry numpy" },
         { "pythonPackages: [[numpy]]\n", 0, "pythonPackages:", "expected a package name, got a sequence" },
@@ -837,7 +839,7 @@ static void test_digest(void **state) {
         assert_string_not_equal(p.sha256, q.sha256);
 }
 
-/* packaging/policy-data.yaml: the reviewed profile with the three packages. */
+/* packaging/policy-data.yaml: the reviewed profile with every package of the allow-list. */
 static void test_data_policy_file(void **state) {
         Policy p;
         char err[256];
@@ -845,9 +847,7 @@ static void test_data_policy_file(void **state) {
         policy_init_defaults(&p);
         if (policy_load_file(&p, CODEINTERP_SOURCE_DIR "/packaging/policy-data.yaml", err, sizeof(err)) != 0)
                 fail_msg("policy-data.yaml: %s", err);
-        assert_int_equal(p.python_packages, POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY) |
-                                                    POLICY_PACKAGE_BIT(POLICY_PACKAGE_PANDAS) |
-                                                    POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB));
+        assert_int_equal(p.python_packages, POLICY_PACKAGE_BIT(_POLICY_PACKAGE_MAX) - 1);
         assert_int_equal(p.timeout_ms, 30000);
         assert_int_equal(p.memory_bytes, 536870912);
         assert_int_equal(p.seccomp_deny, POLICY_DENY_ERRNO);
@@ -970,6 +970,16 @@ static void test_to_string(void **state) {
                                                POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY),
                                        buf, sizeof buf);
                 assert_string_equal(buf, "numpy, matplotlib");
+        }
+        {
+                char all[POLICY_PACKAGES_NAMES_MAX];
+                size_t want = 0;
+
+                for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++)
+                        want += strlen(policy_package_to_string(p)) + (p > 0 ? 2 : 0);
+                policy_packages_format(POLICY_PACKAGE_BIT(_POLICY_PACKAGE_MAX) - 1, all, sizeof all);
+                assert_int_equal(strlen(all), want);
+                assert_true(strlen(all) < sizeof all);
         }
 }
 
