@@ -319,8 +319,11 @@ def _refuse_processes(*args, **kwargs):
 
 
 def _refuse_semaphores(*args, **kwargs):
+    """multiprocessing's SemLock needs /dev/shm, which no worker has; its thread pool
+    (multiprocessing.pool.ThreadPool, multiprocessing.dummy.Pool) makes one too."""
     raise PermissionError(
-        _EPERM, _PROCESSES + " (multiprocessing's locks, queues and shared memory are not available either)")
+        _EPERM, _PROCESSES + " (multiprocessing's locks, queues and shared memory are not available either: "
+        "for a pool of threads use concurrent.futures.ThreadPoolExecutor)")
 
 
 def _guard_semlock(module):
