@@ -82,7 +82,7 @@ class PackageInstallBlocker:
     def find_spec(fullname, path=None, target=None):
         if fullname.partition(".")[0] in _BLOCKED:
             raise ModuleNotFoundError(
-                f"No module named {fullname!r}: installing packages is not supported here",
+                f"No module named {fullname!r}: {_INSTALLS}",
                 name=fullname)
         return None
 
@@ -157,24 +157,273 @@ def _no_uname_subprocess():
     platform._Processor.get_linux = staticmethod(lambda: "")
 
 
-def _no_program_starts():
-    """matplotlib's font manager runs `fc-list` when it builds its font list (in
-    an exec-mode worker, at import). No worker can start a program: errno mode
-    answers the vfork with EPERM, which matplotlib handles, but kill mode would
-    end the worker there. So the stdlib's one way to start a program,
-    _posixsubprocess.fork_exec, raises that same PermissionError in both modes
-    (a direct fork, vfork or execve is still the filter's to answer)."""
+# ---- What the sandbox forbids, and what the code is told ----
+#
+# The worker's seccomp filter is the enforcement: no process can be started, no socket
+# made (so no connection and no name lookup), and with neither no package installed.
+# Left to the kernel, code sees a bare "[Errno 1] Operation not permitted", a 32512
+# from os.system(), or a FileNotFoundError from multiprocessing's semaphores (no
+# /dev/shm). The guards below raise first, with one message per rule, as the exception
+# a library expects there (OSError subclasses with the errno the kernel would give), so
+# its own error handling still works. They are set when the runner is loaded (the
+# zygote's workers inherit them) and are not a barrier: code that goes around them
+# (ctypes, a saved original) meets the filter. docs/security.md, "What the code is told".
+
+_PROCESSES = "no processes can be started in this sandbox; use threads or do the work in this program"
+_NETWORK = ("there is no network in this sandbox: no connections and no name lookups; "
+            "work with the data and files already here")
+_INSTALLS = ("packages cannot be installed in this sandbox; use what is already here: the standard library"
+             + "".join(", " + name for name in _G.get("_PACKAGES") or ()))
+_EPERM = _errno.EPERM
+_SHELL_PUNCTUATION = ";&|()<>'\"`="
+_INSTALLERS = frozenset(("pip", "pip3", "conda", "mamba", "micromamba", "ensurepip", "easy_install"))
+
+
+def _names_installer(words):
+    """Whether a program's arguments (or a shell command line) name a package installer:
+    pip (pip3, pip3.11, python -m pip), conda, mamba."""
+    try:
+        if type(words) in (str, bytes):
+            words = (words,)
+        for word in words:
+            if type(word) is bytes:
+                word = word.decode("utf-8", "replace")
+            if type(word) is not str:
+                continue
+            for c in _SHELL_PUNCTUATION:
+                word = word.replace(c, " ")
+            for token in word.split():
+                name = token.rpartition("/")[2]
+                if name in _INSTALLERS or (name[:3] == "pip" and name[3:].strip("0123456789.") == ""):
+                    return True
+    except Exception:
+        pass
+    return False
+
+
+def _refuse_program(words=()):
+    raise PermissionError(_EPERM, _INSTALLS if _names_installer(words) else _PROCESSES)
+
+
+def _guard_processes():
+    """Every stdlib way to start a program or a process: os.fork, forkpty, exec*,
+    posix_spawn(p), system (and so os.spawn*, os.popen, pty) and _posixsubprocess.fork_exec
+    (subprocess, multiprocessing's spawn and forkserver). Raising here also matters in
+    kill mode: matplotlib runs fc-list when it builds its font list (in an exec-mode
+    worker, at import) and handles the PermissionError, where the filter would end the
+    worker."""
+    import posix
+    import os
     import _posixsubprocess
 
-    def fork_exec(*args, **kwargs):
-        raise PermissionError(_errno.EPERM, "starting programs is not possible in the sandbox")
+    def fork():
+        _refuse_program()
 
+    def forkpty():
+        _refuse_program()
+
+    def execv(path, argv):
+        _refuse_program((path, *argv) if isinstance(argv, (list, tuple)) else (path,))
+
+    def execve(path, argv, env):
+        _refuse_program((path, *argv) if isinstance(argv, (list, tuple)) else (path,))
+
+    def posix_spawn(path, argv, env, **kwargs):
+        _refuse_program((path, *argv) if isinstance(argv, (list, tuple)) else (path,))
+
+    def posix_spawnp(path, argv, env, **kwargs):
+        _refuse_program((path, *argv) if isinstance(argv, (list, tuple)) else (path,))
+
+    def system(command):
+        _refuse_program(command)
+
+    def fork_exec(args, executable_list, *rest, **kwargs):
+        _refuse_program((*(args or ()), *(executable_list or ())))
+
+    for f in (fork, forkpty, execv, execve, posix_spawn, posix_spawnp, system):
+        f.__module__ = "posix"
+        for mod in (posix, os):
+            if hasattr(mod, f.__name__):
+                setattr(mod, f.__name__, f)
+    fork_exec.__module__ = "_posixsubprocess"
     _posixsubprocess.fork_exec = fork_exec
 
 
+def _guard_network():
+    """socket.socket (and _socket.socket under it) for any family, and the name lookups.
+    A socket made from a descriptor (fileno=, socket.fromfd, the two ends of
+    socket.socketpair(), which the filter may allow) is not refused here. Numeric
+    addresses still resolve (getaddrinfo("127.0.0.1", 80) needs no network); a name
+    raises socket.gaierror EAI_FAIL (a lookup that cannot succeed, not a temporary
+    failure to retry)."""
+    import _socket
+
+    real_socket = _socket.socket
+    real_getaddrinfo = _socket.getaddrinfo
+    real_gethostbyname = _socket.gethostbyname
+    real_gethostbyname_ex = _socket.gethostbyname_ex
+    gaierror = _socket.gaierror
+    herror = _socket.herror
+    numeric = _socket.AI_NUMERICHOST
+    eai_fail = _socket.EAI_FAIL
+    eai_noname = _socket.EAI_NONAME
+
+    class socket(real_socket):
+        __slots__ = ()
+
+        def __init__(self, family=-1, type=-1, proto=-1, fileno=None):
+            if fileno is None:
+                raise PermissionError(_EPERM, _NETWORK)
+            real_socket.__init__(self, family, type, proto, fileno)
+
+    socket.__module__ = "_socket"
+
+    def is_numeric(host):
+        if host is None:
+            return True
+        try:
+            real_getaddrinfo(host, None, 0, 0, 0, numeric)
+        except gaierror as e:
+            if e.errno == eai_noname:
+                return False
+        return True
+
+    def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):
+        if not is_numeric(host):
+            raise gaierror(eai_fail, _NETWORK)
+        return real_getaddrinfo(host, port, family, type, proto, flags | numeric)
+
+    def gethostbyname(hostname):
+        if not is_numeric(hostname):
+            raise gaierror(eai_fail, _NETWORK)
+        return real_gethostbyname(hostname)
+
+    def gethostbyname_ex(hostname):
+        if not is_numeric(hostname):
+            raise gaierror(eai_fail, _NETWORK)
+        return real_gethostbyname_ex(hostname)
+
+    def gethostbyaddr(ip_address):
+        if not is_numeric(ip_address):
+            raise gaierror(eai_fail, _NETWORK)
+        raise herror(3, _NETWORK)  # NO_RECOVERY: a reverse lookup is a name lookup
+
+    for f in (getaddrinfo, gethostbyname, gethostbyname_ex, gethostbyaddr):
+        f.__module__ = "_socket"
+        setattr(_socket, f.__name__, f)
+    _socket.socket = _socket.SocketType = socket
+
+
+def _refuse_processes(*args, **kwargs):
+    raise PermissionError(_EPERM, _PROCESSES)
+
+
+def _refuse_semaphores(*args, **kwargs):
+    """multiprocessing's SemLock needs /dev/shm, which no worker has; its thread pool
+    (multiprocessing.pool.ThreadPool, multiprocessing.dummy.Pool) makes one too."""
+    raise PermissionError(
+        _EPERM, _PROCESSES + " (multiprocessing's locks, queues and shared memory are not available either: "
+        "for a pool of threads use concurrent.futures.ThreadPoolExecutor)")
+
+
+def _guard_semlock(module):
+    module.SemLock.__init__ = _refuse_semaphores
+
+
+def _guard_process(module):
+    module.BaseProcess.start = _refuse_processes
+
+
+def _guard_shared_memory(module):
+    module.SharedMemory.__init__ = _refuse_semaphores
+
+
+def _guard_pty(module):
+    """pty.fork falls back to openpty() and os.fork() when os.forkpty() fails: its
+    OSError would be "out of pty devices"."""
+    module.fork = _refuse_processes
+
+
+def _guard_process_pool(module):
+    module.ProcessPoolExecutor.__init__ = _refuse_processes
+
+
+def _guard_pandas_optional(module):
+    """pandas' import_optional_dependency says "Use pip or conda to install X" for a
+    missing optional package (openpyxl for read_excel, pyarrow for parquet, ...)."""
+    real = module.import_optional_dependency
+    mapping = getattr(module, "INSTALL_MAPPING", None) or {}
+
+    def import_optional_dependency(name, extra="", errors="raise", min_version=None):
+        try:
+            return real(name, extra, errors, min_version)
+        except ImportError as e:
+            if "Use pip or conda" not in str(e):
+                raise
+            missing = mapping.get(name, name)
+        raise ImportError(f"Missing optional dependency '{missing}'. {_INSTALLS}", name=missing)
+
+    import_optional_dependency.__module__ = module.__name__
+    import_optional_dependency.__doc__ = real.__doc__
+    module.import_optional_dependency = import_optional_dependency
+
+
+# Modules guarded when they are imported (their own code runs first).
+_ON_IMPORT = {
+    "multiprocessing.synchronize": _guard_semlock,
+    "multiprocessing.process": _guard_process,
+    "multiprocessing.shared_memory": _guard_shared_memory,
+    "concurrent.futures.process": _guard_process_pool,
+    "pty": _guard_pty,
+    "pandas.compat._optional": _guard_pandas_optional,
+}
+
+
+class ForbiddenActionGuard:
+    """Meta path finder guarding the modules in _ON_IMPORT: it finds each with the
+    finders after it and has the loader apply the guard once the module's code ran."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        guard = _ON_IMPORT.get(fullname)
+        if guard is None:
+            return None
+        spec = None
+        for finder in _sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is ForbiddenActionGuard or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        loader = spec.loader if spec is not None else None
+        if loader is None or isinstance(loader, type):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            guard(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+    @staticmethod
+    def invalidate_caches():
+        pass
+
+
+if _G.get("_GUARDS", True):
+    _guard_processes()
+    _guard_network()
+    for _name, _guard in _ON_IMPORT.items():
+        if _name in _sys.modules:
+            _guard(_sys.modules[_name])
+    _sys.meta_path.insert(0, ForbiddenActionGuard)
+    del _name, _guard
+
 if _G.get("_PACKAGES"):
     _no_uname_subprocess()
-    _no_program_starts()
 
 
 def _decode(code):

@@ -390,6 +390,17 @@ syscall(322, -100, ld.encode(), argv, envp, 0)""")
 add("proc.posix_spawn", PC, LDSO + "pid = os.posix_spawn(ld, [ld, mark], {})\nos.waitpid(pid, 0)")
 add("proc.subprocess", PC, LDSO + "import subprocess\nsubprocess.run([ld, mark])")
 add("proc.os_system", PC, "import os\nos.system('echo ESCAPED-' + _T)")
+# The runner's guards (docs/security.md, "What the code is told") answer os.fork, os.system,
+# posix_spawn, subprocess and socket.socket before the kernel does: these go around them,
+# to the C library, so that the filter is still what is tested.
+add("proc.ctypes_system", PC, """import ctypes
+ctypes.CDLL(None).system(('echo ESCAPED-' + _T).encode())""")
+add("proc.ctypes_posix_spawn", PC, LDSO + """import ctypes
+pid = ctypes.c_int()
+argv = (ctypes.c_char_p * 3)(ld.encode(), mark.encode(), None)
+envp = (ctypes.c_char_p * 1)(None)
+if ctypes.CDLL(None).posix_spawn(ctypes.byref(pid), ld.encode(), None, None, argv, envp) == 0:
+    os.waitpid(pid.value, 0)""")
 add("proc.multiprocessing", PC, """import multiprocessing
 p = multiprocessing.get_context('fork').Process(target=lambda: None)
 p.start()
@@ -444,6 +455,16 @@ for name, fam, typ, proto in FAMILIES:
         why = "net.ipv4.ping_group_range is '1 0' on this host: EACCES as root on the host too"
     add("net.socket_" + name, NET, "import socket\nsocket.socket(%d, %d, %d)\nescaped()" % (fam, typ, proto), why=why)
 add("net.raw_syscall_socket", NET, "r, e = syscall(41, 2, 1, 0)\nif r >= 0:\n    escaped()")
+add("net.ctypes_socket", NET, "import ctypes\nif ctypes.CDLL(None).socket(2, 1, 0) >= 0:\n    escaped()")
+# The C socket type under the runner's guarded _socket.socket (on the host: _socket.socket).
+add("net.unguarded_socket_type_loopback_tcp", NET, """import _socket
+real = _socket.socket
+while real.__base__ is not object:
+    real = real.__base__
+s = real(2, 1, 0)
+s.settimeout(2)
+s.connect(('127.0.0.1', CTX['tcp_port']))
+escaped()""")
 add("net.socketpair", NET, "import socket\nsocket.socketpair()\nescaped()")
 add("net.connect_host_loopback_tcp", NET, """import socket
 s = socket.create_connection(('127.0.0.1', CTX['tcp_port']), timeout=2)

@@ -69,17 +69,33 @@ assert os.access(exe, os.X_OK), exe
 
 
 def test_no_exec(shared_conn):
-    # Exec a file that exists and is executable in the worker's root: only the filter
-    # stops it.
+    # Exec a file that exists and is executable in the worker's root: the runner's guard
+    # answers first (test_forbidden.py has its message), the filter below it.
     r = shared_conn.execute(EXISTING_EXECUTABLE + "os.execv(exe, [exe, '--version'])")
     assert r["outcome"] == "python_exception", (r["outcome"], r.get("detail"), r.get("exception"))
     assert r["exception"]["type"] == "PermissionError"
 
 
+def test_the_filter_answers_around_the_runners_guards(shared_conn):
+    # The C library's fork, execv (of a file that exists and is executable in the
+    # worker's root) and socket, called past the runner's guards: -1 with EPERM from
+    # the filter (errno mode).
+    code = EXISTING_EXECUTABLE + """import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def call(f, *args):
+    ctypes.set_errno(0)
+    return f(*args), ctypes.get_errno()
+argv = (ctypes.c_char_p * 3)(exe.encode(), b'--version', None)
+[call(libc.fork), call(libc.execv, exe.encode(), argv), call(libc.socket, 2, 1, 0)]"""
+    assert value(shared_conn.execute(code)) == "[(-1, 1), (-1, 1), (-1, 1)]"
+
+
 def test_os_system_runs_nothing(shared_conn):
-    # glibc's system() reports a failed spawn as exit status 127; nothing runs.
+    # os.system raises (the runner's guard; glibc's system() would report the failed
+    # spawn as exit status 127, 32512); nothing runs.
     r = shared_conn.execute("import os\nos.system('echo from-the-shell; echo from-the-shell >&2')")
-    assert value(r) != "0"
+    assert r["outcome"] == "python_exception", (r["outcome"], r.get("detail"), r.get("exception"))
+    assert r["exception"]["type"] == "PermissionError"
     assert "from-the-shell" not in r["stdout"]["text"]
     assert "from-the-shell" not in r["stderr"]["text"]
 

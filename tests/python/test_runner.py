@@ -44,8 +44,10 @@ LIMITS = {None, "memory", "file_size", "processes"}
 def load_runner(paths):
     """The runner's namespace, made as pyrun_runner_setup() makes it."""
     source = RUNNER.read_bytes()
+    # _GUARDS False: the guards on process starts and sockets would patch pytest's own
+    # os, _posixsubprocess and _socket (run_isolated's child has them, as a worker does).
     namespace = {"__builtins__": dict(builtins.__dict__), "__name__": RUNNER_NAME, "_PATHS": tuple(paths),
-                 "_NUMERIC": NUMERIC.read_text(encoding="utf-8")}
+                 "_NUMERIC": NUMERIC.read_text(encoding="utf-8"), "_GUARDS": False}
     exec(compile(source, RUNNER_FILENAME, "exec", dont_inherit=True), namespace)
     # Only for pytest's own failure reports: the runner's lines by its compile name.
     text = source.decode()
@@ -399,11 +401,36 @@ def test_package_installers_blocked(runner):
     for code in ("import pip", "import ensurepip", "import venv", "import pip._internal", "from pip import main"):
         report = runner.run(code)
         assert_exception(report, "ModuleNotFoundError")
-        assert "installing packages is not supported" in report["exc_message"]
+        assert "packages cannot be installed in this sandbox" in report["exc_message"]
         assert report["exc_traceback"].startswith(
             'Traceback (most recent call last):\n  File "<code>", line 1, in <module>\n')
         assert "find_spec" not in report["exc_traceback"]
     assert runner.run("import json\njson.dumps([1])")["result"] == b"'[1]'"
+
+
+
+def test_forbidden_actions_name_the_rule():
+    """The guards on process starts, sockets and name lookups (set in a worker, here in
+    run_isolated's child): the exception the library expects, the rule as its message,
+    and no runner frame in the traceback (tests/integration/test_forbidden.py has all)."""
+    cases = [
+        ("import os\nos.system('true')", "PermissionError", "[Errno 1] no processes can be started in this sandbox"),
+        ("import subprocess\nsubprocess.run(['pip', 'install', 'x'])", "PermissionError",
+         "[Errno 1] packages cannot be installed in this sandbox; use what is already here: the standard library"),
+        ("import socket\nsocket.socket()", "PermissionError", "[Errno 1] there is no network in this sandbox"),
+        ("import socket\nsocket.getaddrinfo('example.com', 80)", "socket.gaierror",
+         "[Errno -4] there is no network in this sandbox"),
+        ("import multiprocessing\nmultiprocessing.Lock()", "PermissionError",
+         "[Errno 1] no processes can be started in this sandbox"),
+    ]
+    for code, exc_type, message in cases:
+        report = run_isolated(code)
+        assert_exception(report, exc_type)
+        assert report["exc_message"].startswith(message), report["exc_message"]
+        assert report["exc_traceback"].startswith(
+            'Traceback (most recent call last):\n  File "<code>", line 2, in <module>\n'), report["exc_traceback"]
+    # Numeric addresses need no network.
+    assert run_isolated("import socket\nsocket.gethostbyname('192.0.2.1')")["result"] == b"'192.0.2.1'"
 
 
 # ---- limits ----
