@@ -24,8 +24,10 @@ tests/compat/expected.txt with the sandbox rule that causes it:
 Output: a table per profile (tests run on each side, host failures, sandbox-only
 failures, expected, unexpected), then every unexpected failure with the end of its
 traceback and a suggested rule, then the stale entries (listed, no longer failing).
-Exit status 1 when a sandbox-only failure is not listed (or a module did not run on
-the host); stale entries only warn unless STRICT=1.
+Exit status 1 when a sandbox-only failure is not listed, an entry is still marked
+[REVIEW], or a module did not run on the host; stale entries only warn unless STRICT=1
+(a test that fails in the sandbox only now and then would otherwise fail the run every
+other time; UPDATE=1 removes them).
 
 Environment: MODULES="json re ..." (default: all of MODULES below), PROFILES="default
 data", UPDATE=1 (rewrite expected.txt for the profiles and modules run: entries that
@@ -77,21 +79,32 @@ FAILED = ("F", "E", "U")
 PROCESS_RULE = "no processes"
 SOCKET_RULE = "no sockets"
 
+# The rules of tests/compat/expected.txt as reviewed, which the suggestions for new
+# entries reuse so that those join their groups.
+RULE_PROCESSES = (PROCESS_RULE + ": seccomp denies execve and clone without CLONE_THREAD (subprocess, os.fork, "
+                  "script_helper) with EPERM")
+RULE_SOCKETS = SOCKET_RULE + ": seccomp denies socket() and socketpair()"
+RULE_CWD = "cwd is / on the read-only root: a file at a path relative to it (test.support's TESTFN) cannot be created"
+RULE_CWD_IMPORT = ("cwd is / on the read-only root: the module creates TESTFN (or a temporary directory) in the cwd "
+                   "when imported, so none of its tests run")
+RULE_THREADS = ("threads: a worker has maxProcesses (16) tasks and memoryBytes of address space, 8 MiB of stack "
+                "a thread")
+
 # Suggested rules for new entries, from the end of the traceback: (pattern, rule),
 # first match wins. A suggestion is marked [REVIEW] until a person has checked it.
 SUGGESTIONS = (
     (r"^(test )?timeout", "hangs in the worker"),
     (r"^[^\n]*(killed by signal|crash)", "the worker crashes"),
+    (r"Read-only file system: b?'(?!/)|Read-only file system: '/(@test|tmp\w{8}')|unable to open database file",
+     RULE_CWD),
+    (r"can.t start new thread", RULE_THREADS),
     (r"fork|_posixsubprocess|subprocess\.py|posix_spawn|spawnv|multiprocessing|script_helper|os\.system|Popen",
-     PROCESS_RULE + ": seccomp denies fork/clone of a process and execve"),
-    (r"socket", SOCKET_RULE + ": seccomp denies socket() and socketpair()"),
-    (r"Read-only file system: '[^/]|unable to open database file",
-     "cwd is / on the read-only root: a file at a relative path cannot be created"),
+     RULE_PROCESSES),
+    (r"socket", RULE_SOCKETS),
     (r"Read-only file system", "read-only root: the worker's / cannot be written"),
     (r"/dev/shm", "no /dev/shm in the worker's root"),
     (r"No space left on device", "/tmp is a tmpfs of tmpBytes"),
     (r"Too many open files", "maxOpenFiles (RLIMIT_NOFILE)"),
-    (r"can't start new thread", "maxProcesses (RLIMIT_NPROC and pids.max count threads)"),
     (r"Function not implemented|ENOSYS", "seccomp: a system call the filter does not list (ENOSYS)"),
     (r"Operation not permitted|EPERM", "seccomp denies a system call (EPERM)"),
     (r"Permission denied", "the worker's uid cannot read or write a path the host user can"),
@@ -103,9 +116,11 @@ def env_list(name, default):
     return v.replace(",", " ").split() if v else list(default)
 
 
-def suggest(why):
+def suggest(why, test_id=""):
     for pattern, rule in SUGGESTIONS:
         if re.search(pattern, why or ""):
+            if rule == RULE_CWD and test_id.startswith("<"):
+                return RULE_CWD_IMPORT
             return rule
     return "unclassified"
 
@@ -431,7 +446,7 @@ def main():
             print("  %-14s %7d %7d %6d %9d %8d %10d" % tuple([m] + row))
         print("  %-14s %7d %7d %6d %9d %8d %10d" % tuple(["total"] + tot))
         procs = sum(1 for (pp, t), why in found.items() if pp == p
-                    and expected.get((p, t), suggest(why)).startswith((PROCESS_RULE, SOCKET_RULE)))
+                    and expected.get((p, t), suggest(why, t)).startswith((PROCESS_RULE, SOCKET_RULE)))
         print("  sandbox-only failures: %d, of them processes/sockets: %d, the rest: %d" % (
             tot[3], procs, tot[3] - procs))
         print()
@@ -450,7 +465,7 @@ def main():
     if unexpected:
         print("test-compat: %d UNEXPECTED sandbox-only failures:" % len(unexpected))
         for k in unexpected:
-            print("  %s %s  # %s\n      %s" % (k[0], k[1], suggest(found[k]), last_line(found[k])))
+            print("  %s %s  # %s\n      %s" % (k[0], k[1], suggest(found[k], k[1]), last_line(found[k])))
         if not update:
             rc = 1
     if stale:
@@ -460,10 +475,15 @@ def main():
             print("  %s %s  # %s" % (k[0], k[1], expected[k]))
         if strict and not update:
             rc = 1
+    review = sorted(k for k, r in expected.items() if r.endswith("[REVIEW]") and k not in stale)
+    if review and not update:
+        print("test-compat: %d entries of %s are still marked [REVIEW]: check each rule, then remove the mark" % (
+            len(review), os.path.relpath(EXPECTED, ROOT)))
+        rc = 1
     if update:
         new = {k: r for k, r in expected.items() if k not in stale}
         for k in unexpected:
-            new[k] = suggest(found[k]) + " [REVIEW]"
+            new[k] = suggest(found[k], k[1]) + " [REVIEW]"
         write_expected(EXPECTED, new)
         print("test-compat: rewrote %s: %d entries, %d new to review" % (
             os.path.relpath(EXPECTED, ROOT), len(new), len(unexpected)))
