@@ -184,7 +184,7 @@ tool-test: build sdk-types
 .PHONY: lint-python unit-python
 lint-python: deps
 	/usr/bin/python3 -m pyflakes worker/runner.py worker/codeinterp_numeric.py python tests/conftest.py tests/lib tests/python tests/python_client \
-		tests/integration tests/bench tests/tool tests/deployment tests/pod tests/adversarial
+		tests/integration tests/bench tests/tool tests/deployment tests/pod tests/adversarial tests/compat
 
 # The worker's runner and numeric module (worker/*.py) as Python; needs no build.
 unit-python: deps
@@ -242,6 +242,17 @@ nspawn-check: deb deb-upgrade
 .PHONY: pod-check
 pod-check:
 	scripts/pod-check.sh $(DEB_DIR)
+
+# The compatibility suite (tests/compat/run.py, docs/testing.md "Compatibility"): CPython's
+# regression tests of the common stdlib modules in a worker under each profile (the
+# reviewed policy and the data policy) and on the host, compared test by test; a
+# sandbox-only failure must be listed in tests/compat/expected.txt with its rule.
+# MODULES="json re", PROFILES=default|data, UPDATE=1 (rewrite expected.txt), STRICT=1
+# (stale entries fail too). A few minutes: not part of `make test`.
+.PHONY: test-compat
+test-compat: build
+	$(WITH_BUILD) MODULES="$(MODULES)" PROFILES="$(PROFILES)" UPDATE="$(UPDATE)" STRICT="$(STRICT)" \
+		/usr/bin/python3 tests/compat/run.py
 
 # Benchmarks and soaks are not part of `make test` (see docs/performance.md).
 bench: build

@@ -15,6 +15,7 @@ libcap-dev
 libpython3.11-dev
 libpython3-dev
 python3
+libpython3.11-testsuite
 libmsgpack-dev
 libsystemd-dev
 libyaml-dev
@@ -47,6 +48,8 @@ python3-prometheus-client
 stress-ng
 "
 # python3-pytest-xdist: the suites run their tests in parallel (pytest -n, make test).
+# libpython3.11-testsuite: CPython's regression tests (Debian's test package), which
+# make test-compat runs in the sandbox and on the host.
 # stress-ng: make test-flake keeps both cores busy while the integration suite runs.
 # build-essential: gcc, make, libc headers.  libpython3-dev: python3-embed.pc, which
 # CMakeLists.txt asks pkg-config for (libpython3.11-dev alone has only python-3.11-embed.pc).
