@@ -140,7 +140,7 @@ CPPCHECK_DEFINES = -D__x86_64__ -D__linux__ -D_GNU_SOURCE -DCODEINTERP_VERSION=\
 	-DCODEINTERP_PY_VERSION=\"3\" -DCODEINTERP_PY_PREFIX=\"/\" -DCODEINTERP_PY_EXECUTABLE=\"/\" \
 	-DCODEINTERP_PY_RUNTIME=\"/\" -DCODEINTERP_PY_MASK=\"\" -DCODEINTERP_PYTHON=\"/\" -DCODEINTERP_SOURCE_DIR=\"/\" \
 	-DCODEINTERP_WORKER_PATH=\"/\" \
-	$(foreach p,NUMPY PANDAS MATPLOTLIB,$(foreach f,SITES BINDS PRELOAD ENV MISSING,-DCODEINTERP_PY_PKG_$(p)_$(f)=\"\"))
+	$(foreach p,NUMPY PANDAS MATPLOTLIB SCIPY SKLEARN STATSMODELS SYMPY SEABORN OPENPYXL TABULATE,$(foreach f,SITES BINDS PRELOAD ENV MISSING,-DCODEINTERP_PY_PKG_$(p)_$(f)=\"\"))
 CPPCHECK_DIRS = $(wildcard common contract policy supervisor worker client)
 cppcheck: deps
 	cppcheck --quiet --enable=warning,portability --inline-suppr --error-exitcode=1 --platform=unix64 \
