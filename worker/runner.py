@@ -201,6 +201,10 @@ def _names_installer(words):
     return False
 
 
+def _argv_words(path, argv):
+    return (path, *argv) if isinstance(argv, (list, tuple)) else (path,)
+
+
 def _refuse_program(words=()):
     raise PermissionError(_EPERM, _INSTALLS if _names_installer(words) else _PROCESSES)
 
@@ -223,16 +227,16 @@ def _guard_processes():
         _refuse_program()
 
     def execv(path, argv):
-        _refuse_program((path, *argv) if isinstance(argv, (list, tuple)) else (path,))
+        _refuse_program(_argv_words(path, argv))
 
     def execve(path, argv, env):
-        _refuse_program((path, *argv) if isinstance(argv, (list, tuple)) else (path,))
+        _refuse_program(_argv_words(path, argv))
 
     def posix_spawn(path, argv, env, **kwargs):
-        _refuse_program((path, *argv) if isinstance(argv, (list, tuple)) else (path,))
+        _refuse_program(_argv_words(path, argv))
 
     def posix_spawnp(path, argv, env, **kwargs):
-        _refuse_program((path, *argv) if isinstance(argv, (list, tuple)) else (path,))
+        _refuse_program(_argv_words(path, argv))
 
     def system(command):
         _refuse_program(command)
@@ -315,7 +319,7 @@ def _guard_network():
 
 
 def _refuse_processes(*args, **kwargs):
-    raise PermissionError(_EPERM, _PROCESSES)
+    _refuse_program()
 
 
 def _refuse_semaphores(*args, **kwargs):
@@ -734,38 +738,34 @@ PRELOADED = ("numpy", "pandas", "matplotlib")
 def preload(names):
     """Zygote only, before any call: import the policy's pythonPackages that are
     PRELOADED once, so every worker forked later has them ready. matplotlib gets the
-    Agg backend and builds its font manager, with a private temporary config directory
-    (the zygote runs in the host's file system) that is removed afterwards; a
-    worker's own writes go to MPLCONFIGDIR in its /tmp (set by pyrun.c)."""
-    for name in names:
-        if name not in PRELOADED:
-            continue
-        if name == "matplotlib":
-            _preload_matplotlib()
-        else:
-            __import__(name)
-
-
-def _preload_matplotlib():
+    Agg backend and builds its font manager now, with a private temporary config
+    directory (the zygote runs in the host's file system) that is removed afterwards;
+    a worker's own writes go to MPLCONFIGDIR in its /tmp (set by pyrun.c)."""
     import os
     import shutil
     import tempfile
-    saved = os.environ.get("MPLCONFIGDIR")
-    tmp = tempfile.mkdtemp(prefix="codeinterp-mpl-")
-    os.environ["MPLCONFIGDIR"] = tmp
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot
-        import matplotlib.font_manager
-        matplotlib.font_manager.fontManager.findfont("DejaVu Sans")
-        _warm_matplotlib(matplotlib.pyplot)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if saved is None:
-            del os.environ["MPLCONFIGDIR"]
-        else:
-            os.environ["MPLCONFIGDIR"] = saved
+    for name in names:
+        if name not in PRELOADED:
+            continue
+        if name != "matplotlib":
+            __import__(name)
+            continue
+        saved = os.environ.get("MPLCONFIGDIR")
+        tmp = tempfile.mkdtemp(prefix="codeinterp-mpl-")
+        os.environ["MPLCONFIGDIR"] = tmp
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot
+            import matplotlib.font_manager
+            matplotlib.font_manager.fontManager.findfont("DejaVu Sans")
+            _warm_matplotlib(matplotlib.pyplot)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if saved is None:
+                del os.environ["MPLCONFIGDIR"]
+            else:
+                os.environ["MPLCONFIGDIR"] = saved
 
 
 def _warm_matplotlib(plt):
