@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "common/clone.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <linux/sched.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <sys/syscall.h>
@@ -34,4 +36,26 @@ pid_t clone_into_cgroup_with_pidfd(uint64_t flags, int exit_signal, int cgroup_f
         long pid = syscall(SYS_clone3, &args, sizeof args);
 
         return pid < 0 ? -errno : (pid_t) pid;
+}
+
+/* glibc's thread descriptor records the thread's kernel id; glibc publishes where, for
+ * debuggers (libthread_db): _thread_db_pthread_tid = { bits, count, offset }. Taken as
+ * valid only when it describes one 32-bit field that holds this thread's id now. */
+static long tid_offset = -1;
+
+int clone_tid_cache_prepare(void) {
+        const uint32_t *desc = dlsym(RTLD_DEFAULT, "_thread_db_pthread_tid");
+
+        tid_offset = -1;
+        if (!desc || desc[0] != 32 || desc[1] != 1 || desc[2] > 4096 - sizeof(pid_t))
+                return -ENOENT;
+        if (*(const pid_t *) ((const char *) pthread_self() + desc[2]) != gettid())
+                return -EBADSLT;
+        tid_offset = (long) desc[2];
+        return 0;
+}
+
+void clone_tid_cache_renew(void) {
+        if (tid_offset >= 0)
+                *(pid_t *) ((char *) pthread_self() + tid_offset) = gettid();
 }

@@ -295,7 +295,7 @@ void policy_init_defaults(Policy *p) {
                 .cpu_seconds = 30,
                 .file_bytes = UINT64_C(16777216),
                 .open_files = 64,
-                .processes = 16,
+                .processes = 64,
                 .tmp_bytes = UINT64_C(16777216),
                 .max_artifacts = 16,
                 .max_artifact_bytes = UINT64_C(8388608),

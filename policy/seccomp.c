@@ -14,8 +14,9 @@
  *     without ia32 emulation, where `int $0x80` faults before seccomp) by evaluating the
  *     compiled BPF on synthetic seccomp_data.
  *   - seccomp_allow[]: allowed unconditionally.
- *   - The conditional syscalls (clone, prctl, prlimit64, ioctl, personality): allowed for
- *     the listed argument values; the rest is denied (see seccomp_add_conditional()).
+ *   - The conditional syscalls (clone, prctl, prlimit64, ioctl, personality, socketpair,
+ *     sendto, recvfrom): allowed for the listed argument values; the rest is denied (see
+ *     seccomp_add_conditional()).
  *   - seccomp_deny[]: explicitly dangerous; EPERM, or the kill action in kill mode.
  *   - seccomp_unsupported[]: answered with a fixed errno in BOTH modes, because glibc or
  *     the stdlib probes them and handles exactly that errno (clone3 -> ENOSYS makes glibc
@@ -32,8 +33,8 @@
  * before policy_seccomp_load() - compiling the filter (memfd_create), setrlimit,
  * PR_SET_PDEATHSIG, namespace and mount setup. After it, the process cannot fork (so a
  * zygote must load the filter in each cloned worker, never in itself), exec, create
- * sockets or use send, recv and friends on inherited ones (read/write work on any
- * descriptor), or change its limits or ids.
+ * sockets other than a connected AF_UNIX pair, send or receive with flags or
+ * addresses, pass descriptors (sendmsg), or change its limits or ids.
  *
  * Not set here: no_new_privs. The worker sets PR_SET_NO_NEW_PRIVS itself before calling
  * policy_seccomp_load(), and the filter is loaded with the seccomp(2) syscall rather than
@@ -50,6 +51,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -227,23 +229,20 @@ static const int seccomp_allow[] = {
 static const int seccomp_deny[] = {
         /* Networking: the net namespace is empty, and the worker's channels to the
          * supervisor are used with read/write only (send/recv* too, so a report path that
-         * uses send() instead of write() fails loudly in tests rather than in review). */
-        SCMP_SYS(socket),
-        SCMP_SYS(socketpair),
+         * uses send() instead of write() fails loudly in tests rather than in review).
+         * socket, socketpair, sendto and recvfrom are conditional (below): a connected
+         * pair of AF_UNIX sockets, asyncio's self-pipe, reaches nothing outside the
+         * process. */
         SCMP_SYS(connect),
         SCMP_SYS(bind),
         SCMP_SYS(listen),
         SCMP_SYS(accept),
         SCMP_SYS(accept4),
-        SCMP_SYS(sendto),
-        SCMP_SYS(recvfrom),
         SCMP_SYS(sendmsg),
         SCMP_SYS(recvmsg),
         SCMP_SYS(sendmmsg),
         SCMP_SYS(recvmmsg),
         SCMP_SYS(shutdown),
-        SCMP_SYS(getsockname),
-        SCMP_SYS(getpeername),
         SCMP_SYS(getsockopt),
         SCMP_SYS(setsockopt),
 
@@ -408,6 +407,20 @@ static const SeccompFixedErrno seccomp_unsupported[] = {
         { SCMP_SYS(removexattr), EOPNOTSUPP },
         { SCMP_SYS(lremovexattr), EOPNOTSUPP },
         { SCMP_SYS(fremovexattr), EOPNOTSUPP },
+        /* A socket's names: repr() of a socket (asyncio logs its self-pipe's) asks them
+         * and takes an OSError as "no name"; in kill mode it would kill the worker. */
+        { SCMP_SYS(getsockname), EPERM },
+        { SCMP_SYS(getpeername), EPERM },
+        /* What an unprivileged process is refused anyway, answered as such in both
+         * modes (the stdlib's tests and shutil expect EPERM, not "no such syscall"):
+         * device and fifo nodes (Landlock refuses them in /tmp too), a higher or lower
+         * scheduling priority, and pipe splicing (shutil falls back to read/write). */
+        { SCMP_SYS(mknod), EPERM },
+        { SCMP_SYS(mknodat), EPERM },
+        { SCMP_SYS(setpriority), EPERM },
+        { SCMP_SYS(splice), EPERM },
+        { SCMP_SYS(tee), EPERM },
+        { SCMP_SYS(vmsplice), EPERM },
 };
 
 /* ---------------------------------------------------------------------------------------
@@ -459,10 +472,27 @@ static const uint64_t seccomp_clone_namespace_flags[] = {
 
 /* prlimit64(pid, resource, new, old): reading only, i.e. new == NULL. */
 
+/* socket(domain, ...): EPERM for AF_UNIX in both modes, the deny action for every other
+ * family. glibc asks nscd's socket first on every user and group lookup (pwd, grp,
+ * Path.owner()), whatever nsswitch.conf says, and goes on to the files on failure; in
+ * kill mode that lookup would kill the worker. An AF_UNIX socket could reach nothing
+ * here anyway (no socket file in the root, connect denied, an empty net namespace for
+ * abstract names), and it is still refused. */
+
+/* socketpair(domain, ...): AF_UNIX only, two connected ends inside the worker. */
+static const uint64_t seccomp_socketpair_domains[] = {
+        AF_UNIX, /* 1 */
+};
+
+/* sendto(fd, buf, len, flags, addr, addrlen) and recvfrom(..., flags, addr, addrlen):
+ * send() and recv() on such a pair, i.e. flags == 0 and no address; an address would
+ * name a destination, which no descriptor of the worker can reach anyway. */
+
 /* ------------------------------------------------------------------------------------- */
 
 static const int seccomp_conditional[] = {
-        SCMP_SYS(clone), SCMP_SYS(prlimit64), SCMP_SYS(prctl), SCMP_SYS(ioctl), SCMP_SYS(personality),
+        SCMP_SYS(clone),  SCMP_SYS(prlimit64),  SCMP_SYS(prctl),  SCMP_SYS(ioctl),    SCMP_SYS(personality),
+        SCMP_SYS(socket), SCMP_SYS(socketpair), SCMP_SYS(sendto), SCMP_SYS(recvfrom),
 };
 
 static int seccomp_tables_check(void) {
@@ -563,6 +593,22 @@ static int seccomp_add_values(scmp_filter_ctx ctx, uint32_t def, uint32_t deny, 
         return 0;
 }
 
+/* Allow nr when arguments 3 (flags) and 4 (address) are both 0; deny the rest, as two
+ * rules that overlap neither the allow rule nor each other. */
+static int seccomp_add_plain_transfer(scmp_filter_ctx ctx, uint32_t def, uint32_t deny, int nr) {
+        struct scmp_arg_cmp plain[] = { seccomp_cmp(3, SCMP_CMP_EQ, 0, 0), seccomp_cmp(4, SCMP_CMP_EQ, 0, 0) };
+        struct scmp_arg_cmp addressed[] = { seccomp_cmp(3, SCMP_CMP_EQ, 0, 0), seccomp_cmp(4, SCMP_CMP_NE, 0, 0) };
+        int r;
+
+        r = seccomp_rule(ctx, def, SCMP_ACT_ALLOW, nr, ELEMENTSOF(plain), plain);
+        if (r < 0)
+                return r;
+        r = seccomp_rule1(ctx, def, deny, nr, seccomp_cmp(3, SCMP_CMP_NE, 0, 0));
+        if (r < 0)
+                return r;
+        return seccomp_rule(ctx, def, deny, nr, ELEMENTSOF(addressed), addressed);
+}
+
 static int seccomp_add_conditional(scmp_filter_ctx ctx, uint32_t def, uint32_t deny, uint32_t deny_ioctl) {
         int r;
 
@@ -604,6 +650,19 @@ static int seccomp_add_conditional(scmp_filter_ctx ctx, uint32_t def, uint32_t d
         r = seccomp_add_values(ctx, def, deny_ioctl, SCMP_SYS(ioctl), 1, seccomp_ioctl_requests,
                                ELEMENTSOF(seccomp_ioctl_requests), true);
         if (r < 0)
+                return r;
+        r = seccomp_rule1(ctx, def, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), seccomp_cmp(0, SCMP_CMP_EQ, AF_UNIX, 0));
+        if (r < 0)
+                return r;
+        if ((r = seccomp_rule1(ctx, def, deny, SCMP_SYS(socket), seccomp_cmp(0, SCMP_CMP_LT, AF_UNIX, 0))) < 0 ||
+            (r = seccomp_rule1(ctx, def, deny, SCMP_SYS(socket), seccomp_cmp(0, SCMP_CMP_GT, AF_UNIX, 0))) < 0)
+                return r;
+        r = seccomp_add_values(ctx, def, deny, SCMP_SYS(socketpair), 0, seccomp_socketpair_domains,
+                               ELEMENTSOF(seccomp_socketpair_domains), true);
+        if (r < 0)
+                return r;
+        if ((r = seccomp_add_plain_transfer(ctx, def, deny, SCMP_SYS(sendto))) < 0 ||
+            (r = seccomp_add_plain_transfer(ctx, def, deny, SCMP_SYS(recvfrom))) < 0)
                 return r;
         return seccomp_add_values(ctx, def, deny, SCMP_SYS(personality), 0, seccomp_personality_values,
                                   ELEMENTSOF(seccomp_personality_values), false);

@@ -21,6 +21,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -150,23 +151,36 @@ static int pyrun_configure(PyConfig *config) {
 /* The policy's pythonPackages, set by pyrun_init_packages(). */
 static uint32_t packages_mask = 0;
 
+/* Every worker's: the account its /etc/passwd names (worker/sandbox.c), with the
+ * call's /tmp as home (Path.home(), expanduser("~"), getpass.getuser()). The zygote
+ * sets it before Python starts, so its workers' os.environ has it too. And one malloc
+ * arena: each thread's own would reserve 64 MiB of address space, which counts
+ * against memoryBytes (RLIMIT_AS), so a pool of 32 threads could not start. */
+static int base_environment(void) {
+        static const char *const vars[][2] = {
+                { "HOME", "/tmp" },
+                { "USER", "sandbox" },
+                { "LOGNAME", "sandbox" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(vars); i++)
+                if (setenv(vars[i][0], vars[i][1], 1) < 0)
+                        return -errno;
+        if (mallopt(M_ARENA_MAX, 1) != 1)
+                return -EINVAL;
+        return 0;
+}
+
 /* The environment the packages read when their libraries load: one thread in every
  * BLAS/OpenMP pool (a worker is one process with RLIMIT_NPROC of threads), and
  * matplotlib's non-interactive Agg backend with a config directory in the call's /tmp
- * (the zygote imports it with a private one, see the runner's preload()), and a home. */
+ * (the zygote imports it with a private one, see the runner's preload()). */
 static int packages_environment(void) {
         static const char *const vars[][2] = {
-                { "OPENBLAS_NUM_THREADS", "1" },
-                { "OMP_NUM_THREADS", "1" },
-                { "MKL_NUM_THREADS", "1" },
-                { "NUMEXPR_NUM_THREADS", "1" },
-                { "VECLIB_MAXIMUM_THREADS", "1" },
-                { "GOTO_NUM_THREADS", "1" },
-                { "MPLBACKEND", "Agg" },
-                { "MPLCONFIGDIR", "/tmp/.matplotlib" },
-                /* Without HOME, os.path.expanduser("~") (sysconfig at import, under pandas)
-                 * asks getpwuid(), and glibc tries nscd's socket: a denied socket(). */
-                { "HOME", "/tmp" },
+                { "OPENBLAS_NUM_THREADS", "1" },   { "OMP_NUM_THREADS", "1" },
+                { "MKL_NUM_THREADS", "1" },        { "NUMEXPR_NUM_THREADS", "1" },
+                { "VECLIB_MAXIMUM_THREADS", "1" }, { "GOTO_NUM_THREADS", "1" },
+                { "MPLBACKEND", "Agg" },           { "MPLCONFIGDIR", "/tmp/.matplotlib" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(vars); i++)
@@ -358,6 +372,8 @@ int pyrun_init_packages(uint32_t packages) {
         if (packages >> _POLICY_PACKAGE_MAX)
                 return -EINVAL;
         packages_mask = packages;
+        if ((r = base_environment()) < 0)
+                return r;
         if (packages && ((r = packages_environment()) < 0 || (r = packages_preload_libraries()) < 0))
                 return r;
 

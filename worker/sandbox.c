@@ -51,7 +51,19 @@ void sandbox_runtime_close(SandboxRuntime *rt) {
         for (size_t i = 0; i < rt->n; i++)
                 closep(&rt->fd[i]);
         rt->n = 0;
+        for (size_t i = 0; i < SANDBOX_HOST_DATA_MAX; i++)
+                closep(&rt->data_fd[i]);
 }
+
+/* Data, not code, that ordinary programs expect of a Linux root: zoneinfo.ZoneInfo's
+ * time zone files (tzdata), the C.UTF-8 locale (locale.setlocale), and the MIME types
+ * table (mimetypes: 1,500 types instead of its built-in 150). Each bound read-only,
+ * nodev, and left out when the host lacks it. */
+static const char *const sandbox_host_data[SANDBOX_HOST_DATA_MAX] = {
+        "/usr/share/zoneinfo",
+        "/usr/lib/locale/C.utf8",
+        "/etc/mime.types",
+};
 
 /* The runtime's paths in bind order: the interpreter's, then the packages'. */
 typedef struct RuntimeCursor {
@@ -74,10 +86,20 @@ static int runtime_next(uint32_t packages, RuntimeCursor *c, char ret_path[stati
 }
 
 int sandbox_runtime_open(uint32_t packages, SandboxRuntime *ret, SetupStage *ret_stage) {
-        SandboxRuntime rt = { .packages = packages };
+        SandboxRuntime rt = SANDBOX_RUNTIME_EMPTY;
         RuntimeCursor c = {};
         char path[PATH_MAX];
         int r;
+
+        rt.packages = packages;
+        for (size_t i = 0; i < SANDBOX_HOST_DATA_MAX; i++) {
+                rt.data_fd[i] = open(sandbox_host_data[i], O_PATH | O_CLOEXEC);
+                if (rt.data_fd[i] < 0 && errno != ENOENT) {
+                        r = -errno;
+                        sandbox_runtime_close(&rt);
+                        FAIL(SETUP_STAGE_MOUNT_BIND, r);
+                }
+        }
 
         /* A package this build lacks has no binds (the supervisor refuses such a policy
          * at start, and the zygote's preload would fail on its import). */
@@ -316,6 +338,41 @@ static int bind_runtime(int fd, const char *path) {
         return bind_ro(src, dst, MS_NODEV);
 }
 
+static int write_file_below_root(const char *path, const char *text) {
+        char buf[PATH_MAX];
+        int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
+        _cleanup_close_ int fd = -1;
+
+        if (n < 0 || (size_t) n >= sizeof buf)
+                return -ENAMETOOLONG;
+        fd = open(buf, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+        if (fd < 0)
+                return -errno;
+        return write_full(fd, text, strlen(text));
+}
+
+/* The worker's own account files, in its read-only root: one user and one group for
+ * its ids (getpass.getuser(), pwd, Path.owner(), ~ without HOME), nobody for what it
+ * sees of ids its namespace does not map (65534, the kernel's overflow id), and a
+ * name service of files only, so that glibc never turns to nscd's or a DNS server's
+ * socket, which the seccomp filter denies (kill mode: kills). Nothing of the host's. */
+static int write_accounts(void) {
+        char passwd[256], group[128];
+        unsigned uid = (unsigned) getuid(), gid = (unsigned) getgid();
+        int r;
+
+        snprintf(passwd, sizeof passwd, "sandbox:x:%u:%u:codeinterp sandbox:/tmp:/usr/sbin/nologin\n%s", uid, gid,
+                 uid == 65534 ? "" : "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+        snprintf(group, sizeof group, "sandbox:x:%u:\n%s", gid, gid == 65534 ? "" : "nogroup:x:65534:\n");
+        if ((r = mkdir_below_root("/etc", 0755)) < 0 || (r = write_file_below_root("/etc/passwd", passwd)) < 0 ||
+            (r = write_file_below_root("/etc/group", group)) < 0 ||
+            (r = write_file_below_root("/etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\n"
+                                                             "hosts: files\nnetworks: files\nprotocols: files\n"
+                                                             "services: files\n")) < 0)
+                return r;
+        return 0;
+}
+
 /* Hide a directory below a bind (site-packages) under an empty read-only tmpfs. A
  * directory that is not there (removed since the build) needs no hiding. */
 static int mask_dir(const char *path) {
@@ -358,6 +415,11 @@ static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
                         FAIL(SETUP_STAGE_MOUNT_BIND, r);
         if (r < 0)
                 FAIL(SETUP_STAGE_MOUNT_BIND, r);
+        for (size_t i = 0; i < SANDBOX_HOST_DATA_MAX; i++)
+                if (rt->data_fd[i] >= 0 && (r = bind_runtime(rt->data_fd[i], sandbox_host_data[i])) < 0)
+                        FAIL(SETUP_STAGE_MOUNT_BIND, r);
+        if ((r = write_accounts()) < 0)
+                FAIL(SETUP_STAGE_MOUNT_ROOT, r);
         /* Merged-/usr layout: /lib -> usr/lib so absolute library paths resolve. */
         if (symlink("usr/lib", NEWROOT "/lib") < 0 && errno != EEXIST)
                 FAIL(SETUP_STAGE_MOUNT_BIND, errno);
@@ -591,6 +653,10 @@ int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, Se
                 FAIL(SETUP_STAGE_RLIMITS, -r);
         snprintf(opts, sizeof opts, "size=%llu,mode=1777,nr_inodes=4096", (unsigned long long) plan->tmp_bytes);
         if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+                FAIL(SETUP_STAGE_MOUNT_TMP, errno);
+        /* The call's working directory: relative paths (open("results.csv", "w")) land
+         * in its /tmp, not on the read-only root. */
+        if (chdir("/tmp") < 0)
                 FAIL(SETUP_STAGE_MOUNT_TMP, errno);
         r = setup_inputs(plan, ret_stage);
         if (r < 0)

@@ -44,11 +44,21 @@ static inline void cap_freep(cap_t *caps) {
  * interpreter's (runtime_path_next() over runtime_binds), then those of the policy's
  * pythonPackages (runtime_package_bind_next()), in that order (contract/runtime.h). */
 #define SANDBOX_RUNTIME_MAX 64
+/* The host's data files the standard library reads, bound read-only at their own paths
+ * when the host has them (time zones, the C.UTF-8 locale, the MIME types table): see
+ * sandbox_host_data[] in sandbox.c and docs/security.md. -1: not on this host. */
+#define SANDBOX_HOST_DATA_MAX 3
 typedef struct SandboxRuntime {
         size_t n;
         uint32_t packages; /* the pythonPackages mask the binds were opened for */
         int fd[SANDBOX_RUNTIME_MAX];
+        int data_fd[SANDBOX_HOST_DATA_MAX];
 } SandboxRuntime;
+/* Closed as it is: nothing open. */
+#define SANDBOX_RUNTIME_EMPTY                                                                                          \
+        {                                                                                                              \
+                .data_fd = { -1, -1, -1 }                                                                              \
+        }
 
 /* packages: the policy's pythonPackages mask (0: the interpreter's binds alone). */
 int sandbox_runtime_open(uint32_t packages, SandboxRuntime *ret, SetupStage *ret_stage);

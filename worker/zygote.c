@@ -144,7 +144,7 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
         SetupStage stage = SETUP_STAGE_NONE, failed_stage = SETUP_STAGE_NONE;
         int failed = 0, fds[_SPAWN_FD_MAX], src[_WORKER_FD_MAX];
         WorkerPlan plan;
-        SandboxRuntime rt = {};
+        SandboxRuntime rt = SANDBOX_RUNTIME_EMPTY;
         sigset_t none;
         char c;
         int r;
@@ -153,6 +153,7 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
          * supervisor restores the normal priority when it hands this worker a call.
          * Rootless it could not (raising a priority takes CAP_SYS_NICE on the host), and
          * the call would run at the lower one: pool workers keep the normal priority. */
+        clone_tid_cache_renew();
         if (!rootless)
                 (void) !nice(ZYGOTE_POOL_NICE); /* relative to the supervisor's own: it may run niced */
         PyOS_AfterFork_Child();
@@ -379,6 +380,13 @@ int zygote_main(int argc, char **argv) {
         devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (devnull < 0)
                 return 1;
+        /* Without it a worker's main thread has the zygote's tid in glibc (clone.h):
+         * time.thread_time() and pthread_getcpuclockid() then fail (EINVAL). */
+        if ((r = clone_tid_cache_prepare()) < 0)
+                fprintf(stderr,
+                        "codeinterp-zygote: glibc's thread id field not found (%s): "
+                        "a worker's main thread keeps the zygote's thread id\n",
+                        strerror(-r));
         if (policy_seccomp_compile(POLICY_DENY_ERRNO, &filters[0]) < 0 ||
             policy_seccomp_compile(POLICY_DENY_KILL, &filters[1]) < 0) {
                 fprintf(stderr, "codeinterp-zygote: compiling the seccomp filter failed\n");

@@ -44,8 +44,18 @@ add("fs.list_host_tmp", FS, """import os
 if os.path.basename(CTX['host_dir']) in os.listdir(os.path.dirname(CTX['host_dir'])):
     escaped()""")
 add("fs.root_has_host_dirs", FS, """import os
-if set(os.listdir('/')) & {'etc', 'home', 'root', 'proc', 'sys', 'var', 'boot'}:
+if set(os.listdir('/')) & {'home', 'root', 'proc', 'sys', 'var', 'boot'}:
     escaped()""")
+# The worker's /etc holds its own account files and the MIME table, nothing of the host's.
+add("fs.etc_has_host_files", FS, """import os
+if set(os.listdir('/etc')) - {'passwd', 'group', 'nsswitch.conf', 'mime.types'}:
+    escaped()""")
+add("fs.passwd_names_host_accounts", FS, """import pwd
+if {p.pw_name for p in pwd.getpwall()} & {'root', 'daemon', 'bin', 'sys'}:
+    escaped()""")
+add("fs.write_added_zoneinfo", FS, """import os
+open('/usr/share/zoneinfo/UTC', 'ab').write(b'x')
+escaped()""", validate=None, why="the host's own tzdata is writable by root; what matters is the worker's read-only bind")
 add("fs.proc_self_root_listing", FS, "import os\nif 'etc' in os.listdir('/proc/self/root'):\n    escaped()")
 add("fs.proc_self_root_passwd", FS, "if open('/proc/self/root/etc/passwd').read():\n    escaped()")
 add("fs.dotdot_from_stdlib", FS, "if open('/usr/lib/python3.11/../../../etc/passwd').read():\n    escaped()")
@@ -465,7 +475,20 @@ s = real(2, 1, 0)
 s.settimeout(2)
 s.connect(('127.0.0.1', CTX['tcp_port']))
 escaped()""")
-add("net.socketpair", NET, "import socket\nsocket.socketpair()\nescaped()")
+# A connected AF_UNIX pair is allowed (asyncio's self-pipe); any other family is not,
+# nor passing descriptors or addresses over the pair, nor a socket of its own.
+add("net.socketpair_inet", NET, "import socket\nsocket.socketpair(socket.AF_INET)\nescaped()",
+    validate=None, why="AF_INET socketpair is EOPNOTSUPP on any host; the filter must refuse it first")
+add("net.socketpair_pass_fd", NET, """import socket, array, os
+a, b = socket.socketpair()
+fd = os.open('/', os.O_RDONLY)
+a.sendmsg([b'x'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))])
+escaped()""")
+add("net.socketpair_sendto_supervisor", NET, """import socket
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+a.sendto(b'x', CTX['socket_path'])
+escaped()""", validate=None, why="on the host an unbound datagram socket may send to a path: the filter must refuse it")
+add("net.raw_syscall_socket_unix", NET, "r, e = syscall(41, 1, 1, 0)\nif r >= 0:\n    escaped()")
 add("net.connect_host_loopback_tcp", NET, """import socket
 s = socket.create_connection(('127.0.0.1', CTX['tcp_port']), timeout=2)
 escaped()""")

@@ -175,7 +175,7 @@ def test_rootless_rlimit_nproc_is_shared_with_the_users_processes():
     """docs/security.md, "Rootless": every task of the supervisor's user on the host
     counts against the user's RLIMIT_NPROC, the workers' included. With 8 allowed and
     the supervisor and the worker itself counted (exec mode: nothing else is the user's),
-    a call starts 6 threads, though its own maxProcesses (16) would allow 13. The
+    a call starts 6 threads, though its own maxProcesses (64) would allow 61. The
     supervisor runs as a uid of this test process's own (no account, no other process),
     not as the run's user, whose other supervisors run tests beside this one."""
     require_sandbox()

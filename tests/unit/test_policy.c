@@ -172,7 +172,7 @@ static void test_defaults(void **state) {
         assert_int_equal(p.cpu_seconds, 30);
         assert_int_equal(p.file_bytes, 16777216);
         assert_int_equal(p.open_files, 64);
-        assert_int_equal(p.processes, 16);
+        assert_int_equal(p.processes, 64);
         assert_int_equal(p.tmp_bytes, 16777216);
         assert_int_equal(p.worker_uid, 65534);
         assert_int_equal(p.worker_gid, 65534);
@@ -707,7 +707,7 @@ static void test_digest_known_answer(void **state) {
                                         "cpuSeconds=30\n"
                                         "maxFileBytes=16777216\n"
                                         "maxOpenFiles=64\n"
-                                        "maxProcesses=16\n"
+                                        "maxProcesses=64\n"
                                         "tmpBytes=16777216\n"
                                         "maxArtifacts=16\n"
                                         "maxArtifactBytes=8388608\n"
