@@ -248,8 +248,10 @@ def test_hostname(shared_conn):
 
 
 def test_environment_is_minimal(shared_conn):
-    got = eval(value(shared_conn.execute("import os\nsorted(os.environ)")))
-    assert set(got) <= {"LANG", "LC_ALL", "LC_CTYPE"}, got
+    got = eval(value(shared_conn.execute("import os\nsorted((k, os.environ[k]) for k in os.environ)")))
+    # LANG (LC_* when CPython coerces the locale), and the worker's own account.
+    assert dict(got).items() >= {"HOME": "/tmp", "USER": "sandbox", "LOGNAME": "sandbox"}.items(), got
+    assert {k for k, _ in got} <= {"LANG", "LC_ALL", "LC_CTYPE", "HOME", "USER", "LOGNAME"}, got
 
 
 @pytest.mark.parametrize("module", ["pip", "ensurepip", "venv"])
