@@ -42,7 +42,7 @@ if(NOT DEFINED CODEINTERP_SYSTEMD_USERUNITDIR)
   set(CODEINTERP_SYSTEMD_USERUNITDIR "${_ci_userunitdir}" CACHE PATH "Where the systemd user units are installed")
 endif()
 
-# The Python client (python/codeinterp, written on another branch): installed only when
+# The Python client (python/codeinterp): installed only when
 # it exists, into Debian's directory for pure-Python modules of every python3.
 set(CODEINTERP_PYTHON_SOURCE "${CMAKE_SOURCE_DIR}/python/codeinterp" CACHE PATH
     "The Python client package to install (skipped when the directory does not exist)")

@@ -4,6 +4,7 @@
 # directory ($(LIBPC)/python-X.Y-embed.pc), so another interpreter's python3-embed.pc
 # cannot be linked by accident. Sets:
 #   CODEINTERP_PY_VERSION     e.g. 3.12.1
+#   CODEINTERP_PY_MAJOR_MINOR e.g. 3.12 (the language the tool description names)
 #   CODEINTERP_PY_STDLIB      sysconfig stdlib (== platstdlib, checked)
 #   CODEINTERP_PY_DYNLOAD     DESTSHARED (lib-dynload)
 #   CODEINTERP_PY_LIBDIR      LIBDIR (where libpython is)
@@ -40,6 +41,7 @@ endif()
 string(REPLACE "\n" ";" _py_out "${_py_out}")
 list(GET _py_out 0 CODEINTERP_PY_VERSION)
 list(GET _py_out 1 _py_xy)
+set(CODEINTERP_PY_MAJOR_MINOR "${_py_xy}")
 list(GET _py_out 2 CODEINTERP_PY_STDLIB)
 list(GET _py_out 3 _py_platstdlib)
 list(GET _py_out 4 CODEINTERP_PY_DYNLOAD)

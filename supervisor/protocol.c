@@ -874,8 +874,14 @@ int proto_pack_result(MpWriter *w, ProtoResult *r, size_t max_bytes) {
 
 /* ---- describe: the code_interpreter tool ---- */
 
+/* The embedded CPython's X.Y, from the build (cmake/python.cmake): a build choice, not ours. */
+#ifndef CODEINTERP_PY_MAJOR_MINOR
+#error "CODEINTERP_PY_MAJOR_MINOR (e.g. \"3.11\") must be defined by the build"
+#endif
+
 static const char tool_description[] =
-        "Run a short Python 3.11 program in a new, isolated sandbox and get back what it printed, the "
+        "Run a short Python " CODEINTERP_PY_MAJOR_MINOR
+        " program in a new, isolated sandbox and get back what it printed, the "
         "value of its last expression, or the exception it raised. Use it for calculations, parsing, "
         "counting, sorting, filtering, aggregation, deduplication and checks over explicit data.";
 
@@ -980,7 +986,8 @@ static void pack_input_schema(msgpack_packer *pk, const Policy *p) {
         mp_pack_kv_uint(pk, "minLength", 1);
         mp_pack_kv_uint(pk, "maxLength", p->max_code_characters);
         mp_pack_kv_str(pk, "description",
-                       "Python 3.11 source. Runs top to bottom in a fresh interpreter; the repr() of a final "
+                       "Python " CODEINTERP_PY_MAJOR_MINOR
+                       " source. Runs top to bottom in a fresh interpreter; the repr() of a final "
                        "expression statement is returned as the value.");
 
         mp_pack_cstr(pk, "sourceIds");

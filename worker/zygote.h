@@ -12,7 +12,9 @@
  * that call more than the pool saves it. */
 #pragma once
 
-/* argv: codeinterp-zygote --zygote UID GID POOL_SIZE, UID and GID the ids inside every
- * worker's namespace (workerUid, workerGid); the host ids come with the supervisor's
- * slots. Runs the zygote loop on fd ZYGOTE_CTL_FD; returns the process exit status. */
+/* argv: codeinterp-zygote --zygote UID GID POOL_SIZE PACKAGES, UID and GID the ids inside
+ * every worker's namespace (workerUid, workerGid), POOL_SIZE the number of workers kept
+ * pre-started and PACKAGES the policy's pythonPackages bit mask (preloaded, and bound in
+ * every worker); the host ids come with the supervisor's slots. Runs the zygote loop on
+ * fd ZYGOTE_CTL_FD; returns the process exit status. */
 int zygote_main(int argc, char **argv);

@@ -49,7 +49,7 @@ py_source=$(sed -n 's/^CODEINTERP_PYTHON_SOURCE:[A-Z]*=//p' "$build/CMakeCache.t
         for f in "$here"/docs/*.md; do echo "/usr/share/doc/codeinterp/$(basename "$f")"; done
         echo /usr/share/man/man1/codeinterp.1
         echo /usr/share/man/man8/codeinterpd.8
-        # The Python client, when this tree has one (python/codeinterp on its branch).
+        # The Python client, when this tree has one (python/codeinterp).
         if [ -f "$py_source/__init__.py" ]; then
                 (cd "$py_source/.." && find codeinterp -type f ! -name '*.pyc' ! -path '*/__pycache__/*') |
                         sed 's|^|/usr/lib/python3/dist-packages/|'
@@ -111,7 +111,7 @@ fi
 say "the services (system and user) run /usr/sbin/codeinterpd; its default worker is /usr/libexec/codeinterp/codeinterp-worker"
 
 # The Python client rule, on its own component: with a package it installs it, and
-# without one (this branch has no python/) it installs nothing and does not fail.
+# without one (a source with no python/codeinterp) it installs nothing and does not fail.
 if [ -f "$py_source/__init__.py" ]; then
         say "python: $py_source installed (checked above)"
 else
