@@ -15,6 +15,7 @@ WITH_BUILD = CODEINTERP_BUILD=$(abspath $(BUILD))
 # `make test` times each stage (scripts/timed.sh): a line per stage as it ends, the table
 # at the end, in $(BUILD)/test-times.
 TIMED = scripts/timed.sh $(abspath $(BUILD))/test-times
+TIMED_DEEP = scripts/timed.sh $(abspath $(BUILD))/test-deep-times
 
 .PHONY: all deps build test test-fast unit integration integration-exec integration-asan sanitize demo clean \
 	format check-format bench fuzz-build fuzz-smoke fuzz-long cppcheck fresh-system-check test-flake
@@ -48,10 +49,10 @@ sanitize: deps
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(BUILD)-san --output-on-failure -E seccomp_python_probe
 
 # Every stage, timed (docs/testing.md has the times): the format check, cppcheck,
-# pyflakes, unit tests (plain and under ASan/UBSan), a bounded run of every fuzz target,
-# the tool face, the integration suite (every test in the reference configuration, then
-# the tests marked for exec mode and for the ASan/UBSan supervisor), the Python client,
-# the deployment manifests, the adversarial suite, rootless and the other CPythons.
+# pyflakes, the unit tests, the tool face, the integration suite (every test in the
+# reference configuration, then the tests marked for exec mode), the Python client, the
+# deployment manifests, the adversarial suite, rootless and the other CPythons.
+# The sanitizer builds and the fuzzers are `make test-deep`, which CI runs after this.
 test: deps
 	@$(TIMED) start
 	@$(TIMED) build $(MAKE) build
@@ -59,20 +60,29 @@ test: deps
 	@$(TIMED) lint-python $(MAKE) lint-python
 	@$(TIMED) unit-python $(MAKE) unit-python
 	@$(TIMED) cppcheck $(MAKE) cppcheck
-	@$(TIMED) sanitize $(MAKE) sanitize
-	@$(TIMED) fuzz-smoke $(MAKE) fuzz-smoke
 	@$(TIMED) sdk-types $(MAKE) sdk-types
 	@$(TIMED) unit ctest --test-dir $(BUILD) --output-on-failure
 	@$(TIMED) tool-test $(MAKE) tool-test
 	@$(TIMED) integration $(MAKE) integration
 	@$(TIMED) integration-exec $(MAKE) integration-exec
-	@$(TIMED) integration-asan $(MAKE) integration-asan
 	@$(TIMED) python-client $(MAKE) python-client
 	@$(TIMED) deployment-test $(MAKE) deployment-test
 	@$(TIMED) adversarial $(MAKE) adversarial
 	@$(TIMED) test-rootless $(MAKE) test-rootless
 	@$(TIMED) test-python-versions $(MAKE) test-python-versions
 	@$(TIMED) end
+
+# What takes the sanitizer builds and the fuzzers, timed like make test (its table in
+# BUILD/test-deep-times): the unit tests under ASan/UBSan, a bounded run of every fuzz
+# target, and the integration tests marked asan against the ASan/UBSan supervisor.
+# CI runs it after make test (.ci/run); it keeps make test within its 15 minutes.
+.PHONY: test-deep
+test-deep: deps
+	@$(TIMED_DEEP) start
+	@$(TIMED_DEEP) sanitize $(MAKE) sanitize
+	@$(TIMED_DEEP) fuzz-smoke $(MAKE) fuzz-smoke
+	@$(TIMED_DEEP) integration-asan $(MAKE) integration-asan
+	@$(TIMED_DEEP) end
 
 # The fast tier (make fresh-system-check runs it on a fresh root after make demo): the
 # format check (without git there), the npm packages, the unit tests and one pass of the

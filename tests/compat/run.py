@@ -83,20 +83,24 @@ SOCKET_RULE = "no sockets"
 # entries reuse so that those join their groups.
 RULE_PROCESSES = (PROCESS_RULE + ": seccomp denies execve and clone without CLONE_THREAD (subprocess, os.fork, "
                   "script_helper) with EPERM")
-RULE_SOCKETS = SOCKET_RULE + ": seccomp denies socket() and socketpair()"
-RULE_CWD = "cwd is / on the read-only root: a file at a path relative to it (test.support's TESTFN) cannot be created"
-RULE_CWD_IMPORT = ("cwd is / on the read-only root: the module creates TESTFN (or a temporary directory) in the cwd "
-                   "when imported, so none of its tests run")
-RULE_THREADS = ("threads: a worker has maxProcesses (16) tasks and memoryBytes of address space, 8 MiB of stack "
+RULE_SOCKETS = (SOCKET_RULE + ": seccomp denies socket() of every family (AF_UNIX: EPERM in both modes) and "
+                "socketpair() of every family but AF_UNIX; sendfile to a socket, a socket file in a directory")
+RULE_THREADS = ("threads: a worker has maxProcesses (64) tasks and memoryBytes of address space, 8 MiB of stack "
                 "a thread")
+RULE_NOEXEC = ("/tmp is mounted noexec and PATH is empty: no file the code writes is executable (os.access(X_OK) "
+               "is false), so shutil.which finds nothing")
+RULE_ACCOUNTS = ("the worker's /etc/passwd and /etc/group name only its own account (and nobody): no root user or "
+                 "group to look up")
+RULE_TERMINALS = "no terminals: no /dev/ptmx or /dev/pts, and ioctl allows only TCGETS and TIOCGWINSZ of the tty requests"
+RULE_GUARD_FIRST = ("no processes: the runner's guard refuses os.exec*/os.spawn* before CPython checks their arguments "
+                    "(PermissionError, not the ValueError the test expects)")
 
 # Suggested rules for new entries, from the end of the traceback: (pattern, rule),
 # first match wins. A suggestion is marked [REVIEW] until a person has checked it.
 SUGGESTIONS = (
     (r"^(test )?timeout", "hangs in the worker"),
+    (r"no processes can be started", RULE_PROCESSES),
     (r"^[^\n]*(killed by signal|crash)", "the worker crashes"),
-    (r"Read-only file system: b?'(?!/)|Read-only file system: '/(@test|tmp\w{8}')|unable to open database file",
-     RULE_CWD),
     (r"can.t start new thread", RULE_THREADS),
     (r"fork|_posixsubprocess|subprocess\.py|posix_spawn|spawnv|multiprocessing|script_helper|os\.system|Popen",
      RULE_PROCESSES),
@@ -116,11 +120,21 @@ def env_list(name, default):
     return v.replace(",", " ").split() if v else list(default)
 
 
+# By the test: failures whose traceback does not name their cause.
+SUGGESTIONS_BY_TEST = (
+    (r"\.TestWhich(Bytes)?\.", RULE_NOEXEC),
+    (r"test_make_archive_owner_group|test_tarfile_root_owner", RULE_ACCOUNTS),
+    (r"test_openpty|test_tcgetpgrp|test_tcsetpgrpt", RULE_TERMINALS),
+    (r"ExecTests\.test_exec\w*_(with_bad_arglist|invalid_env)", RULE_GUARD_FIRST),
+)
+
+
 def suggest(why, test_id=""):
+    for pattern, rule in SUGGESTIONS_BY_TEST:
+        if re.search(pattern, test_id):
+            return rule
     for pattern, rule in SUGGESTIONS:
         if re.search(pattern, why or ""):
-            if rule == RULE_CWD and test_id.startswith("<"):
-                return RULE_CWD_IMPORT
             return rule
     return "unclassified"
 
@@ -155,6 +169,8 @@ def suite_keys(timeout):
         "maxOutputCharacters": 8000000,
         "maxResultBytes": 33554432,
         "maxConnectionOutputBytes": 67108864,
+        # A whole module's tests in one call leave more in /tmp than a model's call.
+        "tmpBytes": 536870912,
     }, **extra)
 
 
