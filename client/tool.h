@@ -10,9 +10,12 @@ typedef enum ToolFormat {
         TOOL_FORMAT_CODEINTERP,  /* the describe reply's tool map as it is */
         TOOL_FORMAT_OPENAI,      /* {"type": "function", "name", "description", "parameters", "strict"} */
         TOOL_FORMAT_ANTHROPIC,   /* {"name", "description", "input_schema"} */
-        TOOL_FORMAT_MCP,         /* {"name", "description", "inputSchema"} */
+        TOOL_FORMAT_MCP,         /* {"name", "description", "inputSchema", "title", "annotations", "outputSchema"} */
         TOOL_FORMAT_JSON_SCHEMA, /* the bare input schema */
 } ToolFormat;
+
+/* The tool's title (MCP: the tool's title and its annotations' title). */
+#define TOOL_TITLE "Python code interpreter"
 
 /* Output flags for every JSON this command prints. */
 #define TOOL_JSON_FLAGS (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -30,6 +33,14 @@ int tool_json_set(json_object *obj, const char *key, json_object *v);
  * description, a blank line, its guidance, and, when extra is not NULL, a blank line and
  * extra (the MCP server lists its sources there). -EPROTO if tool lacks a field. */
 int tool_export(const msgpack_object *tool, ToolFormat fmt, const char *extra, json_object **ret);
+
+/* The MCP structuredContent of a call (the export's outputSchema, docs/client.md): for a
+ * "result" message its outcome, limit, detail, partial, elapsedMs, the stdout, stderr and
+ * value channels, the exception, the artifacts' names, media types, sizes and digests with
+ * the omitted counts, and the evidence; for an "error" message (rejected) its code as the
+ * outcome and its message as the reason. -EBADMSG for another message or an outcome the
+ * schema does not know (then there is no structured result), -ENOMEM. */
+int tool_structured_content(const msgpack_object *msg, json_object **ret);
 
 /* `codeinterp [--socket P] tool [--format F]`: argv[0] is "tool". Returns the exit status. */
 int tool_main(const char *socket, int argc, char **argv);
