@@ -30,7 +30,6 @@
 #define EXIT_CONNECT 12
 #define MCP_MAX_LINE (32u << 20)  /* one JSON-RPC message; beyond it: parse error, line skipped */
 #define MCP_MAX_FILE (256u << 20) /* a --source/--attach file */
-#define MCP_MAX_SOURCES 16        /* --source/--attach options */
 #define MCP_MAX_CALLS 8           /* tools/call running at once */
 #define MCP_MAX_SOURCE_IDS 64     /* sourceIds passed on (codeinterpd itself allows 4) */
 #define MCP_JSON_DEPTH 64
@@ -46,13 +45,6 @@ static const char *const protocol_versions[] = { "2025-11-25", "2025-06-18", "20
 /* The first versions with tool annotations, and with titles and structured results. */
 #define MCP_VERSION_ANNOTATIONS "2025-03-26"
 #define MCP_VERSION_STRUCTURED "2025-06-18"
-
-typedef struct McpSource {
-        char *id;
-        char *file;
-        char *media_type; /* attachments */
-        bool attachment;
-} McpSource;
 
 typedef struct McpCall {
         bool used;
@@ -845,25 +837,10 @@ static int on_stdin(Mcp *m) {
 
 /* ---- start ---- */
 
-static int parse_source(char *arg, bool attachment, McpSource *s) {
-        char *eq = strchr(arg, '=');
-
-        if (!eq || eq == arg || !eq[1])
-                return -EINVAL;
-        *eq = 0;
-        *s = (McpSource){ .id = arg, .file = eq + 1, .attachment = attachment };
-        if (attachment) {
-                char *colon = strrchr(s->file, ':');
-                if (colon && strchr(colon, '/'))
-                        *colon = 0, s->media_type = colon + 1;
-        }
-        return 0;
-}
-
 /* Register the sources in the session's invocation; append their list to *desc. */
-static int register_sources(Mcp *m, const McpSource *sources, size_t n, FILE *desc) {
+static int register_sources(Mcp *m, ToolSource *sources, size_t n, FILE *desc) {
         for (size_t i = 0; i < n; i++) {
-                const McpSource *src = &sources[i];
+                ToolSource *src = &sources[i];
                 _cleanup_free_ char *data = NULL;
                 size_t len = 0;
                 CiMessage rep;
@@ -895,16 +872,9 @@ static int register_sources(Mcp *m, const McpSource *sources, size_t n, FILE *de
                         return -EINVAL;
                 }
                 ci_message_done(&rep);
-                if (i == 0)
-                        fputs("Sources offered in this session (name them in sourceIds):", desc);
-                if (src->attachment)
-                        fprintf(desc, "\n- %s: attachment, %s, %zu bytes", src->id,
-                                src->media_type ?: "application/octet-stream", len);
-                else
-                        fprintf(desc, "\n- %s: text, %zu bytes", src->id, len);
+                src->bytes = len;
         }
-        if (n == 0)
-                fputs("No sources are offered in this session: leave sourceIds empty.", desc);
+        tool_write_sources(desc, sources, n);
         return 0;
 }
 
@@ -924,7 +894,7 @@ static int refused(const char *what, const CiMessage *err) {
 
 /* Connect, describe, open the session's invocation and register its sources. Returns 0,
  * or the exit status (> 0) after saying why on stderr. */
-static int start(Mcp *m, const char *socket, const McpSource *sources, size_t n) {
+static int start(Mcp *m, const char *socket, ToolSource *sources, size_t n) {
         _cleanup_free_ char *extra = NULL;
         size_t extra_len;
         CiMessage d = {}, err = {};
@@ -970,7 +940,7 @@ static int start(Mcp *m, const char *socket, const McpSource *sources, size_t n)
         if (k >= 0 && !(m->tool_name = mp_strdup(ci_get(tool, "name"))))
                 k = -EPROTO;
         if (k >= 0)
-                k = tool_export(tool, TOOL_FORMAT_MCP, extra, &m->tool);
+                k = tool_export(tool, TOOL_FORMAT_MCP, 0, extra, &m->tool);
         ci_message_done(&d);
         if (k == -EINVAL)
                 return EXIT_USAGE; /* a source that cannot be read or was refused: said already */
@@ -997,7 +967,7 @@ int mcp_main(const char *socket, int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        McpSource sources[MCP_MAX_SOURCES];
+        ToolSource sources[TOOL_MAX_SOURCES];
         size_t n_sources = 0;
         Mcp m = {};
         int opt, k, status = 0;
@@ -1007,7 +977,8 @@ int mcp_main(const char *socket, int argc, char **argv) {
                 switch (opt) {
                 case 's':
                 case 'a':
-                        if (n_sources == MCP_MAX_SOURCES || parse_source(optarg, opt == 'a', &sources[n_sources]) < 0) {
+                        if (n_sources == TOOL_MAX_SOURCES ||
+                            tool_parse_source(optarg, opt == 'a', &sources[n_sources]) < 0) {
                                 fprintf(stderr, "codeinterp mcp: bad or too many --source/--attach \"%s\"\n", optarg);
                                 return EXIT_USAGE;
                         }

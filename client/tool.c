@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include "client/tool.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "client/libcodeinterp.h"
 #include "common/cleanup.h"
@@ -19,8 +22,11 @@ static const struct {
         const char *name;
         ToolFormat format;
 } formats[] = {
-        { "codeinterp", TOOL_FORMAT_CODEINTERP },   { "openai", TOOL_FORMAT_OPENAI },
-        { "anthropic", TOOL_FORMAT_ANTHROPIC },     { "mcp", TOOL_FORMAT_MCP },
+        { "codeinterp", TOOL_FORMAT_CODEINTERP },
+        { "openai", TOOL_FORMAT_OPENAI },
+        { "openai-chat", TOOL_FORMAT_OPENAI_CHAT },
+        { "anthropic", TOOL_FORMAT_ANTHROPIC },
+        { "mcp", TOOL_FORMAT_MCP },
         { "json-schema", TOOL_FORMAT_JSON_SCHEMA },
 };
 
@@ -93,6 +99,15 @@ static int convert(const msgpack_object *o, json_object **ret) {
 json_object *tool_json_from_msgpack(const msgpack_object *o) {
         json_object *j;
         return convert(o, &j) < 0 ? NULL : j;
+}
+
+/* a[] += v, taking v also on failure. */
+static int arr_add(json_object *a, json_object *v) {
+        if (!a || !v || json_object_array_add(a, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 int tool_json_set(json_object *obj, const char *key, json_object *v) {
@@ -350,11 +365,73 @@ oom:
         return -ENOMEM;
 }
 
-int tool_export(const msgpack_object *tool, ToolFormat fmt, const char *extra, json_object **ret) {
+/* json-c's object key lookup, NULL when obj is not an object or has no key. */
+static json_object *get(json_object *obj, const char *key) {
+        json_object *v = NULL;
+        return obj && json_object_is_type(obj, json_type_object) && json_object_object_get_ex(obj, key, &v) ? v : NULL;
+}
+
+static bool array_has_string(json_object *a, const char *s) {
+        for (size_t i = 0, n = a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0; i < n;
+             i++)
+                if (!strcmp(json_object_get_string(json_object_array_get_idx(a, i)) ?: "", s))
+                        return true;
+        return false;
+}
+
+/* Schema s rewritten, in place, for OpenAI's strict mode (the rules the openai SDK's
+ * toStrictJsonSchema() enforces, and the keywords Structured Outputs supports): every
+ * object closed (additionalProperties false) with all its properties required, a
+ * property that was optional made nullable (its type as an array with "null"), and
+ * the keywords strict mode does not support (minLength, maxLength, uniqueItems,
+ * default) left out. The supervisor checks the bounds either way. */
+static int strict_schema(json_object *s) {
+        static const char *const unsupported[] = { "minLength", "maxLength", "uniqueItems", "default" };
+        json_object *props = get(s, "properties"), *required, *items = get(s, "items");
+        int k;
+
+        if (!s || !json_object_is_type(s, json_type_object))
+                return 0;
+        for (size_t i = 0; i < ELEMENTSOF(unsupported); i++)
+                json_object_object_del(s, unsupported[i]);
+        if (props && json_object_is_type(props, json_type_object)) {
+                json_object *old = get(s, "required");
+                required = json_object_new_array();
+                if (!required)
+                        return -ENOMEM;
+                json_object_object_foreach(props, key, val) {
+                        json_object *type = get(val, "type");
+                        if (!array_has_string(old, key) && type && json_object_is_type(type, json_type_string)) {
+                                json_object *types = json_object_new_array();
+                                if (arr_add(types, json_object_get(type)) < 0 ||
+                                    arr_add(types, json_object_new_string("null")) < 0 ||
+                                    tool_json_set(val, "type", types) < 0) {
+                                        json_object_put(required);
+                                        return -ENOMEM;
+                                }
+                        }
+                        if ((k = strict_schema(val)) < 0 || (k = arr_add(required, json_object_new_string(key))) < 0) {
+                                json_object_put(required);
+                                return k;
+                        }
+                }
+                if (tool_json_set(s, "required", required) < 0)
+                        return -ENOMEM;
+        }
+        if (json_object_is_type(get(s, "type"), json_type_string) &&
+            !strcmp(json_object_get_string(get(s, "type")), "object") &&
+            tool_json_set(s, "additionalProperties", json_object_new_boolean(false)) < 0)
+                return -ENOMEM;
+        return strict_schema(items);
+}
+
+int tool_export(const msgpack_object *tool, ToolFormat fmt, unsigned flags, const char *extra, json_object **ret) {
         const msgpack_object *name = mp_map_get(tool, "name"), *desc = mp_map_get(tool, "description"),
                              *guidance = mp_map_get(tool, "guidance"), *schema = mp_map_get(tool, "inputSchema");
+        bool openai = fmt == TOOL_FORMAT_OPENAI || fmt == TOOL_FORMAT_OPENAI_CHAT;
+        bool strict = openai && (flags & TOOL_EXPORT_STRICT);
         _cleanup_free_ char *full = NULL;
-        json_object *obj;
+        json_object *obj, *fn, *params = NULL;
         int k = 0;
 
         if (!mp_is_str(name) || !mp_is_str(desc) || !mp_is_str(guidance) || !schema ||
@@ -367,28 +444,45 @@ int tool_export(const msgpack_object *tool, ToolFormat fmt, const char *extra, j
                 *ret = obj;
                 return 0;
         }
-        /* None of the three formats has a field for instructions to the model: the guidance
+        /* None of the tool formats has a field for instructions to the model: the guidance
          * goes into the description, after a blank line. */
         if (asprintf(&full, "%.*s\n\n%.*s%s%s", (int) desc->via.str.size, desc->via.str.ptr,
                      (int) guidance->via.str.size, guidance->via.str.ptr, extra ? "\n\n" : "", extra ?: "") < 0) {
                 full = NULL;
                 return -ENOMEM;
         }
-        obj = json_object_new_object();
-        if (!obj)
+        params = tool_json_from_msgpack(schema);
+        if (!params)
                 return -ENOMEM;
-        if (fmt == TOOL_FORMAT_OPENAI)
+        if (strict && (k = strict_schema(params)) < 0) {
+                json_object_put(params);
+                return k;
+        }
+        obj = json_object_new_object();
+        if (!obj) {
+                json_object_put(params);
+                return -ENOMEM;
+        }
+        fn = obj;
+        if (openai)
                 k = tool_json_set(obj, "type", json_object_new_string("function"));
+        /* Chat Completions nests the function: {"type": "function", "function": {...}}. */
+        if (k >= 0 && fmt == TOOL_FORMAT_OPENAI_CHAT) {
+                fn = json_object_new_object();
+                k = tool_json_set(obj, "function", fn);
+        }
         if (k >= 0)
-                k = tool_json_set(obj, "name", json_object_new_string_len(name->via.str.ptr, (int) name->via.str.size));
+                k = tool_json_set(fn, "name", json_object_new_string_len(name->via.str.ptr, (int) name->via.str.size));
         if (k >= 0)
-                k = tool_json_set(obj, "description", json_object_new_string(full));
+                k = tool_json_set(fn, "description", json_object_new_string(full));
         if (k >= 0)
-                k = tool_json_set(obj,
-                                  fmt == TOOL_FORMAT_OPENAI      ? "parameters"
+                k = tool_json_set(fn,
+                                  openai                         ? "parameters"
                                   : fmt == TOOL_FORMAT_ANTHROPIC ? "input_schema"
                                                                  : "inputSchema",
-                                  tool_json_from_msgpack(schema));
+                                  params);
+        else
+                json_object_put(params);
         if (k >= 0 && fmt == TOOL_FORMAT_MCP) {
                 json_object *schema_out = json_tokener_parse(output_schema);
                 k = tool_json_set(obj, "title", json_object_new_string(TOOL_TITLE));
@@ -399,10 +493,10 @@ int tool_export(const msgpack_object *tool, ToolFormat fmt, const char *extra, j
                 else
                         json_object_put(schema_out);
         }
-        /* Strict mode would demand every property be required and no bounds OpenAI does not
-         * support (maxLength, uniqueItems): the schema stays as it is, checked by codeinterpd. */
-        if (k >= 0 && fmt == TOOL_FORMAT_OPENAI)
-                k = tool_json_set(obj, "strict", json_object_new_boolean(false));
+        /* Without --strict the schema stays as the supervisor states it (optional
+         * sourceIds, the string and array bounds), which strict mode would refuse. */
+        if (k >= 0 && openai)
+                k = tool_json_set(fn, "strict", json_object_new_boolean(strict));
         if (k < 0) {
                 json_object_put(obj);
                 return k;
@@ -411,20 +505,78 @@ int tool_export(const msgpack_object *tool, ToolFormat fmt, const char *extra, j
         return 0;
 }
 
+/* ---- codeinterp tool ---- */
+
+bool tool_source_id_valid(const char *id) {
+        size_t n = strlen(id);
+
+        if (n < 1 || n > 64 || !(isalnum((unsigned char) id[0]) || id[0] == '_'))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') ||
+                      (id[i] >= '0' && id[i] <= '9') || strchr("_.-", id[i])))
+                        return false;
+        return true;
+}
+
+void tool_write_sources(FILE *f, const ToolSource *sources, size_t n) {
+        if (n == 0) {
+                fputs("No sources are offered in this session: leave sourceIds empty.", f);
+                return;
+        }
+        fputs("Sources offered in this session (name them in sourceIds):", f);
+        for (size_t i = 0; i < n; i++)
+                if (sources[i].attachment)
+                        fprintf(f, "\n- %s: attachment, %s, %zu bytes", sources[i].id,
+                                sources[i].media_type ?: "application/octet-stream", sources[i].bytes);
+                else
+                        fprintf(f, "\n- %s: text, %zu bytes", sources[i].id, sources[i].bytes);
+}
+
+int tool_parse_source(char *arg, bool attachment, ToolSource *s) {
+        char *eq = strchr(arg, '=');
+
+        if (!eq || eq == arg || !eq[1])
+                return -EINVAL;
+        *eq = 0;
+        *s = (ToolSource){ .id = arg, .file = eq + 1, .attachment = attachment };
+        if (attachment) {
+                char *colon = strrchr(s->file, ':');
+                if (colon && strchr(colon, '/'))
+                        *colon = 0, s->media_type = colon + 1;
+        }
+        return 0;
+}
+
 static void help(void) {
-        printf("Usage: codeinterp [--socket PATH] tool [--format codeinterp|openai|anthropic|mcp|json-schema]\n"
+        printf("Usage: codeinterp [--socket PATH] tool [--format FORMAT] [--strict]\n"
+               "                  [--source ID=FILE ...] [--attach ID=FILE[:MEDIA_TYPE] ...]\n"
                "\n"
                "Print the code_interpreter tool definition, with the supervisor's live bounds, in an\n"
-               "agent runtime's format (default: codeinterp, the describe reply's own map).\n");
+               "agent runtime's format. FORMAT: codeinterp (default: the describe reply's own map),\n"
+               "openai (Responses API), openai-chat (Chat Completions), anthropic, mcp, json-schema.\n"
+               "\n"
+               "  --strict             openai and openai-chat: strict mode, with the schema OpenAI's\n"
+               "                       strict mode accepts (every property required, sourceIds\n"
+               "                       nullable, no length or uniqueness keywords)\n"
+               "  --source ID=FILE     list FILE as a text source offered under ID in the description\n"
+               "  --attach ID=FILE[:MEDIA_TYPE]\n"
+               "                       the same for an attachment (as codeinterp mcp lists them); the\n"
+               "                       files are read for their sizes only: register them with the\n"
+               "                       calls that name them\n");
 }
 
 int tool_main(const char *socket, int argc, char **argv) {
         static const struct option options[] = {
-                { "format", required_argument, NULL, 'f' },
-                { "help", no_argument, NULL, 'h' },
-                {},
+                { "format", required_argument, NULL, 'f' }, { "strict", no_argument, NULL, 'S' },
+                { "source", required_argument, NULL, 's' }, { "attach", required_argument, NULL, 'a' },
+                { "help", no_argument, NULL, 'h' },         {},
         };
         ToolFormat fmt = TOOL_FORMAT_CODEINTERP;
+        ToolSource sources[TOOL_MAX_SOURCES];
+        size_t n_sources = 0;
+        unsigned flags = 0;
+        _cleanup_free_ char *extra = NULL;
         CiClient *c;
         CiMessage m;
         json_object *out;
@@ -436,11 +588,27 @@ int tool_main(const char *socket, int argc, char **argv) {
                 case 'f':
                         if (tool_format_from_string(optarg, &fmt) < 0) {
                                 fprintf(stderr,
-                                        "codeinterp: unknown format \"%s\" (codeinterp, openai, "
+                                        "codeinterp: unknown format \"%s\" (codeinterp, openai, openai-chat, "
                                         "anthropic, mcp, json-schema)\n",
                                         optarg);
                                 return EXIT_USAGE;
                         }
+                        break;
+                case 'S':
+                        flags |= TOOL_EXPORT_STRICT;
+                        break;
+                case 's':
+                case 'a':
+                        if (n_sources == TOOL_MAX_SOURCES ||
+                            tool_parse_source(optarg, opt == 'a', &sources[n_sources]) < 0 ||
+                            !tool_source_id_valid(sources[n_sources].id)) {
+                                fprintf(stderr,
+                                        "codeinterp: bad or too many --source/--attach \"%s\" (ID=FILE, at "
+                                        "most %d; an ID is 1 to 64 of A-Z a-z 0-9 _ . -, not starting with . or -)\n",
+                                        optarg, TOOL_MAX_SOURCES);
+                                return EXIT_USAGE;
+                        }
+                        n_sources++;
                         break;
                 case 'h':
                         help();
@@ -451,6 +619,38 @@ int tool_main(const char *socket, int argc, char **argv) {
         if (optind != argc) {
                 fprintf(stderr, "codeinterp: tool takes no arguments\n");
                 return EXIT_USAGE;
+        }
+        if ((flags & TOOL_EXPORT_STRICT) && fmt != TOOL_FORMAT_OPENAI && fmt != TOOL_FORMAT_OPENAI_CHAT) {
+                fprintf(stderr, "codeinterp: --strict is for the openai and openai-chat formats\n");
+                return EXIT_USAGE;
+        }
+        if (n_sources > 0 && (fmt == TOOL_FORMAT_CODEINTERP || fmt == TOOL_FORMAT_JSON_SCHEMA)) {
+                fprintf(stderr, "codeinterp: --source and --attach need a format with a description (openai, "
+                                "openai-chat, anthropic, mcp)\n");
+                return EXIT_USAGE;
+        }
+        for (size_t i = 0; i < n_sources; i++) {
+                struct stat st;
+                _cleanup_close_ int fd = open(sources[i].file, O_RDONLY | O_CLOEXEC);
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                        fprintf(stderr, "codeinterp: cannot read \"%s\": %s\n", sources[i].file,
+                                fd < 0 || errno ? strerror(errno) : "not a regular file");
+                        return EXIT_USAGE;
+                }
+                sources[i].bytes = (size_t) st.st_size;
+        }
+        if (n_sources > 0) {
+                size_t len;
+                FILE *f = open_memstream(&extra, &len);
+                if (!f) {
+                        fprintf(stderr, "codeinterp: %s\n", strerror(ENOMEM));
+                        return EXIT_CONNECT;
+                }
+                tool_write_sources(f, sources, n_sources);
+                if (fclose(f) != 0) {
+                        fprintf(stderr, "codeinterp: %s\n", strerror(ENOMEM));
+                        return EXIT_CONNECT;
+                }
         }
         k = ci_connect(socket, &c);
         if (k < 0) {
@@ -472,7 +672,7 @@ int tool_main(const char *socket, int argc, char **argv) {
                 ci_message_done(&m);
                 return ci_outcome_exit_status(name);
         }
-        k = tool_export(ci_get(&m.unpacked.data, "tool"), fmt, NULL, &out);
+        k = tool_export(ci_get(&m.unpacked.data, "tool"), fmt, flags, extra, &out);
         ci_message_done(&m);
         if (k < 0) {
                 fprintf(stderr, "codeinterp: cannot export the tool: %s\n", strerror(-k));
