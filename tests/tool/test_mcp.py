@@ -92,6 +92,13 @@ def test_sdk_structured_content_matches_the_output_schema(sdk_report):
     assert x["outcome"] == "worker_error" and x["stdout"]["text"] == "bye\n"
 
 
+def test_sdk_code_ending_its_process_is_not_called_a_sandbox_failure(sdk_report):
+    t = text_of(sdk_report["exited"])
+    assert sdk_report["exited"]["isError"] is True
+    assert "The code ended its own process (exit status 3, as os._exit() does)" in t
+    assert "sandbox failed" not in t and "calling again may work" not in t
+
+
 def test_sdk_structured_artifacts_name_the_content(sdk_report):
     import base64
     import hashlib
