@@ -841,8 +841,8 @@ static int on_stdin(Mcp *m) {
 static int register_sources(Mcp *m, ToolSource *sources, size_t n, FILE *desc) {
         for (size_t i = 0; i < n; i++) {
                 ToolSource *src = &sources[i];
-                _cleanup_free_ char *data = NULL;
-                size_t len = 0;
+                _cleanup_free_ char *data = NULL, *text = NULL;
+                size_t len = 0, text_len = 0;
                 CiMessage rep;
                 int k = read_file(src->file, &data, &len);
 
@@ -850,12 +850,17 @@ static int register_sources(Mcp *m, ToolSource *sources, size_t n, FILE *desc) {
                         fprintf(stderr, "codeinterp mcp: cannot read \"%s\": %s\n", src->file, strerror(-k));
                         return -EINVAL;
                 }
+                /* An attachment that is not UTF-8 (an image, a spreadsheet) gets the one-line
+                 * canonical text exec gives it; its bytes are the original. */
+                if (src->attachment &&
+                    (k = ci_attachment_text(src->id, data, len, src->media_type, &text, &text_len)) < 0)
+                        return k;
                 const char *base = strrchr(src->file, '/');
                 CiSource s = {
                         .id = src->id,
                         .attachment = src->attachment,
-                        .text = data,
-                        .text_len = len,
+                        .text = text ?: data,
+                        .text_len = text ? text_len : len,
                         .original = data,
                         .original_len = len,
                         .media_type = src->media_type,
@@ -957,6 +962,7 @@ static void help(void) {
                "Serve the code_interpreter tool over the Model Context Protocol on stdin/stdout\n"
                "(JSON-RPC 2.0, one message per line). The session is one invocation: the sources\n"
                "are registered at start and offered to the model by id; maxCalls counts per session.\n"
+               "An --attach file that is not UTF-8 gets a one-line text naming its original, as in exec.\n"
                "MCP protocol versions 2025-11-25 (the newest), 2025-06-18, 2025-03-26, 2024-11-05.\n");
 }
 

@@ -375,6 +375,28 @@ def test_quota_counts_per_session(make_supervisor):
     assert second.close() == 0
 
 
+def test_binary_attachment(msup, tmp_path):
+    """--attach with bytes that are not UTF-8: the original is mounted as it is, with the
+    one-line canonical text exec gives it (docs/client.md, exec --attach)."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    (tmp_path / "plot.png").write_bytes(png)
+    r = RawMcp(msup, "--attach", "plot=%s:image/png" % (tmp_path / "plot.png"))
+    try:
+        r.initialize()
+        (t,) = r.request(1, "tools/list")["result"]["tools"]
+        assert t["description"].endswith("\n- plot: attachment, image/png, %d bytes" % len(png))
+        res = r.call(2, {"summary": "s", "code": "import hashlib\na = input_assets['plot']\n"
+                                                 "(hashlib.sha256(open(a['original'], 'rb').read()).hexdigest(), "
+                                                 "open(a['text']).read(), a['mediaType'])", "sourceIds": ["plot"]})
+        assert res["result"]["isError"] is False, res
+        import hashlib
+        value = res["result"]["structuredContent"]["value"]["text"]
+        assert value == repr((hashlib.sha256(png).hexdigest(), "[binary attachment: image/png, %d bytes; the original "
+                              "bytes are /inputs/plot.original]" % len(png), "image/png")), value
+    finally:
+        assert r.close() == 0
+
+
 def test_bad_command_line(msup, tmp_path):
     out = subprocess.run([CLIENT, "--socket", msup.socket, "mcp", "--source", "x=%s" % (tmp_path / "missing")],
                          capture_output=True, timeout=WAIT_LIMIT, stdin=subprocess.DEVNULL)

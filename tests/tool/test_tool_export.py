@@ -158,7 +158,6 @@ def test_mcp_server_lists_sources_as_tool_does(msup, tmp_path):
     (tmp_path / "b").write_bytes(b"")
     args = ("--source", "runtimes=%s" % (tmp_path / "runtimes.csv"), "--attach", "plot=%s:image/png" % (tmp_path / "p.png"),
             "--attach", "blob=%s" % (tmp_path / "b"))
-    (tmp_path / "p.png").write_bytes(b"PNG-ish.\n")  # codeinterp mcp registers it: its text must be UTF-8
     r = RawMcp(msup, *args)
     try:
         r.initialize()
