@@ -30,7 +30,6 @@
 #define EXIT_CONNECT 12
 #define MCP_MAX_LINE (32u << 20)  /* one JSON-RPC message; beyond it: parse error, line skipped */
 #define MCP_MAX_FILE (256u << 20) /* a --source/--attach file */
-#define MCP_MAX_SOURCES 16        /* --source/--attach options */
 #define MCP_MAX_CALLS 8           /* tools/call running at once */
 #define MCP_MAX_SOURCE_IDS 64     /* sourceIds passed on (codeinterpd itself allows 4) */
 #define MCP_JSON_DEPTH 64
@@ -42,14 +41,10 @@
 #define RPC_INTERNAL_ERROR -32603
 
 /* Newest first: an unknown version from the client is answered with the first. */
-static const char *const protocol_versions[] = { "2025-06-18", "2025-03-26", "2024-11-05" };
-
-typedef struct McpSource {
-        char *id;
-        char *file;
-        char *media_type; /* attachments */
-        bool attachment;
-} McpSource;
+static const char *const protocol_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
+/* The first versions with tool annotations, and with titles and structured results. */
+#define MCP_VERSION_ANNOTATIONS "2025-03-26"
+#define MCP_VERSION_STRUCTURED "2025-06-18"
 
 typedef struct McpCall {
         bool used;
@@ -66,9 +61,10 @@ typedef struct McpCall {
 typedef struct Mcp {
         CiClient *client;
         char invocation[CI_INVOCATION_ID_MAX + 1];
-        json_object *tool; /* the tools/list entry */
+        json_object *tool; /* the tools/list entry, for the newest protocol version */
         char *tool_name;
-        char *instructions;
+        const char *version; /* the session's protocol version; NULL until initialize */
+        bool structured;     /* the version has titles, outputSchema and structuredContent */
         McpCall calls[MCP_MAX_CALLS];
         char *in;
         size_t in_len, in_cap;
@@ -320,17 +316,28 @@ oom:
 }
 
 /* A tools/call result: the model-visible text, isError for every outcome but ok; after
- * it, with msg, a result's artifacts (artifact_content()). -ENOMEM: nothing sent. */
-static int send_tool_result_with(json_object *id, const char *text, bool is_error, const msgpack_object *msg) {
+ * it, when attach, msg's artifacts (artifact_content()). With protocol versions that have
+ * them, msg as structuredContent (tool_structured_content()), the typed result the
+ * outputSchema describes. -ENOMEM: nothing sent. */
+static int send_tool_result_with(const Mcp *m, json_object *id, const char *text, bool is_error,
+                                 const msgpack_object *msg, bool attach) {
         json_object *r = json_object_new_object(), *content = json_object_new_array(), *item = json_object_new_object();
+        json_object *structured = NULL;
         int k = -ENOMEM;
+
+        if (m->structured && msg) {
+                k = tool_structured_content(msg, &structured);
+                if (k == -ENOMEM)
+                        goto fail;
+        }
+        k = -ENOMEM;
 
         if (!r || !content || !item || tool_json_set(item, "type", json_object_new_string("text")) < 0 ||
             tool_json_set(item, "text", json_object_new_string(text)) < 0)
                 goto fail;
         k = arr_push(content, item);
         item = NULL;
-        for (size_t i = 0, n = msg ? ci_artifact_count(msg) : 0; k >= 0 && i < n; i++) {
+        for (size_t i = 0, n = msg && attach ? ci_artifact_count(msg) : 0; k >= 0 && i < n; i++) {
                 CiArtifact a;
                 json_object *c = NULL;
                 if (ci_artifact_get(msg, i, &a) < 0 || !ci_artifact_name_safe(a.name, a.name_len))
@@ -347,21 +354,24 @@ static int send_tool_result_with(json_object *id, const char *text, bool is_erro
         content = NULL;
         if (k < 0 || (k = tool_json_set(r, "isError", json_object_new_boolean(is_error))) < 0)
                 goto fail;
+        if (structured) {
+                k = tool_json_set(r, "structuredContent", structured);
+                structured = NULL;
+                if (k < 0)
+                        goto fail;
+        }
         return send_result(id, r);
 fail:
+        json_object_put(structured);
         json_object_put(item);
         json_object_put(content);
         json_object_put(r);
         return k;
 }
 
-static int send_tool_result(json_object *id, const char *text, bool is_error) {
-        return send_tool_result_with(id, text, is_error, NULL);
-}
-
 /* An error the server decides itself (bad arguments, too many calls), rendered exactly as
  * the supervisor's error of that code would be. */
-static int send_local_error(json_object *id, const char *code, const char *message) {
+static int send_local_error(const Mcp *m, json_object *id, const char *code, const char *message) {
         MpWriter w;
         msgpack_unpacked u;
         _cleanup_free_ char *text = NULL;
@@ -379,11 +389,11 @@ static int send_local_error(json_object *id, const char *code, const char *messa
                     : -ENOMEM;
         if (k >= 0)
                 k = ci_render_model_text(&u.data, &text);
+        if (k >= 0)
+                k = send_tool_result_with(m, id, text, true, &u.data, false);
         msgpack_unpacked_destroy(&u);
         mp_writer_done(&w);
-        if (k < 0)
-                return -ENOMEM; /* answer_oom() */
-        return send_tool_result(id, text, true);
+        return k; /* -ENOMEM: answer_oom() */
 }
 
 /* ---- calls ---- */
@@ -451,7 +461,7 @@ static int on_progress(Mcp *m, McpCall *call, const msgpack_object *msg) {
         return k == -ENOMEM ? 0 : k; /* progress is best effort */
 }
 
-static int on_final(McpCall *call, const msgpack_object *msg) {
+static int on_final(const Mcp *m, McpCall *call, const msgpack_object *msg) {
         _cleanup_free_ char *text = NULL;
         int k = 0;
 
@@ -462,14 +472,14 @@ static int on_final(McpCall *call, const msgpack_object *msg) {
                 if (k < 0 && k != -ENOMEM)
                         k = send_error(call->rpc_id, RPC_INTERNAL_ERROR, "cannot render the result");
                 else if (k >= 0)
-                        k = send_tool_result_with(call->rpc_id, text, is_error, msg);
+                        k = send_tool_result_with(m, call->rpc_id, text, is_error, msg, true);
                 if (k == -ENOMEM && text && ci_artifact_count(msg) > 0) {
                         /* No room for the artifacts' data: the text (which lists them, with
                          * sizes and digests) and why they are not attached. */
                         _cleanup_free_ char *t = NULL;
                         if (asprintf(&t, "%s\n(codeinterp mcp: the artifacts are not attached: out of memory)", text) >=
                             0)
-                                k = send_tool_result(call->rpc_id, t, is_error);
+                                k = send_tool_result_with(m, call->rpc_id, t, is_error, msg, false);
                         else
                                 t = NULL;
                 }
@@ -517,7 +527,7 @@ static int on_supervisor(Mcp *m) {
         if (call && mp_str_eq(ci_get(d, "type"), "progress"))
                 k = on_progress(m, call, d);
         else if (call && (mp_str_eq(ci_get(d, "type"), "result") || mp_str_eq(ci_get(d, "type"), "error")))
-                k = on_final(call, d);
+                k = on_final(m, call, d);
         else if (id && id->type == MSGPACK_OBJECT_NIL) {
                 const msgpack_object *msg_o = ci_get(d, "message");
                 fprintf(stderr, "codeinterp mcp: the supervisor reports: %.*s\n",
@@ -540,13 +550,26 @@ static bool is_string(json_object *o) {
         return o && json_object_is_type(o, json_type_string);
 }
 
+/* The guidance is in the tool's description (where every client shows it to the model),
+ * so the instructions only point there. */
+#define MCP_INSTRUCTIONS                                                                                               \
+        "This server offers one tool, code_interpreter: Python run in a new sandbox for each call. Its "               \
+        "description says when and how to use it, its bounds, and the sources this session offers."
+
+/* The version is chosen once per session: the requested one when supported, else the
+ * newest (MCP lifecycle, version negotiation). A second initialize is refused. */
 static int handle_initialize(Mcp *m, json_object *id, json_object *params) {
         json_object *v = get(params, "protocolVersion");
         const char *version = protocol_versions[0];
-        json_object *r = json_object_new_object(), *caps = json_object_new_object(), *tools = json_object_new_object(),
-                    *info = json_object_new_object();
+        json_object *r, *caps, *tools, *info;
         int k;
 
+        if (m->version)
+                return send_error(id, RPC_INVALID_REQUEST, "invalid request: the session is already initialized");
+        r = json_object_new_object();
+        caps = json_object_new_object();
+        tools = json_object_new_object();
+        info = json_object_new_object();
         for (size_t i = 0; is_string(v) && i < ELEMENTSOF(protocol_versions); i++)
                 if (!strcmp(json_object_get_string(v), protocol_versions[i]))
                         version = protocol_versions[i];
@@ -565,9 +588,14 @@ static int handle_initialize(Mcp *m, json_object *id, json_object *params) {
                 goto fail;
         k = tool_json_set(r, "serverInfo", info);
         info = NULL;
-        if (k < 0 || tool_json_set(r, "instructions", json_object_new_string(m->instructions)) < 0)
+        if (k < 0 || tool_json_set(r, "instructions", json_object_new_string(MCP_INSTRUCTIONS)) < 0)
                 goto fail;
-        return send_result(id, r);
+        k = send_result(id, r);
+        if (k >= 0) {
+                m->version = version;
+                m->structured = strcmp(version, MCP_VERSION_STRUCTURED) >= 0;
+        }
+        return k;
 fail:
         json_object_put(r);
         json_object_put(caps);
@@ -576,10 +604,21 @@ fail:
         return -ENOMEM;
 }
 
+/* The tool as the session's protocol version has it: without title and outputSchema
+ * before 2025-06-18, without annotations before 2025-03-26. */
 static int handle_tools_list(Mcp *m, json_object *id) {
-        json_object *r = json_object_new_object(), *list = json_object_new_array();
+        json_object *r = json_object_new_object(), *list = json_object_new_array(), *tool = NULL;
 
-        if (!r || !list || arr_push(list, json_object_get(m->tool)) < 0) {
+        if (m->structured)
+                tool = json_object_get(m->tool);
+        else if (json_object_deep_copy(m->tool, &tool, NULL) == 0) {
+                json_object_object_del(tool, "title");
+                json_object_object_del(tool, "outputSchema");
+                if (strcmp(m->version, MCP_VERSION_ANNOTATIONS) < 0)
+                        json_object_object_del(tool, "annotations");
+        } else
+                tool = NULL;
+        if (!r || !list || arr_push(list, tool) < 0) {
                 json_object_put(r);
                 json_object_put(list);
                 return -ENOMEM;
@@ -617,7 +656,7 @@ static int handle_tools_call(Mcp *m, json_object *id, json_object *params) {
                 json_object_object_foreach(args, key, val) {
                         (void) val;
                         if (strcmp(key, "summary") != 0 && strcmp(key, "code") != 0 && strcmp(key, "sourceIds") != 0)
-                                return send_local_error(id, "invalid_input",
+                                return send_local_error(m, id, "invalid_input",
                                                         "unknown argument (the tool takes summary, code, sourceIds)");
                 }
         }
@@ -625,17 +664,17 @@ static int handle_tools_call(Mcp *m, json_object *id, json_object *params) {
         code = get(args, "code");
         ids = get(args, "sourceIds");
         if (!plain_string(summary))
-                return send_local_error(id, "invalid_input", "argument \"summary\" must be a string");
+                return send_local_error(m, id, "invalid_input", "argument \"summary\" must be a string");
         if (!is_string(code))
-                return send_local_error(id, "invalid_input", "argument \"code\" must be a string");
+                return send_local_error(m, id, "invalid_input", "argument \"code\" must be a string");
         if (ids && !json_object_is_type(ids, json_type_array))
-                return send_local_error(id, "invalid_input", "argument \"sourceIds\" must be an array of strings");
+                return send_local_error(m, id, "invalid_input", "argument \"sourceIds\" must be an array of strings");
         if (ids && json_object_array_length(ids) > MCP_MAX_SOURCE_IDS)
-                return send_local_error(id, "invalid_input", "too many sourceIds");
+                return send_local_error(m, id, "invalid_input", "too many sourceIds");
         for (size_t i = 0; ids && i < json_object_array_length(ids); i++) {
                 json_object *s = json_object_array_get_idx(ids, i);
                 if (!plain_string(s))
-                        return send_local_error(id, "invalid_input",
+                        return send_local_error(m, id, "invalid_input",
                                                 "argument \"sourceIds\" must be an array of strings");
                 source_ids[n_ids++] = json_object_get_string(s);
         }
@@ -643,7 +682,7 @@ static int handle_tools_call(Mcp *m, json_object *id, json_object *params) {
                 if (!m->calls[i].used)
                         call = &m->calls[i];
         if (!call)
-                return send_local_error(id, "overloaded", "too many calls running in this session");
+                return send_local_error(m, id, "overloaded", "too many calls running in this session");
 
         CiExecute x = {
                 .summary = json_object_get_string(summary),
@@ -725,7 +764,13 @@ static int handle_line(Mcp *m, const char *line, size_t len) {
         if (!json_object_object_get_ex(msg, "id", NULL)) { /* a notification: never answered */
                 if (!strcmp(name, "notifications/cancelled"))
                         handle_cancelled(m, params);
-        } else if (!strcmp(name, "initialize"))
+        } else if (!id) /* MCP: unlike JSON-RPC, a request's id MUST NOT be null */
+                k = send_error(NULL, RPC_INVALID_REQUEST, "invalid request: the id must be a string or an integer");
+        else if (!m->version && strcmp(name, "initialize") != 0 && strcmp(name, "ping") != 0)
+                /* MCP lifecycle: nothing but pings before initialize (the specification
+                 * names no code for it: the request is invalid in this state). */
+                k = send_error(id, RPC_INVALID_REQUEST, "invalid request: the session is not initialized");
+        else if (!strcmp(name, "initialize"))
                 k = handle_initialize(m, id, params);
         else if (!strcmp(name, "ping"))
                 k = send_result(id, json_object_new_object());
@@ -792,27 +837,12 @@ static int on_stdin(Mcp *m) {
 
 /* ---- start ---- */
 
-static int parse_source(char *arg, bool attachment, McpSource *s) {
-        char *eq = strchr(arg, '=');
-
-        if (!eq || eq == arg || !eq[1])
-                return -EINVAL;
-        *eq = 0;
-        *s = (McpSource){ .id = arg, .file = eq + 1, .attachment = attachment };
-        if (attachment) {
-                char *colon = strrchr(s->file, ':');
-                if (colon && strchr(colon, '/'))
-                        *colon = 0, s->media_type = colon + 1;
-        }
-        return 0;
-}
-
 /* Register the sources in the session's invocation; append their list to *desc. */
-static int register_sources(Mcp *m, const McpSource *sources, size_t n, FILE *desc) {
+static int register_sources(Mcp *m, ToolSource *sources, size_t n, FILE *desc) {
         for (size_t i = 0; i < n; i++) {
-                const McpSource *src = &sources[i];
-                _cleanup_free_ char *data = NULL;
-                size_t len = 0;
+                ToolSource *src = &sources[i];
+                _cleanup_free_ char *data = NULL, *text = NULL;
+                size_t len = 0, text_len = 0;
                 CiMessage rep;
                 int k = read_file(src->file, &data, &len);
 
@@ -820,12 +850,17 @@ static int register_sources(Mcp *m, const McpSource *sources, size_t n, FILE *de
                         fprintf(stderr, "codeinterp mcp: cannot read \"%s\": %s\n", src->file, strerror(-k));
                         return -EINVAL;
                 }
+                /* An attachment that is not UTF-8 (an image, a spreadsheet) gets the one-line
+                 * canonical text exec gives it; its bytes are the original. */
+                if (src->attachment &&
+                    (k = ci_attachment_text(src->id, data, len, src->media_type, &text, &text_len)) < 0)
+                        return k;
                 const char *base = strrchr(src->file, '/');
                 CiSource s = {
                         .id = src->id,
                         .attachment = src->attachment,
-                        .text = data,
-                        .text_len = len,
+                        .text = text ?: data,
+                        .text_len = text ? text_len : len,
                         .original = data,
                         .original_len = len,
                         .media_type = src->media_type,
@@ -842,16 +877,9 @@ static int register_sources(Mcp *m, const McpSource *sources, size_t n, FILE *de
                         return -EINVAL;
                 }
                 ci_message_done(&rep);
-                if (i == 0)
-                        fputs("Sources offered in this session (name them in sourceIds):", desc);
-                if (src->attachment)
-                        fprintf(desc, "\n- %s: attachment, %s, %zu bytes", src->id,
-                                src->media_type ?: "application/octet-stream", len);
-                else
-                        fprintf(desc, "\n- %s: text, %zu bytes", src->id, len);
+                src->bytes = len;
         }
-        if (n == 0)
-                fputs("No sources are offered in this session: leave sourceIds empty.", desc);
+        tool_write_sources(desc, sources, n);
         return 0;
 }
 
@@ -871,7 +899,7 @@ static int refused(const char *what, const CiMessage *err) {
 
 /* Connect, describe, open the session's invocation and register its sources. Returns 0,
  * or the exit status (> 0) after saying why on stderr. */
-static int start(Mcp *m, const char *socket, const McpSource *sources, size_t n) {
+static int start(Mcp *m, const char *socket, ToolSource *sources, size_t n) {
         _cleanup_free_ char *extra = NULL;
         size_t extra_len;
         CiMessage d = {}, err = {};
@@ -913,16 +941,11 @@ static int start(Mcp *m, const char *socket, const McpSource *sources, size_t n)
         k = register_sources(m, sources, n, f);
         if (fclose(f) != 0 && k >= 0)
                 k = -ENOMEM;
-        const msgpack_object *tool = ci_get(&d.unpacked.data, "tool"), *guidance = ci_get(tool, "guidance");
+        const msgpack_object *tool = ci_get(&d.unpacked.data, "tool");
         if (k >= 0 && !(m->tool_name = mp_strdup(ci_get(tool, "name"))))
                 k = -EPROTO;
         if (k >= 0)
-                k = tool_export(tool, TOOL_FORMAT_MCP, extra, &m->tool);
-        if (k >= 0 && mp_is_str(guidance) &&
-            asprintf(&m->instructions, "%.*s\n\n%s", (int) guidance->via.str.size, guidance->via.str.ptr, extra) < 0) {
-                m->instructions = NULL;
-                k = -ENOMEM;
-        }
+                k = tool_export(tool, TOOL_FORMAT_MCP, 0, extra, &m->tool);
         ci_message_done(&d);
         if (k == -EINVAL)
                 return EXIT_USAGE; /* a source that cannot be read or was refused: said already */
@@ -938,7 +961,9 @@ static void help(void) {
                "\n"
                "Serve the code_interpreter tool over the Model Context Protocol on stdin/stdout\n"
                "(JSON-RPC 2.0, one message per line). The session is one invocation: the sources\n"
-               "are registered at start and offered to the model by id; maxCalls counts per session.\n");
+               "are registered at start and offered to the model by id; maxCalls counts per session.\n"
+               "An --attach file that is not UTF-8 gets a one-line text naming its original, as in exec.\n"
+               "MCP protocol versions 2025-11-25 (the newest), 2025-06-18, 2025-03-26, 2024-11-05.\n");
 }
 
 int mcp_main(const char *socket, int argc, char **argv) {
@@ -948,7 +973,7 @@ int mcp_main(const char *socket, int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        McpSource sources[MCP_MAX_SOURCES];
+        ToolSource sources[TOOL_MAX_SOURCES];
         size_t n_sources = 0;
         Mcp m = {};
         int opt, k, status = 0;
@@ -958,7 +983,8 @@ int mcp_main(const char *socket, int argc, char **argv) {
                 switch (opt) {
                 case 's':
                 case 'a':
-                        if (n_sources == MCP_MAX_SOURCES || parse_source(optarg, opt == 'a', &sources[n_sources]) < 0) {
+                        if (n_sources == TOOL_MAX_SOURCES ||
+                            tool_parse_source(optarg, opt == 'a', &sources[n_sources]) < 0) {
                                 fprintf(stderr, "codeinterp mcp: bad or too many --source/--attach \"%s\"\n", optarg);
                                 return EXIT_USAGE;
                         }
@@ -1013,7 +1039,6 @@ int mcp_main(const char *socket, int argc, char **argv) {
                         call_free(&m.calls[i]);
                 }
         json_object_put(m.tool);
-        free(m.instructions);
         free(m.tool_name);
         free(m.in);
         ci_close(m.client);

@@ -192,12 +192,49 @@ static void render_artifacts(FILE *f, const msgpack_object *m) {
                         omitted_bytes);
 }
 
+/* How a worker_error came about when the code itself ended its process: the supervisor's
+ * detail (docs/operations.md, "Other worker_error details") together with the exit
+ * status it describes, and no sandbox setup step reported. Anything else is left to
+ * the sandbox (DEATH_NONE). */
+typedef enum CodeDeath {
+        DEATH_NONE,
+        DEATH_EXIT,    /* exited without a result (os._exit()) */
+        DEATH_SIGNAL,  /* a signal nobody outside sent: the code's own, or a crash in native code */
+        DEATH_SECCOMP, /* a system call the filter kills for */
+} CodeDeath;
+
+static bool str_starts(const msgpack_object *o, const char *prefix) {
+        size_t n = strlen(prefix);
+        return mp_is_str(o) && o->via.str.size >= n && !memcmp(o->via.str.ptr, prefix, n);
+}
+
+static CodeDeath code_death(const msgpack_object *m, uint64_t *num) {
+        const msgpack_object *es = mp_map_get(m, "exitStatus"), *detail = mp_map_get(m, "detail");
+        const msgpack_object *we = mp_map_get(m, "workerError");
+
+        if (!mp_str_eq(mp_map_get(m, "outcome"), "worker_error") || is_map(we) || !is_map(es))
+                return DEATH_NONE;
+        if (str_starts(detail, "killed by the seccomp filter"))
+                return DEATH_SECCOMP;
+        if (str_starts(detail, "the worker died from signal ") && mp_is_uint(mp_map_get(es, "signal"))) {
+                *num = mp_map_get(es, "signal")->via.u64;
+                return DEATH_SIGNAL;
+        }
+        if (str_starts(detail, "the worker exited with status ") && mp_is_uint(mp_map_get(es, "code"))) {
+                *num = mp_map_get(es, "code")->via.u64;
+                return DEATH_EXIT;
+        }
+        return DEATH_NONE;
+}
+
 static void render_result(FILE *f, const msgpack_object *m) {
         const char *outcome = outcome_of(mp_map_get(m, "outcome"));
         const char *limit = known_name(mp_map_get(m, "limit"), known_limits, ELEMENTSOF(known_limits));
         const msgpack_object *out = mp_map_get(m, "stdout"), *err = mp_map_get(m, "stderr");
         const msgpack_object *value = mp_map_get(m, "result"), *exc = mp_map_get(m, "exception");
         const msgpack_object *detail = mp_map_get(m, "detail"), *partial = mp_map_get(m, "partial");
+        uint64_t num = 0;
+        CodeDeath death = code_death(m, &num);
         bool runtime = false;
 
         fprintf(f, "outcome: %s", outcome ?: "?");
@@ -213,7 +250,24 @@ static void render_result(FILE *f, const msgpack_object *m) {
         } else if (!strcmp(outcome, "cancelled")) {
                 fputs("The runtime cancelled the call before it finished. This is not Python output.\n", f);
                 runtime = true;
-        } else if (!strcmp(outcome, "worker_error")) {
+        } else if (death == DEATH_EXIT)
+                fprintf(f,
+                        "The code ended its own process (exit status %" PRIu64 ", as os._exit() does) before a "
+                        "result was sent. The sandbox did not fail: the same code will end the same way. This is not "
+                        "Python output.\n",
+                        num);
+        else if (death == DEATH_SIGNAL)
+                fprintf(f,
+                        "The code's process was ended by signal %" PRIu64 ", which the code sent itself (os.kill(), "
+                        "os.abort(), signal.raise_signal()) or caused by crashing in native code. The sandbox did not "
+                        "fail: the same code will most likely end the same way. This is not Python output.\n",
+                        num);
+        else if (death == DEATH_SECCOMP)
+                fputs("The sandbox's system-call filter ended the process: the code (or a library it used) made a "
+                      "system call that is not allowed here. The sandbox did not fail: the same code will end the "
+                      "same way. This is not Python output.\n",
+                      f);
+        else if (!strcmp(outcome, "worker_error")) {
                 fputs("The sandbox failed, not the code; calling again may work. This is not Python output.\n", f);
                 runtime = true;
         } else if (!strcmp(outcome, "resource_limit"))
@@ -223,7 +277,9 @@ static void render_result(FILE *f, const msgpack_object *m) {
                 render_str_field(f, detail);
                 fputc('\n', f);
         }
-        if (runtime || (partial && partial->type == MSGPACK_OBJECT_BOOLEAN && partial->via.boolean))
+        if (death != DEATH_NONE)
+                fputs("Any output below is what the code wrote before its process ended.\n", f);
+        else if (runtime || (partial && partial->type == MSGPACK_OBJECT_BOOLEAN && partial->via.boolean))
                 fputs("Any output below is partial: what had arrived when the worker was stopped.\n", f);
 
         if (is_map(exc)) {

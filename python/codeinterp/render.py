@@ -29,6 +29,16 @@ RUNTIME_NOTES = {
     "cancelled": "The runtime cancelled the call before it finished. This is not Python output.",
     "worker_error": "The sandbox failed, not the code; calling again may work. This is not Python output.",
 }
+# worker_error when the code itself ended its process (code_death()).
+CODE_EXIT_NOTE = ("The code ended its own process (exit status %d, as os._exit() does) before a result was sent. "
+                  "The sandbox did not fail: the same code will end the same way. This is not Python output.")
+CODE_SIGNAL_NOTE = ("The code's process was ended by signal %d, which the code sent itself (os.kill(), os.abort(), "
+                    "signal.raise_signal()) or caused by crashing in native code. The sandbox did not fail: the same "
+                    "code will most likely end the same way. This is not Python output.")
+CODE_SECCOMP_NOTE = ("The sandbox's system-call filter ended the process: the code (or a library it used) made a "
+                     "system call that is not allowed here. The sandbox did not fail: the same code will end the same "
+                     "way. This is not Python output.")
+CODE_DEATH_OUTPUT_NOTE = "Any output below is what the code wrote before its process ended."
 RESOURCE_LIMIT_NOTE = "A sandbox limit ended the code."
 UNKNOWN_OUTCOME_NOTE = "The runtime sent an outcome this client does not know."
 PARTIAL_NOTE = "Any output below is partial: what had arrived when the worker was stopped."
@@ -108,6 +118,24 @@ def artifacts_section(r: Result) -> str:
     return "".join(out)
 
 
+def code_death(r: Result) -> Optional[str]:
+    """The note for a worker_error the code itself caused by ending its process, or None
+    (the sandbox's): the supervisor's detail together with the exit status it describes,
+    and no sandbox setup step reported (libcodeinterp's code_death())."""
+    if r.outcome != "worker_error" or r.worker_error is not None or r.exit_status is None:
+        return None
+    detail = r.detail if isinstance(r.detail, str) else ""
+    if detail.startswith("killed by the seccomp filter"):
+        return CODE_SECCOMP_NOTE
+    signal = r.exit_status.signal
+    if detail.startswith("the worker died from signal ") and isinstance(signal, int) and signal >= 0:
+        return CODE_SIGNAL_NOTE % signal
+    code = r.exit_status.code
+    if detail.startswith("the worker exited with status ") and isinstance(code, int) and code >= 0:
+        return CODE_EXIT_NOTE % code
+    return None
+
+
 def model_text(r: Result) -> str:
     """The text the model sees for a result: the outcome and what it means, the
     elapsed time, the runtime's detail, then the exception type, stdout, stderr,
@@ -116,15 +144,20 @@ def model_text(r: Result) -> str:
     limit = _known(r.limit, LIMITS)
     out = ["outcome: %s%s\n" % (outcome or "?", " (%s)" % limit if limit else ""),
            "elapsed: %d ms\n" % r.elapsed_ms]
+    death = code_death(r)
     if outcome is None:
         out.append(UNKNOWN_OUTCOME_NOTE + "\n")
+    elif death is not None:
+        out.append(death + "\n")
     elif outcome in RUNTIME_NOTES:
         out.append(RUNTIME_NOTES[outcome] + "\n")
     elif outcome == "resource_limit":
         out.append(RESOURCE_LIMIT_NOTE + "\n")
     if r.detail is not None:
         out.append("detail: %s\n" % _prefix(r.detail, 1024))
-    if outcome in RUNTIME_NOTES or r.partial:
+    if death is not None:
+        out.append(CODE_DEATH_OUTPUT_NOTE + "\n")
+    elif outcome in RUNTIME_NOTES or r.partial:
         out.append(PARTIAL_NOTE + "\n")
     if r.exception is not None:
         out.append("exception: %s\n" % _prefix(r.exception.type, 256))

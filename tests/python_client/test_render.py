@@ -71,6 +71,18 @@ def test_model_text_of_worker_error_and_resource_limit(shared_supervisor):
         "detail: the worker died from signal 31 (SIGSYS)\n"
         "Any output below is partial: what had arrived when the worker was stopped.\n"
         "--- stdout (2 characters) ---\nx\n" % r.elapsed_ms)
+    # The code ended its own process: not the sandbox's failure.
+    raw.update(detail="the worker exited with status 3 without a result", workerError=None,
+               exitStatus=dict(raw["exitStatus"], code=3, signal=None))
+    assert from_wire(Result, raw).model_text() == (
+        "outcome: worker_error\nelapsed: %d ms\n"
+        "The code ended its own process (exit status 3, as os._exit() does) before a result was sent. The sandbox "
+        "did not fail: the same code will end the same way. This is not Python output.\n"
+        "detail: the worker exited with status 3 without a result\n"
+        "Any output below is what the code wrote before its process ended.\n"
+        "--- stdout (2 characters) ---\nx\n" % r.elapsed_ms)
+    raw.update(detail="the worker died from signal 11 (SEGV)", exitStatus=dict(raw["exitStatus"], code=None, signal=11))
+    assert "The code's process was ended by signal 11, which the code sent itself" in from_wire(Result, raw).model_text()
     raw.update(outcome="resource_limit", limit="cpu", detail="CPU time limit (30 s) reached", workerError=None,
                partial=False)
     assert from_wire(Result, raw).model_text() == (

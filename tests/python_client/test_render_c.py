@@ -86,10 +86,19 @@ def recorded(client, small_client):
     calls.append(([], dict(files, artifacts=forged)))
     run(small_client, "print(''.join(str(i % 10) for i in range(300)), end='')\n'\u00e9' * 150")
     run(small_client, "print('x' * 99)\nprint('\u00e9' * 300)")
+    # The code ending its own process: an exit status, a crash (a forced SIGSEGV).
+    run(client, "import os\nprint('bye', flush=True)\nos._exit(3)")
+    run(client, "import os\nos.abort()")
     timeout = run(small_client, "import time\nprint('working', flush=True)\ntime.sleep(60)")
     for edit in ({"outcome": "cancelled", "detail": "cancelled while running"},
                  {"outcome": "worker_error", "detail": "the worker died from signal 31", "partial": True,
                   "workerError": {"stage": "seccomp", "errno": 1}},
+                 {"outcome": "worker_error", "detail": "killed by the seccomp filter (a denied system call)",
+                  "partial": True, "workerError": None,
+                  "exitStatus": dict(timeout["exitStatus"] or {}, code=None, signal=31)},
+                 {"outcome": "worker_error", "detail": "the worker exited with status 3 without a result",
+                  "partial": True, "workerError": None, "exitStatus": dict(timeout["exitStatus"] or {}, code=None,
+                                                                          signal=9)},
                  {"outcome": "resource_limit", "limit": "cpu", "detail": "CPU time limit (30 s) reached",
                   "partial": False},
                  {"outcome": "not-an-outcome", "limit": "not-a-limit", "partial": False}):

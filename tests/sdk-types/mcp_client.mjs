@@ -3,6 +3,7 @@
 // Usage: node mcp_client.mjs CODEINTERP SOCKET SOURCE_FILE
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 
 const [codeinterp, socket, sourceFile] = process.argv.slice(2);
 const NORTHSTAR = [
@@ -17,10 +18,12 @@ const transport = new StdioClientTransport({
   args: ["--socket", socket, "mcp", "--source", `runtimes=${sourceFile}`],
   stderr: "inherit",
 });
+const report = { progress: {} };
+// The client tells the transport the negotiated version (stdio has no use for it).
+transport.setProtocolVersion = (v) => (report.protocolVersion = v);
 const client = new Client({ name: "codeinterp-test", version: "1.0.0" });
 await client.connect(transport);
 
-const report = { progress: {} };
 const call = (name, code, sourceIds = [], options = {}) =>
   client.callTool({ name: "code_interpreter", arguments: { summary: name, code, sourceIds } }, undefined, {
     timeout: 60000,
@@ -43,6 +46,8 @@ report.artifacts = await call("artifacts", [
   "open('/outputs/runtime table.csv', 'w').write('run,hours\\n1,9.0\\n2,7.5\\n')",
 ].join("\n"));
 report.exception = await call("exception", "secret_value = 'do-not-show'\nraise ValueError('bad ' + secret_value)");
+report.exited = await call("exited", "import os\nprint('bye', flush=True)\nos._exit(3)");
+report.rejected = await call("rejected", "1", ["nope"]);
 
 // A call that runs until it is cancelled; a ping is answered meanwhile. (Its progress
 // is sure to arrive before the result: the SDK drops notifications that arrive in the
@@ -71,4 +76,13 @@ try {
 }
 report.after = await call("after", NORTHSTAR);
 await client.close();
+
+// callTool() has validated each structuredContent against the tool's outputSchema
+// already (it throws otherwise); this says so explicitly, for every result.
+const validate = new AjvJsonSchemaValidator().getValidator(report.tools[0].outputSchema);
+report.schemaErrors = {};
+for (const name of ["northstar", "source", "artifacts", "exception", "exited", "rejected", "after"]) {
+  const v = validate(report[name].structuredContent);
+  if (!v.valid) report.schemaErrors[name] = v.errorMessage;
+}
 console.log(JSON.stringify(report));

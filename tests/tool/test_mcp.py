@@ -1,6 +1,7 @@
 """`codeinterp mcp`: driven by the official MCP TypeScript client (tests/sdk-types/
 mcp_client.mjs), and line by line for the JSON-RPC edge cases: malformed JSON, unknown
-methods, bad arguments, notifications, quota per session."""
+methods, bad arguments, notifications, the lifecycle and version negotiation, quota per
+session."""
 import json
 import os
 import select
@@ -48,11 +49,66 @@ def test_sdk_lists_the_one_tool(sdk_report):
     (t,) = sdk_report["tools"]
     assert t["name"] == "code_interpreter"
     assert t["inputSchema"] == golden["inputSchema"]
+    assert t["outputSchema"] == golden["outputSchema"]
+    assert t["title"] == "Python code interpreter"
+    assert t["annotations"] == {"title": "Python code interpreter", "readOnlyHint": True, "destructiveHint": False,
+                                "idempotentHint": True, "openWorldHint": False}
     assert t["description"] == (golden["description"] + "\n\nSources offered in this session (name them in "
                                 "sourceIds):\n- runtimes: text, 8 bytes")
     assert sdk_report["server"]["name"] == "codeinterp"
-    assert "- runtimes: text, 8 bytes" in sdk_report["instructions"]
-    assert "Every call starts fresh" in sdk_report["instructions"]
+    assert sdk_report["protocolVersion"] == "2025-11-25"  # the SDK's newest
+
+
+def test_sdk_guidance_is_sent_once(sdk_report):
+    """The guidance and the sources are in the tool's description; the instructions only
+    point there."""
+    (t,) = sdk_report["tools"]
+    assert "Every call starts fresh" in t["description"]
+    assert "Every call starts fresh" not in sdk_report["instructions"]
+    assert "runtimes" not in sdk_report["instructions"]
+    assert "code_interpreter" in sdk_report["instructions"] and "description" in sdk_report["instructions"]
+
+
+def test_sdk_structured_content_matches_the_output_schema(sdk_report):
+    """Every result, rejections included, carries structuredContent, validated against
+    the outputSchema by the SDK client (callTool()) and once more explicitly."""
+    assert sdk_report["schemaErrors"] == {}
+    for name in ("northstar", "source", "artifacts", "exception", "exited", "rejected", "after"):
+        assert "structuredContent" in sdk_report[name], name
+    s = sdk_report["northstar"]["structuredContent"]
+    assert s["outcome"] == "ok" and s["rejected"] is False and s["partial"] is False
+    assert s["value"] == {"text": "8.25", "totalCharacters": 4, "omittedCharacters": 0, "omittedAt": 4,
+                          "replacedCharacters": 0}
+    assert s["stdout"]["text"] == "" and s["exception"] is None and s["artifacts"] == []
+    assert len(s["evidence"]["codeSha256"]) == 64 and s["evidence"]["inputs"] == []
+    src = sdk_report["source"]["structuredContent"]["evidence"]["inputs"]
+    assert [(i["sourceId"], i["bytes"]) for i in src] == [("runtimes", 8)]
+    e = sdk_report["exception"]["structuredContent"]
+    assert e["outcome"] == "python_exception" and e["exception"]["type"] == "ValueError"
+    assert e["exception"]["message"]["text"] == "bad do-not-show" and e["value"] is None
+    r = sdk_report["rejected"]["structuredContent"]
+    assert r == {"outcome": "unavailable_source", "rejected": True, "reason": r["reason"]} and "not available" in r["reason"]
+    x = sdk_report["exited"]["structuredContent"]
+    assert x["outcome"] == "worker_error" and x["stdout"]["text"] == "bye\n"
+
+
+def test_sdk_code_ending_its_process_is_not_called_a_sandbox_failure(sdk_report):
+    t = text_of(sdk_report["exited"])
+    assert sdk_report["exited"]["isError"] is True
+    assert "The code ended its own process (exit status 3, as os._exit() does)" in t
+    assert "sandbox failed" not in t and "calling again may work" not in t
+
+
+def test_sdk_structured_artifacts_name_the_content(sdk_report):
+    import base64
+    import hashlib
+    r = sdk_report["artifacts"]
+    arts = r["structuredContent"]["artifacts"]
+    assert [(a["name"], a["mediaType"]) for a in arts] == [("runtime table.csv", "text/csv"),
+                                                            ("runtime.png", "image/png")]
+    data = [base64.b64decode(r["content"][1]["resource"]["blob"]), base64.b64decode(r["content"][2]["data"])]
+    assert [(a["bytes"], a["sha256"]) for a in arts] == [(len(d), hashlib.sha256(d).hexdigest()) for d in data]
+    assert r["structuredContent"]["omittedArtifacts"] == 0
 
 
 def test_sdk_northstar_and_source(sdk_report):
@@ -117,6 +173,13 @@ class RawMcp:
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
         self.buf = b""
 
+    def initialize(self, version="2025-11-25"):
+        r = self.request(0, "initialize", {"protocolVersion": version, "capabilities": {},
+                                           "clientInfo": {"name": "t", "version": "1"}})
+        assert "result" in r, r
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return r["result"]
+
     def send_raw(self, data):
         self.p.stdin.write(data)
         self.p.stdin.flush()
@@ -158,18 +221,57 @@ class RawMcp:
 @pytest.fixture
 def raw(msup):
     r = RawMcp(msup)
+    r.initialize()
     yield r
     if r.p.poll() is None:
         assert r.close() == 0
 
 
-def test_initialize_negotiates_the_version(raw):
-    r = raw.request(1, "initialize", {"protocolVersion": "2024-11-05", "capabilities": {},
-                                      "clientInfo": {"name": "t", "version": "1"}})
-    assert r["id"] == 1 and r["result"]["protocolVersion"] == "2024-11-05"
-    assert r["result"]["capabilities"] == {"tools": {"listChanged": False}}
-    r = raw.request(2, "initialize", {"protocolVersion": "1999-01-01"})
-    assert r["result"]["protocolVersion"] == "2025-06-18"
+@pytest.mark.parametrize("asked,got", [("2025-11-25", "2025-11-25"), ("2025-06-18", "2025-06-18"),
+                                       ("2025-03-26", "2025-03-26"), ("2024-11-05", "2024-11-05"),
+                                       ("1999-01-01", "2025-11-25"), ("2099-12-31", "2025-11-25"), (7, "2025-11-25")])
+def test_initialize_negotiates_the_version(msup, asked, got):
+    """The version asked for when supported, else the newest; the tool and its results
+    carry what that version has (titles, outputSchema, structuredContent since
+    2025-06-18; annotations since 2025-03-26). A second initialize is refused."""
+    r = RawMcp(msup)
+    try:
+        res = r.initialize(asked)
+        assert res["protocolVersion"] == got
+        assert res["capabilities"] == {"tools": {"listChanged": False}}
+        (t,) = r.request(1, "tools/list")["result"]["tools"]
+        structured = got >= "2025-06-18"
+        assert ("outputSchema" in t, "title" in t) == (structured, structured)
+        assert ("annotations" in t) == (got >= "2025-03-26")
+        res = r.call(2, {"summary": "s", "code": "6 * 7"})["result"]
+        assert ("structuredContent" in res) == structured
+        if structured:
+            assert res["structuredContent"]["value"]["text"] == "42"
+        again = r.request(3, "initialize", {"protocolVersion": got, "capabilities": {},
+                                            "clientInfo": {"name": "t", "version": "1"}})
+        assert again["error"]["code"] == -32600 and "already initialized" in again["error"]["message"]
+    finally:
+        assert r.close() == 0
+
+
+def test_requests_before_initialize_and_null_ids(msup):
+    """MCP: nothing but pings before initialize, and a request's id is never null
+    (JSON-RPC Invalid Request, -32600)."""
+    r = RawMcp(msup)
+    try:
+        for rid, method in [(1, "tools/list"), (2, "tools/call"), ("three", "resources/list")]:
+            assert r.request(rid, method) == {"jsonrpc": "2.0", "id": rid, "error": {
+                "code": -32600, "message": "invalid request: the session is not initialized"}}
+        assert r.request(4, "ping") == {"jsonrpc": "2.0", "id": 4, "result": {}}
+        null_id = {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": "invalid request: the id must be a string or an integer"}}
+        assert r.request(None, "ping") == null_id
+        assert r.request(None, "initialize", {"protocolVersion": "2025-11-25"}) == null_id
+        r.initialize()  # the null-id initialize did not count
+        assert r.request(None, "tools/list") == null_id
+        assert "tools" in r.request(5, "tools/list")["result"]
+    finally:
+        assert r.close() == 0
 
 
 def test_malformed_and_unknown(raw):
@@ -260,6 +362,7 @@ def test_cancel_by_notification_and_ping_meanwhile(msup, raw):
 def test_quota_counts_per_session(make_supervisor):
     sup = make_supervisor("maxCalls: 2\n")
     first = RawMcp(sup)
+    first.initialize()
     for rid in (1, 2):
         assert first.call(rid, {"summary": "s", "code": "1"})["result"]["isError"] is False
     r = first.call(3, {"summary": "s", "code": "1"})
@@ -267,8 +370,31 @@ def test_quota_counts_per_session(make_supervisor):
     assert first.close() == 0
     # A new session is a new invocation.
     second = RawMcp(sup)
+    second.initialize()
     assert second.call(1, {"summary": "s", "code": "1"})["result"]["isError"] is False
     assert second.close() == 0
+
+
+def test_binary_attachment(msup, tmp_path):
+    """--attach with bytes that are not UTF-8: the original is mounted as it is, with the
+    one-line canonical text exec gives it (docs/client.md, exec --attach)."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    (tmp_path / "plot.png").write_bytes(png)
+    r = RawMcp(msup, "--attach", "plot=%s:image/png" % (tmp_path / "plot.png"))
+    try:
+        r.initialize()
+        (t,) = r.request(1, "tools/list")["result"]["tools"]
+        assert t["description"].endswith("\n- plot: attachment, image/png, %d bytes" % len(png))
+        res = r.call(2, {"summary": "s", "code": "import hashlib\na = input_assets['plot']\n"
+                                                 "(hashlib.sha256(open(a['original'], 'rb').read()).hexdigest(), "
+                                                 "open(a['text']).read(), a['mediaType'])", "sourceIds": ["plot"]})
+        assert res["result"]["isError"] is False, res
+        import hashlib
+        value = res["result"]["structuredContent"]["value"]["text"]
+        assert value == repr((hashlib.sha256(png).hexdigest(), "[binary attachment: image/png, %d bytes; the original "
+                              "bytes are /inputs/plot.original]" % len(png), "image/png")), value
+    finally:
+        assert r.close() == 0
 
 
 def test_bad_command_line(msup, tmp_path):
@@ -420,6 +546,11 @@ def test_forged_artifacts_are_left_out(msup, tmp_path):
     assert kinds == [("text", None), ("image", "image/png"), ("resource", "file:///outputs/s.svg")], kinds
     text = res["content"][0]["text"]
     assert "?: image/png" in text  # the unsafe name is not shown either
+    # The structured result lists what was attached, and counts the rest as omitted.
+    s = res["structuredContent"]
+    assert [a["name"] for a in s["artifacts"]] == ["ok.png", "s.svg"]
+    assert s["omittedArtifacts"] == 2 and s["omittedArtifactBytes"] == 2 * len(png)
+    assert s["stdout"] is None and s["evidence"] is None
 
 
 def vm_size_kb(pid):
@@ -475,6 +606,9 @@ def test_out_of_memory_answers_every_request_and_never_alters_one(msup, tmp_path
         return got, rc, base
 
     def kind(answer, rid):
+        if "error" in answer and answer["error"]["code"] == -32600:  # the initialize was not read
+            assert answer["error"]["message"] == "invalid request: the session is not initialized", answer
+            return "not initialized"
         if "error" in answer:
             assert answer["error"]["code"] == -32603 and "out of memory" in answer["error"]["message"], answer
             if answer["id"] is None:
@@ -482,6 +616,7 @@ def test_out_of_memory_answers_every_request_and_never_alters_one(msup, tmp_path
             assert answer["id"] == rid, answer
             return "result lost" if "could not be received" in answer["error"]["message"] else "error"
         assert answer["id"] == rid, answer
+        assert answer["result"]["structuredContent"]["outcome"] == "ok", answer["result"].keys()
         content = answer["result"]["content"]
         assert content[0]["type"] == "text" and isinstance(content[0]["text"], str), content
         if len(content) == 2:
@@ -505,7 +640,7 @@ def test_out_of_memory_answers_every_request_and_never_alters_one(msup, tmp_path
                 kinds[rid].setdefault(kind(got[rid - 1], rid), []).append(extra_mb)
             assert got[3] == {"jsonrpc": "2.0", "id": 4, "result": {}} or kind(got[3], 4) == "line not read", got[3]
         assert received and all(c == big_sha for c in received), "a code argument reached the supervisor altered"
-        assert set(kinds[2]) == {"line not read", "complete"}, kinds
+        assert set(kinds[2]) - {"not initialized"} == {"line not read", "complete"}, kinds
         assert {"result lost", "text only", "complete"} <= set(kinds[3]), kinds
         print("answers by MiB above the started server's size:", kinds)
     finally:

@@ -99,6 +99,26 @@ def test_cancelled_is_a_runtime_outcome(make_supervisor):
     assert "exception:" not in text and "Traceback" not in text
 
 
+def test_the_code_ending_its_own_process_is_not_a_sandbox_failure(msup):
+    """os._exit() and a crash the code causes are worker_error, and the model is told the
+    code ended the process, not that the sandbox failed and calling again may help. (A
+    signal the code sends itself with os.kill() does nothing: the worker is its pid
+    namespace's init, which the kernel protects from its own signals; abort() ends in a
+    forced SIGSEGV.)"""
+    rc, text, _ = model_text(msup, "import os\nprint('bye', flush=True)\nos._exit(3)")
+    assert rc == 9
+    assert text.startswith("outcome: worker_error\nelapsed: ")
+    assert ("The code ended its own process (exit status 3, as os._exit() does) before a result was sent. The "
+            "sandbox did not fail: the same code will end the same way. This is not Python output.\n") in text
+    assert "detail: the worker exited with status 3 without a result\n" in text
+    assert "Any output below is what the code wrote before its process ended.\n--- stdout (4 characters) ---\nbye\n" in text
+    rc, text, _ = model_text(msup, "import os\nos.abort()")
+    assert rc == 9
+    assert "The code's process was ended by signal 11, which the code sent itself" in text
+    for t in (text,):
+        assert "sandbox failed" not in t and "calling again may work" not in t and "partial" not in t
+
+
 def test_error_reply(make_supervisor):
     sup = make_supervisor("maxCodeCharacters: 10\n")
     rc, text, _ = model_text(sup, "x = 1 + 2 + 3 + 4")

@@ -3,6 +3,7 @@
  * here, including forged ones that put secrets where names belong. */
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
@@ -167,6 +168,69 @@ static void test_worker_error(void **state) {
         msg_done(&m);
 }
 
+/* A worker_error the code caused, as the supervisor reports it (detail and exit status),
+ * says so; with a sandbox setup step reported, or no worker, it is the sandbox's. */
+static char *worker_death(const char *detail, int code, int sig, bool setup_step) {
+        Msg m;
+        char *s;
+
+        msg_begin(&m, 5);
+        mp_pack_kv_str(&m.pk, "type", "result");
+        mp_pack_kv_str(&m.pk, "outcome", "worker_error");
+        mp_pack_kv_str(&m.pk, "detail", detail);
+        mp_pack_cstr(&m.pk, "exitStatus");
+        msgpack_pack_map(&m.pk, 2);
+        mp_pack_cstr(&m.pk, "code");
+        if (code >= 0)
+                msgpack_pack_int(&m.pk, code);
+        else
+                msgpack_pack_nil(&m.pk);
+        mp_pack_cstr(&m.pk, "signal");
+        if (sig > 0)
+                msgpack_pack_int(&m.pk, sig);
+        else
+                msgpack_pack_nil(&m.pk);
+        mp_pack_cstr(&m.pk, "workerError");
+        if (setup_step) {
+                msgpack_pack_map(&m.pk, 2);
+                mp_pack_kv_str(&m.pk, "stage", "seccomp");
+                mp_pack_kv_int(&m.pk, "errno", 1);
+        } else
+                msgpack_pack_nil(&m.pk);
+        s = model_text(msg_end(&m));
+        msg_done(&m);
+        return s;
+}
+
+static void test_worker_death_caused_by_the_code(void **state) {
+        char *s = worker_death("the worker exited with status 3 without a result", 3, 0, false);
+        assert_non_null(strstr(s, "The code ended its own process (exit status 3, as os._exit() does)"));
+        assert_non_null(strstr(s, "Any output below is what the code wrote before its process ended.\n"));
+        assert_null(strstr(s, "sandbox failed"));
+        assert_null(strstr(s, "calling again may work"));
+        free(s);
+        s = worker_death("the worker died from signal 11 (SEGV)", -1, 11, false);
+        assert_non_null(strstr(s, "The code's process was ended by signal 11, which the code sent itself"));
+        assert_null(strstr(s, "sandbox failed"));
+        free(s);
+        s = worker_death("killed by the seccomp filter (a denied system call)", -1, 31, false);
+        assert_non_null(strstr(s, "The sandbox's system-call filter ended the process"));
+        assert_null(strstr(s, "sandbox failed"));
+        free(s);
+        /* A setup step reported, or a detail that is not the code's: the sandbox's. */
+        s = worker_death("the worker exited with status 127 without a result", 127, 0, true);
+        assert_non_null(strstr(s, "The sandbox failed, not the code; calling again may work."));
+        assert_non_null(strstr(s, "Any output below is partial"));
+        free(s);
+        s = worker_death("the worker's report exceeded maxWorkerMessageBytes", -1, 9, false);
+        assert_non_null(strstr(s, "The sandbox failed, not the code"));
+        free(s);
+        /* A detail that does not match the exit status is not believed. */
+        s = worker_death("the worker exited with status 3 without a result", -1, 9, false);
+        assert_non_null(strstr(s, "The sandbox failed, not the code"));
+        free(s);
+}
+
 /* A forged progress message with secrets in every field, names included: the card shows
  * only numbers and known names. */
 static void test_card_privacy(void **state) {
@@ -225,6 +289,7 @@ int main(void) {
                 cmocka_unit_test(test_omitted_multibyte),
                 cmocka_unit_test(test_error_replies),
                 cmocka_unit_test(test_worker_error),
+                cmocka_unit_test(test_worker_death_caused_by_the_code),
                 cmocka_unit_test(test_card_privacy),
                 cmocka_unit_test(test_not_a_map),
                 cmocka_unit_test(test_cut_keeps_code_points_whole),
