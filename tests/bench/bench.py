@@ -398,38 +398,39 @@ def peers(n):
 
 
 def floor_and_throughput(base, seconds):
-    """The bare spawn rate at 1 and 2 parallel (measured before and after, averaged),
-    and codeinterp's throughput at capacity 1 and 2 with 1, 2 and 4 clients, each as a
-    ratio to the bare rate at its parallelism (min(capacity, clients))."""
-    rates = {1: [], 2: []}
-    for p in (1, 2):
-        rates[p].append(spawn_rate(bare_argv(), p, seconds))
+    """The bare spawn rate at 1 and 2 parallel, and codeinterp's throughput at capacity
+    1 and 2 with 1, 2 and 4 clients, each point right after a bare point at its
+    parallelism (min(capacity, clients)) and given as the ratio to it, so that the
+    shared machine's drift hits both alike."""
     sups = {cap: supervisor(base.replace("maxActiveWorkers: 2", "maxActiveWorkers: %d" % cap) +
                             "workerStart: zygote\nzygoteMaxCalls: 10000000\n") for cap in (1, 2)}
+    rates = {1: [], 2: []}
     got = {}
     try:
         for s in sups.values():
             latency(s, 10)
         for cap in (1, 2):
             for clients in (1, 2, 4):
-                got[cap, clients] = throughput(sups[cap], clients, seconds)
+                par = min(cap, clients)
+                rates[par].append(spawn_rate(bare_argv(), par, seconds))
+                got[cap, clients] = throughput(sups[cap], clients, seconds) + (rates[par][-1],)
+        for par in (1, 2):
+            rates[par].append(spawn_rate(bare_argv(), par, seconds))
     finally:
         for s in sups.values():
             s.stop()
-    for p in (2, 1):
-        rates[p].append(spawn_rate(bare_argv(), p, seconds))
-    bare = {p: sum(r) / len(r) for p, r in rates.items()}
-    print("\n== the floor: bare python3 -I -S -c pass started back to back (%.0f s per point, before / after)" %
-          seconds)
+    print("\n== the floor: bare python3 -I -S -c pass started back to back (%g s per point)" % seconds)
     for p in (1, 2):
-        print("bare spawn rate, %d parallel: %7.1f calls/s   (%.1f / %.1f)" % (p, bare[p], rates[p][0], rates[p][1]))
-    print("\n== throughput, zygote mode, %r (%.0f s per point)" % (TRIVIAL, seconds))
+        print("bare spawn rate, %d parallel: mean %7.1f calls/s   (%d points: %s)" %
+              (p, sum(rates[p]) / len(rates[p]), len(rates[p]), " ".join("%.1f" % r for r in rates[p])))
+    print("\n== throughput, zygote mode, %r (%g s per point, each after a bare point at its parallelism)" %
+          (TRIVIAL, seconds))
     for cap in (1, 2):
         for clients in (1, 2, 4):
-            rate, errors = got[cap, clients]
+            rate, errors, bare = got[cap, clients]
             par = min(cap, clients)
-            print("capacity %d, %d client(s): %7.1f calls/s = %.2fx bare at %d parallel%s" %
-                  (cap, clients, rate, rate / bare[par], par, "  errors: %s" % errors[:5] if errors else ""))
+            print("capacity %d, %d client(s): %7.1f calls/s = %.2fx bare at %d parallel (%.1f)%s" %
+                  (cap, clients, rate, rate / bare, par, bare, "  errors: %s" % errors[:5] if errors else ""))
     print("(target, issue 24: capacity 2, 2 clients >= 1.5x bare at 2 parallel)")
 
 
@@ -519,8 +520,11 @@ def packages_cost(base, n):
             print("%-26s: %s   minor faults/worker p50 %d   zygote RSS %d kB   pre-started Private_Dirty %s kB" %
                   (label, summary(lat[k]), pct(flt[k], 50), rss_kb(st["zygotePid"]),
                    "/".join(str(w["Private_Dirty:"]) for w in pool) or "?"))
-        print("all ten - three          : p50 %+.2f ms  p90 %+.2f ms   (target p50 <= +1 ms)" %
-              (pct(lat["ten"], 50) - pct(lat["three"], 50), pct(lat["ten"], 90) - pct(lat["three"], 90)))
+        h = n // 2
+        print("all ten - three          : p50 %+.2f ms  p90 %+.2f ms   (target p50 <= +1 ms; p50 in each half of "
+              "the run: %+.2f, %+.2f ms)" %
+              (pct(lat["ten"], 50) - pct(lat["three"], 50), pct(lat["ten"], 90) - pct(lat["three"], 90),
+               pct(lat["ten"][:h], 50) - pct(lat["three"][:h], 50), pct(lat["ten"][h:], 50) - pct(lat["three"][h:], 50)))
     finally:
         for s in sups.values():
             s.stop()
