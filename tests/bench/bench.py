@@ -250,6 +250,17 @@ def pool_memory(sup, wait=5.0):
     return out
 
 
+def pool_mounts(sup):
+    """The mounts in a pre-started worker's namespace (lines of its mountinfo), or "?"."""
+    for pid in call_workers(status(sup)["pid"], "ci-pool"):
+        try:
+            with open("/proc/%d/mountinfo" % pid) as f:
+                return len(f.readlines())
+        except OSError:
+            continue
+    return "?"
+
+
 # What a section could not measure on this machine (a peer tool or a package missing).
 # Under CODEINTERP_MUST_SANDBOX=1 (CI, where nothing may be skipped) the run ends with
 # exit status 1 naming each.
@@ -517,9 +528,9 @@ def packages_cost(base, n):
         for k, label in (("three", "numpy, pandas, matplotlib"), ("ten", "all ten")):
             st = status(sups[k])
             pool = pool_memory(sups[k])
-            print("%-26s: %s   minor faults/worker p50 %d   zygote RSS %d kB   pre-started Private_Dirty %s kB" %
-                  (label, summary(lat[k]), pct(flt[k], 50), rss_kb(st["zygotePid"]),
-                   "/".join(str(w["Private_Dirty:"]) for w in pool) or "?"))
+            print("%-26s: %s   minor faults/worker p50 %d   zygote RSS %d kB   pre-started Private_Dirty %s kB"
+                  "   mounts %s" % (label, summary(lat[k]), pct(flt[k], 50), rss_kb(st["zygotePid"]),
+                                    "/".join(str(w["Private_Dirty:"]) for w in pool) or "?", pool_mounts(sups[k])))
         h = n // 2
         print("all ten - three          : p50 %+.2f ms  p90 %+.2f ms   (target p50 <= +1 ms; p50 in each half of "
               "the run: %+.2f, %+.2f ms)" %
