@@ -488,7 +488,9 @@ def packages_cost(base, n):
     Two zygote-mode supervisors, pythonPackages the three preloaded ones against all ten
     (packaging/policy-data.yaml), calls alternating between them (the order swapped each
     round), 50 ms apart: latency, the worker's own minor faults, zygote RSS and a
-    pre-started worker's private memory."""
+    pre-started worker's private memory and mounts. Then the same without pre-started
+    workers (zygotePoolSize: 0), where each call's worker is cloned and builds its root
+    (the packages' binds included) on the call's path."""
     pkgs = testlib.PYTHON.get("packages", {}) if testlib.PYTHON else {}
     with open(os.path.join(os.path.dirname(__file__), "..", "..", "packaging", "policy-data.yaml")) as f:
         data = f.read()
@@ -497,7 +499,14 @@ def packages_cost(base, n):
         stack_missing("packages bound but unused", "this build's Python lacks some of the ten packages: %s" %
                       ", ".join(p for p, ok in sorted(pkgs.items()) if not ok))
         return
-    pol = "workerStart: zygote\nzygoteMaxCalls: 10000000\n"
+    print("\n== packages bound but not preloaded (issue 21): data policy, numpy,pandas,matplotlib against all "
+          "ten, calls alternating, 50 ms apart, %d each" % n)
+    for pool_size in (2, 0):
+        packages_round(base, data, n, pool_size)
+
+
+def packages_round(base, data, n, pool_size):
+    pol = "workerStart: zygote\nzygoteMaxCalls: 10000000\nzygotePoolSize: %d\n" % pool_size
     sups = {"three": supervisor(base + "name: code_interpreter_data3\n"
                                 "pythonPackages: [numpy, pandas, matplotlib]\n" + pol),
             "ten": supervisor(base + data + pol)}
@@ -523,16 +532,19 @@ def packages_cost(base, n):
                 time.sleep(0.05)
         for c in conns.values():
             c.close()
-        print("\n== packages bound but not preloaded (issue 21): data policy, numpy,pandas,matplotlib against all "
-              "ten, calls alternating, 50 ms apart, %d each" % n)
+        print("zygotePoolSize %d%s:" % (pool_size, " (no pre-started worker: clone and root on the call's path)"
+                                        if pool_size == 0 else ""))
         for k, label in (("three", "numpy, pandas, matplotlib"), ("ten", "all ten")):
             st = status(sups[k])
-            pool = pool_memory(sups[k])
-            print("%-26s: %s   minor faults/worker p50 %d   zygote RSS %d kB   pre-started Private_Dirty %s kB"
-                  "   mounts %s" % (label, summary(lat[k]), pct(flt[k], 50), rss_kb(st["zygotePid"]),
-                                    "/".join(str(w["Private_Dirty:"]) for w in pool) or "?", pool_mounts(sups[k])))
+            extra = ""
+            if pool_size:
+                pool = pool_memory(sups[k])
+                extra = "   pre-started Private_Dirty %s kB   mounts %s" % (
+                    "/".join(str(w["Private_Dirty:"]) for w in pool) or "?", pool_mounts(sups[k]))
+            print("  %-26s: %s   minor faults/worker p50 %d   zygote RSS %d kB%s" %
+                  (label, summary(lat[k]), pct(flt[k], 50), rss_kb(st["zygotePid"]), extra))
         h = n // 2
-        print("all ten - three          : p50 %+.2f ms  p90 %+.2f ms   (target p50 <= +1 ms; p50 in each half of "
+        print("  all ten - three           : p50 %+.2f ms  p90 %+.2f ms   (target p50 <= +1 ms; p50 in each half of "
               "the run: %+.2f, %+.2f ms)" %
               (pct(lat["ten"], 50) - pct(lat["three"], 50), pct(lat["ten"], 90) - pct(lat["three"], 90),
                pct(lat["ten"][:h], 50) - pct(lat["three"][:h], 50), pct(lat["ten"][h:], 50) - pct(lat["three"][h:], 50)))
