@@ -1,12 +1,20 @@
 #!/usr/bin/python3
 """codeinterp benchmark: drives real supervisors over the real socket and prints, in one
-run, latency per worker start mode against bare `python3 -I -S -c`, throughput at
-capacity 2, supervisor/zygote RSS across a soak, a worker's PSS, how late the
-deadline kill lands, what a cgroup per worker costs (cgroups off against auto,
-interleaved; --cgroups-only runs just that), and the scientific stack
+run, latency per worker start mode against bare `python3 -I -S -c`, the floor (bare
+`python3 -I -S -c pass` started back to back at 1 and 2 parallel) and the peers
+(bubblewrap with the worker's isolation, unshare with its namespaces) as ratios to it,
+throughput at capacity 1 and 2 with 1, 2 and 4 clients against the floor, the
+zygote's and pre-started and concurrent workers' memory, supervisor/zygote RSS across
+a soak, a worker's PSS, how late the deadline kill lands, what a cgroup per worker
+costs (cgroups off against auto, interleaved; --cgroups-only runs just that), and the
+scientific stack
 (packaging/policy-data.yaml): a pandas call and a matplotlib PNG against bare
 `python3 -c` of the same code, the zygote's RSS and a call worker's PSS with the stack
-loaded, alone and with k calls at once (--stack-only: just that part). Ratios are what matter: absolute figures move with the machine.
+loaded, alone and with k calls at once (--stack-only: just that part), and what the
+data policy's packages bound but not preloaded cost a trivial call (issue 21). Ratios
+are what matter: absolute figures move with the machine. --only SECTION,... runs some
+parts; a missing peer tool is skipped with a message, and fails the run under
+CODEINTERP_MUST_SANDBOX=1.
 
 Run as root:  make bench   (or: /usr/bin/python3 tests/bench/bench.py [--soak 10000])
 
