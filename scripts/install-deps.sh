@@ -46,11 +46,14 @@ prometheus
 prometheus-node-exporter
 python3-prometheus-client
 stress-ng
+bubblewrap
 "
 # python3-pytest-xdist: the suites run their tests in parallel (pytest -n, make test).
 # libpython3.11-testsuite: CPython's regression tests (Debian's test package), which
 # make test-compat runs in the sandbox and on the host.
 # stress-ng: make test-flake keeps both cores busy while the integration suite runs.
+# bubblewrap: make bench runs bwrap + python as a peer (tests/bench/bench.py; under
+# CODEINTERP_MUST_SANDBOX=1 a missing peer fails the run).
 # build-essential: gcc, make, libc headers.  libpython3-dev: python3-embed.pc, which
 # CMakeLists.txt asks pkg-config for (libpython3.11-dev alone has only python-3.11-embed.pc).
 # libjson-c-dev: codeinterp tool and mcp.  python3-pyflakes: make lint-python.

@@ -1,12 +1,20 @@
 #!/usr/bin/python3
 """codeinterp benchmark: drives real supervisors over the real socket and prints, in one
-run, latency per worker start mode against bare `python3 -I -S -c`, throughput at
-capacity 2, supervisor/zygote RSS across a soak, a worker's PSS, how late the
-deadline kill lands, what a cgroup per worker costs (cgroups off against auto,
-interleaved; --cgroups-only runs just that), and the scientific stack
+run, latency per worker start mode against bare `python3 -I -S -c`, the floor (bare
+`python3 -I -S -c pass` started back to back at 1 and 2 parallel) and the peers
+(bubblewrap with the worker's isolation, unshare with its namespaces) as ratios to it,
+throughput at capacity 1 and 2 with 1, 2 and 4 clients against the floor, the
+zygote's and pre-started and concurrent workers' memory, supervisor/zygote RSS across
+a soak, a worker's PSS, how late the deadline kill lands, what a cgroup per worker
+costs (cgroups off against auto, interleaved; --cgroups-only runs just that), and the
+scientific stack
 (packaging/policy-data.yaml): a pandas call and a matplotlib PNG against bare
 `python3 -c` of the same code, the zygote's RSS and a call worker's PSS with the stack
-loaded, alone and with k calls at once (--stack-only: just that part). Ratios are what matter: absolute figures move with the machine.
+loaded, alone and with k calls at once (--stack-only: just that part), and what the
+data policy's packages bound but not preloaded cost a trivial call (issue 21). Ratios
+are what matter: absolute figures move with the machine. --only SECTION,... runs some
+parts; a missing peer tool is skipped with a message, and fails the run under
+CODEINTERP_MUST_SANDBOX=1.
 
 Run as root:  make bench   (or: /usr/bin/python3 tests/bench/bench.py [--soak 10000])
 
@@ -221,9 +229,336 @@ def concurrent_memory(sup, code, k, hold=2.0):
         "pool": len(pool),
         "pss": sum(w["Pss:"] for w in workers) / n,
         "private": sum(w["Private_Dirty:"] for w in workers) / n,
+        "private_sum": sum(w["Private_Dirty:"] for w in workers),
         "zygote_rss": zygote["Rss:"],
         "total_pss": sum(x["Pss:"] for x in workers + pool + [zygote]),
     }
+
+
+def pool_memory(sup, wait=5.0):
+    """The zygote's pre-started workers (the supervisor's children named ci-pool) once
+    the idle zygote has prepared them: a list of their smaps_rollup (Rss, Pss,
+    Private_Dirty, kB), empty if none appeared within wait seconds."""
+    sup_pid = status(sup)["pid"]
+    fields = ("Rss:", "Pss:", "Private_Dirty:")
+    deadline = time.monotonic() + wait
+    pids = []
+    while time.monotonic() < deadline:
+        pids = call_workers(sup_pid, "ci-pool")
+        if len(pids) >= 2:
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)  # a worker just cloned finishes its preparation
+    out = []
+    for pid in call_workers(sup_pid, "ci-pool"):
+        try:
+            out.append(smaps_rollup(pid, fields))
+        except OSError:
+            continue
+    return out
+
+
+def pool_mounts(sup):
+    """The mounts in a pre-started worker's namespace (lines of its mountinfo), or "?"."""
+    for pid in call_workers(status(sup)["pid"], "ci-pool"):
+        try:
+            with open("/proc/%d/mountinfo" % pid) as f:
+                return len(f.readlines())
+        except OSError:
+            continue
+    return "?"
+
+
+# What a section could not measure on this machine (a peer tool or a package missing).
+# Under CODEINTERP_MUST_SANDBOX=1 (CI, where nothing may be skipped) the run ends with
+# exit status 1 naming each.
+MISSING = []
+
+
+def missing(section, why):
+    print("\n== %s: skipped (%s)%s" % (section, why,
+                                      "; an error under CODEINTERP_MUST_SANDBOX=1" if testlib.MUST_SANDBOX else ""))
+    if testlib.MUST_SANDBOX:
+        MISSING.append("%s: %s" % (section, why))
+
+
+def stack_missing(section, why):
+    """Debian's /usr/bin/python3 has the packages (make deps installs them): their
+    absence there is missing(); another CPython (pyenv's) lacks them by nature."""
+    if testlib.PYTHON and testlib.PYTHON.get("interpreter") == testlib.env.REFERENCE_PYTHON:
+        missing(section, why + "; make deps installs them")
+    else:
+        print("\n== %s: skipped (%s)" % (section, why))
+
+
+# The floor: the bare interpreter started and reaped, doing nothing. The same argv
+# (after the wrapper's own) for every peer.
+PASS = ["-I", "-S", "-c", "pass"]
+
+
+def bare_argv():
+    return [testlib.PYTHON["executable"] if testlib.PYTHON else "/usr/bin/python3"] + PASS
+
+
+def spawn_once(argv):
+    """ms to posix_spawn argv and reap it; fails if it did not exit 0."""
+    t = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, {})
+    _, st = os.waitpid(pid, 0)
+    ms = (time.perf_counter() - t) * 1000
+    if st != 0:
+        raise RuntimeError("%s: exit status %#x" % (" ".join(argv), st))
+    return ms
+
+
+def spawn_rate(argv, parallel, seconds):
+    """argv started back to back in `parallel` lanes for `seconds`: runs completed per
+    second. Each lane is a forked process (posix_spawn holds the GIL until the child
+    has exec'd, so threads would serialise the lanes)."""
+    t0 = time.monotonic()
+    stop = t0 + seconds
+    lanes = []
+    for _ in range(parallel):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                n = failed = 0
+                while time.monotonic() < stop:
+                    child = os.posix_spawn(argv[0], argv, {})
+                    _, st = os.waitpid(child, 0)
+                    failed += st != 0
+                    n += 1
+                os.write(w, b"%d %d" % (n, failed))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        lanes.append((pid, r))
+    total = failed = 0
+    for pid, r in lanes:
+        with os.fdopen(r, "rb") as f:
+            got = f.read().split()
+        os.waitpid(pid, 0)
+        if len(got) != 2:
+            raise RuntimeError("spawn_rate: a lane of %s failed" % argv[0])
+        total += int(got[0])
+        failed += int(got[1])
+    elapsed = time.monotonic() - t0
+    if failed:
+        raise RuntimeError("%s: %d of %d runs failed" % (" ".join(argv), failed, total))
+    return total / elapsed
+
+
+def bwrap_argv(exe):
+    """bubblewrap with the worker's isolation (docs/security.md, "Namespaces and
+    identity" and "The filesystem"): new user, pid, net, ipc, uts and cgroup namespaces
+    and a mount namespace whose root is a read-only tmpfs holding only the runtime's
+    read-only binds (the stdlib, the library directories; python.json's "runtime"),
+    a minimal /dev, a fresh tmpfs /tmp; uid/gid 65534, hostname codeinterp, no
+    capabilities, a new session, an empty environment. Not the worker's: no seccomp
+    filter, no rlimits or cgroup, and the interpreter's binary is bound (the worker
+    embeds libpython and execs nothing)."""
+    runtime = testlib.PYTHON["runtime"] if testlib.PYTHON else ["/usr/lib/python3.11", "/usr/lib/x86_64-linux-gnu"]
+    argv = ["/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup", "--uid", "65534", "--gid", "65534", "--hostname", "codeinterp", "--die-with-parent",
+            "--new-session", "--cap-drop", "ALL", "--clearenv"]
+    for path in runtime:
+        argv += ["--ro-bind", path, path]
+    # The dynamic loader's path (/lib64 -> usr/lib64 on Debian) and the binary.
+    if os.path.isdir("/usr/lib64"):
+        argv += ["--ro-bind", "/usr/lib64", "/usr/lib64", "--symlink", "usr/lib64", "/lib64"]
+    argv += ["--symlink", "usr/lib", "/lib", "--ro-bind", os.path.realpath(exe), "/usr/bin/python3",
+             "--dev", "/dev", "--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/", "/usr/bin/python3"]
+    return argv + PASS
+
+
+def unshare_argv(exe):
+    """util-linux unshare: the same namespaces (the mount namespace made private), no
+    change of root, ids or capabilities; the host's filesystem as it is."""
+    return ["/usr/bin/unshare", "--user", "--pid", "--net", "--ipc", "--uts", "--mount", "--cgroup", "--fork",
+            "--kill-child", exe] + PASS
+
+
+def peers(n):
+    """Bare python3 -I -S -c pass, bwrap + python and unshare + python, run in turn
+    (one of each, n times) so that the machine's drift hits each alike: p50, p90 and
+    the p50 ratio to bare."""
+    exe = bare_argv()[0]
+    runs = [("bare python3 -I -S -c pass", bare_argv())]
+    for name, argv, tool, package in (("bwrap + python (worker's flags)", bwrap_argv(exe), "/usr/bin/bwrap",
+                                       "bubblewrap"),
+                                      ("unshare + python (namespaces)", unshare_argv(exe), "/usr/bin/unshare",
+                                       "util-linux")):
+        if not os.access(tool, os.X_OK):
+            missing("peer " + name, "%s is missing: apt-get install %s" % (tool, package))
+            continue
+        try:
+            spawn_once(argv)
+        except RuntimeError as e:
+            missing("peer " + name, "it does not run here: %s" % e)
+            continue
+        runs.append((name, argv))
+    for _, argv in runs:
+        spawn_once(argv)
+    lat = {name: [] for name, _ in runs}
+    for _ in range(n):
+        for name, argv in runs:
+            lat[name].append(spawn_once(argv))
+    print("\n== peers: each started and reaped back to back, in turn, %d runs each" % n)
+    b50 = pct(lat[runs[0][0]], 50)
+    for name, _ in runs:
+        print("%-32s: p50 %7.2f ms  p90 %7.2f ms   p50 / bare %.2fx" %
+              (name, pct(lat[name], 50), pct(lat[name], 90), pct(lat[name], 50) / b50))
+    if len(runs) > 1:
+        print("bwrap: " + " ".join(a for a in runs[1][1] if a not in PASS))
+
+
+def floor_and_throughput(base, seconds):
+    """The bare spawn rate at 1 and 2 parallel, and codeinterp's throughput at capacity
+    1 and 2 with 1, 2 and 4 clients, each point right after a bare point at its
+    parallelism (min(capacity, clients)) and given as the ratio to it, so that the
+    shared machine's drift hits both alike."""
+    sups = {cap: supervisor(base.replace("maxActiveWorkers: 2", "maxActiveWorkers: %d" % cap) +
+                            "workerStart: zygote\nzygoteMaxCalls: 10000000\n") for cap in (1, 2)}
+    rates = {1: [], 2: []}
+    got = {}
+    try:
+        for s in sups.values():
+            latency(s, 10)
+        for cap in (1, 2):
+            for clients in (1, 2, 4):
+                par = min(cap, clients)
+                rates[par].append(spawn_rate(bare_argv(), par, seconds))
+                got[cap, clients] = throughput(sups[cap], clients, seconds) + (rates[par][-1],)
+        for par in (1, 2):
+            rates[par].append(spawn_rate(bare_argv(), par, seconds))
+    finally:
+        for s in sups.values():
+            s.stop()
+    print("\n== the floor: bare python3 -I -S -c pass started back to back (%g s per point)" % seconds)
+    for p in (1, 2):
+        print("bare spawn rate, %d parallel: mean %7.1f calls/s   (%d points: %s)" %
+              (p, sum(rates[p]) / len(rates[p]), len(rates[p]), " ".join("%.1f" % r for r in rates[p])))
+    print("\n== throughput, zygote mode, %r (%g s per point, each after a bare point at its parallelism)" %
+          (TRIVIAL, seconds))
+    for cap in (1, 2):
+        for clients in (1, 2, 4):
+            rate, errors, bare = got[cap, clients]
+            par = min(cap, clients)
+            print("capacity %d, %d client(s): %7.1f calls/s = %.2fx bare at %d parallel (%.1f)%s" %
+                  (cap, clients, rate, rate / bare, par, bare, "  errors: %s" % errors[:5] if errors else ""))
+    print("(target, issue 24: capacity 2, 2 clients >= 1.5x bare at 2 parallel)")
+
+
+def memory(base, ks=(1, 2, 4)):
+    """The default policy's memory: the zygote's RSS, each pre-started worker's
+    smaps_rollup, and k trivial calls at once (each sleeping): their Private_Dirty, mean
+    and sum, and the sum of Pss over the zygote, the pool and the call workers."""
+    sup = supervisor(base.replace("maxActiveWorkers: 2", "maxActiveWorkers: %d" % max(ks)) +
+                     "workerStart: zygote\nzygoteMaxCalls: 10000000\n")
+    try:
+        latency(sup, 5)
+        print("\n== memory, zygote mode, default policy (kB)")
+        print_pool_memory(sup)
+        print_concurrent(sup, "pass", ks)
+    finally:
+        sup.stop()
+
+
+def print_pool_memory(sup):
+    st = status(sup)
+    z = smaps_rollup(st["zygotePid"], ("Rss:", "Pss:", "Private_Dirty:"))
+    pool = pool_memory(sup)
+    print("zygote: VmRSS %d  Pss %d  Private_Dirty %d" % (rss_kb(st["zygotePid"]), z["Pss:"], z["Private_Dirty:"]))
+    if not pool:
+        print("pre-started workers: none found (ci-pool)")
+    for i, w in enumerate(pool):
+        print("pre-started worker %d: Rss %d  Pss %d  Private_Dirty %d" % (i + 1, w["Rss:"], w["Pss:"],
+                                                                        w["Private_Dirty:"]))
+
+
+def print_concurrent(sup, code, ks):
+    print("k calls of %r at once, each then sleeping (kB):" % code)
+    print("%3s %12s %9s %18s %17s %10s %9s" % ("k", "workers+pool", "mean Pss", "mean Private_Dirty",
+                                               "sum Private_Dirty", "zygote Rss", "sum of Pss (zygote, pool, workers)"))
+    for k in ks:
+        m = concurrent_memory(sup, code, k)
+        print("%3d %12s %9.0f %18.0f %17d %10d %9d" % (k, "%d+%d" % (m["workers"], m["pool"]), m["pss"], m["private"],
+                                                       m["private_sum"], m["zygote_rss"], m["total_pss"]))
+        time.sleep(0.5)  # the pool refills while idle
+
+
+def packages_cost(base, n):
+    """Issue 21: what the seven packages bound but not preloaded cost a trivial call.
+    Two zygote-mode supervisors, pythonPackages the three preloaded ones against all ten
+    (packaging/policy-data.yaml), calls alternating between them (the order swapped each
+    round), 50 ms apart: latency, the worker's own minor faults, zygote RSS and a
+    pre-started worker's private memory and mounts. Then the same without pre-started
+    workers (zygotePoolSize: 0), where each call's worker is cloned and builds its root
+    (the packages' binds included) on the call's path."""
+    pkgs = testlib.PYTHON.get("packages", {}) if testlib.PYTHON else {}
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "packaging", "policy-data.yaml")) as f:
+        data = f.read()
+    if not all(pkgs.get(p) for p in ("numpy", "pandas", "matplotlib", "scipy", "sklearn", "statsmodels", "sympy",
+                                     "seaborn", "openpyxl", "tabulate")):
+        stack_missing("packages bound but unused", "this build's Python lacks some of the ten packages: %s" %
+                      ", ".join(p for p, ok in sorted(pkgs.items()) if not ok))
+        return
+    print("\n== packages bound but not preloaded (issue 21): data policy, numpy,pandas,matplotlib against all "
+          "ten, calls alternating, 50 ms apart, %d each" % n)
+    for pool_size in (2, 0):
+        packages_round(base, data, n, pool_size)
+
+
+def packages_round(base, data, n, pool_size):
+    pol = "workerStart: zygote\nzygoteMaxCalls: 10000000\nzygotePoolSize: %d\n" % pool_size
+    sups = {"three": supervisor(base + "name: code_interpreter_data3\n"
+                                "pythonPackages: [numpy, pandas, matplotlib]\n" + pol),
+            "ten": supervisor(base + data + pol)}
+    try:
+        conns = {k: s.connect() for k, s in sups.items()}
+        lat = {k: [] for k in sups}
+        flt = {k: [] for k in sups}
+        for k in sups:
+            for _ in range(5):
+                conns[k].execute(TRIVIAL)
+        for i in range(n):
+            for k in (("three", "ten") if i % 2 == 0 else ("ten", "three")):
+                t = time.perf_counter()
+                r = conns[k].execute(TRIVIAL)
+                lat[k].append((time.perf_counter() - t) * 1000)
+                assert r["outcome"] == "ok" and r["result"]["text"] == "8.25", r
+                time.sleep(0.05)
+        for i in range(max(10, n // 2)):
+            for k in (("three", "ten") if i % 2 == 0 else ("ten", "three")):
+                r = conns[k].execute(FAULTS)
+                assert r["outcome"] == "ok", r
+                flt[k].append(int(r["result"]["text"]))
+                time.sleep(0.05)
+        for c in conns.values():
+            c.close()
+        print("zygotePoolSize %d%s:" % (pool_size, " (no pre-started worker: clone and root on the call's path)"
+                                        if pool_size == 0 else ""))
+        for k, label in (("three", "numpy, pandas, matplotlib"), ("ten", "all ten")):
+            st = status(sups[k])
+            extra = ""
+            if pool_size:
+                pool = pool_memory(sups[k])
+                extra = "   pre-started Private_Dirty %s kB   mounts %s" % (
+                    "/".join(str(w["Private_Dirty:"]) for w in pool) or "?", pool_mounts(sups[k]))
+            print("  %-26s: %s   minor faults/worker p50 %d   zygote RSS %d kB%s" %
+                  (label, summary(lat[k]), pct(flt[k], 50), rss_kb(st["zygotePid"]), extra))
+        h = n // 2
+        print("  all ten - three           : p50 %+.2f ms  p90 %+.2f ms   (target p50 <= +1 ms; p50 in each half of "
+              "the run: %+.2f, %+.2f ms)" %
+              (pct(lat["ten"], 50) - pct(lat["three"], 50), pct(lat["ten"], 90) - pct(lat["three"], 90),
+               pct(lat["ten"][:h], 50) - pct(lat["three"][:h], 50), pct(lat["ten"][h:], 50) - pct(lat["three"][h:], 50)))
+    finally:
+        for s in sups.values():
+            s.stop()
 
 
 # The scientific stack (pythonPackages, packaging/policy-data.yaml): one pandas call and
@@ -270,7 +605,7 @@ def stack(base, n):
     with open(os.path.join(os.path.dirname(__file__), "..", "..", "packaging", "policy-data.yaml")) as f:
         data = f.read()
     if not all(testlib.PYTHON.get("packages", {}).get(p) for p in ("numpy", "pandas", "matplotlib")):
-        print("\n== scientific stack: skipped (this build's Python has no numpy/pandas/matplotlib)")
+        stack_missing("scientific stack", "this build's Python has no numpy/pandas/matplotlib")
         return
     sup_data = supervisor(base + data + "workerStart: zygote\ntimeoutMs: 120000\n")
     sup_data_exec = supervisor(base + data + "workerStart: exec\ntimeoutMs: 120000\n")
@@ -302,13 +637,8 @@ def stack(base, n):
                                        "workerStart: zygote\ntimeoutMs: 120000\n")
         try:
             stack_latency(sup_wide, PANDAS, 2, 0.1)
-            print("pandas call, k at once (kB): k  workers+pool  mean Pss  mean Private_Dirty  "
-                  "zygote Rss  sum of Pss (zygote, pool, workers)")
-            for k in (1, 2, 4, 8):
-                m = concurrent_memory(sup_wide, PANDAS, k)
-                print("                              %d  %d+%d  %8.0f  %8.0f  %8d  %8d" %
-                      (k, m["workers"], m["pool"], m["pss"], m["private"], m["zygote_rss"], m["total_pss"]))
-                time.sleep(0.5)  # the pool refills while idle
+            print_pool_memory(sup_wide)
+            print_concurrent(sup_wide, PANDAS, (1, 2, 4, 8))
         finally:
             sup_wide.stop()
     finally:
@@ -446,6 +776,9 @@ def cgroups_cost(args):
             s.stop()
 
 
+SECTIONS = ("latency", "peers", "throughput", "memory", "soak", "namespaces", "kill", "stack", "packages", "cgroups")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=200, help="sequential calls per latency sample")
@@ -455,29 +788,52 @@ def main():
                     help="compare these build directories (one embedded CPython each) instead")
     ap.add_argument("--rounds", type=int, default=2,
                     help="interleaved rounds per build with --versions, and of cgroups off against auto")
-    ap.add_argument("--cgroups-only", action="store_true", help="only the cgroups off/auto comparison")
+    ap.add_argument("--only", metavar="SECTION[,SECTION...]",
+                    help="run only these sections, in the usual order: " + ", ".join(SECTIONS))
+    ap.add_argument("--cgroups-only", action="store_true", help="only the cgroups off/auto comparison (--only cgroups)")
     ap.add_argument("--stack-only", action="store_true",
-                    help="only the scientific stack's figures (pandas, matplotlib, zygote RSS, worker PSS)")
+                    help="only the scientific stack's figures (pandas, matplotlib, zygote RSS, worker PSS; "
+                    "--only stack)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: run as root (codeinterpd creates user namespaces)")
     if args.versions:
         versions(args.versions, args)
         return
+    only = set(SECTIONS)
+    if args.only:
+        only = set(x.strip() for x in args.only.split(",") if x.strip())
+        unknown = only - set(SECTIONS)
+        if unknown:
+            sys.exit("bench: unknown section(s) %s; the sections: %s" % (", ".join(sorted(unknown)), ", ".join(SECTIONS)))
     if args.cgroups_only:
-        cgroups_cost(args)
-        return
-
-    print("codeinterp benchmark  (%d CPUs, %s)" % (os.cpu_count(), time.strftime("%Y-%m-%d %H:%M")))
-    base = "maxActiveWorkers: 2\nmaxQueuedCalls: 1024\nheartbeatMs: 600000\n"
+        only = {"cgroups"}
     if args.stack_only:
-        stack(base, args.calls)
-        return
-    sup_exec = supervisor(base + "workerStart: exec\n")
-    # One zygote for the whole soak (no replacement), so its RSS is comparable.
-    sup_zyg = supervisor(base + "workerStart: zygote\nzygoteMaxCalls: 10000000\n")
-    sup_kill = supervisor(base + "workerStart: zygote\ntimeoutMs: 100\n")
-    try:
+        only = {"stack"}
+
+    print("codeinterp benchmark  (%d CPUs, %s, load average %s)" %
+          (os.cpu_count(), time.strftime("%Y-%m-%d %H:%M"), " ".join("%.2f" % x for x in os.getloadavg())))
+    base = "maxActiveWorkers: 2\nmaxQueuedCalls: 1024\nheartbeatMs: 600000\n"
+    if only & {"latency", "soak", "kill"}:
+        sup_exec = supervisor(base + "workerStart: exec\n")
+        # One zygote for the whole soak (no replacement), so its RSS is comparable.
+        sup_zyg = supervisor(base + "workerStart: zygote\nzygoteMaxCalls: 10000000\n")
+        sup_kill = supervisor(base + "workerStart: zygote\ntimeoutMs: 100\n")
+        try:
+            common(args, only, sup_exec, sup_zyg, sup_kill, base)
+        finally:
+            for s in (sup_exec, sup_zyg, sup_kill):
+                s.stop()
+    else:
+        common(args, only, None, None, None, base)
+    if "cgroups" in only:
+        cgroups_cost(args)
+    if MISSING:
+        sys.exit("bench: CODEINTERP_MUST_SANDBOX=1 and a section could not run:\n  " + "\n  ".join(MISSING))
+
+
+def common(args, only, sup_exec, sup_zyg, sup_kill, base):
+    if "latency" in only:
         latency(sup_exec, 5)
         latency(sup_zyg, 20)
         bare = bare_python(args.calls)
@@ -497,14 +853,19 @@ def main():
         print("back to back / bare   : p50 %.2fx   p99 %.2fx" % (pct(lat_zyg_b2b, 50) / b50, pct(lat_zyg_b2b, 99) / b99))
         print("exec / bare           : p50 %.2fx" % (pct(lat_exec, 50) / b50))
 
-        print("\n== throughput at capacity 2 (zygote mode)")
-        for clients in (1, 2, 4):
-            rate, errors = throughput(sup_zyg, clients, args.seconds)
-            print("%d client(s): %7.1f calls/s%s" % (clients, rate, "  errors: %s" % errors[:5] if errors else ""))
+    if "peers" in only:
+        peers(args.calls)
 
-        print("\n== memory")
+    if "throughput" in only:
+        floor_and_throughput(base, args.seconds)
+
+    if "memory" in only:
+        memory(base)
+
+    if "soak" in only:
+        print("\n== soak")
         pss = worker_pss_kb(sup_zyg)
-        print("worker PSS (zygote mode, while sleeping): %s kB" % pss)
+        print("worker PSS (zygote mode, a call worker while sleeping): %s kB" % pss)
         st = status(sup_zyg)
         s0, z0 = rss_kb(st["pid"]), rss_kb(st["zygotePid"])
         done, secs = soak(sup_zyg, args.soak)
@@ -514,20 +875,21 @@ def main():
         print("supervisor RSS: %d kB -> %d kB   zygote RSS: %d kB -> %d kB (zygote generation %d)" %
               (s0, s1, z0, z1, st["zygoteGeneration"]))
 
+    if "namespaces" in only:
         print("\n== namespaces: cost of creating and tearing down one worker's set (tests/bench/nsbench.c)")
         sys.stdout.flush()
         subprocess.run([os.path.join(testlib.BUILD, "bin", "nsbench"), "300"], check=False)
 
+    if "kill" in only:
         print("\n== deadline kill lateness (busy loop, timeoutMs 100, measured by the supervisor)")
         late = kill_lateness(sup_kill, 100, 50)
         print("late by: " + summary(late) + "   (target p99 <= 10 ms)")
 
+    if "stack" in only:
         stack(base, args.calls)
-    finally:
-        for s in (sup_exec, sup_zyg, sup_kill):
-            s.stop()
-    cgroups_cost(args)
 
+    if "packages" in only:
+        packages_cost(base, args.calls)
 
 if __name__ == "__main__":
     main()
