@@ -322,16 +322,13 @@ def _refuse_processes(*args, **kwargs):
     _refuse_program()
 
 
-def _refuse_semaphores(*args, **kwargs):
-    """multiprocessing's SemLock needs /dev/shm, which no worker has; its thread pool
-    (multiprocessing.pool.ThreadPool, multiprocessing.dummy.Pool) makes one too."""
+def _refuse_shared_memory(*args, **kwargs):
+    """multiprocessing's locks, queues and thread pools work (their semaphores live in
+    the worker's /dev/shm, the call's /tmp); shared memory is for other processes, and
+    making it starts the resource tracker's."""
     raise PermissionError(
-        _EPERM, _PROCESSES + " (multiprocessing's locks, queues and shared memory are not available either: "
-        "for a pool of threads use concurrent.futures.ThreadPoolExecutor)")
-
-
-def _guard_semlock(module):
-    module.SemLock.__init__ = _refuse_semaphores
+        _EPERM, _PROCESSES + " (multiprocessing's shared memory is for sharing with other processes: "
+        "keep the data in this program)")
 
 
 def _guard_process(module):
@@ -339,7 +336,7 @@ def _guard_process(module):
 
 
 def _guard_shared_memory(module):
-    module.SharedMemory.__init__ = _refuse_semaphores
+    module.SharedMemory.__init__ = _refuse_shared_memory
 
 
 def _guard_pty(module):
@@ -374,7 +371,6 @@ def _guard_pandas_optional(module):
 
 # Modules guarded when they are imported (their own code runs first).
 _ON_IMPORT = {
-    "multiprocessing.synchronize": _guard_semlock,
     "multiprocessing.process": _guard_process,
     "multiprocessing.shared_memory": _guard_shared_memory,
     "concurrent.futures.process": _guard_process_pool,

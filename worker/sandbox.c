@@ -436,6 +436,12 @@ static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
                 if ((r = bind_ro(devices[i], dst, MS_NOEXEC)) < 0)
                         FAIL(SETUP_STAGE_MOUNT_DEV, r);
         }
+        /* POSIX semaphores and shared memory (sem_open, shm_open: multiprocessing's
+         * locks, its thread pools, shared_memory) live in /dev/shm: there, the call's
+         * /tmp, so they are bounded by tmpBytes, vanish with the call and are shared
+         * with nobody. */
+        if (symlink("../tmp", NEWROOT "/dev/shm") < 0)
+                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
         /* Writes to /dev/null are part of normal programs: make that one read-write. */
         if (mount(NULL, NEWROOT "/dev/null", NULL,
                   MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC | locked_flags(NEWROOT "/dev/null"), NULL) < 0)

@@ -420,8 +420,8 @@ def test_forbidden_actions_name_the_rule():
         ("import socket\nsocket.socket()", "PermissionError", "[Errno 1] there is no network in this sandbox"),
         ("import socket\nsocket.getaddrinfo('example.com', 80)", "socket.gaierror",
          "[Errno -4] there is no network in this sandbox"),
-        ("import multiprocessing\nmultiprocessing.Lock()", "PermissionError",
-         "[Errno 1] no processes can be started in this sandbox"),
+        ("from multiprocessing import shared_memory\nshared_memory.SharedMemory(create=True, size=1)",
+         "PermissionError", "[Errno 1] no processes can be started in this sandbox"),
     ]
     for code, exc_type, message in cases:
         report = run_isolated(code)
