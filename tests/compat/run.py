@@ -169,8 +169,11 @@ def suite_keys(timeout):
         "maxOutputCharacters": 8000000,
         "maxResultBytes": 33554432,
         "maxConnectionOutputBytes": 67108864,
-        # A whole module's tests in one call leave more in /tmp than a model's call.
+        # A whole module's tests in one call leave more in /tmp, and keep more files
+        # open, than a model's call; test_io writes one sparse file past 2 GiB.
         "tmpBytes": 536870912,
+        "maxFileBytes": 4294967296,
+        "maxOpenFiles": 256,
     }, **extra)
 
 
