@@ -56,14 +56,15 @@ if {p.pw_name for p in pwd.getpwall()} & {'root', 'daemon', 'bin', 'sys'}:
 add("fs.write_added_zoneinfo", FS, """import os
 open('/usr/share/zoneinfo/UTC', 'ab').write(b'x')
 escaped()""", validate=None, why="the host's own tzdata is writable by root; what matters is the worker's read-only bind")
-add("fs.proc_self_root_listing", FS, "import os\nif 'etc' in os.listdir('/proc/self/root'):\n    escaped()")
-add("fs.proc_self_root_passwd", FS, "if open('/proc/self/root/etc/passwd').read():\n    escaped()")
-add("fs.dotdot_from_stdlib", FS, "if open('/usr/lib/python3.11/../../../etc/passwd').read():\n    escaped()")
+# The worker has an /etc/passwd of its own (one account, no root): these look for the host's.
+add("fs.proc_self_root_listing", FS, "import os\nif 'home' in os.listdir('/proc/self/root'):\n    escaped()")
+add("fs.proc_self_root_passwd", FS, "if 'root:' in open('/proc/self/root/etc/passwd').read():\n    escaped()")
+add("fs.dotdot_from_stdlib", FS, "if 'root:' in open('/usr/lib/python3.11/../../../etc/passwd').read():\n    escaped()")
 add("fs.openat_dotdot_chain", FS, """import os
 fd = os.open('/usr/lib/python3.11', os.O_RDONLY | os.O_DIRECTORY)
 for _ in range(8):
     fd = os.open('..', os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-if set(os.listdir(fd)) & {'etc', 'proc', 'home', 'root'}:
+if set(os.listdir(fd)) & {'proc', 'home', 'root', 'var'}:
     escaped()""")
 add("fs.symlink_to_host_secret", FS, """import os
 os.symlink(CTX['secret_file'], CTX['tmp'] + '/l')
