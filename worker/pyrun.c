@@ -463,7 +463,7 @@ int pyrun_warmup(void) {
          * In a pre-started worker this copies, while it waits, the pages of the zygote's
          * objects that such a call writes (reference counts): ~800 copy-on-write faults
          * taken off a pandas call's path (docs/performance.md, "Prefaulting"). */
-        static const char *const snippets[] = { "sum([1.5, 0.5]) / 2" };
+        static const char *const snippets[] = { "sum([1.5, 0.25]) / 2" };
         static const char pandas_snippet[] = "__import__('pandas').DataFrame({'h': [1.5, 0.5]})['h'].mean()";
         for (size_t i = 0; i <= ELEMENTSOF(snippets); i++) {
                 const char *s = i < ELEMENTSOF(snippets) ? snippets[i] : pandas_snippet;
