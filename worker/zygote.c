@@ -403,7 +403,7 @@ int zygote_main(int argc, char **argv) {
         }
         /* Everything allocated so far is shared copy-on-write with every worker: keep
          * the collector from touching (and so copying) it. */
-        PyRun_SimpleString("import gc; gc.freeze()");
+        PyRun_SimpleString("import gc; gc.freeze(); del gc"); /* no name left in __main__ */
         r = zygote_drop_privileges();
         if (r < 0) {
                 fprintf(stderr, "codeinterp-zygote: dropping privileges failed: %s\n", strerror(-r));

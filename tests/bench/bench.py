@@ -25,6 +25,7 @@ measured in interleaved rounds, printed side by side.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -676,6 +677,134 @@ def faults(sup, n, gap=0.0):
     return out
 
 
+def proc_stat(pid):
+    """(comm, ppid, minflt, starttime) of pid from /proc/PID/stat."""
+    with open("/proc/%d/stat" % pid) as f:
+        st = f.read()
+    rest = st.rsplit(")", 1)[1].split()
+    return st[st.index("(") + 1:st.rindex(")")], int(rest[1]), int(rest[7]), int(rest[19])
+
+
+def ready_pool_worker(sup_pid, want=2, wait=10.0):
+    """The pre-started worker the next call takes (the zygote hands out the oldest
+    first) once the pool is full and every worker's minflt has stopped moving (its
+    preparation and warm-up are done)."""
+    last = None
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        pool = sorted((proc_stat(p)[3], p) for p in call_workers(sup_pid, "ci-pool"))
+        if len(pool) >= want:
+            try:
+                now = tuple(proc_stat(p)[2] for _, p in pool)
+            except OSError:
+                now = None
+            if now == last:
+                return pool[0][1]
+            last = now
+        time.sleep(0.05)
+    raise RuntimeError("no settled pre-started worker within %.0f s" % wait)
+
+
+def call_faults(sup, conn, code):
+    """The minor faults of one call in a pre-started worker, from its call's arrival to
+    its exit: `perf stat -e minor-faults -p` attached to the worker the call takes while it
+    waits (perf stat ends with the process). And the call's latency (ms)."""
+    pid = ready_pool_worker(sup.pid)
+    perf = subprocess.Popen(["perf", "stat", "-x,", "-e", "minor-faults", "-p", str(pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)  # attached
+    t = time.perf_counter()
+    r = conn.execute(code)
+    ms = (time.perf_counter() - t) * 1000
+    assert r["outcome"] == "ok", r
+    try:
+        err = perf.communicate(timeout=WAIT_PERF)[1]
+    except subprocess.TimeoutExpired:
+        perf.kill()
+        perf.communicate()
+        return None, ms  # it attached to the other worker: the pool's order changed
+    for line in err.splitlines():
+        if line.endswith(",minor-faults,") or ",minor-faults," in line:
+            return int(line.split(",")[0]), ms
+    return None, ms
+
+
+WAIT_PERF = 5.0
+
+
+def faults_section(base, builds, n):
+    """Issue 24: the faults a call takes in a pre-started worker and what a pre-started
+    worker costs in private memory, per build (builds compared in the same run, calls
+    interleaved): a trivial call under the default policy, a trivial and a pandas call
+    under the data policy."""
+    if not shutil.which("perf"):
+        missing("faults", "no perf (linux-perf) to count a worker's faults")
+        return
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "packaging", "policy-data.yaml")) as f:
+        data = f.read()
+    cases = [("default", "trivial", "", TRIVIAL)]
+    if all(testlib.PYTHON.get("packages", {}).get(p) for p in ("numpy", "pandas", "matplotlib")):
+        cases += [("data", "trivial", data, TRIVIAL), ("data", "pandas mean", data, PANDAS)]
+    print("\n== faults per call in a pre-started worker (perf stat -p from the call's arrival to the worker's exit),"
+          "\n   %d calls per build, interleaved, %s, load average %s" %
+          (n, time.strftime("%Y-%m-%d %H:%M"), " ".join("%.2f" % x for x in os.getloadavg())))
+    global DAEMON
+    for policy, name, extra, code in cases:
+        sups = []
+        try:
+            for b in builds:
+                DAEMON = os.path.join(b, "bin", "codeinterpd")
+                sups.append(supervisor(base + extra + "workerStart: zygote\nzygoteMaxCalls: 10000000\n"
+                                       "timeoutMs: 120000\n"))
+            conns = [s.connect() for s in sups]
+            for c in conns:
+                for _ in range(3):
+                    c.execute(code)
+            flt = [[] for _ in builds]
+            ms = [[] for _ in builds]
+            for i in range(n):
+                order = list(range(len(builds)))
+                if i % 2:
+                    order.reverse()
+                for k in order:
+                    f, t = call_faults(sups[k], conns[k], code)
+                    ms[k].append(t)
+                    if f is not None:
+                        flt[k].append(f)
+            # Latency without perf: calls alternating between the builds, a worker ready.
+            gap = 0.15 if code == PANDAS else 0.06
+            lat = [[] for _ in builds]
+            for i in range(n * (2 if code == PANDAS else 5)):
+                order = list(range(len(builds)))
+                if i % 2:
+                    order.reverse()
+                for k in order:
+                    time.sleep(gap)
+                    t = time.perf_counter()
+                    r = conns[k].execute(code)
+                    lat[k].append((time.perf_counter() - t) * 1000)
+                    assert r["outcome"] == "ok", r
+            pools = [pool_memory(s) for s in sups]
+            for b, f, t, pool in zip(builds, flt, ms, pools):
+                pd = sorted(p["Private_Dirty:"] for p in pool)
+                print("%-8s %-12s %-28s faults p50 %5.0f (min %s max %s)  latency (perf attached) p50 %7.2f ms p90 %7.2f ms  "
+                      "pre-started Private_Dirty %s kB" %
+                      (policy, name, os.path.basename(os.path.normpath(b)), pct(f, 50), min(f, default="-"),
+                       max(f, default="-"), pct(t, 50), pct(t, 90), "/".join(str(x) for x in pd) or "?"))
+            for b, t in zip(builds, lat):
+                print("%-8s %-12s %-28s latency %s  (%d calls %d ms apart, no perf)" %
+                      (policy, name, os.path.basename(os.path.normpath(b)), summary(t), len(t), gap * 1000))
+            if name == "pandas mean":
+                for b, s in zip(builds, sups):
+                    m = concurrent_memory(s, PANDAS, 1)
+                    print("%-8s %-12s %-28s the pandas call's worker: Private_Dirty %.0f kB, Pss %.0f kB" %
+                          (policy, name, os.path.basename(os.path.normpath(b)), m["private"], m["pss"]))
+        finally:
+            for s in sups:
+                s.stop()
+    DAEMON = testlib.DAEMON
+
+
 def measure_build(build, args, acc):
     """One round against one build; samples are appended to acc (a dict of lists)."""
     with open(os.path.join(build, "python.json")) as f:
@@ -776,7 +905,8 @@ def cgroups_cost(args):
             s.stop()
 
 
-SECTIONS = ("latency", "peers", "throughput", "memory", "soak", "namespaces", "kill", "stack", "packages", "cgroups")
+SECTIONS = ("latency", "peers", "throughput", "memory", "soak", "namespaces", "kill", "stack", "packages", "cgroups",
+            "faults")
 
 
 def main():
@@ -790,6 +920,8 @@ def main():
                     help="interleaved rounds per build with --versions, and of cgroups off against auto")
     ap.add_argument("--only", metavar="SECTION[,SECTION...]",
                     help="run only these sections, in the usual order: " + ", ".join(SECTIONS))
+    ap.add_argument("--builds", nargs="+", metavar="BUILD",
+                    help="the faults section compares these build directories (calls interleaved); default: this build")
     ap.add_argument("--cgroups-only", action="store_true", help="only the cgroups off/auto comparison (--only cgroups)")
     ap.add_argument("--stack-only", action="store_true",
                     help="only the scientific stack's figures (pandas, matplotlib, zygote RSS, worker PSS; "
@@ -828,6 +960,8 @@ def main():
         common(args, only, None, None, None, base)
     if "cgroups" in only:
         cgroups_cost(args)
+    if "faults" in only:
+        faults_section(base, args.builds or [testlib.BUILD], max(5, args.calls // 10))
     if MISSING:
         sys.exit("bench: CODEINTERP_MUST_SANDBOX=1 and a section could not run:\n  " + "\n  ".join(MISSING))
 
