@@ -118,6 +118,45 @@ static int read_number(int dir, const char *file, uint64_t *ret) {
         return 0;
 }
 
+/* Room left in the supervisor's own memory cgroup (v2, or v1's memory controller),
+ * UINT64_MAX when there is no limit ("max", which is no number) or no cgroup to read.
+ * Workers are the supervisor's children and start in its cgroup. */
+uint64_t cgroup_self_memory_available(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+        char line[PATH_MAX + 64], path[PATH_MAX + 128];
+        uint64_t best = UINT64_MAX;
+
+        while (f && fgets(line, sizeof line, f)) {
+                char *ctrl = strchr(line, ':'), *cg;
+                uint64_t limit, usage;
+                const char *limit_name, *usage_name, *base;
+
+                if (!ctrl || !(cg = strchr(ctrl + 1, ':')))
+                        continue;
+                *cg++ = 0;
+                cg[strcspn(cg, "\n")] = 0;
+                if (strcmp(ctrl + 1, "") == 0) { /* v2: "0::/path" */
+                        base = access("/sys/fs/cgroup/unified", F_OK) == 0 ? "/sys/fs/cgroup/unified"
+                                                                           : "/sys/fs/cgroup";
+                        limit_name = "memory.max";
+                        usage_name = "memory.current";
+                } else if (strstr(ctrl + 1, "memory")) { /* v1 */
+                        base = "/sys/fs/cgroup/memory";
+                        limit_name = "memory.limit_in_bytes";
+                        usage_name = "memory.usage_in_bytes";
+                } else
+                        continue;
+                snprintf(path, sizeof path, "%s%s/%s", base, cg, limit_name);
+                if (read_number(AT_FDCWD, path, &limit) < 0 || limit >= (1ULL << 62))
+                        continue;
+                snprintf(path, sizeof path, "%s%s/%s", base, cg, usage_name);
+                if (read_number(AT_FDCWD, path, &usage) < 0)
+                        continue;
+                best = MIN(best, usage >= limit ? 0 : limit - usage);
+        }
+        return best;
+}
+
 /* Whether the space-separated list in file holds every word of want. */
 static bool has_words(int dir, const char *file, const char *const *want) {
         char buf[512];

@@ -628,7 +628,7 @@ static bool check_self(bool bad) {
 
 static int check_config(void) {
         struct sock_fprog prog;
-        uint64_t room = sched_cgroup_memory_available();
+        uint64_t room = cgroup_self_memory_available();
         CgroupRoot *cg = NULL;
         char why[512];
         int k, ns, bad = 0;
