@@ -626,13 +626,9 @@ static bool check_self(bool bad) {
         return bad || failed || k < 0;
 }
 
-static int check_config(void) {
-        struct sock_fprog prog;
-        uint64_t room = cgroup_self_memory_available();
-        CgroupRoot *cg = NULL;
-        char why[512];
-        int k, ns, bad = 0;
-
+/* --check-config, step by step: each prints its lines and returns true when what it
+ * checked would make calls fail. */
+static void check_identity(void) {
         printf("policy: %s (sha256 %s)\n", policy.name, policy.sha256);
         printf("worker start: %s, active workers: %u, queue: %u\n", policy_worker_start_to_string(policy.worker_start),
                policy_active_workers(&policy), policy.max_queued_calls);
@@ -645,7 +641,11 @@ static int check_config(void) {
                 printf("running as root: yes: workers are uid %u, gid %u inside, each with a host uid and gid of "
                        "its own from the block below\n",
                        (unsigned) policy.worker_uid, (unsigned) policy.worker_gid);
-        ns = check_namespaces();
+}
+
+static bool check_config_namespaces(void) {
+        int ns = check_namespaces();
+
         printf("user, mount, pid, net, ipc, uts and cgroup namespaces: %s\n",
                ns < 0 ? strerror(-ns) : "can be created");
         if (ns < 0 && userns_rootless())
@@ -656,8 +656,14 @@ static int check_config(void) {
                 printf("  (codeinterpd runs under a seccomp filter, such as a container engine's default profile, "
                        "which may refuse this: run it with packaging/kubernetes/seccomp-codeinterpd.json as a "
                        "Localhost profile, or unconfined)\n");
-        bad |= ns < 0;
-        k = landlock_abi();
+        return ns < 0;
+}
+
+/* Landlock (informational) and the seccomp filter. */
+static bool check_config_confinement(void) {
+        struct sock_fprog prog;
+        int k = landlock_abi();
+
         if (k > 0)
                 printf("landlock: ABI %d (workers get the filesystem fence)\n", k);
         else
@@ -666,26 +672,36 @@ static int check_config(void) {
         printf("seccomp filter: %s\n", k < 0 ? strerror(-k) : "compiles");
         if (k >= 0)
                 policy_seccomp_fprog_free(&prog);
-        bad |= k < 0;
-        bad |= check_python() < 0;
-        if (policy.max_artifacts == 0)
+        return k < 0;
+}
+
+static bool check_config_outputs(void) {
+        int fd = -1, k;
+
+        if (policy.max_artifacts == 0) {
                 printf("/outputs tmpfs: off (maxArtifacts: 0)\n");
-        else {
-                int fd = -1;
-                k = artifacts_mount_new(policy.max_artifact_bytes, policy.max_artifacts, &fd);
-                if (k >= 0)
-                        printf("/outputs tmpfs: can be made (%u files, %llu bytes)\n", policy.max_artifacts,
-                               (unsigned long long) policy.max_artifact_bytes);
-                else if (k == -EPERM)
-                        printf("/outputs tmpfs: not in this mount namespace; codeinterpd moves into a private "
-                               "one at start\n");
-                else
-                        printf("/outputs tmpfs: %s (calls would fail as worker_error)\n", strerror(-k));
-                bad |= k < 0 && k != -EPERM;
-                if (fd >= 0)
-                        close(fd);
+                return false;
         }
-        bad |= check_packages() < 0;
+        k = artifacts_mount_new(policy.max_artifact_bytes, policy.max_artifacts, &fd);
+        if (k >= 0)
+                printf("/outputs tmpfs: can be made (%u files, %llu bytes)\n", policy.max_artifacts,
+                       (unsigned long long) policy.max_artifact_bytes);
+        else if (k == -EPERM)
+                printf("/outputs tmpfs: not in this mount namespace; codeinterpd moves into a private "
+                       "one at start\n");
+        else
+                printf("/outputs tmpfs: %s (calls would fail as worker_error)\n", strerror(-k));
+        if (fd >= 0)
+                close(fd);
+        return k < 0 && k != -EPERM;
+}
+
+/* room: what cgroup_self_memory_available() said at the start of the check. */
+static bool check_config_cgroups(uint64_t room) {
+        CgroupRoot *cg = NULL;
+        char why[512];
+        int k;
+
         if (room == UINT64_MAX)
                 printf("memory cgroup: no limit on the supervisor's cgroup\n");
         else
@@ -703,29 +719,49 @@ static int check_config(void) {
         else if (k >= 0)
                 printf("cpu cap: none, workers run without the %u%% cap (%s)\n",
                        (unsigned) policy.cpu_bandwidth_percent, cgroup_root_cpu_why(cg));
-        bad |= k < 0;
         cgroup_root_free(cg);
-        if (userns_rootless())
+        return k < 0;
+}
+
+static bool check_config_host_ids(void) {
+        char why[512];
+        bool bad;
+        int k;
+
+        if (userns_rootless()) {
                 printf("worker host ids: none of their own, rootless (workerHostIdBase and workerHostIdCount are "
                        "not used)\n");
-        else {
-                k = worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL, why,
-                                     sizeof why);
-                printf("worker host ids: %u-%llu (uid %u, gid %u inside each worker): %s%s\n",
-                       (unsigned) policy.worker_host_id_base,
-                       (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,
-                       (unsigned) policy.worker_uid, (unsigned) policy.worker_gid, k < 0 ? "refused, " : "free", why);
-                bad |= k < 0;
-                k = id_leases_open(arg_lease_dir, policy.worker_host_id_base, policy.worker_host_id_count, &leases, why,
-                                   sizeof why);
-                if (k < 0)
-                        printf("worker host id leases: refused, %s\n", why);
-                else
-                        printf("worker host id leases: in %s, shared with the supervisors on this host that use the "
-                               "same block\n",
-                               arg_lease_dir);
-                bad |= k < 0;
+                return false;
         }
+        k = worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL, why, sizeof why);
+        printf("worker host ids: %u-%llu (uid %u, gid %u inside each worker): %s%s\n",
+               (unsigned) policy.worker_host_id_base,
+               (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,
+               (unsigned) policy.worker_uid, (unsigned) policy.worker_gid, k < 0 ? "refused, " : "free", why);
+        bad = k < 0;
+        k = id_leases_open(arg_lease_dir, policy.worker_host_id_base, policy.worker_host_id_count, &leases, why,
+                           sizeof why);
+        if (k < 0)
+                printf("worker host id leases: refused, %s\n", why);
+        else
+                printf("worker host id leases: in %s, shared with the supervisors on this host that use the "
+                       "same block\n",
+                       arg_lease_dir);
+        return bad || k < 0;
+}
+
+static int check_config(void) {
+        uint64_t room = cgroup_self_memory_available();
+        bool bad = false;
+
+        check_identity();
+        bad |= check_config_namespaces();
+        bad |= check_config_confinement();
+        bad |= check_python() < 0;
+        bad |= check_config_outputs();
+        bad |= check_packages() < 0;
+        bad |= check_config_cgroups(room);
+        bad |= check_config_host_ids();
         return check_self(bad) ? 1 : 0;
 }
 
@@ -878,6 +914,55 @@ fail:
         return k;
 }
 
+/* What the policy asks that this host cannot give, refused before the socket exists
+ * (a client never connects to a supervisor about to refuse): 0, or the exit status. */
+static int refuse_unusable_host(void) {
+        char err[1024];
+        int k;
+
+        if (packages_available(err, sizeof err) < 0) {
+                log_error("Policy \"%s\": %s", arg_policy ?: "(defaults)", err);
+                return 2;
+        }
+        /* The workers' host ids belong to nobody else (docs/security.md); refused before
+         * the socket exists. Rootless there is no block: every worker is this user. */
+        k = userns_rootless() ? 0
+                              : worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL,
+                                                 err, sizeof err);
+        if (k < 0) {
+                log_error("The worker host id block %u-%llu (workerHostIdBase, workerHostIdCount) cannot be used: %s",
+                          (unsigned) policy.worker_host_id_base,
+                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1, err);
+                return 1;
+        }
+        /* Leased host-wide: no live worker of another supervisor on this host has a
+         * worker's host id (id_leases.h); a block overlapping another's is refused. */
+        k = userns_rootless() ? 0
+                              : id_leases_open(arg_lease_dir, policy.worker_host_id_base, policy.worker_host_id_count,
+                                               &leases, err, sizeof err);
+        if (k < 0) {
+                log_error("The worker host id block %u-%llu cannot be leased in %s (--lease-dir): %s",
+                          (unsigned) policy.worker_host_id_base,
+                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,
+                          arg_lease_dir, err);
+                return 1;
+        }
+        /* Likewise a policy that requires cgroups (or a CPU cap with them) this host cannot
+         * give: checked without changing anything (the real open comes later, before the
+         * first child), so a client never connects to a supervisor about to refuse. */
+        {
+                CgroupRoot *probe = NULL;
+                k = cgroup_root_open(policy.cgroups, policy.cpu_bandwidth_percent, arg_cgroup_fs, true, &probe, err,
+                                     sizeof err);
+                cgroup_root_free(probe);
+                if (k < 0) {
+                        log_error_errno(k, "The policy requires a cgroup per worker, but %s", err);
+                        return 1;
+                }
+        }
+        return 0;
+}
+
 int main(int argc, char **argv) {
         _cleanup_close_ int listen_fd = -1, worker_fd = -1;
         sd_event *e = NULL;
@@ -904,44 +989,9 @@ int main(int argc, char **argv) {
         }
         if (arg_check)
                 return check_config();
-        if (packages_available(err, sizeof err) < 0) {
-                log_error("Policy \"%s\": %s", arg_policy ?: "(defaults)", err);
-                return 2;
-        }
-        /* The workers' host ids belong to nobody else (docs/security.md); refused before
-         * the socket exists. Rootless there is no block: every worker is this user. */
-        k = userns_rootless() ? 0
-                              : worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL,
-                                                 err, sizeof err);
-        if (k < 0) {
-                log_error("The worker host id block %u-%llu (workerHostIdBase, workerHostIdCount) cannot be used: %s",
-                          (unsigned) policy.worker_host_id_base,
-                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1, err);
-                return 1;
-        }
-        /* Leased host-wide: no live worker of another supervisor on this host has a
-         * worker's host id (id_leases.h); a block overlapping another's is refused. */
-        if (!userns_rootless() && (k = id_leases_open(arg_lease_dir, policy.worker_host_id_base,
-                                                      policy.worker_host_id_count, &leases, err, sizeof err)) < 0) {
-                log_error("The worker host id block %u-%llu cannot be leased in %s (--lease-dir): %s",
-                          (unsigned) policy.worker_host_id_base,
-                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,
-                          arg_lease_dir, err);
-                return 1;
-        }
-        /* Likewise a policy that requires cgroups (or a CPU cap with them) this host cannot
-         * give: checked without changing anything (the real open comes later, before the
-         * first child), so a client never connects to a supervisor about to refuse. */
-        {
-                CgroupRoot *probe = NULL;
-                k = cgroup_root_open(policy.cgroups, policy.cpu_bandwidth_percent, arg_cgroup_fs, true, &probe, err,
-                                     sizeof err);
-                cgroup_root_free(probe);
-                if (k < 0) {
-                        log_error_errno(k, "The policy requires a cgroup per worker, but %s", err);
-                        return 1;
-                }
-        }
+        k = refuse_unusable_host();
+        if (k > 0)
+                return k;
 
         block_signals(&mask);
         /* systemd's socket is taken before the self-check (a client that connects
