@@ -576,9 +576,42 @@ static int make_own(CgroupRoot *root, size_t i, char *why, size_t why_len) {
         return k;
 }
 
+/* Where this supervisor's cgroups are, v2 tried first, then v1: root->version says what
+ * was found (CGROUP_NONE: nothing usable, why says what was missing). Returns the last
+ * step's result. */
+static int open_hierarchy(CgroupRoot *root, const char *fs, bool dry_run, char *why, size_t why_len) {
+        char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX], cpu[PATH_MAX], mnt[PATH_MAX], probe[PATH_MAX + 32];
+        int k;
+
+        k = own_cgroups(v2, memory, pids, cpu, sizeof v2);
+        if (k < 0)
+                set_why(why, why_len, "cannot read /proc/self/cgroup: %s", strerror(-k));
+        if (k >= 0 && v2[0]) {
+                /* Pure v2 at fs, or the unified hierarchy of a hybrid at fs/unified. */
+                snprintf(mnt, sizeof mnt, "%s", fs);
+                snprintf(probe, sizeof probe, "%s/cgroup.controllers", fs);
+                if (access(probe, F_OK) < 0)
+                        snprintf(mnt, sizeof mnt, "%s/unified", fs);
+                k = open_v2(root, mnt, v2, dry_run, why, why_len);
+                if (k >= 0)
+                        root->version = CGROUP_V2;
+        }
+        if (root->version == CGROUP_NONE && (memory[0] || pids[0])) {
+                char why_v2[256];
+                snprintf(why_v2, sizeof why_v2, "%s", why);
+                k = open_v1(root, fs, memory, pids, cpu, dry_run, why, why_len);
+                if (k >= 0)
+                        root->version = CGROUP_V1;
+                else if (why_v2[0]) {
+                        size_t n = strlen(why);
+                        snprintf(why + n, why_len - n, "; %s", why_v2);
+                }
+        }
+        return k;
+}
+
 int cgroup_root_open(PolicyCgroups want, uint32_t cpu_percent, const char *fs, bool dry_run, CgroupRoot **ret,
                      char *why, size_t why_len) {
-        char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX], cpu[PATH_MAX], mnt[PATH_MAX], probe[PATH_MAX + 32];
         CgroupRoot *root = calloc(1, sizeof *root);
         int k = 0;
 
@@ -606,30 +639,7 @@ int cgroup_root_open(PolicyCgroups want, uint32_t cpu_percent, const char *fs, b
                 *ret = root;
                 return 0;
         }
-        k = own_cgroups(v2, memory, pids, cpu, sizeof v2);
-        if (k < 0)
-                set_why(why, why_len, "cannot read /proc/self/cgroup: %s", strerror(-k));
-        if (k >= 0 && v2[0]) {
-                /* Pure v2 at fs, or the unified hierarchy of a hybrid at fs/unified. */
-                snprintf(mnt, sizeof mnt, "%s", fs);
-                snprintf(probe, sizeof probe, "%s/cgroup.controllers", fs);
-                if (access(probe, F_OK) < 0)
-                        snprintf(mnt, sizeof mnt, "%s/unified", fs);
-                k = open_v2(root, mnt, v2, dry_run, why, why_len);
-                if (k >= 0)
-                        root->version = CGROUP_V2;
-        }
-        if (root->version == CGROUP_NONE && (memory[0] || pids[0])) {
-                char why_v2[256];
-                snprintf(why_v2, sizeof why_v2, "%s", why);
-                k = open_v1(root, fs, memory, pids, cpu, dry_run, why, why_len);
-                if (k >= 0)
-                        root->version = CGROUP_V1;
-                else if (why_v2[0]) {
-                        size_t n = strlen(why);
-                        snprintf(why + n, why_len - n, "; %s", why_v2);
-                }
-        }
+        k = open_hierarchy(root, fs, dry_run, why, why_len);
         if (root->version == CGROUP_NONE) {
                 for (size_t i = 0; i < root->n_dirs; i++)
                         close(root->dirs[i]);
