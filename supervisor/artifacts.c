@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Artifacts (artifacts.h): each call's /outputs tmpfs, made and bounded here, the
+ * untrusting reader of what the worker left in it, and the media-type sniffer. */
 #include "supervisor/artifacts.h"
 
 #include <dirent.h>

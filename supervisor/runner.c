@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* One worker's life (runner.h): the call's descriptors, asking a spawner for the worker
+ * (zygote_client.c or exec_spawner.c) and taking it in one place, reading its pipes,
+ * killing, reaping, and classifying how it ended. */
 #include "supervisor/runner.h"
 
 #include <errno.h>

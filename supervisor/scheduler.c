@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The process-wide queue (scheduler.h): admission, capacity, fairness, the memory gate,
+ * the whole-call deadline, cancellation, start back-off, the status counters. */
 #include "supervisor/scheduler.h"
 
 #include <errno.h>

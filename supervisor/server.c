@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The event loop's clients (server.h): the listening socket, connections and their
+ * bounded buffers, peer credentials, request dispatch, progress and replies. */
 #include "supervisor/server.h"
 
 #include <assert.h>
