@@ -590,16 +590,22 @@ static int set_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes,
         snprintf(procs, sizeof procs, "%" PRIu32, max_processes);
         if (cg->version == CGROUP_V2) {
                 int d = cg->dirs[0];
-                if ((*ret_step = "setting memory.max", k = cgroupfs_write(d, "memory.max", mem)) < 0)
+                *ret_step = "setting memory.max";
+                k = cgroupfs_write(d, "memory.max", mem);
+                if (k < 0)
                         return k;
                 /* No swap: ENOENT where the kernel does not account it (then there is none). */
-                if ((*ret_step = "setting memory.swap.max", k = cgroupfs_write(d, "memory.swap.max", "0")) < 0 &&
-                    k != -ENOENT)
+                *ret_step = "setting memory.swap.max";
+                k = cgroupfs_write(d, "memory.swap.max", "0");
+                if (k < 0 && k != -ENOENT)
                         return k;
-                if ((*ret_step = "setting memory.oom.group", k = cgroupfs_write(d, "memory.oom.group", "1")) < 0)
+                *ret_step = "setting memory.oom.group";
+                k = cgroupfs_write(d, "memory.oom.group", "1");
+                if (k < 0)
                         return k;
                 *ret_step = "setting pids.max";
-                if ((k = cgroupfs_write(d, "pids.max", procs)) < 0)
+                k = cgroupfs_write(d, "pids.max", procs);
+                if (k < 0)
                         return k;
                 cg->memory_bytes = memory_bytes;
                 cg->max_processes = max_processes;
@@ -617,7 +623,8 @@ static int set_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes,
                         return k;
         }
         *ret_step = "setting pids.max";
-        if ((k = cgroupfs_write(cg->dirs[CG_PIDS], "pids.max", procs)) < 0)
+        k = cgroupfs_write(cg->dirs[CG_PIDS], "pids.max", procs);
+        if (k < 0)
                 return k;
         cg->memory_bytes = memory_bytes;
         cg->max_processes = max_processes;
