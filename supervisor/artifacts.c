@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Artifacts (artifacts.h): each call's /outputs tmpfs, made and bounded here, the
+ * untrusting reader of what the worker left in it, and the media-type sniffer. */
 #include "supervisor/artifacts.h"
 
 #include <dirent.h>
@@ -529,13 +531,90 @@ static void owner_end(const Owner *old) {
         (void) setfsuid(old->fsuid);
 }
 
+/* An entry that is not collected: counted, with its bytes when it is a file. */
+static void omit(ArtifactSet *set, const struct stat *st) {
+        set->omitted++;
+        if (S_ISREG(st->st_mode))
+                set->omitted_bytes += (uint64_t) st->st_size;
+}
+
+/* Keep the max_files first names (in name order) of the regular files with valid names
+ * in the heap; the rest is omitted. */
+static int list_candidates(DIR *dir, int dfd, uint32_t max_files, Candidate *heap, size_t *n_heap, ArtifactSet *set) {
+        for (;;) {
+                struct dirent *de;
+                struct stat st = {};
+                Candidate cand;
+
+                errno = 0;
+                de = readdir(dir);
+                if (!de)
+                        return errno ? -errno : 0;
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        st.st_mode = 0;
+                if (!S_ISREG(st.st_mode) || !artifact_name_valid(de->d_name, strlen(de->d_name)) || max_files == 0) {
+                        omit(set, &st);
+                        continue;
+                }
+                cand = (Candidate){ .name = de->d_name, .size = (uint64_t) st.st_size };
+                if (*n_heap == max_files) {
+                        /* Full: the new name displaces the greatest kept one, or is omitted. */
+                        if (!name_less(&cand, &heap[0])) {
+                                set->omitted++;
+                                set->omitted_bytes += cand.size;
+                                continue;
+                        }
+                        set->omitted++;
+                        set->omitted_bytes += heap[0].size;
+                        free(heap[0].name);
+                        heap[0] = heap[--*n_heap];
+                        heap_down(heap, *n_heap, 0);
+                }
+                cand.name = strdup(de->d_name);
+                if (!cand.name)
+                        return -ENOMEM;
+                heap[*n_heap] = cand;
+                heap_up(heap, (*n_heap)++);
+        }
+}
+
+/* In name order, read each kept file that still fits the byte budget. */
+static int read_candidates(int dfd, dev_t dev, Candidate *heap, size_t n_heap, uint64_t budget, ArtifactSet *set) {
+        int r;
+
+        if (n_heap > 1)
+                qsort(heap, n_heap, sizeof *heap, by_name);
+        set->items = calloc(n_heap ? n_heap : 1, sizeof *set->items);
+        if (!set->items)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_heap; i++) {
+                if (heap[i].size > budget) {
+                        set->omitted++;
+                        set->omitted_bytes += heap[i].size;
+                        continue;
+                }
+                r = read_candidate(dfd, dev, &heap[i], &set->items[set->n]);
+                if (r < 0)
+                        return r;
+                if (r == 0) {
+                        set->omitted++;
+                        set->omitted_bytes += heap[i].size;
+                        continue;
+                }
+                budget -= set->items[set->n].len;
+                set->n++;
+        }
+        return 0;
+}
+
 static int collect(int dir_fd, uint32_t max_files, uint64_t max_bytes, ArtifactSet *ret) {
         _cleanup_close_ int dfd = -1;
         ArtifactSet set = {};
         Candidate *heap = NULL;
         size_t n_heap = 0;
         DIR *dir = NULL;
-        uint64_t budget = max_bytes;
         struct stat root;
         int r = 0;
 
@@ -557,78 +636,12 @@ static int collect(int dir_fd, uint32_t max_files, uint64_t max_bytes, ArtifactS
                 r = -ENOMEM;
                 goto out;
         }
-        for (;;) {
-                struct dirent *de;
-                struct stat st = {};
-                Candidate cand;
-
-                errno = 0;
-                de = readdir(dir);
-                if (!de) {
-                        r = errno ? -errno : 0;
-                        if (r < 0)
-                                goto out;
-                        break;
-                }
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        st.st_mode = 0;
-                if (!S_ISREG(st.st_mode) || !artifact_name_valid(de->d_name, strlen(de->d_name)) || max_files == 0) {
-                        set.omitted++;
-                        if (S_ISREG(st.st_mode))
-                                set.omitted_bytes += (uint64_t) st.st_size;
-                        continue;
-                }
-                cand = (Candidate){ .name = de->d_name, .size = (uint64_t) st.st_size };
-                if (n_heap == max_files) {
-                        /* Full: the new name displaces the greatest kept one, or is omitted. */
-                        if (!name_less(&cand, &heap[0])) {
-                                set.omitted++;
-                                set.omitted_bytes += cand.size;
-                                continue;
-                        }
-                        set.omitted++;
-                        set.omitted_bytes += heap[0].size;
-                        free(heap[0].name);
-                        heap[0] = heap[--n_heap];
-                        heap_down(heap, n_heap, 0);
-                }
-                cand.name = strdup(de->d_name);
-                if (!cand.name) {
-                        r = -ENOMEM;
-                        goto out;
-                }
-                heap[n_heap] = cand;
-                heap_up(heap, n_heap++);
-        }
-
-        if (n_heap > 1)
-                qsort(heap, n_heap, sizeof *heap, by_name);
-        set.items = calloc(n_heap ? n_heap : 1, sizeof *set.items);
-        if (!set.items) {
-                r = -ENOMEM;
+        r = list_candidates(dir, dfd, max_files, heap, &n_heap, &set);
+        if (r < 0)
                 goto out;
-        }
-        for (size_t i = 0; i < n_heap; i++) {
-                /* In name order, each file that still fits the byte budget. */
-                if (heap[i].size > budget) {
-                        set.omitted++;
-                        set.omitted_bytes += heap[i].size;
-                        continue;
-                }
-                r = read_candidate(dfd, root.st_dev, &heap[i], &set.items[set.n]);
-                if (r < 0)
-                        goto out;
-                if (r == 0) {
-                        set.omitted++;
-                        set.omitted_bytes += heap[i].size;
-                        continue;
-                }
-                budget -= set.items[set.n].len;
-                set.n++;
-        }
-        r = 0;
+        r = read_candidates(dfd, root.st_dev, heap, n_heap, max_bytes, &set);
+        if (r < 0)
+                goto out;
         *ret = set;
         set = (ArtifactSet){};
 out:

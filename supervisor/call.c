@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* One admitted call (call.h): its references and what it owns. */
 #include "supervisor/call.h"
 
 #include <errno.h>

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/* A cgroup per worker (cgroup.h): finding and preparing the supervisor's cgroup root
+ * (v2, or v1's memory, pids and cpu hierarchies), and each worker's cgroup: made with its
+ * limits, entered, read after the reap, removed. File access is cgroupfs.c's. */
 #include "supervisor/cgroup.h"
+#include "supervisor/cgroupfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -62,111 +66,6 @@ struct Cgroup {
         uint32_t max_processes;
 };
 
-static int write_at(int dir, const char *file, const char *value) {
-        _cleanup_close_ int fd = openat(dir, file, O_WRONLY | O_CLOEXEC);
-
-        if (fd < 0)
-                return -errno;
-        return write_full(fd, value, strlen(value));
-}
-
-static int read_at(int dir, const char *file, char *buf, size_t size) {
-        _cleanup_close_ int fd = openat(dir, file, O_RDONLY | O_CLOEXEC);
-        size_t len = 0;
-        ssize_t n;
-
-        if (fd < 0)
-                return -errno;
-        while (len + 1 < size && (n = read(fd, buf + len, size - 1 - len)) != 0) {
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                len += (size_t) n;
-        }
-        buf[len] = 0;
-        return 0;
-}
-
-/* "key N" in a flat keyed file (memory.events, memory.oom_control). */
-static int read_keyed(int dir, const char *file, const char *key, uint64_t *ret) {
-        char buf[1024];
-        size_t klen = strlen(key);
-        int k = read_at(dir, file, buf, sizeof buf);
-
-        if (k < 0)
-                return k;
-        for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-                if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
-                        *ret = strtoull(line + klen + 1, NULL, 10);
-                        return 0;
-                }
-        return -ENOENT;
-}
-
-static int read_number(int dir, const char *file, uint64_t *ret) {
-        char buf[64], *end;
-        int k = read_at(dir, file, buf, sizeof buf);
-
-        if (k < 0)
-                return k;
-        errno = 0;
-        *ret = strtoull(buf, &end, 10);
-        if (errno != 0 || end == buf)
-                return -EINVAL;
-        return 0;
-}
-
-/* Whether the space-separated list in file holds every word of want. */
-static bool has_words(int dir, const char *file, const char *const *want) {
-        char buf[512];
-
-        if (read_at(dir, file, buf, sizeof buf) < 0)
-                return false;
-        for (; *want; want++) {
-                bool found = false;
-                size_t n = strlen(*want);
-                for (char *w = buf; (w = strstr(w, *want)); w += n)
-                        if ((w == buf || w[-1] == ' ') && (w[n] == 0 || w[n] == ' ' || w[n] == '\n')) {
-                                found = true;
-                                break;
-                        }
-                if (!found)
-                        return false;
-        }
-        return true;
-}
-
-/* The supervisor's own cgroups from /proc/self/cgroup. */
-static int own_cgroups(char *v2, char *memory, char *pids, char *cpu, size_t size) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
-        char line[PATH_MAX + 64];
-
-        if (!f)
-                return -errno;
-        v2[0] = memory[0] = pids[0] = cpu[0] = 0;
-        while (fgets(line, sizeof line, f)) {
-                char *ctrl = strchr(line, ':'), *path;
-                if (!ctrl || !(path = strchr(ctrl + 1, ':')))
-                        continue;
-                *path++ = 0;
-                path[strcspn(path, "\n")] = 0;
-                *ctrl++ = 0;
-                if (strcmp(line, "0") == 0 && ctrl[0] == 0)
-                        snprintf(v2, size, "%s", path);
-                for (char *save = NULL, *c = strtok_r(ctrl, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
-                        if (strcmp(c, "memory") == 0)
-                                snprintf(memory, size, "%s", path);
-                        else if (strcmp(c, "pids") == 0)
-                                snprintf(pids, size, "%s", path);
-                        else if (strcmp(c, "cpu") == 0)
-                                snprintf(cpu, size, "%s", path);
-                }
-        }
-        return 0;
-}
-
 static int open_dir(const char *path) {
         int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         return fd < 0 ? -errno : fd;
@@ -192,7 +91,7 @@ static int rmdir_retry(int dir, const char *name) {
                 if (unlinkat(dir, name, AT_REMOVEDIR) == 0)
                         return 0;
                 e = errno;
-                if (e != EBUSY || t >= CG_ORPHAN_RMDIR_TRIES || read_at(dir, procs_file, buf, sizeof buf) < 0 ||
+                if (e != EBUSY || t >= CG_ORPHAN_RMDIR_TRIES || cgroupfs_read(dir, procs_file, buf, sizeof buf) < 0 ||
                     buf[0] != 0) {
                         errno = e;
                         return -1;
@@ -277,16 +176,16 @@ static int writable_at(int dir, const char *name) {
 static void enable_v2_cpu(CgroupRoot *root, int dir, bool dry_run) {
         int k;
 
-        if (!has_words(dir, "cgroup.controllers", cpu_controller)) {
+        if (!cgroupfs_has_words(dir, "cgroup.controllers", cpu_controller)) {
                 set_why(root->cpu_why, sizeof root->cpu_why, "cgroup v2: the cpu controller is not available in %s",
                         root->path);
                 return;
         }
-        if (!has_words(dir, "cgroup.subtree_control", cpu_controller)) {
+        if (!cgroupfs_has_words(dir, "cgroup.subtree_control", cpu_controller)) {
                 if (dry_run)
                         k = faccessat(dir, "cgroup.subtree_control", W_OK, 0) < 0 ? -errno : 0;
                 else
-                        k = write_at(dir, "cgroup.subtree_control", "+cpu");
+                        k = cgroupfs_write(dir, "cgroup.subtree_control", "+cpu");
                 if (k < 0) {
                         set_why(root->cpu_why, sizeof root->cpu_why, "cgroup v2: cannot enable cpu in %s: %s",
                                 root->path, strerror(-k));
@@ -309,7 +208,7 @@ static int open_v2(CgroupRoot *root, const char *mnt, const char *own, bool dry_
         if (leaf && strcmp(leaf, "/supervisor") == 0 && leaf != own) {
                 snprintf(parent, sizeof parent, "%s%.*s", mnt, (int) (leaf - own), own);
                 parent_dir = open_dir(parent);
-                if (parent_dir >= 0 && has_words(parent_dir, "cgroup.subtree_control", controllers) &&
+                if (parent_dir >= 0 && cgroupfs_has_words(parent_dir, "cgroup.subtree_control", controllers) &&
                     writable_at(parent_dir, ".") == 0) {
                         snprintf(root->path, sizeof root->path, "%.*s", (int) (leaf - own), own);
                         root->dirs[0] = TAKE_FD(parent_dir);
@@ -324,11 +223,11 @@ static int open_v2(CgroupRoot *root, const char *mnt, const char *own, bool dry_
                 set_why(why, why_len, "cgroup v2: cannot open %s: %s", base, strerror(-dir));
                 return dir;
         }
-        if (!has_words(dir, "cgroup.controllers", controllers)) {
+        if (!cgroupfs_has_words(dir, "cgroup.controllers", controllers)) {
                 set_why(why, why_len, "cgroup v2: the memory and pids controllers are not available in %s", base);
                 return -EOPNOTSUPP;
         }
-        if (!has_words(dir, "cgroup.subtree_control", controllers)) {
+        if (!cgroupfs_has_words(dir, "cgroup.subtree_control", controllers)) {
                 if (dry_run) {
                         if (faccessat(dir, "cgroup.subtree_control", W_OK, 0) < 0) {
                                 set_why(why, why_len, "cgroup v2: %s is not writable", base);
@@ -342,12 +241,12 @@ static int open_v2(CgroupRoot *root, const char *mnt, const char *own, bool dry_
                                 return k;
                         }
                         snprintf(pid, sizeof pid, "%d", (int) getpid());
-                        if ((k = write_at(dir, "supervisor/cgroup.procs", pid)) < 0) {
+                        if ((k = cgroupfs_write(dir, "supervisor/cgroup.procs", pid)) < 0) {
                                 set_why(why, why_len, "cgroup v2: cannot move into %s/supervisor: %s", base,
                                         strerror(-k));
                                 return k;
                         }
-                        if ((k = write_at(dir, "cgroup.subtree_control", "+memory +pids")) < 0) {
+                        if ((k = cgroupfs_write(dir, "cgroup.subtree_control", "+memory +pids")) < 0) {
                                 set_why(why, why_len, "cgroup v2: cannot enable memory and pids in %s: %s", base,
                                         strerror(-k));
                                 return k;
@@ -521,7 +420,7 @@ static int make_own(CgroupRoot *root, size_t i, char *why, size_t why_len) {
                 }
                 if (root->version == CGROUP_V2 && on_cgroupfs(fd)) {
                         const char *want = root->cpu_percent > 0 ? "+memory +pids +cpu" : "+memory +pids";
-                        if ((k = write_at(fd, "cgroup.subtree_control", want)) < 0) {
+                        if ((k = cgroupfs_write(fd, "cgroup.subtree_control", want)) < 0) {
                                 set_why(why, why_len, "cgroup v2: cannot enable %s in %s/%s: %s", want, root->path,
                                         name, strerror(-k));
                                 (void) unlinkat(parent, name, AT_REMOVEDIR);
@@ -537,9 +436,42 @@ static int make_own(CgroupRoot *root, size_t i, char *why, size_t why_len) {
         return k;
 }
 
+/* Where this supervisor's cgroups are, v2 tried first, then v1: root->version says what
+ * was found (CGROUP_NONE: nothing usable, why says what was missing). Returns the last
+ * step's result. */
+static int open_hierarchy(CgroupRoot *root, const char *fs, bool dry_run, char *why, size_t why_len) {
+        char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX], cpu[PATH_MAX], mnt[PATH_MAX], probe[PATH_MAX + 32];
+        int k;
+
+        k = cgroupfs_own(v2, memory, pids, cpu, sizeof v2);
+        if (k < 0)
+                set_why(why, why_len, "cannot read /proc/self/cgroup: %s", strerror(-k));
+        if (k >= 0 && v2[0]) {
+                /* Pure v2 at fs, or the unified hierarchy of a hybrid at fs/unified. */
+                snprintf(mnt, sizeof mnt, "%s", fs);
+                snprintf(probe, sizeof probe, "%s/cgroup.controllers", fs);
+                if (access(probe, F_OK) < 0)
+                        snprintf(mnt, sizeof mnt, "%s/unified", fs);
+                k = open_v2(root, mnt, v2, dry_run, why, why_len);
+                if (k >= 0)
+                        root->version = CGROUP_V2;
+        }
+        if (root->version == CGROUP_NONE && (memory[0] || pids[0])) {
+                char why_v2[256];
+                snprintf(why_v2, sizeof why_v2, "%s", why);
+                k = open_v1(root, fs, memory, pids, cpu, dry_run, why, why_len);
+                if (k >= 0)
+                        root->version = CGROUP_V1;
+                else if (why_v2[0]) {
+                        size_t n = strlen(why);
+                        snprintf(why + n, why_len - n, "; %s", why_v2);
+                }
+        }
+        return k;
+}
+
 int cgroup_root_open(PolicyCgroups want, uint32_t cpu_percent, const char *fs, bool dry_run, CgroupRoot **ret,
                      char *why, size_t why_len) {
-        char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX], cpu[PATH_MAX], mnt[PATH_MAX], probe[PATH_MAX + 32];
         CgroupRoot *root = calloc(1, sizeof *root);
         int k = 0;
 
@@ -567,30 +499,7 @@ int cgroup_root_open(PolicyCgroups want, uint32_t cpu_percent, const char *fs, b
                 *ret = root;
                 return 0;
         }
-        k = own_cgroups(v2, memory, pids, cpu, sizeof v2);
-        if (k < 0)
-                set_why(why, why_len, "cannot read /proc/self/cgroup: %s", strerror(-k));
-        if (k >= 0 && v2[0]) {
-                /* Pure v2 at fs, or the unified hierarchy of a hybrid at fs/unified. */
-                snprintf(mnt, sizeof mnt, "%s", fs);
-                snprintf(probe, sizeof probe, "%s/cgroup.controllers", fs);
-                if (access(probe, F_OK) < 0)
-                        snprintf(mnt, sizeof mnt, "%s/unified", fs);
-                k = open_v2(root, mnt, v2, dry_run, why, why_len);
-                if (k >= 0)
-                        root->version = CGROUP_V2;
-        }
-        if (root->version == CGROUP_NONE && (memory[0] || pids[0])) {
-                char why_v2[256];
-                snprintf(why_v2, sizeof why_v2, "%s", why);
-                k = open_v1(root, fs, memory, pids, cpu, dry_run, why, why_len);
-                if (k >= 0)
-                        root->version = CGROUP_V1;
-                else if (why_v2[0]) {
-                        size_t n = strlen(why);
-                        snprintf(why + n, why_len - n, "; %s", why_v2);
-                }
-        }
+        k = open_hierarchy(root, fs, dry_run, why, why_len);
         if (root->version == CGROUP_NONE) {
                 for (size_t i = 0; i < root->n_dirs; i++)
                         close(root->dirs[i]);
@@ -681,16 +590,22 @@ static int set_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes,
         snprintf(procs, sizeof procs, "%" PRIu32, max_processes);
         if (cg->version == CGROUP_V2) {
                 int d = cg->dirs[0];
-                if ((*ret_step = "setting memory.max", k = write_at(d, "memory.max", mem)) < 0)
+                *ret_step = "setting memory.max";
+                k = cgroupfs_write(d, "memory.max", mem);
+                if (k < 0)
                         return k;
                 /* No swap: ENOENT where the kernel does not account it (then there is none). */
-                if ((*ret_step = "setting memory.swap.max", k = write_at(d, "memory.swap.max", "0")) < 0 &&
-                    k != -ENOENT)
+                *ret_step = "setting memory.swap.max";
+                k = cgroupfs_write(d, "memory.swap.max", "0");
+                if (k < 0 && k != -ENOENT)
                         return k;
-                if ((*ret_step = "setting memory.oom.group", k = write_at(d, "memory.oom.group", "1")) < 0)
+                *ret_step = "setting memory.oom.group";
+                k = cgroupfs_write(d, "memory.oom.group", "1");
+                if (k < 0)
                         return k;
                 *ret_step = "setting pids.max";
-                if ((k = write_at(d, "pids.max", procs)) < 0)
+                k = cgroupfs_write(d, "pids.max", procs);
+                if (k < 0)
                         return k;
                 cg->memory_bytes = memory_bytes;
                 cg->max_processes = max_processes;
@@ -702,12 +617,14 @@ static int set_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes,
         for (int i = 0; i < 2; i++) {
                 bool memsw = (i == 0) == (cg->memory_bytes != 0 && memory_bytes > cg->memory_bytes);
                 *ret_step = memsw ? "setting memory.memsw.limit_in_bytes" : "setting memory.limit_in_bytes";
-                k = write_at(cg->dirs[CG_MEMORY], memsw ? "memory.memsw.limit_in_bytes" : "memory.limit_in_bytes", mem);
+                k = cgroupfs_write(cg->dirs[CG_MEMORY], memsw ? "memory.memsw.limit_in_bytes" : "memory.limit_in_bytes",
+                                   mem);
                 if (k < 0 && !(memsw && k == -ENOENT))
                         return k;
         }
         *ret_step = "setting pids.max";
-        if ((k = write_at(cg->dirs[CG_PIDS], "pids.max", procs)) < 0)
+        k = cgroupfs_write(cg->dirs[CG_PIDS], "pids.max", procs);
+        if (k < 0)
                 return k;
         cg->memory_bytes = memory_bytes;
         cg->max_processes = max_processes;
@@ -725,14 +642,14 @@ int cgroup_write_cpu_cap(int dir, CgroupVersion version, uint32_t percent, const
         if (version == CGROUP_V2) {
                 snprintf(max, sizeof max, "%s %s", quota, period);
                 *ret_step = "setting cpu.max";
-                return write_at(dir, "cpu.max", max);
+                return cgroupfs_write(dir, "cpu.max", max);
         }
         /* The period first: the quota is checked against it. */
         *ret_step = "setting cpu.cfs_period_us";
-        if ((k = write_at(dir, "cpu.cfs_period_us", period)) < 0)
+        if ((k = cgroupfs_write(dir, "cpu.cfs_period_us", period)) < 0)
                 return k;
         *ret_step = "setting cpu.cfs_quota_us";
-        return write_at(dir, "cpu.cfs_quota_us", quota);
+        return cgroupfs_write(dir, "cpu.cfs_quota_us", quota);
 }
 
 int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, Cgroup **ret, const char **ret_step) {
@@ -785,7 +702,7 @@ int cgroup_attach(Cgroup *cg, pid_t pid) {
 
         snprintf(s, sizeof s, "%d", (int) pid);
         for (size_t i = 0; i < cg->n_dirs; i++)
-                if ((k = write_at(cg->dirs[i], "cgroup.procs", s)) < 0)
+                if ((k = cgroupfs_write(cg->dirs[i], "cgroup.procs", s)) < 0)
                         return k;
         return 0;
 }
@@ -795,16 +712,18 @@ int cgroup_stats(Cgroup *cg, CgroupStats *ret) {
         int k;
 
         if (cg->version == CGROUP_V2) {
-                if ((k = read_keyed(cg->dirs[0], "memory.events", "oom_kill", &st.oom_kills)) < 0)
+                if ((k = cgroupfs_read_keyed(cg->dirs[0], "memory.events", "oom_kill", &st.oom_kills)) < 0)
                         return k;
-                st.has_peak = read_number(cg->dirs[0], "memory.peak", &st.peak_bytes) >= 0;
+                st.has_peak = cgroupfs_read_number(cg->dirs[0], "memory.peak", &st.peak_bytes) >= 0;
         } else {
-                if ((k = read_keyed(cg->dirs[CG_MEMORY], "memory.oom_control", "oom_kill", &st.oom_kills)) < 0) {
+                if ((k = cgroupfs_read_keyed(cg->dirs[CG_MEMORY], "memory.oom_control", "oom_kill", &st.oom_kills)) <
+                    0) {
                         /* Kernels before 4.13 do not count kills: a failed charge is the sign. */
-                        if ((k = read_number(cg->dirs[CG_MEMORY], "memory.failcnt", &st.oom_kills)) < 0)
+                        if ((k = cgroupfs_read_number(cg->dirs[CG_MEMORY], "memory.failcnt", &st.oom_kills)) < 0)
                                 return k;
                 }
-                st.has_peak = read_number(cg->dirs[CG_MEMORY], "memory.max_usage_in_bytes", &st.peak_bytes) >= 0;
+                st.has_peak =
+                        cgroupfs_read_number(cg->dirs[CG_MEMORY], "memory.max_usage_in_bytes", &st.peak_bytes) >= 0;
         }
         *ret = st;
         return 0;
@@ -840,7 +759,7 @@ int cgroup_update_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_process
 void cgroup_kill_members(Cgroup *cg) {
         char buf[4096];
 
-        if (!cg || cg->n_dirs == 0 || read_at(cg->dirs[0], "cgroup.procs", buf, sizeof buf) < 0)
+        if (!cg || cg->n_dirs == 0 || cgroupfs_read(cg->dirs[0], "cgroup.procs", buf, sizeof buf) < 0)
                 return;
         for (char *p = buf, *end; *p; p = end) {
                 long pid = strtol(p, &end, 10);

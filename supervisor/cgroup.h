@@ -50,6 +50,9 @@ const char *cgroup_root_cpu_why(const CgroupRoot *root);
  * Only once none of its processes is left (at exit, after every child is reaped). */
 void cgroup_root_remove_own(CgroupRoot *root);
 CgroupRoot *cgroup_root_free(CgroupRoot *root);
+/* Room left in the supervisor's own memory cgroup (v1 or v2), for the memory gate and
+ * --check-config; UINT64_MAX if unlimited or unknown. */
+uint64_t cgroup_self_memory_available(void);
 
 typedef struct Cgroup Cgroup;
 

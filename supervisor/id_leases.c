@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Host ids leased host-wide (id_leases.h): the lease file and its OFD locks. */
 #include "supervisor/id_leases.h"
 
 #include <dirent.h>

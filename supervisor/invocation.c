@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Invocations and their source registries (invocation.h): TTL, admission and quota. */
 #include "supervisor/invocation.h"
 
 #include <errno.h>

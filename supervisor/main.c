@@ -35,6 +35,7 @@
 #include "policy/seccomp.h"
 #include "supervisor/artifacts.h"
 #include "supervisor/cgroup.h"
+#include "supervisor/host_check.h"
 #include "supervisor/id_leases.h"
 #include "supervisor/worker_ids.h"
 #include "supervisor/protocol.h"
@@ -478,125 +479,6 @@ static int on_sigchld(sd_event_source *s, const struct signalfd_siginfo *si, voi
         return 0;
 }
 
-/* Can this host make a worker's namespaces? A child is cloned into the whole set and
- * exits at once. */
-static int check_namespaces(void) {
-        int pidfd = -1, status = 0;
-        pid_t pid = clone_with_pidfd(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-                                             CLONE_NEWUTS | CLONE_NEWCGROUP,
-                                     SIGCHLD, &pidfd);
-        if (pid == 0)
-                _exit(0);
-        if (pid < 0)
-                return pid;
-        close(pidfd);
-        if (waitpid(pid, &status, 0) < 0)
-                return -errno;
-        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ECHILD;
-}
-
-/* Can a worker's host uid reach path on its own? Asked in a child that switches to the
- * first of the block (every id of it is "others" to the host's files). Informational:
- * workers bind the runtime from descriptors opened as root. Rootless the worker is this
- * user on the host: asked here. */
-static bool worker_uid_reaches(const char *path) {
-        uid_t uid = policy.worker_host_id_base;
-        int status = 0;
-        pid_t pid;
-
-        if (userns_rootless())
-                return access(path, R_OK) == 0;
-        pid = fork();
-        if (pid == 0) {
-                if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-                        _exit(2);
-                _exit(access(path, R_OK) < 0 ? 1 : 0);
-        }
-        if (pid < 0 || waitpid(pid, &status, 0) < 0)
-                return false;
-        return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-/* The embedded Python the build chose (cmake/python.cmake) and what the worker binds. */
-static int check_python(void) {
-        const char *cursor = NULL;
-        uid_t host_uid = userns_rootless() ? geteuid() : policy.worker_host_id_base;
-        char path[PATH_MAX];
-        int r, bad = 0;
-
-        printf("embedded python: %s, from %s\n", CODEINTERP_PY_VERSION, CODEINTERP_PYTHON);
-        printf("  prefix %s, stdlib %s, lib-dynload %s, libpython in %s\n", CODEINTERP_PY_PREFIX, CODEINTERP_PY_STDLIB,
-               CODEINTERP_PY_DYNLOAD, CODEINTERP_PY_LIBDIR);
-        printf("  worker root binds (read-only, from descriptors opened as %s):\n",
-               userns_rootless() ? "this user" : "root");
-        while ((r = runtime_path_next(runtime_binds, &cursor, path)) > 0) {
-                _cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
-                if (fd < 0) {
-                        printf("    %s: missing (%m)\n", path);
-                        bad = 1;
-                        continue;
-                }
-                printf("    %s: present; worker host uid %u %s\n", path, (unsigned) host_uid,
-                       worker_uid_reaches(path) ? "can reach it too"
-                                                : "cannot reach it by path (fine: bound from the descriptor)");
-        }
-        if (r < 0) {
-                printf("    a configured runtime path is malformed\n");
-                bad = 1;
-        }
-        cursor = NULL;
-        while ((r = runtime_path_next(runtime_masks, &cursor, path)) > 0)
-                printf("    %s: hidden under an empty read-only tmpfs\n", path);
-        if (access(CODEINTERP_PY_STDLIB "/os.py", R_OK) < 0) {
-                printf("  the standard library is missing: %m\n");
-                bad = 1;
-        }
-        return bad ? -ENOENT : 0;
-}
-
-/* The policy's pythonPackages against what this build's interpreter has (configure
- * time, contract/runtime.h): 0, or -ENOPKG with the first missing one and why in msg. */
-static int packages_available(char *msg, size_t size) {
-        PolicyPackage p;
-
-        if (runtime_packages_missing(policy.python_packages, &p) == 0)
-                return 0;
-        snprintf(msg, size,
-                 "pythonPackages: %s is not available to this build's Python %s (%s): %s; install Debian's "
-                 "python3-%s for /usr/bin/python3 (make deps) and build against it, or remove it from the policy",
-                 policy_package_to_string(p), CODEINTERP_PY_VERSION, CODEINTERP_PYTHON, runtime_packages[p].missing,
-                 policy_package_to_string(p));
-        return -ENOPKG;
-}
-
-/* The policy's packages: what each brings into the worker's root. */
-static int check_packages(void) {
-        PolicyPackage package = 0;
-        const char *cursor = NULL;
-        char names[POLICY_PACKAGES_NAMES_MAX], path[PATH_MAX], msg[1024];
-        int r, bad = 0;
-
-        policy_packages_format(policy.python_packages, names, sizeof names);
-        printf("python packages: %s\n", names[0] ? names : "none (import numpy fails in a worker)");
-        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++)
-                if (runtime_packages[p].missing)
-                        printf("  %s: not available to this build (%s)\n", policy_package_to_string(p),
-                               runtime_packages[p].missing);
-        if (packages_available(msg, sizeof msg) < 0) {
-                printf("  refused: %s\n", msg);
-                return -ENOPKG;
-        }
-        if (!policy.python_packages)
-                return 0;
-        printf("  extra read-only binds:\n");
-        while ((r = runtime_package_bind_next(policy.python_packages, &package, &cursor, path)) > 0) {
-                _cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
-                printf("    %s: %s\n", path, fd < 0 ? "missing" : "present");
-                bad |= fd < 0;
-        }
-        return bad || r < 0 ? -ENOENT : 0;
-}
-
 static int engine_start(int worker_fd, ServerSelfCheckFn fn, void *userdata, sd_event **ret_e);
 static void on_check_self_check(Server *s, const char *problem, uint64_t elapsed_usec, void *userdata);
 
@@ -627,106 +509,7 @@ static bool check_self(bool bad) {
 }
 
 static int check_config(void) {
-        struct sock_fprog prog;
-        uint64_t room = sched_cgroup_memory_available();
-        CgroupRoot *cg = NULL;
-        char why[512];
-        int k, ns, bad = 0;
-
-        printf("policy: %s (sha256 %s)\n", policy.name, policy.sha256);
-        printf("worker start: %s, active workers: %u, queue: %u\n", policy_worker_start_to_string(policy.worker_start),
-               policy_active_workers(&policy), policy.max_queued_calls);
-        if (userns_rootless())
-                printf("running as root: no, rootless (uid %u): workers are uid %u, gid %u inside and this user's "
-                       "uid %u, gid %u on the host (docs/security.md)\n",
-                       (unsigned) geteuid(), (unsigned) policy.worker_uid, (unsigned) policy.worker_gid,
-                       (unsigned) geteuid(), (unsigned) getegid());
-        else
-                printf("running as root: yes: workers are uid %u, gid %u inside, each with a host uid and gid of "
-                       "its own from the block below\n",
-                       (unsigned) policy.worker_uid, (unsigned) policy.worker_gid);
-        ns = check_namespaces();
-        printf("user, mount, pid, net, ipc, uts and cgroup namespaces: %s\n",
-               ns < 0 ? strerror(-ns) : "can be created");
-        if (ns < 0 && userns_rootless())
-                printf("  (rootless needs unprivileged user namespaces: sysctl user.max_user_namespaces > 0, and "
-                       "kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0 where "
-                       "the kernel has them)\n");
-        if (ns < 0 && (ns == -EPERM || ns == -ENOSYS) && proc_under_seccomp_filter())
-                printf("  (codeinterpd runs under a seccomp filter, such as a container engine's default profile, "
-                       "which may refuse this: run it with packaging/kubernetes/seccomp-codeinterpd.json as a "
-                       "Localhost profile, or unconfined)\n");
-        bad |= ns < 0;
-        k = landlock_abi();
-        if (k > 0)
-                printf("landlock: ABI %d (workers get the filesystem fence)\n", k);
-        else
-                printf("landlock: not available (workers run without that layer)\n");
-        k = policy_seccomp_compile(policy.seccomp_deny, &prog);
-        printf("seccomp filter: %s\n", k < 0 ? strerror(-k) : "compiles");
-        if (k >= 0)
-                policy_seccomp_fprog_free(&prog);
-        bad |= k < 0;
-        bad |= check_python() < 0;
-        if (policy.max_artifacts == 0)
-                printf("/outputs tmpfs: off (maxArtifacts: 0)\n");
-        else {
-                int fd = -1;
-                k = artifacts_mount_new(policy.max_artifact_bytes, policy.max_artifacts, &fd);
-                if (k >= 0)
-                        printf("/outputs tmpfs: can be made (%u files, %llu bytes)\n", policy.max_artifacts,
-                               (unsigned long long) policy.max_artifact_bytes);
-                else if (k == -EPERM)
-                        printf("/outputs tmpfs: not in this mount namespace; codeinterpd moves into a private "
-                               "one at start\n");
-                else
-                        printf("/outputs tmpfs: %s (calls would fail as worker_error)\n", strerror(-k));
-                bad |= k < 0 && k != -EPERM;
-                if (fd >= 0)
-                        close(fd);
-        }
-        bad |= check_packages() < 0;
-        if (room == UINT64_MAX)
-                printf("memory cgroup: no limit on the supervisor's cgroup\n");
-        else
-                printf("memory cgroup: %llu bytes left\n", (unsigned long long) room);
-        k = cgroup_root_open(policy.cgroups, policy.cpu_bandwidth_percent, arg_cgroup_fs, true, &cg, why, sizeof why);
-        if (k < 0)
-                printf("cgroup per worker: none, but the policy requires one (%s)\n", why);
-        else
-                printf("cgroup per worker: %s%s%s%s\n", proto_cgroup_name(cgroup_root_version(cg)), why[0] ? " (" : "",
-                       why, why[0] ? ")" : "");
-        if (k >= 0 && policy.cpu_bandwidth_percent == 0)
-                printf("cpu cap: off\n");
-        else if (k >= 0 && cgroup_root_cpu_percent(cg) > 0)
-                printf("cpu cap: %u%% of one CPU per worker\n", (unsigned) cgroup_root_cpu_percent(cg));
-        else if (k >= 0)
-                printf("cpu cap: none, workers run without the %u%% cap (%s)\n",
-                       (unsigned) policy.cpu_bandwidth_percent, cgroup_root_cpu_why(cg));
-        bad |= k < 0;
-        cgroup_root_free(cg);
-        if (userns_rootless())
-                printf("worker host ids: none of their own, rootless (workerHostIdBase and workerHostIdCount are "
-                       "not used)\n");
-        else {
-                k = worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL, why,
-                                     sizeof why);
-                printf("worker host ids: %u-%llu (uid %u, gid %u inside each worker): %s%s\n",
-                       (unsigned) policy.worker_host_id_base,
-                       (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,
-                       (unsigned) policy.worker_uid, (unsigned) policy.worker_gid, k < 0 ? "refused, " : "free", why);
-                bad |= k < 0;
-                k = id_leases_open(arg_lease_dir, policy.worker_host_id_base, policy.worker_host_id_count, &leases, why,
-                                   sizeof why);
-                if (k < 0)
-                        printf("worker host id leases: refused, %s\n", why);
-                else
-                        printf("worker host id leases: in %s, shared with the supervisors on this host that use the "
-                               "same block\n",
-                               arg_lease_dir);
-                bad |= k < 0;
-        }
-        return check_self(bad) ? 1 : 0;
+        return check_self(host_check_report(&policy, arg_cgroup_fs, arg_lease_dir, &leases)) ? 1 : 0;
 }
 
 /* Listen, say READY=1 (or stop with exit status 1 if that fails). */
@@ -878,6 +661,55 @@ fail:
         return k;
 }
 
+/* What the policy asks that this host cannot give, refused before the socket exists
+ * (a client never connects to a supervisor about to refuse): 0, or the exit status. */
+static int refuse_unusable_host(void) {
+        char err[1024];
+        int k;
+
+        if (host_check_packages(&policy, err, sizeof err) < 0) {
+                log_error("Policy \"%s\": %s", arg_policy ?: "(defaults)", err);
+                return 2;
+        }
+        /* The workers' host ids belong to nobody else (docs/security.md); refused before
+         * the socket exists. Rootless there is no block: every worker is this user. */
+        k = userns_rootless() ? 0
+                              : worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL,
+                                                 err, sizeof err);
+        if (k < 0) {
+                log_error("The worker host id block %u-%llu (workerHostIdBase, workerHostIdCount) cannot be used: %s",
+                          (unsigned) policy.worker_host_id_base,
+                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1, err);
+                return 1;
+        }
+        /* Leased host-wide: no live worker of another supervisor on this host has a
+         * worker's host id (id_leases.h); a block overlapping another's is refused. */
+        k = userns_rootless() ? 0
+                              : id_leases_open(arg_lease_dir, policy.worker_host_id_base, policy.worker_host_id_count,
+                                               &leases, err, sizeof err);
+        if (k < 0) {
+                log_error("The worker host id block %u-%llu cannot be leased in %s (--lease-dir): %s",
+                          (unsigned) policy.worker_host_id_base,
+                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,
+                          arg_lease_dir, err);
+                return 1;
+        }
+        /* Likewise a policy that requires cgroups (or a CPU cap with them) this host cannot
+         * give: checked without changing anything (the real open comes later, before the
+         * first child), so a client never connects to a supervisor about to refuse. */
+        {
+                CgroupRoot *probe = NULL;
+                k = cgroup_root_open(policy.cgroups, policy.cpu_bandwidth_percent, arg_cgroup_fs, true, &probe, err,
+                                     sizeof err);
+                cgroup_root_free(probe);
+                if (k < 0) {
+                        log_error_errno(k, "The policy requires a cgroup per worker, but %s", err);
+                        return 1;
+                }
+        }
+        return 0;
+}
+
 int main(int argc, char **argv) {
         _cleanup_close_ int listen_fd = -1, worker_fd = -1;
         sd_event *e = NULL;
@@ -904,44 +736,9 @@ int main(int argc, char **argv) {
         }
         if (arg_check)
                 return check_config();
-        if (packages_available(err, sizeof err) < 0) {
-                log_error("Policy \"%s\": %s", arg_policy ?: "(defaults)", err);
-                return 2;
-        }
-        /* The workers' host ids belong to nobody else (docs/security.md); refused before
-         * the socket exists. Rootless there is no block: every worker is this user. */
-        k = userns_rootless() ? 0
-                              : worker_ids_check(policy.worker_host_id_base, policy.worker_host_id_count, NULL, NULL,
-                                                 err, sizeof err);
-        if (k < 0) {
-                log_error("The worker host id block %u-%llu (workerHostIdBase, workerHostIdCount) cannot be used: %s",
-                          (unsigned) policy.worker_host_id_base,
-                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1, err);
-                return 1;
-        }
-        /* Leased host-wide: no live worker of another supervisor on this host has a
-         * worker's host id (id_leases.h); a block overlapping another's is refused. */
-        if (!userns_rootless() && (k = id_leases_open(arg_lease_dir, policy.worker_host_id_base,
-                                                      policy.worker_host_id_count, &leases, err, sizeof err)) < 0) {
-                log_error("The worker host id block %u-%llu cannot be leased in %s (--lease-dir): %s",
-                          (unsigned) policy.worker_host_id_base,
-                          (unsigned long long) policy.worker_host_id_base + policy.worker_host_id_count - 1,
-                          arg_lease_dir, err);
-                return 1;
-        }
-        /* Likewise a policy that requires cgroups (or a CPU cap with them) this host cannot
-         * give: checked without changing anything (the real open comes later, before the
-         * first child), so a client never connects to a supervisor about to refuse. */
-        {
-                CgroupRoot *probe = NULL;
-                k = cgroup_root_open(policy.cgroups, policy.cpu_bandwidth_percent, arg_cgroup_fs, true, &probe, err,
-                                     sizeof err);
-                cgroup_root_free(probe);
-                if (k < 0) {
-                        log_error_errno(k, "The policy requires a cgroup per worker, but %s", err);
-                        return 1;
-                }
-        }
+        k = refuse_unusable_host();
+        if (k > 0)
+                return k;
 
         block_signals(&mask);
         /* systemd's socket is taken before the self-check (a client that connects

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The status histograms' fixed buckets (metrics.h). */
 #include "supervisor/metrics.h"
 
 const uint64_t metrics_bucket_ms[METRICS_N_BUCKETS] = { METRICS_BUCKETS_MS };

@@ -1,33 +1,30 @@
 /* SPDX-License-Identifier: MIT */
+/* One worker's life (runner.h): the call's descriptors, asking a spawner for the worker
+ * (zygote_client.c or exec_spawner.c) and taking it in one place, reading its pipes,
+ * killing, reaping, and classifying how it ended. */
 #include "supervisor/runner.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/sched.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "common/clone.h"
 #include "common/fdpass.h"
 #include "common/log.h"
 #include "common/proc.h"
-#include "common/userns.h"
 #include "common/util.h"
-#include "contract/exec_start.h"
 #include "contract/fds.h"
 #include "contract/plan.h"
+#include "supervisor/exec_spawner.h"
 
 #define READ_CHUNK 65536
 /* Room for the worker's "ready" frame (13 bytes) in the report buffer until it is taken
@@ -41,8 +38,6 @@
 #define CPU_LIMIT_SLACK_USEC(limit_usec) MAX(200000ULL, (limit_usec) / 2)
 /* How long a call killed while its worker is being made waits for the zygote's answer. */
 #define KILL_SPAWN_GRACE_USEC 200000ULL
-#define EXEC_CLONE_FLAGS                                                                                               \
-        (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
 
 enum { CH_OUT, CH_ERR, CH_RESULT, CH_REPORT, _CH_MAX };
 
@@ -534,60 +529,71 @@ static void release_worker(Runner *r) {
         r->go_fd = -1;
 }
 
+/* Where a worker arrives, whatever the mode (exec_spawner.h, zygote_client.h): its pid,
+ * pidfd, host identity and cgroup are the runner's from here on. */
+static void take_worker(Runner *r, pid_t pid, int pidfd, const WorkerId *id, Cgroup *cgroup) {
+        r->id = *id;
+        r->has_id = true;
+        r->cgroup = cgroup; /* it runs in it already, or moves itself in once released */
+        r->pid = pid;
+        r->pidfd = pidfd;
+}
+
+/* A worker taken that cannot be run: nothing of the call ran; kill and reap it. */
+static void drop_worker(Runner *r) {
+        kill_and_reap(r->pid, r->pidfd);
+        runner_put_id(r, true);
+        r->cgroup = cgroup_free(r->cgroup);
+        close(r->pidfd);
+        r->pidfd = -1;
+        r->pid = 0;
+}
+
+/* Zygote mode: make the worker taken ready to run the call. */
+static int ready_zygote_worker(Runner *r, const char **ret_cause) {
+        int k;
+
+        /* A reload since the slot's cgroup was made may have changed the limits: the
+         * worker has not read its plan yet, it waits for the go byte. */
+        if (r->cgroup) {
+                k = cgroup_update_limits(r->cgroup, r->policy->memory_bytes, r->policy->processes, ret_cause);
+                if (k < 0)
+                        return k;
+        }
+        /* Pre-started workers prepare at a lower priority; this one has a call now
+         * and runs it at ours (an operator's Nice= holds for the calls too). */
+        errno = 0;
+        int own_nice = getpriority(PRIO_PROCESS, 0);
+        if (errno == 0)
+                (void) setpriority(PRIO_PROCESS, (id_t) r->pid, own_nice);
+        release_worker(r);
+        k = sd_event_add_io(r->event, &r->pid_source, r->pidfd, EPOLLIN, on_exit_event, r);
+        if (k < 0)
+                *ret_cause = "watching the worker failed"; /* without it the worker cannot be run */
+        return k;
+}
+
 /* The zygote's answer. r may be freed by the callbacks called here. */
 static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd, const WorkerId *id,
                        Cgroup *cgroup, void *userdata) {
         Runner *r = userdata;
         RunnerStartError err = { .error = error };
-        const char *step = NULL;
         int k;
 
         r->spawning = false;
         r->killed_source = sd_event_source_disable_unref(r->killed_source);
         if (answer == ZYGOTE_ANSWER_WORKER) {
-                r->id = *id;
-                r->has_id = true;
-                r->cgroup = cgroup; /* it moved itself in, first thing after its clone */
-        }
-        /* A reload since the slot's cgroup was made may have changed the limits: the
-         * worker has not read its plan yet, it waits for the go byte. */
-        if (answer == ZYGOTE_ANSWER_WORKER && r->cgroup &&
-            (k = cgroup_update_limits(r->cgroup, r->policy->memory_bytes, r->policy->processes, &step)) < 0) {
-                /* Nothing of the call ran. */
-                kill_and_reap(pid, pidfd);
-                runner_put_id(r, true);
-                r->cgroup = cgroup_free(r->cgroup);
-                close(pidfd);
-                answer = ZYGOTE_ANSWER_FAILED;
-                err.error = k;
-                cause = step;
-        }
-        if (answer == ZYGOTE_ANSWER_WORKER) {
-                r->pid = pid;
-                r->pidfd = pidfd;
-                /* Pre-started workers prepare at a lower priority; this one has a call now
-                 * and runs it at ours (an operator's Nice= holds for the calls too). */
-                errno = 0;
-                int own_nice = getpriority(PRIO_PROCESS, 0);
-                if (errno == 0)
-                        (void) setpriority(PRIO_PROCESS, (id_t) pid, own_nice);
-                release_worker(r);
-                k = sd_event_add_io(r->event, &r->pid_source, pidfd, EPOLLIN, on_exit_event, r);
+                take_worker(r, pid, pidfd, id, cgroup);
+                k = ready_zygote_worker(r, &cause);
                 if (k >= 0) {
                         if (r->kill != RUNNER_KILL_NONE) /* cancelled or timed out meanwhile */
                                 pidfd_kill(pidfd);
                         r->started(r, RUNNER_STARTED, NULL, r->userdata);
                         return;
                 }
-                /* Without a watch on its exit the worker cannot be run: kill and reap it. */
-                kill_and_reap(pid, pidfd);
-                runner_put_id(r, true);
-                close(pidfd);
-                r->pidfd = -1;
-                r->pid = 0;
+                drop_worker(r);
                 answer = ZYGOTE_ANSWER_FAILED;
                 err.error = k;
-                cause = "watching the worker failed";
         }
         if (r->kill != RUNNER_KILL_NONE) {
                 complete_without_worker(r);
@@ -596,6 +602,13 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
         snprintf(err.detail, sizeof err.detail, "could not start a worker: %s: %s", cause ?: "?",
                  strerror(abs(err.error)));
         r->started(r, answer == ZYGOTE_ANSWER_RETRY ? RUNNER_RETRY : RUNNER_FAILED, &err, r->userdata);
+}
+
+/* Exec mode's answer, before exec_spawner_spawn() returns: always a worker. */
+static void on_exec_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd, const WorkerId *id,
+                            Cgroup *cgroup, void *userdata) {
+        (void) answer, (void) error, (void) cause;
+        take_worker(userdata, pid, pidfd, id, cgroup);
 }
 
 static Runner *runner_new(sd_event *e, const Policy *p, WorkerIds *ids, RunnerDoneFn done, RunnerStartedFn started,
@@ -640,87 +653,97 @@ static int make_plan_fd(const Policy *p, const RunnerRequest *req, int *ret_fd) 
         return k;
 }
 
-_Static_assert(sizeof(((ExecStart *) 0)->cgroup_fds) / sizeof(int) == CGROUP_PROCS_MAX,
-               "exec mode's child takes every cgroup.procs of its cgroup");
-
-/* Exec mode: clone the child into the worker's namespaces (it runs the worker side's
- * exec_child_main), map its ids, let it go. The child's fds are ours until then. */
-static int start_exec(const Policy *p, const RunnerSpawner *sp, Cgroup *cg, const WorkerId *id, int pipes[][2],
-                      int plan_fd, int outputs_fd, pid_t *ret_pid, int *ret_pidfd, const char **ret_step) {
-        _cleanup_close_ int devnull = -1, sync_r = -1, sync_w = -1;
-        int sync_pipe[2], pidfd = -1, cgroup_fds[CGROUP_PROCS_MAX] = { -1, -1, -1 }, k;
-        size_t n_cgroup_fds = 0;
-        pid_t pid;
-
-        *ret_step = "opening /dev/null";
-        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (devnull < 0)
-                return -errno;
-        *ret_step = "creating its sync pipe";
-        if (pipe2(sync_pipe, O_CLOEXEC) < 0)
-                return -errno;
-        sync_r = sync_pipe[0];
-        sync_w = sync_pipe[1];
-        *ret_step = "clone";
-        /* v2: born in its cgroup, nothing to move (a move waits for an RCU grace period).
-         * v1, or a kernel without CLONE_INTO_CGROUP: the child moves itself. */
-        pid = -ENOSYS;
-        if (cgroup_clone_fd(cg) >= 0) {
-                pid = clone_into_cgroup_with_pidfd(EXEC_CLONE_FLAGS, SIGCHLD, cgroup_clone_fd(cg), &pidfd);
-                if (pid >= 0)
-                        cg = NULL; /* in it already */
-        }
-        if (pid == -ENOSYS || pid == -E2BIG) {
-                /* The child moves itself once released (sandbox_enter_cgroup()), so the
-                 * move's wait does not block this loop. */
-                *ret_step = "opening its cgroup";
-                if (cg && (k = cgroup_open_procs(cg, cgroup_fds, &n_cgroup_fds)) < 0)
-                        return k;
-                *ret_step = "clone";
-                pid = clone_with_pidfd(EXEC_CLONE_FLAGS, SIGCHLD, &pidfd);
-        }
-        if (pid < 0) {
-                fdpass_close_all(cgroup_fds, n_cgroup_fds);
-                return pid;
-        }
-        if (pid == 0) {
-                ExecStart start = {
-                        .sync_fd = sync_r,
-                        .fds = {
-                                [WORKER_FD_STDIN] = devnull,
-                                [WORKER_FD_STDOUT] = pipes[CH_OUT][1],
-                                [WORKER_FD_STDERR] = pipes[CH_ERR][1],
-                                [WORKER_FD_REPORT] = pipes[CH_REPORT][1],
-                                [WORKER_FD_RESULT] = pipes[CH_RESULT][1],
-                                [WORKER_FD_PLAN] = plan_fd,
-                                [WORKER_FD_OUTPUTS] = outputs_fd,
-                        },
-                        .worker_exec_fd = sp->worker_exec_fd,
-                        .uid = p->worker_uid,
-                        .gid = p->worker_gid,
-                        .cgroup_fds = { cgroup_fds[0], cgroup_fds[1], cgroup_fds[2] },
-                        .n_cgroup_fds = n_cgroup_fds,
-                };
-                exec_child_main(&start);
-        }
-        fdpass_close_all(cgroup_fds, n_cgroup_fds);
-        /* The supervisor is the worker's creator and maps its ids: workerUid inside, its
-         * own host uid outside. */
-        *ret_step = "writing its id maps";
-        if ((k = userns_write_id_maps(pid, p->worker_uid, id->uid, p->worker_gid, id->gid)) < 0 ||
-            (*ret_step = "releasing it", write(sync_w, "x", 1) != 1 && (k = -errno) < 0)) {
-                kill_and_reap(pid, pidfd);
-                close(pidfd);
-                return k;
-        }
-        *ret_pid = pid;
-        *ret_pidfd = pidfd;
-        return 0;
-}
-
 static void close_pipes(int pipes[][2]) {
         for (int ch = 0; ch < _CH_MAX; ch++)
                 fdpass_close_all(pipes[ch], 2);
+}
+
+/* The call's descriptors, made before its worker: the plan, the pipes, and its
+ * /outputs, a tmpfs made and bounded here (artifacts.h); without one the worker's
+ * descriptor slot holds /dev/null and the plan says not to mount. */
+static int open_call_fds(Runner *r, const Policy *p, const RunnerRequest *req, int pipes[][2], int *ret_plan_fd,
+                         int *ret_no_outputs, const char **ret_step) {
+        int k;
+
+        *ret_step = "writing its plan";
+        k = make_plan_fd(p, req, ret_plan_fd);
+        if (k < 0)
+                return k;
+        *ret_step = "creating its pipes";
+        for (int ch = 0; ch < _CH_MAX; ch++)
+                if (pipe2(pipes[ch], O_CLOEXEC) < 0)
+                        return -errno;
+        if (p->max_artifacts > 0) {
+                *ret_step = "creating its /outputs tmpfs";
+                return artifacts_mount_new(p->max_artifact_bytes, p->max_artifacts, &r->outputs_fd);
+        }
+        *ret_step = "opening /dev/null";
+        *ret_no_outputs = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (*ret_no_outputs < 0)
+                return -errno;
+        return 0;
+}
+
+/* ask_zygote()'s answer when no zygote is running: ret_err says so. */
+#define ASK_REFUSED 2
+
+/* Zygote mode: the worker comes in a slot's cgroup, made ahead (docs/design.md); the
+ * answer (pid and pidfd) comes later, in on_spawned(). fds[SPAWN_FD_GO] is set here.
+ * Returns 0 when asked, RUNNER_START_LATER, ASK_REFUSED, or -errno (*ret_step says
+ * where). */
+static int ask_zygote(Runner *r, const Policy *p, const RunnerSpawner *sp, int fds[_SPAWN_FD_MAX], int *ret_go_r,
+                      const char **ret_step, RunnerStartError *ret_err) {
+        uint64_t slot_memory;
+        uint32_t slot_processes;
+        int go[2], k;
+
+        *ret_step = "creating its go pipe";
+        if (pipe2(go, O_CLOEXEC) < 0)
+                return -errno;
+        *ret_go_r = go[0];
+        r->go_fd = go[1];
+        fds[SPAWN_FD_GO] = go[0];
+        /* Nothing to wait for unless the slot's cgroup needs other limits than it was
+         * made with (a reload): go at once. */
+        zygote_client_slot_limits(sp->zygote, &slot_memory, &slot_processes);
+        if (cgroup_root_version(sp->cgroups) == CGROUP_NONE ||
+            (slot_memory == p->memory_bytes && slot_processes == p->processes))
+                release_worker(r);
+        if (zygote_client_state(sp->zygote) == ZYGOTE_STATE_BROKEN) {
+                ret_err->error = -ECHILD;
+                snprintf(ret_err->detail, sizeof ret_err->detail, "could not start a worker: no zygote is running (%s)",
+                         zygote_client_last_error(sp->zygote));
+                return ASK_REFUSED;
+        }
+        *ret_step = "asking the zygote";
+        k = zygote_client_spawn(sp->zygote, fds, on_spawned, r, &r->spawn_token);
+        if (k == ZYGOTE_SPAWN_LATER)
+                return RUNNER_START_LATER;
+        if (k < 0)
+                return k;
+        r->zygote = sp->zygote;
+        r->spawning = true;
+        return 0;
+}
+
+/* Read the worker's pipes (our ends, non-blocking) and, once it exists, its exit. */
+static int watch_worker(Runner *r, int pipes[][2]) {
+        int k;
+
+        for (int ch = 0; ch < _CH_MAX; ch++) {
+                fdpass_close_all(&pipes[ch][1], 1);
+                r->fds[ch] = TAKE_FD(pipes[ch][0]);
+                if (fcntl(r->fds[ch], F_SETFL, O_NONBLOCK) < 0)
+                        return -errno;
+        }
+        for (int ch = 0; ch < _CH_MAX; ch++) {
+                k = sd_event_add_io(r->event, &r->sources[ch], r->fds[ch], EPOLLIN, on_channel, r);
+                if (k < 0)
+                        return k;
+        }
+        if (r->spawning)
+                return 0;
+        return sd_event_add_io(r->event, &r->pid_source, r->pidfd, EPOLLIN, on_exit_event, r);
 }
 
 int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
@@ -729,117 +752,41 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
         int pipes[_CH_MAX][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } };
         const char *step = "allocating its state";
         Runner *r;
-        int k, outputs_fd;
+        int k;
 
         if (sp->zygote && zygote_client_state(sp->zygote) == ZYGOTE_STATE_STARTING)
                 return RUNNER_START_LATER;
         r = runner_new(e, p, sp->ids, done, started, userdata);
-        if (!r) {
-                k = -ENOMEM;
+        k = r ? open_call_fds(r, p, req, pipes, &plan_fd, &no_outputs, &step) : -ENOMEM;
+        if (k < 0)
                 goto fail;
-        }
-        step = "writing its plan";
-        if ((k = make_plan_fd(p, req, &plan_fd)) < 0)
-                goto fail;
-        step = "creating its pipes";
-        for (int ch = 0; ch < _CH_MAX; ch++)
-                if (pipe2(pipes[ch], O_CLOEXEC) < 0) {
-                        k = -errno;
-                        goto fail;
-                }
-        /* Its /outputs: a tmpfs made and bounded here (artifacts.h); without one the
-         * worker's descriptor slot holds /dev/null and the plan says not to mount. */
-        if (p->max_artifacts > 0) {
-                step = "creating its /outputs tmpfs";
-                if ((k = artifacts_mount_new(p->max_artifact_bytes, p->max_artifacts, &r->outputs_fd)) < 0)
-                        goto fail;
-        } else {
-                step = "opening /dev/null";
-                no_outputs = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (no_outputs < 0) {
-                        k = -errno;
-                        goto fail;
-                }
-        }
-        outputs_fd = r->outputs_fd >= 0 ? r->outputs_fd : no_outputs;
-        /* Exec mode: its own cgroup, made before the worker exists. Zygote mode: the
-         * worker comes in a slot's cgroup, made ahead (docs/design.md). */
-        if (!sp->zygote && (k = cgroup_new(sp->cgroups, p->memory_bytes, p->processes, &r->cgroup, &step)) < 0)
-                goto fail;
-
+        int fds[_SPAWN_FD_MAX] = {
+                [SPAWN_FD_STDOUT] = pipes[CH_OUT][1],
+                [SPAWN_FD_STDERR] = pipes[CH_ERR][1],
+                [SPAWN_FD_REPORT] = pipes[CH_REPORT][1],
+                [SPAWN_FD_RESULT] = pipes[CH_RESULT][1],
+                [SPAWN_FD_PLAN] = plan_fd,
+                [SPAWN_FD_OUTPUTS] = r->outputs_fd >= 0 ? r->outputs_fd : no_outputs,
+                [SPAWN_FD_GO] = -1,
+        };
         if (sp->zygote) {
-                int go[2];
-                step = "creating its go pipe";
-                if (pipe2(go, O_CLOEXEC) < 0) {
-                        k = -errno;
-                        goto fail;
-                }
-                go_r = go[0];
-                r->go_fd = go[1];
-                /* Nothing to wait for unless the slot's cgroup needs other limits than it
-                 * was made with (a reload): go at once. */
-                uint64_t slot_memory;
-                uint32_t slot_processes;
-                zygote_client_slot_limits(sp->zygote, &slot_memory, &slot_processes);
-                if (cgroup_root_version(sp->cgroups) == CGROUP_NONE ||
-                    (slot_memory == p->memory_bytes && slot_processes == p->processes))
-                        release_worker(r);
-                const int fds[_SPAWN_FD_MAX] = {
-                        [SPAWN_FD_STDOUT] = pipes[CH_OUT][1],
-                        [SPAWN_FD_STDERR] = pipes[CH_ERR][1],
-                        [SPAWN_FD_REPORT] = pipes[CH_REPORT][1],
-                        [SPAWN_FD_RESULT] = pipes[CH_RESULT][1],
-                        [SPAWN_FD_PLAN] = plan_fd,
-                        [SPAWN_FD_OUTPUTS] = outputs_fd,
-                        [SPAWN_FD_GO] = go_r,
-                };
-                if (zygote_client_state(sp->zygote) == ZYGOTE_STATE_BROKEN) {
+                k = ask_zygote(r, p, sp, fds, &go_r, &step, ret_err);
+                if (k == RUNNER_START_LATER || k == ASK_REFUSED) {
                         close_pipes(pipes);
                         runner_free(r);
-                        ret_err->error = -ECHILD;
-                        snprintf(ret_err->detail, sizeof ret_err->detail,
-                                 "could not start a worker: no zygote is running (%s)",
-                                 zygote_client_last_error(sp->zygote));
-                        return -ECHILD;
+                        return k == ASK_REFUSED ? -ECHILD : k;
                 }
-                /* The answer (pid and pidfd) comes later, in on_spawned(). */
-                step = "asking the zygote";
-                k = zygote_client_spawn(sp->zygote, fds, on_spawned, r, &r->spawn_token);
-                if (k == ZYGOTE_SPAWN_LATER) {
-                        close_pipes(pipes);
-                        runner_free(r);
-                        return RUNNER_START_LATER;
-                }
-                if (k < 0)
-                        goto fail;
-                r->zygote = sp->zygote;
-                r->spawning = true;
         } else {
-                step = "taking a host uid";
-                if ((k = worker_id_acquire(sp->ids, &r->id)) < 0)
-                        goto fail;
-                r->has_id = true;
-                if ((k = start_exec(p, sp, r->cgroup, &r->id, pipes, plan_fd, outputs_fd, &r->pid, &r->pidfd, &step)) <
-                    0)
-                        goto fail;
+                const ExecSpawner x = { .worker_exec_fd = sp->worker_exec_fd, .cgroups = sp->cgroups, .ids = sp->ids };
+                k = exec_spawner_spawn(&x, p, fds, on_exec_spawned, r, &step);
         }
-
+        if (k < 0)
+                goto fail;
         r->start_usec = now_usec();
         step = "watching it";
-        for (int ch = 0; ch < _CH_MAX; ch++) {
-                fdpass_close_all(&pipes[ch][1], 1);
-                r->fds[ch] = TAKE_FD(pipes[ch][0]);
-                if (fcntl(r->fds[ch], F_SETFL, O_NONBLOCK) < 0) {
-                        k = -errno;
-                        goto fail;
-                }
-        }
-        for (int ch = 0; ch < _CH_MAX; ch++)
-                if ((k = sd_event_add_io(e, &r->sources[ch], r->fds[ch], EPOLLIN, on_channel, r)) < 0)
-                        goto fail;
-        if (!r->spawning && (k = sd_event_add_io(e, &r->pid_source, r->pidfd, EPOLLIN, on_exit_event, r)) < 0)
+        k = watch_worker(r, pipes);
+        if (k < 0)
                 goto fail;
-
         *ret = r;
         return 0;
 fail:

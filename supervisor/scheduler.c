@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The process-wide queue (scheduler.h): admission, capacity, fairness, the memory gate,
+ * the whole-call deadline, cancellation, start back-off, the status counters. */
 #include "supervisor/scheduler.h"
 
 #include <errno.h>
@@ -131,64 +133,6 @@ uint32_t sched_queue_position(const Scheduler *s, const Call *c) {
         return pos;
 }
 
-static int read_u64_file(const char *path, uint64_t *ret) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        unsigned long long v;
-        char buf[32];
-        ssize_t n;
-
-        if (fd < 0 || (n = read(fd, buf, sizeof buf - 1)) <= 0)
-                return -ENOENT;
-        buf[n] = 0;
-        if (strncmp(buf, "max", 3) == 0) {
-                *ret = UINT64_MAX;
-                return 0;
-        }
-        if (sscanf(buf, "%llu", &v) != 1)
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
-/* Room left in the supervisor's own memory cgroup (v2, or v1's memory controller),
- * UINT64_MAX when there is no limit or no cgroup to read. Workers are the
- * supervisor's children and start in its cgroup. */
-uint64_t sched_cgroup_memory_available(void) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
-        char line[PATH_MAX + 64], path[PATH_MAX + 128];
-        uint64_t best = UINT64_MAX;
-
-        while (f && fgets(line, sizeof line, f)) {
-                char *ctrl = strchr(line, ':'), *cg;
-                uint64_t limit, usage;
-                const char *limit_name, *usage_name, *base;
-
-                if (!ctrl || !(cg = strchr(ctrl + 1, ':')))
-                        continue;
-                *cg++ = 0;
-                cg[strcspn(cg, "\n")] = 0;
-                if (strcmp(ctrl + 1, "") == 0) { /* v2: "0::/path" */
-                        base = access("/sys/fs/cgroup/unified", F_OK) == 0 ? "/sys/fs/cgroup/unified"
-                                                                           : "/sys/fs/cgroup";
-                        limit_name = "memory.max";
-                        usage_name = "memory.current";
-                } else if (strstr(ctrl + 1, "memory")) { /* v1 */
-                        base = "/sys/fs/cgroup/memory";
-                        limit_name = "memory.limit_in_bytes";
-                        usage_name = "memory.usage_in_bytes";
-                } else
-                        continue;
-                snprintf(path, sizeof path, "%s%s/%s", base, cg, limit_name);
-                if (read_u64_file(path, &limit) < 0 || limit == UINT64_MAX || limit >= (1ULL << 62))
-                        continue;
-                snprintf(path, sizeof path, "%s%s/%s", base, cg, usage_name);
-                if (read_u64_file(path, &usage) < 0)
-                        continue;
-                best = MIN(best, usage >= limit ? 0 : limit - usage);
-        }
-        return best;
-}
-
 /* The memory gate: the lower of MemAvailable from /proc/meminfo (the kernel's own
  * estimate of what can be allocated without swapping) and the room left in our
  * memory cgroup. 0 disables the gate. */
@@ -206,7 +150,7 @@ static bool memory_available(const Scheduler *s) {
                         avail = kb * 1024ULL;
                         break;
                 }
-        avail = MIN(avail, sched_cgroup_memory_available());
+        avail = MIN(avail, cgroup_self_memory_available());
         return avail >= s->policy->min_available_memory_bytes;
 }
 

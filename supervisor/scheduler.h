@@ -88,5 +88,3 @@ size_t sched_list_calls(const Scheduler *s, SchedCallInfo *ret, size_t max);
 bool sched_owns_pid(const Scheduler *s, pid_t pid);
 /* Position (1-based) of a queued call in the current serving order estimate; 0 if not queued. */
 uint32_t sched_queue_position(const Scheduler *s, const Call *c);
-/* Room left in the supervisor's memory cgroup (v1 or v2); UINT64_MAX if unlimited. */
-uint64_t sched_cgroup_memory_available(void);

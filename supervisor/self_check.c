@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The self-check (self_check.h): one worker through the path every call takes. */
 #include "supervisor/self_check.h"
 
 #include <errno.h>

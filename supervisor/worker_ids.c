@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The workers' host identities (worker_ids.h): the block, acquisition, quarantine. */
 #include "supervisor/worker_ids.h"
 
 #include <errno.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The supervisor's side of the zygote (zygote_client.h): its lifecycle, spawn requests
+ * and their tracking, the slots it holds. */
 #include "supervisor/zygote_client.h"
 
 #include <errno.h>

@@ -38,3 +38,19 @@ def test_daemon_does_not_link_libpython():
     worker = subprocess.run(["readelf", "-d", os.path.join(BUILD, "bin", "codeinterp-worker")],
                             capture_output=True, text=True, check=True).stdout
     assert "libpython" in worker  # and the worker does
+
+
+def defined_functions(binary):
+    out = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.split()[1:2] and line.split()[1] in "tT"}
+
+
+def test_daemon_does_not_link_the_sandbox():
+    """Worker creation in exec mode is the supervisor's (exec_spawner.c) up to the exec;
+    everything of the sandbox is in the worker binary alone."""
+    daemon = defined_functions(DAEMON)
+    assert "runner_start" in daemon and "exec_spawner_spawn" in daemon  # the check reads what it thinks it reads
+    assert not [s for s in daemon if s.startswith("sandbox_") or s == "setup_root"], \
+        sorted(s for s in daemon if s.startswith("sandbox_") or s == "setup_root")
+    worker = defined_functions(os.path.join(BUILD, "bin", "codeinterp-worker"))
+    assert "sandbox_enter" in worker or "sandbox_finish" in worker  # and the worker has it
