@@ -166,7 +166,7 @@ static const KeyDef keys[_K_MAX] = {
         RESTART(K_WORKER_START, "workerStart", KEY_START, worker_start, 0, 0),
         RESTART(K_ZYGOTE_MAX_CALLS, "zygoteMaxCalls", KEY_U32, zygote_max_calls, 1, 10000000),
         RESTART(K_ZYGOTE_MAX_SECONDS, "zygoteMaxSeconds", KEY_U32, zygote_max_seconds, 1, 604800),
-        RESTART(K_ZYGOTE_POOL_SIZE, "zygotePoolSize", KEY_U32, zygote_pool_size, 0, 64),
+        RESTART(K_ZYGOTE_POOL_SIZE, "zygotePoolSize", KEY_U32, zygote_pool_size, 0, POLICY_ZYGOTE_POOL_SIZE_MAX),
         DEF(K_IDLE_EXIT_SECONDS, "idleExitSeconds", KEY_U32, idle_exit_seconds, 0, 604800),
         RESTART(K_CGROUPS, "cgroups", KEY_CGROUPS, cgroups, 0, 0),
         /* The cgroup root opens the cpu hierarchy (v1) or enables the controller (v2)

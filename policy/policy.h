@@ -53,6 +53,10 @@ typedef enum PolicyPackage {
 } PolicyPackage;
 #define POLICY_PACKAGE_BIT(p) (UINT32_C(1) << (p))
 
+/* The most workers a zygote keeps pre-started (zygotePoolSize's range): the zygote's
+ * pool array is this long (worker/zygote.c). */
+#define POLICY_ZYGOTE_POOL_SIZE_MAX 64
+
 typedef struct Policy {
         char name[POLICY_NAME_MAX]; /* name: "code_interpreter" */
 
@@ -111,7 +115,8 @@ typedef struct Policy {
         PolicyWorkerStart worker_start; /* workerStart: exec | zygote; zygote */
         uint32_t zygote_max_calls;      /* zygoteMaxCalls: 10000, then a new zygote replaces it */
         uint32_t zygote_max_seconds;    /* zygoteMaxSeconds: 3600 */
-        uint32_t zygote_pool_size;      /* zygotePoolSize: 2 workers kept pre-started, 0 = none */
+        uint32_t zygote_pool_size;      /* zygotePoolSize: 2 workers kept pre-started, 0 = none; at most
+                                         * POLICY_ZYGOTE_POOL_SIZE_MAX */
 
         /* Socket activation. */
         uint32_t idle_exit_seconds; /* idleExitSeconds: 0 = never; exit when idle this long (activated socket only) */

@@ -33,9 +33,6 @@
 
 /* The capabilities setup needs inside the worker's user namespace. */
 static const cap_value_t setup_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP };
-/* What an exec-mode worker carries across its exec: the above, and what
- * sandbox_become() needs to change identity afterwards. */
-static const cap_value_t carry_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP, CAP_SETUID, CAP_SETGID };
 
 #define FAIL(stage, err)                                                                                               \
         do {                                                                                                           \
@@ -123,49 +120,6 @@ int sandbox_runtime_open(uint32_t packages, SandboxRuntime *ret, SetupStage *ret
                 FAIL(SETUP_STAGE_MOUNT_BIND, r);
         }
         *ret = rt;
-        return 0;
-}
-
-int sandbox_enter_cgroup(const int *fds, size_t n) {
-        int r = 0;
-
-        for (size_t i = 0; i < n; i++) {
-                if (r == 0 && write(fds[i], "0", 1) != 1)
-                        r = -errno;
-                close(fds[i]);
-        }
-        return r;
-}
-
-/* First move every source above the target range, then dup2 down (dup2 clears
- * close-on-exec on the result), so a source already sitting on a target is safe. */
-int sandbox_install_fds(const int *src, int n) {
-        int tmp[8];
-
-        if (n > 8)
-                return -EINVAL;
-        for (int i = 0; i < n; i++) {
-                tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16);
-                if (tmp[i] < 0)
-                        return -errno;
-        }
-        for (int i = 0; i < n; i++)
-                if (dup2(tmp[i], i) < 0)
-                        return -errno;
-        return 0;
-}
-
-int sandbox_carry_caps(SetupStage *ret_stage) {
-        _cleanup_cap_free_ cap_t caps = cap_get_proc();
-
-        if (!caps)
-                FAIL(SETUP_STAGE_CAPS_KEEP, errno);
-        if (cap_set_flag(caps, CAP_INHERITABLE, ELEMENTSOF(carry_caps), carry_caps, CAP_SET) < 0 ||
-            cap_set_proc(caps) < 0)
-                FAIL(SETUP_STAGE_CAPS_KEEP, errno);
-        for (size_t i = 0; i < ELEMENTSOF(carry_caps); i++)
-                if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, carry_caps[i], 0, 0) < 0)
-                        FAIL(SETUP_STAGE_CAPS_KEEP, errno);
         return 0;
 }
 
@@ -634,7 +588,7 @@ int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage) {
         if (r < 0)
                 FAIL(SETUP_STAGE_RLIMITS, errno);
         /* Above the worker's descriptor numbers, which a pre-started worker has
-         * sandbox_install_fds() put in place between here and sandbox_finish(). */
+         * child_install_fds() put in place between here and sandbox_finish(). */
         statm_fd = fcntl(r, F_DUPFD_CLOEXEC, _WORKER_FD_MAX);
         close(r);
         if (statm_fd < 0)

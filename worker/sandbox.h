@@ -12,7 +12,7 @@
  *                     the call's /tmp and /inputs, drop every capability and the
  *                     bounding set, no_new_privs, rlimits, close stray fds, seccomp.
  *
- * In exec mode the exec comes first (sandbox_carry_caps() makes the capabilities
+ * In exec mode the exec comes first (child_carry_caps(), common/child_start.h, makes the capabilities
  * sandbox_become() needs ambient), so the dynamic loader also still runs with root's
  * credentials and finds a libpython the worker uid could not reach.
  *
@@ -64,18 +64,6 @@ typedef struct SandboxRuntime {
 int sandbox_runtime_open(uint32_t packages, SandboxRuntime *ret, SetupStage *ret_stage);
 void sandbox_runtime_close(SandboxRuntime *rt);
 
-/* In a new child: put src[0..n) at descriptors 0..n-1 (n <= 8), whatever numbers they had. */
-int sandbox_install_fds(const int *src, int n);
-/* Move the calling process into its cgroup: "0" written to each cgroup.procs
- * descriptor (one per hierarchy, opened O_WRONLY by the supervisor as root, which is
- * whose credentials the kernel checks), then closed. The worker does it itself, first
- * thing after its creator released it: the move waits for an RCU grace period in the
- * kernel, and so that wait blocks neither the supervisor's loop nor the zygote. */
-int sandbox_enter_cgroup(const int *fds, size_t n);
-
-/* Exec mode, before the exec: keep CAP_SYS_ADMIN, CAP_SETPCAP, CAP_SETUID and
- * CAP_SETGID of the worker's namespace as ambient capabilities across it. */
-int sandbox_carry_caps(SetupStage *ret_stage);
 int sandbox_become(uid_t uid, gid_t gid, SetupStage *ret_stage);
 /* seccomp: the compiled filter, loaded last. */
 int sandbox_enter(const SandboxRuntime *rt, const PlanSandbox *plan, const struct sock_fprog *seccomp,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* codeinterp-worker: the cold ("exec") worker. Started by the supervisor inside fresh
- * namespaces (worker/exec_child.c is the part between its clone and this exec) with
+ * namespaces (supervisor/exec_spawner.c is the part between its clone and this exec) with
  * the descriptors of contract/fds.h and nothing else. It enters the sandbox, initialises CPython, runs the code once and exits.
  * With --zygote it is the zygote instead (worker/zygote.h). Not meant to be run by hand. */
 #include <errno.h>
@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
         r = policy_seccomp_compile(plan.deny, &prog);
         if (r < 0)
                 worker_fail(SETUP_STAGE_SECCOMP, r);
-        /* Still root's credentials (exec_child.c): open the runtime, then become the worker. */
+        /* Still root's credentials (supervisor/exec_spawner.c): open the runtime, then become the worker. */
         r = sandbox_runtime_open(plan.python_packages, &rt, &stage);
         if (r < 0)
                 worker_fail(stage, r);

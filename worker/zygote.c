@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/child_start.h"
 #include "common/cleanup.h"
 #include "common/clone.h"
 #include "common/fdpass.h"
@@ -77,7 +78,7 @@ typedef struct Slot {
         int cgroup_fds[ZYGOTE_CGROUP_FDS_MAX];
 } Slot;
 
-static PoolChild pool[65];
+static PoolChild pool[POLICY_ZYGOTE_POOL_SIZE_MAX];
 static size_t pool_len = 0;
 static size_t pool_target = 0;
 /* We hold at most the pool's slots and the one of the request being served. */
@@ -169,7 +170,7 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
          * touches from here on is charged there. Then the runtime is opened with the
          * zygote's (root's) credentials, before the switch to the worker uid, which may
          * not be able to traverse it (sandbox.h). */
-        if ((r = sandbox_enter_cgroup(slot->cgroup_fds, slot->id.n_cgroup_fds)) < 0) {
+        if ((r = child_enter_cgroup(slot->cgroup_fds, slot->id.n_cgroup_fds)) < 0) {
                 failed = r;
                 failed_stage = SETUP_STAGE_CGROUP;
         } else if ((r = sandbox_runtime_open(python_packages, &rt, &stage)) < 0 ||
@@ -203,7 +204,7 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
         prctl(PR_SET_NAME, "ci-worker", 0, 0, 0);
         src[WORKER_FD_STDIN] = devnull;
         memcpy(src + WORKER_FD_STDOUT, fds, (_WORKER_FD_MAX - 1) * sizeof *fds);
-        if (sandbox_install_fds(src, _WORKER_FD_MAX) < 0)
+        if (child_install_fds(src, _WORKER_FD_MAX) < 0)
                 _exit(127);
         if (failed < 0)
                 worker_fail(failed_stage, failed);
@@ -363,7 +364,7 @@ int zygote_main(int argc, char **argv) {
 
         if (argc != 6 || sscanf(argv[2], "%lu", &uid) != 1 || sscanf(argv[3], "%lu", &gid) != 1 ||
             sscanf(argv[4], "%lu", &size) != 1 || sscanf(argv[5], "%lu", &packages) != 1 || uid == 0 || gid == 0 ||
-            size >= ELEMENTSOF(pool) || packages >> _POLICY_PACKAGE_MAX) {
+            size > ELEMENTSOF(pool) || packages >> _POLICY_PACKAGE_MAX) {
                 fprintf(stderr, "codeinterp-zygote: bad arguments\n");
                 return 2;
         }
