@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "client/cli.h"
-#include "client/json.h"
-#include "client/libcodeinterp.h"
+#include "client/lib/json.h"
+#include "client/lib/libcodeinterp.h"
 #include "client/mcp.h"
 #include "client/replay.h"
-#include "client/status.h"
+#include "client/lib/status.h"
 #include "client/tool.h"
 #include "common/cleanup.h"
 #include "common/mp.h"

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "client/cli.h"
-#include "client/json.h"
-#include "client/libcodeinterp.h"
+#include "client/lib/json.h"
+#include "client/lib/libcodeinterp.h"
 #include "client/replay.h"
 #include "common/cleanup.h"
 #include "common/mp.h"

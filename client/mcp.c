@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/json.h"
-#include "client/libcodeinterp.h"
+#include "client/lib/json.h"
+#include "client/lib/libcodeinterp.h"
 #include "client/tool.h"
 #include "common/cleanup.h"
 #include "common/mp.h"

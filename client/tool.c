@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "client/libcodeinterp.h"
+#include "client/lib/libcodeinterp.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/util.h"

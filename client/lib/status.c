@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-#include "client/status.h"
+#include "client/lib/status.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
-#include "client/libcodeinterp.h"
+#include "client/lib/libcodeinterp.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/libcodeinterp.h"
+#include "client/lib/libcodeinterp.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/util.h"

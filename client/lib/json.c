@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "client/json.h"
+#include "client/lib/json.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "client/libcodeinterp.h"
+#include "client/lib/libcodeinterp.h"
 
 #include <errno.h>
 #include <fcntl.h>
