@@ -64,13 +64,8 @@ int report_send_ready(int fd) {
 
 static void pack_fitted(msgpack_packer *pk, const char *key, const FitText *t) {
         mp_pack_cstr(pk, key);
-        msgpack_pack_map(pk, 5);
-        mp_pack_cstr(pk, "text");
-        mp_pack_strn(pk, t->text ? t->text : "", t->text_bytes);
-        mp_pack_kv_uint(pk, "totalCharacters", t->total_chars);
-        mp_pack_kv_uint(pk, "totalBytes", t->total_bytes);
-        mp_pack_kv_uint(pk, "omittedCharacters", t->omitted_chars);
-        mp_pack_kv_uint(pk, "omittedBytes", t->omitted_bytes);
+        msgpack_pack_map(pk, FIT_TEXT_WIRE_FIELDS);
+        fit_text_pack_fields(pk, t);
 }
 
 int report_send_done(int fd, const ReportRun *rep, uint64_t exc_ceiling) {
