@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* `codeinterp tool`: the describe reply's tool exported in each agent runtime's format
+ * (tool.h), with the sources offered in its description; mcp.c uses the same export. */
 #include "client/tool.h"
 
 #include <ctype.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The plan's writer (the supervisor) and its validating decoder (the worker). */
 #include "contract/plan.h"
 
 #include <errno.h>

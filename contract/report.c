@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The worker's reports written (setup, ready, done) and the supervisor's bounded parser. */
 #include "contract/report.h"
 
 #include <errno.h>

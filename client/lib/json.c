@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* libcodeinterp's msgpack to JSON writer: a reply or result printed as one JSON object
+ * (codeinterp exec --json, hello, describe, status). */
 #include "client/lib/json.h"
 
 #include <inttypes.h>

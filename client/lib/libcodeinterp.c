@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* libcodeinterp's connection: connecting, the framed msgpack requests and replies, the
+ * calls (hello, describe, status, execute with its progress, invocations and sources),
+ * the artifacts of a result and the exit status of an outcome. */
 #include "client/lib/libcodeinterp.h"
 
 #include <errno.h>

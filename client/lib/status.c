@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* libcodeinterp's reading of the status reply: readiness (status --ready) and the
+ * metrics in the Prometheus and OpenMetrics text formats. */
 #include "client/lib/status.h"
 
 #include <errno.h>
