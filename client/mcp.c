@@ -3,8 +3,10 @@
  * line) offering the code_interpreter tool. One MCP session is one codeinterp invocation:
  * sources given on the command line are registered in it at start, and maxCalls counts per
  * session. One poll() loop reads stdin and the supervisor's socket, so pings and
- * cancellations are answered while calls run. docs/client.md#codeinterp-mcp. */
+ * cancellations are answered while calls run. This file reads and decides; what is
+ * written back is built in client/mcp_output.c. docs/client.md#codeinterp-mcp. */
 #include "client/mcp.h"
+#include "client/mcp_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,57 +21,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/json.h"
-#include "client/libcodeinterp.h"
+#include "client/lib/json.h"
+#include "client/lib/libcodeinterp.h"
 #include "client/tool.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/util.h"
 
-#define EXIT_USAGE 2
-#define EXIT_CONNECT 12
-#define MCP_MAX_LINE (32u << 20)  /* one JSON-RPC message; beyond it: parse error, line skipped */
-#define MCP_MAX_FILE (256u << 20) /* a --source/--attach file */
-#define MCP_MAX_CALLS 8           /* tools/call running at once */
-#define MCP_MAX_SOURCE_IDS 64     /* sourceIds passed on (codeinterpd itself allows 4) */
-#define MCP_JSON_DEPTH 64
-
-#define RPC_PARSE_ERROR -32700
-#define RPC_INVALID_REQUEST -32600
-#define RPC_METHOD_NOT_FOUND -32601
-#define RPC_INVALID_PARAMS -32602
-#define RPC_INTERNAL_ERROR -32603
-
 /* Newest first: an unknown version from the client is answered with the first. */
 static const char *const protocol_versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
-/* The first versions with tool annotations, and with titles and structured results. */
-#define MCP_VERSION_ANNOTATIONS "2025-03-26"
-#define MCP_VERSION_STRUCTURED "2025-06-18"
-
-typedef struct McpCall {
-        bool used;
-        json_object *rpc_id;         /* the tools/call request's id (a reference we own) */
-        json_object *progress_token; /* NULL: the client asked for no progress */
-        uint64_t request_id;         /* the execute request's id on the supervisor connection */
-        uint64_t call_id;
-        bool has_call_id;
-        bool cancelled; /* notifications/cancelled arrived: cancel, and send no response */
-        bool cancel_sent;
-        uint64_t progress;
-} McpCall;
-
-typedef struct Mcp {
-        CiClient *client;
-        char invocation[CI_INVOCATION_ID_MAX + 1];
-        json_object *tool; /* the tools/list entry, for the newest protocol version */
-        char *tool_name;
-        const char *version; /* the session's protocol version; NULL until initialize */
-        bool structured;     /* the version has titles, outputSchema and structuredContent */
-        McpCall calls[MCP_MAX_CALLS];
-        char *in;
-        size_t in_len, in_cap;
-        enum { SKIP_NONE, SKIP_TOO_LONG, SKIP_NO_MEMORY } in_skipping; /* inside a line not kept: why */
-} Mcp;
 
 static void tokener_freep(json_tokener **t) {
         if (*t)
@@ -78,322 +38,6 @@ static void tokener_freep(json_tokener **t) {
 
 static int read_file(const char *path, char **ret, size_t *ret_len) {
         return read_file_all(path, MCP_MAX_FILE, ret, ret_len);
-}
-
-/* ---- output ----
- *
- * Out of memory is not the end of a session: a request whose answer cannot be built
- * is answered with an "out of memory" error (answer_oom()), and the server goes on.
- * Only a lost stdout, stdin or supervisor ends it. json-c takes a NULL value as JSON
- * null, so every value is added through tool_json_set() (tool.h) or arr_push(), which
- * refuse NULL: an answer is complete or not sent, never sent with a field turned into
- * null. It is written by write_tree(), which allocates nothing. */
-
-static int arr_push(json_object *a, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_array_add(a, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-/* o as JSON, straight from the tree to f. Not json-c's serialiser: it drops what it
- * cannot allocate and returns the rest (0.16), so under memory pressure a string (an
- * image's base64) could go out shortened or empty. This needs no memory. */
-static void write_tree(FILE *f, json_object *o) {
-        bool first = true;
-
-        switch (json_object_get_type(o)) {
-        case json_type_null:
-                fputs("null", f);
-                break;
-        case json_type_boolean:
-                fputs(json_object_get_boolean(o) ? "true" : "false", f);
-                break;
-        case json_type_int:
-                if (json_object_get_int64(o) == INT64_MAX) /* or above: an unsigned one */
-                        fprintf(f, "%" PRIu64, json_object_get_uint64(o));
-                else
-                        fprintf(f, "%" PRId64, json_object_get_int64(o));
-                break;
-        case json_type_double:
-                if (isfinite(json_object_get_double(o)))
-                        fprintf(f, "%.17g", json_object_get_double(o));
-                else
-                        fputs("null", f);
-                break;
-        case json_type_string:
-                ci_json_write_string(f, json_object_get_string(o), (size_t) json_object_get_string_len(o));
-                break;
-        case json_type_array:
-                fputc('[', f);
-                for (size_t i = 0, n = json_object_array_length(o); i < n; i++) {
-                        if (i)
-                                fputc(',', f);
-                        write_tree(f, json_object_array_get_idx(o, i));
-                }
-                fputc(']', f);
-                break;
-        case json_type_object:
-                fputc('{', f);
-                json_object_object_foreach(o, key, val) {
-                        if (!first)
-                                fputc(',', f);
-                        first = false;
-                        ci_json_write_string(f, key, strlen(key));
-                        fputc(':', f);
-                        write_tree(f, val);
-                }
-                fputc('}', f);
-                break;
-        }
-}
-
-/* Write msg (taken) as one line. -EIO: stdout is gone. */
-static int send_json(json_object *msg) {
-        int k = 0;
-
-        write_tree(stdout, msg);
-        if (fputc('\n', stdout) < 0 || fflush(stdout) != 0 || ferror(stdout))
-                k = -EIO;
-        json_object_put(msg);
-        return k;
-}
-
-/* Takes key's value v; the message is sent when every part of it could be made. */
-static int send_rpc(json_object *id, const char *key, json_object *v) {
-        json_object *m = json_object_new_object(), *id_ref = id ? json_object_get(id) : NULL;
-        int k;
-
-        if (!m || tool_json_set(m, "jsonrpc", json_object_new_string("2.0")) < 0 ||
-            json_object_object_add(m, "id", id_ref) < 0)
-                goto fail;
-        id_ref = NULL; /* m holds it */
-        k = tool_json_set(m, key, v);
-        v = NULL; /* taken, also on failure */
-        if (k < 0)
-                goto fail;
-        return send_json(m);
-fail:
-        json_object_put(id_ref);
-        json_object_put(v);
-        json_object_put(m);
-        return -ENOMEM;
-}
-
-/* Takes result. */
-static int send_result(json_object *id, json_object *result) {
-        return send_rpc(id, "result", result);
-}
-
-static int send_error(json_object *id, int code, const char *message) {
-        json_object *e = json_object_new_object();
-
-        if (!e || tool_json_set(e, "code", json_object_new_int(code)) < 0 ||
-            tool_json_set(e, "message", json_object_new_string(message)) < 0) {
-                json_object_put(e);
-                return -ENOMEM;
-        }
-        return send_rpc(id, "error", e);
-}
-
-/* The answer for id when not even an error object can be allocated: written straight
- * to stdout, whose buffer exists since the first answer. */
-static int send_oom(json_object *id) {
-        fputs("{\"jsonrpc\":\"2.0\",\"id\":", stdout);
-        if (id && json_object_is_type(id, json_type_int))
-                printf("%" PRId64, json_object_get_int64(id));
-        else if (id && json_object_is_type(id, json_type_string)) {
-                const char *s = json_object_get_string(id);
-                putchar('"');
-                for (int i = 0, n = json_object_get_string_len(id); i < n; i++) {
-                        unsigned char c = (unsigned char) s[i];
-                        if (c == '"' || c == '\\')
-                                printf("\\%c", c);
-                        else if (c < 0x20)
-                                printf("\\u%04x", c);
-                        else
-                                putchar(c);
-                }
-                putchar('"');
-        } else
-                fputs("null", stdout);
-        fprintf(stdout, ",\"error\":{\"code\":%d,\"message\":\"out of memory\"}}\n", RPC_INTERNAL_ERROR);
-        return fflush(stdout) == 0 && !ferror(stdout) ? 0 : -EIO;
-}
-
-/* k from answering request id: when it is -ENOMEM, answer with an error instead.
- * Returns 0, or -EIO when stdout is gone. */
-static int answer_oom(json_object *id, int k) {
-        if (k != -ENOMEM)
-                return k;
-        k = send_error(id, RPC_INTERNAL_ERROR, "out of memory");
-        return k == -ENOMEM ? send_oom(id) : k;
-}
-
-static char *base64_new(const uint8_t *p, size_t n) {
-        static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-
-        if (!out)
-                return NULL;
-        for (size_t i = 0; i < n; i += 3) {
-                uint32_t v =
-                        (uint32_t) p[i] << 16 | (i + 1 < n ? (uint32_t) p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-                *o++ = tbl[v >> 18 & 63];
-                *o++ = tbl[v >> 12 & 63];
-                *o++ = i + 1 < n ? tbl[v >> 6 & 63] : '=';
-                *o++ = i + 2 < n ? tbl[v & 63] : '=';
-        }
-        *o = 0;
-        return out;
-}
-
-static bool is_image(const CiArtifact *a) {
-        static const char *const images[] = { "image/png", "image/jpeg", "image/gif", "image/webp" };
-        for (size_t i = 0; i < ELEMENTSOF(images); i++)
-                if (a->media_type_len == strlen(images[i]) && !memcmp(a->media_type, images[i], a->media_type_len))
-                        return true;
-        return false;
-}
-
-/* One artifact as MCP content in *ret: an image as {type: image, data, mimeType};
- * anything else as an embedded resource {type: resource, resource: {uri, mimeType,
- * blob}} whose uri is file:///outputs/NAME, percent-encoded. -EINVAL: malformed, left
- * out (the text lists it); -ENOMEM. */
-static int artifact_content(const CiArtifact *a, json_object **ret) {
-        _cleanup_free_ char *b64 = NULL, *uri = NULL;
-        json_object *item = NULL, *res = NULL;
-        char mt[128];
-        size_t u = 0;
-
-        if (a->media_type_len >= sizeof mt)
-                return -EINVAL;
-        memcpy(mt, a->media_type, a->media_type_len);
-        mt[a->media_type_len] = 0;
-        b64 = base64_new(a->data, a->len);
-        item = json_object_new_object();
-        if (!b64 || !item)
-                goto oom;
-        if (is_image(a)) {
-                if (tool_json_set(item, "type", json_object_new_string("image")) < 0 ||
-                    tool_json_set(item, "data", json_object_new_string(b64)) < 0 ||
-                    tool_json_set(item, "mimeType", json_object_new_string(mt)) < 0)
-                        goto oom;
-                *ret = item;
-                return 0;
-        }
-        uri = malloc(strlen("file:///outputs/") + a->name_len * 3 + 1);
-        res = json_object_new_object();
-        if (!uri || !res)
-                goto oom;
-        u = (size_t) sprintf(uri, "file:///outputs/");
-        for (size_t i = 0; i < a->name_len; i++) {
-                unsigned char c = (unsigned char) a->name[i];
-                if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~", c))
-                        uri[u++] = (char) c;
-                else
-                        u += (size_t) sprintf(uri + u, "%%%02X", c);
-        }
-        uri[u] = 0;
-        if (tool_json_set(res, "uri", json_object_new_string(uri)) < 0 ||
-            tool_json_set(res, "mimeType", json_object_new_string(mt)) < 0 ||
-            tool_json_set(res, "blob", json_object_new_string(b64)) < 0 ||
-            tool_json_set(item, "type", json_object_new_string("resource")) < 0)
-                goto oom;
-        if (tool_json_set(item, "resource", res) < 0) {
-                res = NULL; /* taken */
-                goto oom;
-        }
-        *ret = item;
-        return 0;
-oom:
-        json_object_put(res);
-        json_object_put(item);
-        return -ENOMEM;
-}
-
-/* A tools/call result: the model-visible text, isError for every outcome but ok; after
- * it, when attach, msg's artifacts (artifact_content()). With protocol versions that have
- * them, msg as structuredContent (tool_structured_content()), the typed result the
- * outputSchema describes. -ENOMEM: nothing sent. */
-static int send_tool_result_with(const Mcp *m, json_object *id, const char *text, bool is_error,
-                                 const msgpack_object *msg, bool attach) {
-        json_object *r = json_object_new_object(), *content = json_object_new_array(), *item = json_object_new_object();
-        json_object *structured = NULL;
-        int k = -ENOMEM;
-
-        if (m->structured && msg) {
-                k = tool_structured_content(msg, &structured);
-                if (k == -ENOMEM)
-                        goto fail;
-        }
-        k = -ENOMEM;
-
-        if (!r || !content || !item || tool_json_set(item, "type", json_object_new_string("text")) < 0 ||
-            tool_json_set(item, "text", json_object_new_string(text)) < 0)
-                goto fail;
-        k = arr_push(content, item);
-        item = NULL;
-        for (size_t i = 0, n = msg && attach ? ci_artifact_count(msg) : 0; k >= 0 && i < n; i++) {
-                CiArtifact a;
-                json_object *c = NULL;
-                if (ci_artifact_get(msg, i, &a) < 0 || !ci_artifact_name_safe(a.name, a.name_len))
-                        continue;
-                k = artifact_content(&a, &c);
-                if (k == -EINVAL)
-                        k = 0;
-                else if (k >= 0)
-                        k = arr_push(content, c);
-        }
-        if (k < 0)
-                goto fail;
-        k = tool_json_set(r, "content", content);
-        content = NULL;
-        if (k < 0 || (k = tool_json_set(r, "isError", json_object_new_boolean(is_error))) < 0)
-                goto fail;
-        if (structured) {
-                k = tool_json_set(r, "structuredContent", structured);
-                structured = NULL;
-                if (k < 0)
-                        goto fail;
-        }
-        return send_result(id, r);
-fail:
-        json_object_put(structured);
-        json_object_put(item);
-        json_object_put(content);
-        json_object_put(r);
-        return k;
-}
-
-/* An error the server decides itself (bad arguments, too many calls), rendered exactly as
- * the supervisor's error of that code would be. */
-static int send_local_error(const Mcp *m, json_object *id, const char *code, const char *message) {
-        MpWriter w;
-        msgpack_unpacked u;
-        _cleanup_free_ char *text = NULL;
-        int k;
-
-        mp_writer_init(&w, 0);
-        msgpack_pack_map(&w.pk, 4);
-        mp_pack_kv_nil(&w.pk, "id");
-        mp_pack_kv_str(&w.pk, "type", "error");
-        mp_pack_kv_str(&w.pk, "code", code);
-        mp_pack_kv_str(&w.pk, "message", message);
-        msgpack_unpacked_init(&u);
-        k = mp_writer_error(&w) == 0 && msgpack_unpack_next(&u, w.sb.data, w.sb.size, NULL) == MSGPACK_UNPACK_SUCCESS
-                    ? 0
-                    : -ENOMEM;
-        if (k >= 0)
-                k = ci_render_model_text(&u.data, &text);
-        if (k >= 0)
-                k = send_tool_result_with(m, id, text, true, &u.data, false);
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
-        return k; /* -ENOMEM: answer_oom() */
 }
 
 /* ---- calls ---- */
@@ -455,7 +99,7 @@ static int on_progress(Mcp *m, McpCall *call, const msgpack_object *msg) {
                 json_object_put(n);
                 return 0;
         }
-        k = send_json(n);
+        k = mcp_send_json(n);
         if (k >= 0)
                 call->progress++;
         return k == -ENOMEM ? 0 : k; /* progress is best effort */
@@ -470,20 +114,20 @@ static int on_final(const Mcp *m, McpCall *call, const msgpack_object *msg) {
                 bool is_error = !mp_str_eq(ci_get(msg, "type"), "result") || !mp_str_eq(ci_get(msg, "outcome"), "ok");
                 k = ci_render_model_text(msg, &text);
                 if (k < 0 && k != -ENOMEM)
-                        k = send_error(call->rpc_id, RPC_INTERNAL_ERROR, "cannot render the result");
+                        k = mcp_send_error(call->rpc_id, RPC_INTERNAL_ERROR, "cannot render the result");
                 else if (k >= 0)
-                        k = send_tool_result_with(m, call->rpc_id, text, is_error, msg, true);
+                        k = mcp_send_tool_result_with(m, call->rpc_id, text, is_error, msg, true);
                 if (k == -ENOMEM && text && ci_artifact_count(msg) > 0) {
                         /* No room for the artifacts' data: the text (which lists them, with
                          * sizes and digests) and why they are not attached. */
                         _cleanup_free_ char *t = NULL;
                         if (asprintf(&t, "%s\n(codeinterp mcp: the artifacts are not attached: out of memory)", text) >=
                             0)
-                                k = send_tool_result_with(m, call->rpc_id, t, is_error, msg, false);
+                                k = mcp_send_tool_result_with(m, call->rpc_id, t, is_error, msg, false);
                         else
                                 t = NULL;
                 }
-                k = answer_oom(call->rpc_id, k);
+                k = mcp_answer_oom(call->rpc_id, k);
         }
         call_free(call);
         return k;
@@ -503,9 +147,9 @@ static int lost_message(Mcp *m) {
                 if (!call->used)
                         continue;
                 if (!call->cancelled && k >= 0)
-                        k = answer_oom(call->rpc_id,
-                                       send_error(call->rpc_id, RPC_INTERNAL_ERROR,
-                                                  "out of memory: the call's result could not be received"));
+                        k = mcp_answer_oom(call->rpc_id,
+                                           mcp_send_error(call->rpc_id, RPC_INTERNAL_ERROR,
+                                                          "out of memory: the call's result could not be received"));
                 if (call->has_call_id && !call->cancel_sent)
                         (void) ci_cancel(m->client, call->call_id, &id); /* a lost connection shows at the next read */
                 call_free(call);
@@ -565,7 +209,7 @@ static int handle_initialize(Mcp *m, json_object *id, json_object *params) {
         int k;
 
         if (m->version)
-                return send_error(id, RPC_INVALID_REQUEST, "invalid request: the session is already initialized");
+                return mcp_send_error(id, RPC_INVALID_REQUEST, "invalid request: the session is already initialized");
         r = json_object_new_object();
         caps = json_object_new_object();
         tools = json_object_new_object();
@@ -590,7 +234,7 @@ static int handle_initialize(Mcp *m, json_object *id, json_object *params) {
         info = NULL;
         if (k < 0 || tool_json_set(r, "instructions", json_object_new_string(MCP_INSTRUCTIONS)) < 0)
                 goto fail;
-        k = send_result(id, r);
+        k = mcp_send_result(id, r);
         if (k >= 0) {
                 m->version = version;
                 m->structured = strcmp(version, MCP_VERSION_STRUCTURED) >= 0;
@@ -618,7 +262,7 @@ static int handle_tools_list(Mcp *m, json_object *id) {
                         json_object_object_del(tool, "annotations");
         } else
                 tool = NULL;
-        if (!r || !list || arr_push(list, tool) < 0) {
+        if (!r || !list || mcp_arr_push(list, tool) < 0) {
                 json_object_put(r);
                 json_object_put(list);
                 return -ENOMEM;
@@ -627,7 +271,7 @@ static int handle_tools_list(Mcp *m, json_object *id) {
                 json_object_put(r);
                 return -ENOMEM;
         }
-        return send_result(id, r);
+        return mcp_send_result(id, r);
 }
 
 /* A string argument without NUL bytes (which the protocol's strings cannot carry here). */
@@ -644,11 +288,11 @@ static int handle_tools_call(Mcp *m, json_object *id, json_object *params) {
         int k;
 
         if (!params || !json_object_is_type(params, json_type_object))
-                return send_error(id, RPC_INVALID_PARAMS, "tools/call needs params");
+                return mcp_send_error(id, RPC_INVALID_PARAMS, "tools/call needs params");
         if (!is_string(name) || strcmp(json_object_get_string(name), m->tool_name) != 0)
-                return send_error(id, RPC_INVALID_PARAMS, "unknown tool (this server offers code_interpreter)");
+                return mcp_send_error(id, RPC_INVALID_PARAMS, "unknown tool (this server offers code_interpreter)");
         if (args && !json_object_is_type(args, json_type_object))
-                return send_error(id, RPC_INVALID_PARAMS, "arguments must be an object");
+                return mcp_send_error(id, RPC_INVALID_PARAMS, "arguments must be an object");
 
         /* The argument values: checked here for their JSON types only; codeinterpd checks
          * the bounds and answers invalid_input, rendered like any other outcome. */
@@ -656,33 +300,35 @@ static int handle_tools_call(Mcp *m, json_object *id, json_object *params) {
                 json_object_object_foreach(args, key, val) {
                         (void) val;
                         if (strcmp(key, "summary") != 0 && strcmp(key, "code") != 0 && strcmp(key, "sourceIds") != 0)
-                                return send_local_error(m, id, "invalid_input",
-                                                        "unknown argument (the tool takes summary, code, sourceIds)");
+                                return mcp_send_local_error(
+                                        m, id, "invalid_input",
+                                        "unknown argument (the tool takes summary, code, sourceIds)");
                 }
         }
         summary = get(args, "summary");
         code = get(args, "code");
         ids = get(args, "sourceIds");
         if (!plain_string(summary))
-                return send_local_error(m, id, "invalid_input", "argument \"summary\" must be a string");
+                return mcp_send_local_error(m, id, "invalid_input", "argument \"summary\" must be a string");
         if (!is_string(code))
-                return send_local_error(m, id, "invalid_input", "argument \"code\" must be a string");
+                return mcp_send_local_error(m, id, "invalid_input", "argument \"code\" must be a string");
         if (ids && !json_object_is_type(ids, json_type_array))
-                return send_local_error(m, id, "invalid_input", "argument \"sourceIds\" must be an array of strings");
+                return mcp_send_local_error(m, id, "invalid_input",
+                                            "argument \"sourceIds\" must be an array of strings");
         if (ids && json_object_array_length(ids) > MCP_MAX_SOURCE_IDS)
-                return send_local_error(m, id, "invalid_input", "too many sourceIds");
+                return mcp_send_local_error(m, id, "invalid_input", "too many sourceIds");
         for (size_t i = 0; ids && i < json_object_array_length(ids); i++) {
                 json_object *s = json_object_array_get_idx(ids, i);
                 if (!plain_string(s))
-                        return send_local_error(m, id, "invalid_input",
-                                                "argument \"sourceIds\" must be an array of strings");
+                        return mcp_send_local_error(m, id, "invalid_input",
+                                                    "argument \"sourceIds\" must be an array of strings");
                 source_ids[n_ids++] = json_object_get_string(s);
         }
         for (size_t i = 0; i < MCP_MAX_CALLS && !call; i++)
                 if (!m->calls[i].used)
                         call = &m->calls[i];
         if (!call)
-                return send_local_error(m, id, "overloaded", "too many calls running in this session");
+                return mcp_send_local_error(m, id, "overloaded", "too many calls running in this session");
 
         CiExecute x = {
                 .summary = json_object_get_string(summary),
@@ -694,7 +340,7 @@ static int handle_tools_call(Mcp *m, json_object *id, json_object *params) {
         };
         k = ci_execute_send(m->client, &x, &call->request_id);
         if (k == -ENOMEM)
-                return k; /* nothing was sent: answer_oom() */
+                return k; /* nothing was sent: mcp_answer_oom() */
         if (k < 0)
                 return k; /* the supervisor is gone: the caller ends the session */
         call->used = true;
@@ -734,7 +380,7 @@ static int handle_line(Mcp *m, const char *line, size_t len) {
         void *room = malloc(len * 4 + (64u << 10));
         if (!room || !(tok = json_tokener_new_ex(MCP_JSON_DEPTH))) {
                 free(room);
-                return answer_oom(NULL, -ENOMEM); /* the id is unknown: null */
+                return mcp_answer_oom(NULL, -ENOMEM); /* the id is unknown: null */
         }
         free(room);
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
@@ -744,7 +390,7 @@ static int handle_line(Mcp *m, const char *line, size_t len) {
                 end++;
         if (!msg || json_tokener_get_error(tok) != json_tokener_success || end != len) {
                 json_object_put(msg);
-                return answer_oom(NULL, send_error(NULL, RPC_PARSE_ERROR, "parse error: not one JSON value"));
+                return mcp_answer_oom(NULL, mcp_send_error(NULL, RPC_PARSE_ERROR, "parse error: not one JSON value"));
         }
         id = get(msg, "id");
         method = get(msg, "method");
@@ -755,7 +401,7 @@ static int handle_line(Mcp *m, const char *line, size_t len) {
                 /* Responses from the client (we send no requests) are ignored. */
                 if (!(json_object_is_type(msg, json_type_object) && (get(msg, "result") || get(msg, "error")))) {
                         id = id && (is_string(id) || json_object_is_type(id, json_type_int)) ? id : NULL;
-                        k = answer_oom(id, send_error(id, RPC_INVALID_REQUEST, "invalid request"));
+                        k = mcp_answer_oom(id, mcp_send_error(id, RPC_INVALID_REQUEST, "invalid request"));
                 }
                 json_object_put(msg);
                 return k;
@@ -765,23 +411,23 @@ static int handle_line(Mcp *m, const char *line, size_t len) {
                 if (!strcmp(name, "notifications/cancelled"))
                         handle_cancelled(m, params);
         } else if (!id) /* MCP: unlike JSON-RPC, a request's id MUST NOT be null */
-                k = send_error(NULL, RPC_INVALID_REQUEST, "invalid request: the id must be a string or an integer");
+                k = mcp_send_error(NULL, RPC_INVALID_REQUEST, "invalid request: the id must be a string or an integer");
         else if (!m->version && strcmp(name, "initialize") != 0 && strcmp(name, "ping") != 0)
                 /* MCP lifecycle: nothing but pings before initialize (the specification
                  * names no code for it: the request is invalid in this state). */
-                k = send_error(id, RPC_INVALID_REQUEST, "invalid request: the session is not initialized");
+                k = mcp_send_error(id, RPC_INVALID_REQUEST, "invalid request: the session is not initialized");
         else if (!strcmp(name, "initialize"))
                 k = handle_initialize(m, id, params);
         else if (!strcmp(name, "ping"))
-                k = send_result(id, json_object_new_object());
+                k = mcp_send_result(id, json_object_new_object());
         else if (!strcmp(name, "tools/list"))
                 k = handle_tools_list(m, id);
         else if (!strcmp(name, "tools/call"))
                 k = handle_tools_call(m, id, params);
         else
-                k = send_error(id, RPC_METHOD_NOT_FOUND, "method not found");
+                k = mcp_send_error(id, RPC_METHOD_NOT_FOUND, "method not found");
         if (json_object_object_get_ex(msg, "id", NULL))
-                k = answer_oom(id, k);
+                k = mcp_answer_oom(id, k);
         json_object_put(msg);
         return k;
 }
@@ -800,10 +446,10 @@ static int on_stdin(Mcp *m) {
                 char c = chunk[i];
                 if (c == '\n') {
                         if (m->in_skipping == SKIP_TOO_LONG)
-                                k = answer_oom(NULL,
-                                               send_error(NULL, RPC_PARSE_ERROR, "parse error: message too long"));
+                                k = mcp_answer_oom(
+                                        NULL, mcp_send_error(NULL, RPC_PARSE_ERROR, "parse error: message too long"));
                         else if (m->in_skipping == SKIP_NO_MEMORY)
-                                k = answer_oom(NULL, -ENOMEM);
+                                k = mcp_answer_oom(NULL, -ENOMEM);
                         else if (m->in_len > 0 && !(m->in_len == 1 && m->in[0] == '\r'))
                                 k = handle_line(m, m->in, m->in_len);
                         else
@@ -1035,7 +681,7 @@ int mcp_main(const char *socket, int argc, char **argv) {
         for (size_t i = 0; i < MCP_MAX_CALLS; i++)
                 if (m.calls[i].used) {
                         if (status != 0 && !m.calls[i].cancelled)
-                                send_error(m.calls[i].rpc_id, RPC_INTERNAL_ERROR, "lost the supervisor");
+                                mcp_send_error(m.calls[i].rpc_id, RPC_INTERNAL_ERROR, "lost the supervisor");
                         call_free(&m.calls[i]);
                 }
         json_object_put(m.tool);

@@ -28,8 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/json.h"
-#include "client/libcodeinterp.h"
+#include "client/lib/json.h"
+#include "client/lib/libcodeinterp.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/sha256.h"
@@ -640,6 +640,32 @@ static void replay_help(void) {
                "Exit status: 0 identical, 1 not identical, 2 error.\n");
 }
 
+/* The record's sources into sources (*n of them), each file read. 0, or -1 after saying why. */
+static int load_sources(const msgpack_object *record, Source *sources, size_t *n) {
+        const msgpack_object *recs = ci_get(record, "sources");
+        int k;
+
+        if (recs->via.array.size > MAX_SOURCES) {
+                fprintf(stderr, "codeinterp: replay: more than %d sources in the record\n", MAX_SOURCES);
+                return -1;
+        }
+        for (uint32_t i = 0; i < recs->via.array.size; i++) {
+                Source *s = &sources[(*n)++];
+                k = load_source(&recs->via.array.ptr[i], s);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: replay: source %" PRIu32 " of the record is malformed\n", i + 1);
+                        return -1;
+                }
+                k = read_source(s);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: replay: cannot read the file for input %s (%s): %s\n", s->id,
+                                s->file, strerror(-k));
+                        return -1;
+                }
+        }
+        return 0;
+}
+
 int replay_main(const char *socket, int argc, char **argv) {
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -675,25 +701,8 @@ int replay_main(const char *socket, int argc, char **argv) {
         if (load_record(argv[optind], zone, &record) < 0)
                 goto finish;
 
-        const msgpack_object *recs = ci_get(&record, "sources");
-        if (recs->via.array.size > MAX_SOURCES) {
-                fprintf(stderr, "codeinterp: replay: more than %d sources in the record\n", MAX_SOURCES);
+        if (load_sources(&record, sources, &n) < 0)
                 goto finish;
-        }
-        for (uint32_t i = 0; i < recs->via.array.size; i++) {
-                Source *s = &sources[n++];
-                k = load_source(&recs->via.array.ptr[i], s);
-                if (k < 0) {
-                        fprintf(stderr, "codeinterp: replay: source %" PRIu32 " of the record is malformed\n", i + 1);
-                        goto finish;
-                }
-                k = read_source(s);
-                if (k < 0) {
-                        fprintf(stderr, "codeinterp: replay: cannot read the file for input %s (%s): %s\n", s->id,
-                                s->file, strerror(-k));
-                        goto finish;
-                }
-        }
 
         k = ci_connect(socket, &c);
         if (k < 0) {

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* `codeinterp tool`: the describe reply's tool exported in each agent runtime's format
+ * (tool.h), with the sources offered in its description; mcp.c uses the same export. */
 #include "client/tool.h"
 
 #include <ctype.h>
@@ -10,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "client/libcodeinterp.h"
+#include "client/lib/libcodeinterp.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/util.h"
@@ -566,6 +568,79 @@ static void help(void) {
                "                       calls that name them\n");
 }
 
+/* Each --source and --attach file's size, and the text they add to the description into
+ * *extra. 0 or the status to exit with. */
+static int tool_read_sources(ToolSource *sources, size_t n_sources, char **extra) {
+        for (size_t i = 0; i < n_sources; i++) {
+                struct stat st;
+                _cleanup_close_ int fd = open(sources[i].file, O_RDONLY | O_CLOEXEC);
+                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                        fprintf(stderr, "codeinterp: cannot read \"%s\": %s\n", sources[i].file,
+                                fd < 0 || errno ? strerror(errno) : "not a regular file");
+                        return EXIT_USAGE;
+                }
+                sources[i].bytes = (size_t) st.st_size;
+        }
+        if (n_sources > 0) {
+                size_t len;
+                FILE *f = open_memstream(extra, &len);
+                if (!f) {
+                        fprintf(stderr, "codeinterp: %s\n", strerror(ENOMEM));
+                        return EXIT_CONNECT;
+                }
+                tool_write_sources(f, sources, n_sources);
+                if (fclose(f) != 0) {
+                        fprintf(stderr, "codeinterp: %s\n", strerror(ENOMEM));
+                        return EXIT_CONNECT;
+                }
+        }
+        return 0;
+}
+
+/* The describe reply's tool in fmt (with extra in its description), printed. The status to exit with. */
+static int tool_fetch_and_print(const char *socket, ToolFormat fmt, unsigned flags, const char *extra) {
+        CiClient *c;
+        CiMessage m;
+        json_object *out;
+        int k;
+
+        k = ci_connect(socket, &c);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: cannot connect to the supervisor: %s\n", strerror(-k));
+                return EXIT_CONNECT;
+        }
+        k = ci_describe(c, &m);
+        ci_close(c);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: describe failed: %s\n", strerror(-k));
+                return EXIT_CONNECT;
+        }
+        if (strcmp(ci_message_type(&m) ?: "", "reply") != 0) {
+                const msgpack_object *code = ci_get(&m.unpacked.data, "code");
+                char name[32] = "?";
+                if (mp_is_str(code))
+                        snprintf(name, sizeof name, "%.*s", (int) code->via.str.size, code->via.str.ptr);
+                fprintf(stderr, "codeinterp: describe was refused: %s\n", name);
+                ci_message_done(&m);
+                return ci_outcome_exit_status(name);
+        }
+        k = tool_export(ci_get(&m.unpacked.data, "tool"), fmt, flags, extra, &out);
+        ci_message_done(&m);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: cannot export the tool: %s\n", strerror(-k));
+                return EXIT_CONNECT;
+        }
+        const char *text = json_object_to_json_string_ext(out, TOOL_JSON_FLAGS);
+        if (!text) {
+                fprintf(stderr, "codeinterp: cannot export the tool: %s\n", strerror(ENOMEM));
+                json_object_put(out);
+                return EXIT_CONNECT;
+        }
+        printf("%s\n", text);
+        json_object_put(out);
+        return fflush(stdout) == 0 ? 0 : EXIT_CONNECT;
+}
+
 int tool_main(const char *socket, int argc, char **argv) {
         static const struct option options[] = {
                 { "format", required_argument, NULL, 'f' }, { "strict", no_argument, NULL, 'S' },
@@ -577,9 +652,6 @@ int tool_main(const char *socket, int argc, char **argv) {
         size_t n_sources = 0;
         unsigned flags = 0;
         _cleanup_free_ char *extra = NULL;
-        CiClient *c;
-        CiMessage m;
-        json_object *out;
         int opt, k;
 
         optind = 1;
@@ -629,62 +701,8 @@ int tool_main(const char *socket, int argc, char **argv) {
                                 "openai-chat, anthropic, mcp)\n");
                 return EXIT_USAGE;
         }
-        for (size_t i = 0; i < n_sources; i++) {
-                struct stat st;
-                _cleanup_close_ int fd = open(sources[i].file, O_RDONLY | O_CLOEXEC);
-                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                        fprintf(stderr, "codeinterp: cannot read \"%s\": %s\n", sources[i].file,
-                                fd < 0 || errno ? strerror(errno) : "not a regular file");
-                        return EXIT_USAGE;
-                }
-                sources[i].bytes = (size_t) st.st_size;
-        }
-        if (n_sources > 0) {
-                size_t len;
-                FILE *f = open_memstream(&extra, &len);
-                if (!f) {
-                        fprintf(stderr, "codeinterp: %s\n", strerror(ENOMEM));
-                        return EXIT_CONNECT;
-                }
-                tool_write_sources(f, sources, n_sources);
-                if (fclose(f) != 0) {
-                        fprintf(stderr, "codeinterp: %s\n", strerror(ENOMEM));
-                        return EXIT_CONNECT;
-                }
-        }
-        k = ci_connect(socket, &c);
-        if (k < 0) {
-                fprintf(stderr, "codeinterp: cannot connect to the supervisor: %s\n", strerror(-k));
-                return EXIT_CONNECT;
-        }
-        k = ci_describe(c, &m);
-        ci_close(c);
-        if (k < 0) {
-                fprintf(stderr, "codeinterp: describe failed: %s\n", strerror(-k));
-                return EXIT_CONNECT;
-        }
-        if (strcmp(ci_message_type(&m) ?: "", "reply") != 0) {
-                const msgpack_object *code = ci_get(&m.unpacked.data, "code");
-                char name[32] = "?";
-                if (mp_is_str(code))
-                        snprintf(name, sizeof name, "%.*s", (int) code->via.str.size, code->via.str.ptr);
-                fprintf(stderr, "codeinterp: describe was refused: %s\n", name);
-                ci_message_done(&m);
-                return ci_outcome_exit_status(name);
-        }
-        k = tool_export(ci_get(&m.unpacked.data, "tool"), fmt, flags, extra, &out);
-        ci_message_done(&m);
-        if (k < 0) {
-                fprintf(stderr, "codeinterp: cannot export the tool: %s\n", strerror(-k));
-                return EXIT_CONNECT;
-        }
-        const char *text = json_object_to_json_string_ext(out, TOOL_JSON_FLAGS);
-        if (!text) {
-                fprintf(stderr, "codeinterp: cannot export the tool: %s\n", strerror(ENOMEM));
-                json_object_put(out);
-                return EXIT_CONNECT;
-        }
-        printf("%s\n", text);
-        json_object_put(out);
-        return fflush(stdout) == 0 ? 0 : EXIT_CONNECT;
+        k = tool_read_sources(sources, n_sources, &extra);
+        if (k != 0)
+                return k;
+        return tool_fetch_and_print(socket, fmt, flags, extra);
 }

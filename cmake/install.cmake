@@ -55,20 +55,20 @@ set(CODEINTERP_PYTHON_DIR "${CMAKE_INSTALL_PREFIX}/lib/python3/dist-packages" CA
 # script hides the common/ helpers compiled into it), position-independent code rather
 # than the rest of the build's -fPIE, and no -pie when linking.
 add_library(codeinterp_shared SHARED
-  ${CMAKE_SOURCE_DIR}/client/libcodeinterp.c ${CMAKE_SOURCE_DIR}/client/render.c
+  ${CMAKE_SOURCE_DIR}/client/lib/libcodeinterp.c ${CMAKE_SOURCE_DIR}/client/lib/render.c
   ${CMAKE_SOURCE_DIR}/common/mp.c ${CMAKE_SOURCE_DIR}/common/util.c ${CMAKE_SOURCE_DIR}/common/sha256.c)
 set_target_properties(codeinterp_shared PROPERTIES
   OUTPUT_NAME codeinterp VERSION ${PROJECT_VERSION} SOVERSION 0
   POSITION_INDEPENDENT_CODE ON
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib
-  LINK_DEPENDS ${CMAKE_SOURCE_DIR}/client/libcodeinterp.map)
+  LINK_DEPENDS ${CMAKE_SOURCE_DIR}/client/lib/libcodeinterp.map)
 get_target_property(_ci_opts codeinterp_shared COMPILE_OPTIONS)
 list(REMOVE_ITEM _ci_opts -fPIE)
 set_property(TARGET codeinterp_shared PROPERTY COMPILE_OPTIONS ${_ci_opts} -fPIC)
 get_target_property(_ci_opts codeinterp_shared LINK_OPTIONS)
 list(REMOVE_ITEM _ci_opts -pie)
 set_property(TARGET codeinterp_shared PROPERTY LINK_OPTIONS ${_ci_opts}
-  -Wl,--version-script=${CMAKE_SOURCE_DIR}/client/libcodeinterp.map)
+  -Wl,--version-script=${CMAKE_SOURCE_DIR}/client/lib/libcodeinterp.map)
 if(NOT CODEINTERP_ASAN AND NOT CODEINTERP_UBSAN AND NOT CODEINTERP_FUZZ)
   # (A sanitizer's runtime is linked by the executable, so it is undefined here then.)
   target_link_options(codeinterp_shared PRIVATE -Wl,--no-undefined)
@@ -79,7 +79,7 @@ install(TARGETS codeinterpd RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
 install(TARGETS codeinterp RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS codeinterp-worker RUNTIME DESTINATION ${CODEINTERP_WORKER_INSTALL_DIR})
 install(TARGETS codeinterp_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(FILES ${CMAKE_SOURCE_DIR}/client/libcodeinterp.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/codeinterp)
+install(FILES ${CMAKE_SOURCE_DIR}/client/lib/libcodeinterp.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/codeinterp)
 configure_file(${CMAKE_SOURCE_DIR}/packaging/codeinterp.pc.in ${CMAKE_BINARY_DIR}/packaging/codeinterp.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/packaging/codeinterp.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 

@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/mp.h"
 
 #define FIT_REPLACEMENT_CHAR 0xFFFDu
 
@@ -573,4 +574,13 @@ void fit_text_done(FitText *t) {
                 return;
         free(t->text);
         *t = (FitText){};
+}
+
+void fit_text_pack_fields(msgpack_packer *pk, const FitText *t) {
+        mp_pack_cstr(pk, "text");
+        mp_pack_strn(pk, t->text ? t->text : "", t->text_bytes);
+        mp_pack_kv_uint(pk, "totalCharacters", t->total_chars);
+        mp_pack_kv_uint(pk, "totalBytes", t->total_bytes);
+        mp_pack_kv_uint(pk, "omittedCharacters", t->omitted_chars);
+        mp_pack_kv_uint(pk, "omittedBytes", t->omitted_bytes);
 }

@@ -15,6 +15,7 @@
  * more than the ceiling's worth of characters (at most 4 bytes each) plus a few bytes. */
 #pragma once
 
+#include <msgpack.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,3 +58,10 @@ int fit_text_shrink(FitText *t, size_t max_bytes);
 int fit_texts_to_budget(FitText *const *texts, size_t n, size_t budget);
 
 void fit_text_done(FitText *t); /* frees text; accepts a zeroed FitText */
+
+/* The wire form of a fitted text, the same in the worker's report and in the supervisor's
+ * result: the FIT_TEXT_WIRE_FIELDS pairs text, totalCharacters, totalBytes,
+ * omittedCharacters, omittedBytes, in that order, packed into a map the caller opened
+ * with room for them (and for any pairs of its own, packed after). */
+#define FIT_TEXT_WIRE_FIELDS 5
+void fit_text_pack_fields(msgpack_packer *pk, const FitText *t);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The plan's writer (the supervisor) and its validating decoder (the worker). */
 #include "contract/plan.h"
 
 #include <errno.h>
@@ -58,10 +59,41 @@ static int get_u32(const msgpack_object *m, const char *key, uint32_t *ret) {
         return 0;
 }
 
+/* One entry of the plan's inputs into in. 0, or < 0 (plan_decode() makes it -EBADMSG). */
+static int decode_input(const msgpack_object *o, PlanInput *in) {
+        const char *s, *t;
+        uint32_t slen, tl;
+        int r;
+
+        if ((r = mp_get_str(o, "id", &s, &slen)) < 0)
+                return r;
+        if (slen == 0 || slen > PLAN_INPUT_ID_MAX)
+                return -EBADMSG;
+        memcpy(in->id, s, slen);
+        in->id[slen] = 0;
+        if ((r = mp_get_str(o, "kind", &s, &slen)) < 0)
+                return r;
+        in->kind = slen == 10 && memcmp(s, "attachment", 10) == 0 ? PLAN_INPUT_ATTACHMENT : PLAN_INPUT_READ_SOURCE;
+        if ((r = mp_get_bin(o, "text", &t, &tl)) < 0)
+                return r;
+        in->text = t;
+        in->text_len = tl;
+        if (in->kind == PLAN_INPUT_ATTACHMENT) {
+                if ((r = mp_get_bin(o, "original", &t, &tl)) < 0)
+                        return r;
+                in->original = t;
+                in->original_len = tl;
+                if (mp_get_str(o, "mediaType", &s, &slen) == 0 && slen < sizeof in->media_type) {
+                        memcpy(in->media_type, s, slen);
+                        in->media_type[slen] = 0;
+                }
+        }
+        return 0;
+}
+
 int plan_decode(void *buf, size_t len, WorkerPlan *ret) {
         WorkerPlan p = { .buf = buf };
         const msgpack_object *root, *inputs;
-        const char *s;
         uint32_t slen;
         uint64_t u;
         bool b;
@@ -108,37 +140,8 @@ int plan_decode(void *buf, size_t len, WorkerPlan *ret) {
                 goto fail;
         }
         for (uint32_t i = 0; i < inputs->via.array.size; i++) {
-                const msgpack_object *o = &inputs->via.array.ptr[i];
-                PlanInput *in = &p.sandbox.inputs[i];
-                const char *t;
-                uint32_t tl;
-
-                if ((r = mp_get_str(o, "id", &s, &slen)) < 0)
+                if ((r = decode_input(&inputs->via.array.ptr[i], &p.sandbox.inputs[i])) < 0)
                         goto fail;
-                if (slen == 0 || slen > PLAN_INPUT_ID_MAX) {
-                        r = -EBADMSG;
-                        goto fail;
-                }
-                memcpy(in->id, s, slen);
-                in->id[slen] = 0;
-                if ((r = mp_get_str(o, "kind", &s, &slen)) < 0)
-                        goto fail;
-                in->kind =
-                        slen == 10 && memcmp(s, "attachment", 10) == 0 ? PLAN_INPUT_ATTACHMENT : PLAN_INPUT_READ_SOURCE;
-                if ((r = mp_get_bin(o, "text", &t, &tl)) < 0)
-                        goto fail;
-                in->text = t;
-                in->text_len = tl;
-                if (in->kind == PLAN_INPUT_ATTACHMENT) {
-                        if ((r = mp_get_bin(o, "original", &t, &tl)) < 0)
-                                goto fail;
-                        in->original = t;
-                        in->original_len = tl;
-                        if (mp_get_str(o, "mediaType", &s, &slen) == 0 && slen < sizeof in->media_type) {
-                                memcpy(in->media_type, s, slen);
-                                in->media_type[slen] = 0;
-                        }
-                }
                 p.sandbox.n_inputs++;
         }
         *ret = p;

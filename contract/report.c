@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The worker's reports written (setup, ready, done) and the supervisor's bounded parser. */
 #include "contract/report.h"
 
 #include <errno.h>
@@ -64,13 +65,8 @@ int report_send_ready(int fd) {
 
 static void pack_fitted(msgpack_packer *pk, const char *key, const FitText *t) {
         mp_pack_cstr(pk, key);
-        msgpack_pack_map(pk, 5);
-        mp_pack_cstr(pk, "text");
-        mp_pack_strn(pk, t->text ? t->text : "", t->text_bytes);
-        mp_pack_kv_uint(pk, "totalCharacters", t->total_chars);
-        mp_pack_kv_uint(pk, "totalBytes", t->total_bytes);
-        mp_pack_kv_uint(pk, "omittedCharacters", t->omitted_chars);
-        mp_pack_kv_uint(pk, "omittedBytes", t->omitted_bytes);
+        msgpack_pack_map(pk, FIT_TEXT_WIRE_FIELDS);
+        fit_text_pack_fields(pk, t);
 }
 
 int report_send_done(int fd, const ReportRun *rep, uint64_t exc_ceiling) {
@@ -148,9 +144,73 @@ static int parse_fitted(const msgpack_object *map, const char *key, uint64_t cei
         return 0;
 }
 
+/* A setup report: the stage that failed and its errno. 0 or -EBADMSG. */
+static int parse_setup(const msgpack_object *root, WorkerReport *rep) {
+        const char *stage;
+        uint32_t slen;
+        uint64_t e;
+
+        if (mp_get_str(root, "stage", &stage, &slen) < 0 || slen == 0 || slen >= sizeof rep->stage ||
+            mp_get_uint(root, "errno", &e) < 0 || e > 4095)
+                return -EBADMSG;
+        for (uint32_t i = 0; i < slen; i++)
+                if (!((stage[i] >= 'a' && stage[i] <= 'z') || stage[i] == '_'))
+                        return -EBADMSG;
+        rep->kind = REPORT_SETUP_ERROR;
+        memcpy(rep->stage, stage, slen);
+        rep->error = (int) e;
+        return 0;
+}
+
+/* A done report: the limit that ended the code and its exception. 0 or < 0. */
+static int parse_done(const msgpack_object *root, uint64_t exc_ceiling, WorkerReport *rep) {
+        const msgpack_object *exc, *lim;
+        int r;
+
+        rep->kind = REPORT_DONE;
+        if (mp_get_bool(root, "hasResult", &rep->has_result) < 0)
+                return -EBADMSG;
+        lim = mp_map_get(root, "limit");
+        if (!lim)
+                return -EBADMSG;
+        if (lim->type == MSGPACK_OBJECT_NIL)
+                rep->limit = REPORT_LIMIT_NONE;
+        else if (mp_str_eq(lim, "memory"))
+                rep->limit = REPORT_LIMIT_MEMORY;
+        else if (mp_str_eq(lim, "file_size"))
+                rep->limit = REPORT_LIMIT_FILE_SIZE;
+        else if (mp_str_eq(lim, "processes"))
+                rep->limit = REPORT_LIMIT_PROCESSES;
+        else
+                return -EBADMSG;
+        exc = mp_map_get(root, "exception");
+        if (!exc)
+                return -EBADMSG;
+        if (exc->type == MSGPACK_OBJECT_MAP) {
+                const char *ty;
+                uint32_t tylen;
+                uint64_t chars;
+
+                rep->exception = true;
+                if (mp_get_str(exc, "type", &ty, &tylen) < 0 || utf8_count(ty, tylen, &chars) < 0 ||
+                    chars > EXC_TYPE_MAX_CHARS)
+                        return -EBADMSG;
+                rep->exc_type = strndup(ty, tylen);
+                if (!rep->exc_type)
+                        return -ENOMEM;
+                if ((r = parse_fitted(exc, "message", exc_ceiling, &rep->exc_message)) < 0 ||
+                    (r = parse_fitted(exc, "traceback", exc_ceiling, &rep->exc_traceback)) < 0)
+                        return r;
+        } else if (exc->type != MSGPACK_OBJECT_NIL)
+                return -EBADMSG;
+        else if (rep->limit != REPORT_LIMIT_NONE)
+                return -EBADMSG;
+        return 0;
+}
+
 int report_parse(const void *buf, size_t len, uint64_t exc_ceiling, WorkerReport *ret) {
         msgpack_unpacked u;
-        const msgpack_object *root, *t, *exc, *lim;
+        const msgpack_object *root, *t;
         WorkerReport rep = {};
         size_t off = 0;
         int r = -EBADMSG;
@@ -162,63 +222,14 @@ int report_parse(const void *buf, size_t len, uint64_t exc_ceiling, WorkerReport
         root = &u.data;
         t = mp_map_get(root, "t");
         if (mp_str_eq(t, "setup")) {
-                const char *stage;
-                uint32_t slen;
-                uint64_t e;
-
-                if (mp_get_str(root, "stage", &stage, &slen) < 0 || slen == 0 || slen >= sizeof rep.stage ||
-                    mp_get_uint(root, "errno", &e) < 0 || e > 4095)
+                if (parse_setup(root, &rep) < 0)
                         goto out;
-                for (uint32_t i = 0; i < slen; i++)
-                        if (!((stage[i] >= 'a' && stage[i] <= 'z') || stage[i] == '_'))
-                                goto out;
-                rep.kind = REPORT_SETUP_ERROR;
-                memcpy(rep.stage, stage, slen);
-                rep.error = (int) e;
         } else if (mp_str_eq(t, "ready")) {
                 if (root->via.map.size != 1)
                         goto out;
                 rep.kind = REPORT_READY;
         } else if (mp_str_eq(t, "done")) {
-                rep.kind = REPORT_DONE;
-                if (mp_get_bool(root, "hasResult", &rep.has_result) < 0)
-                        goto out;
-                lim = mp_map_get(root, "limit");
-                if (!lim)
-                        goto out;
-                if (lim->type == MSGPACK_OBJECT_NIL)
-                        rep.limit = REPORT_LIMIT_NONE;
-                else if (mp_str_eq(lim, "memory"))
-                        rep.limit = REPORT_LIMIT_MEMORY;
-                else if (mp_str_eq(lim, "file_size"))
-                        rep.limit = REPORT_LIMIT_FILE_SIZE;
-                else if (mp_str_eq(lim, "processes"))
-                        rep.limit = REPORT_LIMIT_PROCESSES;
-                else
-                        goto out;
-                exc = mp_map_get(root, "exception");
-                if (!exc)
-                        goto out;
-                if (exc->type == MSGPACK_OBJECT_MAP) {
-                        const char *ty;
-                        uint32_t tylen;
-                        uint64_t chars;
-
-                        rep.exception = true;
-                        if (mp_get_str(exc, "type", &ty, &tylen) < 0 || utf8_count(ty, tylen, &chars) < 0 ||
-                            chars > EXC_TYPE_MAX_CHARS)
-                                goto out;
-                        rep.exc_type = strndup(ty, tylen);
-                        if (!rep.exc_type) {
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        if ((r = parse_fitted(exc, "message", exc_ceiling, &rep.exc_message)) < 0 ||
-                            (r = parse_fitted(exc, "traceback", exc_ceiling, &rep.exc_traceback)) < 0)
-                                goto out;
-                } else if (exc->type != MSGPACK_OBJECT_NIL)
-                        goto out;
-                else if (rep.limit != REPORT_LIMIT_NONE)
+                if ((r = parse_done(root, exc_ceiling, &rep)) < 0)
                         goto out;
         } else
                 goto out;

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The embedded Python's runtime paths and each package's binds (contract/runtime.h), from
+ * what the build defines. */
 #include "contract/runtime.h"
 
 #include <errno.h>

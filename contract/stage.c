@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The names of a worker's setup steps, as a setup report carries them. */
 #include "contract/stage.h"
 
 static const char *const stage_names[_SETUP_STAGE_MAX] = {

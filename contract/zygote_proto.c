@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The zygote's control messages validated, sent and received, with their descriptors. */
 #include "contract/zygote_proto.h"
 
 #include <errno.h>

@@ -15,11 +15,10 @@ import inspect
 import socket
 from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Sequence, Union
 
-from .client import (attachment_fields, describe_fields, execute_answer, execute_fields, read_source_fields,
-                     reply_fields)
+from .client import InvocationState, describe_fields, execute_answer, execute_fields, reply_fields
 from .connection import decode_body, default_socket, encode_frame, frame_length
 from .errors import CodeinterpError, ConnectionLost, ProtocolError, error_from_message
-from .records import Hello, InvocationInfo, Progress, Result, Source, Status, from_wire
+from .records import Hello, Progress, Result, Source, Status, from_wire
 
 AsyncProgressCallback = Callable[[Progress], Union[None, Awaitable[None]]]
 
@@ -265,34 +264,21 @@ class AsyncClient:
         return AsyncInvocation(self)
 
 
-class AsyncInvocation:
+class AsyncInvocation(InvocationState):
     """As :class:`codeinterp.Invocation`, with coroutines and ``async with``."""
 
-    def __init__(self, client: AsyncClient) -> None:
-        self.client = client
-        self.info: Optional[InvocationInfo] = None
-        self.closed = False
-
-    @property
-    def id(self) -> str:
-        """The invocation's id; RuntimeError before it is open."""
-        if self.info is None:
-            raise RuntimeError("the invocation is not open")
-        return self.info.invocation
+    client: AsyncClient
 
     async def open(self) -> "AsyncInvocation":
         """Send ``invocation.open``."""
-        if self.info is not None:
-            raise RuntimeError("the invocation is already open")
-        self.info = from_wire(InvocationInfo, await self.client._call("invocation.open"))
+        self._check_not_open()
+        self._opened(await self.client._call("invocation.open"))
         return self
 
     async def close(self) -> None:
         """Send ``invocation.close`` (once)."""
-        if self.info is None or self.closed:
-            return
-        self.closed = True
-        await self.client._call("invocation.close", invocation=self.id)
+        if self._closing():
+            await self.client._call("invocation.close", invocation=self.id)
 
     async def __aenter__(self) -> "AsyncInvocation":
         return await self.open()
@@ -308,14 +294,13 @@ class AsyncInvocation:
 
     async def put_source(self, source_id: str, text: str, origin: Optional[str] = None) -> Source:
         """As :meth:`codeinterp.Invocation.put_source`."""
-        return from_wire(Source, await self.client._call("source.put", **read_source_fields(
-            self.id, source_id, text, origin)))
+        return from_wire(Source, await self.client._call("source.put", **self._source_fields(source_id, text, origin)))
 
     async def put_attachment(self, source_id: str, original: Union[bytes, str], text: str, media_type: str,
                              file_name: str) -> Source:
         """As :meth:`codeinterp.Invocation.put_attachment`."""
-        return from_wire(Source, await self.client._call("source.put", **attachment_fields(
-            self.id, source_id, original, text, media_type, file_name)))
+        return from_wire(Source, await self.client._call("source.put", **self._attachment_fields(
+            source_id, original, text, media_type, file_name)))
 
     async def execute(self, code: str, summary: str, source_ids: Sequence[str] = (),
                       on_progress: Optional[AsyncProgressCallback] = None) -> Result:

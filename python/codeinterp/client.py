@@ -236,15 +236,12 @@ class Client:
         return Invocation(self)
 
 
-class Invocation:
-    """One agent run's context on a Client: a source registry and a call quota.
+class InvocationState:
+    """What :class:`Invocation` and :class:`codeinterp.aio.AsyncInvocation` share: the
+    client, the ``invocation.open`` reply, whether it was closed, and the fields of
+    their requests. Each adds the calls, blocking or as coroutines."""
 
-    ``with client.invocation() as inv:`` sends ``invocation.open`` on entry and
-    ``invocation.close`` on exit (if the block raised, an error from closing is
-    not raised over it).
-    """
-
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Any) -> None:
         self.client = client
         self.info: Optional[InvocationInfo] = None
         self.closed = False
@@ -256,20 +253,49 @@ class Invocation:
             raise RuntimeError("the invocation is not open")
         return self.info.invocation
 
-    def open(self) -> "Invocation":
-        """Send ``invocation.open``."""
+    def _check_not_open(self) -> None:
         if self.info is not None:
             raise RuntimeError("the invocation is already open")
-        self.info = from_wire(InvocationInfo, self.client._call("invocation.open"))
+
+    def _opened(self, reply: Mapping[str, Any]) -> None:
+        self.info = from_wire(InvocationInfo, reply)
+
+    def _closing(self) -> bool:
+        """True (once) when ``invocation.close`` is to be sent."""
+        if self.info is None or self.closed:
+            return False
+        self.closed = True
+        return True
+
+    def _source_fields(self, source_id: str, text: str, origin: Optional[str]) -> Dict[str, Any]:
+        return read_source_fields(self.id, source_id, text, origin)
+
+    def _attachment_fields(self, source_id: str, original: Union[bytes, str], text: str, media_type: str,
+                           file_name: str) -> Dict[str, Any]:
+        return attachment_fields(self.id, source_id, original, text, media_type, file_name)
+
+
+class Invocation(InvocationState):
+    """One agent run's context on a Client: a source registry and a call quota.
+
+    ``with client.invocation() as inv:`` sends ``invocation.open`` on entry and
+    ``invocation.close`` on exit (if the block raised, an error from closing is
+    not raised over it).
+    """
+
+    client: Client
+
+    def open(self) -> "Invocation":
+        """Send ``invocation.open``."""
+        self._check_not_open()
+        self._opened(self.client._call("invocation.open"))
         return self
 
     def close(self) -> None:
         """Send ``invocation.close`` (once): queued and running calls are cancelled and
         the sources dropped."""
-        if self.info is None or self.closed:
-            return
-        self.closed = True
-        self.client._call("invocation.close", invocation=self.id)
+        if self._closing():
+            self.client._call("invocation.close", invocation=self.id)
 
     def __enter__(self) -> "Invocation":
         return self.open()
@@ -285,14 +311,13 @@ class Invocation:
 
     def put_source(self, source_id: str, text: str, origin: Optional[str] = None) -> Source:
         """Register a ``read_source`` source (its canonical text)."""
-        return from_wire(Source, self.client._call("source.put", **read_source_fields(self.id, source_id, text,
-                                                                                        origin)))
+        return from_wire(Source, self.client._call("source.put", **self._source_fields(source_id, text, origin)))
 
     def put_attachment(self, source_id: str, original: Union[bytes, str], text: str, media_type: str,
                        file_name: str) -> Source:
         """Register an attachment: its original bytes and its canonical text."""
-        return from_wire(Source, self.client._call("source.put", **attachment_fields(
-            self.id, source_id, original, text, media_type, file_name)))
+        return from_wire(Source, self.client._call("source.put", **self._attachment_fields(
+            source_id, original, text, media_type, file_name)))
 
     def execute(self, code: str, summary: str, source_ids: Sequence[str] = (),
                 on_progress: Optional[ProgressCallback] = None) -> Result:

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/libcodeinterp.h"
+#include "client/lib/libcodeinterp.h"
 #include "common/mp.h"
 #include "common/sha256.h"
 

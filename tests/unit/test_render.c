@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* client/render.c: the model-visible text and the progress card, from messages built
+/* client/lib/render.c: the model-visible text and the progress card, from messages built
  * here, including forged ones that put secrets where names belong. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/libcodeinterp.h"
+#include "client/lib/libcodeinterp.h"
 #include "common/mp.h"
 
 typedef struct Msg {

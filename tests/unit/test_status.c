@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The status reply across the wire's two ends: packed by the supervisor
  * (proto_pack_status(), supervisor/protocol.c) and read by the client's
- * client/status.c, readiness and both metrics formats; neither side's field names
+ * client/lib/status.c, readiness and both metrics formats; neither side's field names
  * appear here. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/status.h"
+#include "client/lib/status.h"
 #include "common/mp.h"
 #include "policy/policy.h"
 #include "supervisor/metrics.h"

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-#include "client/json.h"
+/* libcodeinterp's msgpack to JSON writer: a reply or result printed as one JSON object
+ * (codeinterp exec --json, hello, describe, status). */
+#include "client/lib/json.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-#include "client/status.h"
+/* libcodeinterp's reading of the status reply: readiness (status --ready) and the
+ * metrics in the Prometheus and OpenMetrics text formats. */
+#include "client/lib/status.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
-#include "client/libcodeinterp.h"
+#include "client/lib/libcodeinterp.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/libcodeinterp.h"
+#include "client/lib/libcodeinterp.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/util.h"
@@ -227,21 +227,11 @@ static CodeDeath code_death(const msgpack_object *m, uint64_t *num) {
         return DEATH_NONE;
 }
 
-static void render_result(FILE *f, const msgpack_object *m) {
-        const char *outcome = outcome_of(mp_map_get(m, "outcome"));
-        const char *limit = known_name(mp_map_get(m, "limit"), known_limits, ELEMENTSOF(known_limits));
-        const msgpack_object *out = mp_map_get(m, "stdout"), *err = mp_map_get(m, "stderr");
-        const msgpack_object *value = mp_map_get(m, "result"), *exc = mp_map_get(m, "exception");
-        const msgpack_object *detail = mp_map_get(m, "detail"), *partial = mp_map_get(m, "partial");
-        uint64_t num = 0;
-        CodeDeath death = code_death(m, &num);
+/* What ended the call, in a sentence for the model (none for ok and python_exception).
+ * True when the runtime, not the code, ended it. */
+static bool render_explanation(FILE *f, const char *outcome, CodeDeath death, uint64_t num) {
         bool runtime = false;
 
-        fprintf(f, "outcome: %s", outcome ?: "?");
-        if (limit)
-                fprintf(f, " (%s)", limit);
-        fputc('\n', f);
-        fprintf(f, "elapsed: %" PRIu64 " ms\n", uint_or0(mp_map_get(m, "elapsedMs")));
         if (!outcome)
                 fputs("The runtime sent an outcome this client does not know.\n", f);
         else if (!strcmp(outcome, "timeout")) {
@@ -272,15 +262,13 @@ static void render_result(FILE *f, const msgpack_object *m) {
                 runtime = true;
         } else if (!strcmp(outcome, "resource_limit"))
                 fputs("A sandbox limit ended the code.\n", f);
-        if (mp_is_str(detail)) {
-                fputs("detail: ", f);
-                render_str_field(f, detail);
-                fputc('\n', f);
-        }
-        if (death != DEATH_NONE)
-                fputs("Any output below is what the code wrote before its process ended.\n", f);
-        else if (runtime || (partial && partial->type == MSGPACK_OBJECT_BOOLEAN && partial->via.boolean))
-                fputs("Any output below is partial: what had arrived when the worker was stopped.\n", f);
+        return runtime;
+}
+
+/* The exception's type, the channels, the value, or a word that there were none. */
+static void render_output(FILE *f, const msgpack_object *m, const char *outcome) {
+        const msgpack_object *out = mp_map_get(m, "stdout"), *err = mp_map_get(m, "stderr");
+        const msgpack_object *value = mp_map_get(m, "result"), *exc = mp_map_get(m, "exception");
 
         if (is_map(exc)) {
                 const msgpack_object *type = mp_map_get(exc, "type");
@@ -306,6 +294,32 @@ static void render_result(FILE *f, const msgpack_object *m) {
                                                           "or print() to see a result)\n"
                                                         : "(no output)\n",
                       f);
+}
+
+static void render_result(FILE *f, const msgpack_object *m) {
+        const char *outcome = outcome_of(mp_map_get(m, "outcome"));
+        const char *limit = known_name(mp_map_get(m, "limit"), known_limits, ELEMENTSOF(known_limits));
+        const msgpack_object *detail = mp_map_get(m, "detail"), *partial = mp_map_get(m, "partial");
+        uint64_t num = 0;
+        CodeDeath death = code_death(m, &num);
+
+        fprintf(f, "outcome: %s", outcome ?: "?");
+        if (limit)
+                fprintf(f, " (%s)", limit);
+        fputc('\n', f);
+        fprintf(f, "elapsed: %" PRIu64 " ms\n", uint_or0(mp_map_get(m, "elapsedMs")));
+        bool runtime = render_explanation(f, outcome, death, num);
+        if (mp_is_str(detail)) {
+                fputs("detail: ", f);
+                render_str_field(f, detail);
+                fputc('\n', f);
+        }
+        if (death != DEATH_NONE)
+                fputs("Any output below is what the code wrote before its process ended.\n", f);
+        else if (runtime || (partial && partial->type == MSGPACK_OBJECT_BOOLEAN && partial->via.boolean))
+                fputs("Any output below is partial: what had arrived when the worker was stopped.\n", f);
+
+        render_output(f, m, outcome);
         render_artifacts(f, m);
 }
 

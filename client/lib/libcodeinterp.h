@@ -111,7 +111,7 @@ int ci_artifact_save(int dir_fd, const CiArtifact *a);
 /* Exit status for an outcome name (documented in docs/client.md). */
 int ci_outcome_exit_status(const char *outcome);
 
-/* Rendering (client/render.c, docs/client.md#rendering). Both return a malloc'd,
+/* Rendering (client/lib/render.c, docs/client.md#rendering). Both return a malloc'd,
  * NUL-terminated UTF-8 string in *ret (free() it), or -ENOMEM / -EINVAL (msg is not a map).
  *
  * ci_render_model_text: what the model sees for a "result" or "error" message: the outcome,

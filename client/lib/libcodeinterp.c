@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-#include "client/libcodeinterp.h"
+/* libcodeinterp's connection: connecting, the framed msgpack requests and replies, the
+ * calls (hello, describe, status, execute with its progress, invocations and sources),
+ * the artifacts of a result and the exit status of an outcome. */
+#include "client/lib/libcodeinterp.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* msgpack to JSON for the command (client/lib/json.c). */
 #pragma once
 
 #include <msgpack.h>
