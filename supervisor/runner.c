@@ -252,7 +252,7 @@ static int parse_report(const Runner *r, WorkerReport *ret) {
 
 /* Ended by a signal nobody outside sent. The model text tells the code's deaths from the
  * sandbox's by the beginnings of these details and of "the worker exited with status"
- * (client/render.c code_death(), python/codeinterp/render.py): change them together. */
+ * (client/lib/render.c code_death(), python/codeinterp/render.py): change them together. */
 static void classify_signal(const Runner *r, int sig, RunnerResult *res) {
         /* RLIMIT_CPU's SIGKILL: the worker is init in its pid namespace, so the soft
          * limit's SIGXCPU does nothing and soft == hard. */

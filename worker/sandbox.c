@@ -345,8 +345,41 @@ static int mask_dir(const char *path) {
         return 0;
 }
 
-static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
+/* /dev: a small read-only tmpfs with the four harmless devices (only /dev/null
+ * writable) and /dev/shm. */
+static int setup_dev(SetupStage *ret_stage) {
         static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", NULL };
+        int r;
+
+        if ((r = mkdir_below_root("/dev", 0755)) < 0)
+                FAIL(SETUP_STAGE_MOUNT_DEV, r);
+        if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755,nr_inodes=32") < 0)
+                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
+        for (size_t i = 0; devices[i]; i++) {
+                char dst[PATH_MAX];
+                if ((r = create_file_below_root(devices[i])) < 0)
+                        FAIL(SETUP_STAGE_MOUNT_DEV, r);
+                snprintf(dst, sizeof dst, "%s%s", NEWROOT, devices[i]);
+                if ((r = bind_ro(devices[i], dst, MS_NOEXEC)) < 0)
+                        FAIL(SETUP_STAGE_MOUNT_DEV, r);
+        }
+        /* POSIX semaphores and shared memory (sem_open, shm_open: multiprocessing's
+         * locks, its thread pools, shared_memory) live in /dev/shm: there, the call's
+         * /tmp, so they are bounded by tmpBytes, vanish with the call and are shared
+         * with nobody. */
+        if (symlink("../tmp", NEWROOT "/dev/shm") < 0)
+                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
+        /* Writes to /dev/null are part of normal programs: make that one read-write. */
+        if (mount(NULL, NEWROOT "/dev/null", NULL,
+                  MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC | locked_flags(NEWROOT "/dev/null"), NULL) < 0)
+                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
+        if (mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
+                  "size=64k,mode=0755,nr_inodes=32") < 0)
+                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
+        return 0;
+}
+
+static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
         RuntimeCursor rc = {};
         const char *cursor = NULL;
         char path[PATH_MAX];
@@ -378,31 +411,8 @@ static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
         if (symlink("usr/lib", NEWROOT "/lib") < 0 && errno != EEXIST)
                 FAIL(SETUP_STAGE_MOUNT_BIND, errno);
 
-        if ((r = mkdir_below_root("/dev", 0755)) < 0)
-                FAIL(SETUP_STAGE_MOUNT_DEV, r);
-        if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755,nr_inodes=32") < 0)
-                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
-        for (size_t i = 0; devices[i]; i++) {
-                char dst[PATH_MAX];
-                if ((r = create_file_below_root(devices[i])) < 0)
-                        FAIL(SETUP_STAGE_MOUNT_DEV, r);
-                snprintf(dst, sizeof dst, "%s%s", NEWROOT, devices[i]);
-                if ((r = bind_ro(devices[i], dst, MS_NOEXEC)) < 0)
-                        FAIL(SETUP_STAGE_MOUNT_DEV, r);
-        }
-        /* POSIX semaphores and shared memory (sem_open, shm_open: multiprocessing's
-         * locks, its thread pools, shared_memory) live in /dev/shm: there, the call's
-         * /tmp, so they are bounded by tmpBytes, vanish with the call and are shared
-         * with nobody. */
-        if (symlink("../tmp", NEWROOT "/dev/shm") < 0)
-                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
-        /* Writes to /dev/null are part of normal programs: make that one read-write. */
-        if (mount(NULL, NEWROOT "/dev/null", NULL,
-                  MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC | locked_flags(NEWROOT "/dev/null"), NULL) < 0)
-                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
-        if (mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
-                  "size=64k,mode=0755,nr_inodes=32") < 0)
-                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
+        if ((r = setup_dev(ret_stage)) < 0)
+                return r;
 
         /* Mount points for the per-call filesystems, mounted by sandbox_finish(). */
         if ((r = mkdir_below_root("/tmp", 0755)) < 0)
