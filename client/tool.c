@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "client/lib/libcodeinterp.h"
+#include "client/lib/outcome_names.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/util.h"
@@ -133,21 +134,6 @@ int tool_json_set(json_object *obj, const char *key, json_object *v) {
         "\"omittedAt\": {\"type\": \"integer\", \"minimum\": 0}, \"replacedCharacters\": {\"type\": \"integer\", "     \
         "\"minimum\": 0}}, \"required\": [\"text\", \"totalCharacters\", \"omittedCharacters\", \"omittedAt\", "       \
         "\"replacedCharacters\"]}"
-
-static const char *const outcomes[] = {
-        "ok",
-        "python_exception",
-        "timeout",
-        "cancelled",
-        "invalid_input",
-        "unavailable_source",
-        "quota_exhausted",
-        "resource_limit",
-        "worker_error",
-        "overloaded",
-        "not_found",
-        "permission_denied",
-};
 
 /* The structuredContent of every tools/call result (tool_structured_content()). */
 /* clang-format off */
@@ -318,9 +304,7 @@ int tool_structured_content(const msgpack_object *msg, json_object **ret) {
                 outcome = mp_map_get(msg, "code");
         else if (!mp_str_eq(mp_map_get(msg, "type"), "result"))
                 return -EBADMSG;
-        for (size_t i = 0; i < ELEMENTSOF(outcomes) && !name; i++)
-                if (mp_str_eq(outcome, outcomes[i]))
-                        name = outcomes[i];
+        name = client_outcome_name(outcome);
         if (!name)
                 return -EBADMSG; /* an outcome the schema does not know: no structured result */
         o = json_object_new_object();

@@ -203,7 +203,7 @@ static int mkdir_below_root(const char *path, mode_t mode) {
         return 0;
 }
 
-static int create_file_below_root(const char *path) {
+static int write_file_below_root(const char *path, const char *text) {
         char buf[PATH_MAX];
         int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
         _cleanup_close_ int fd = -1;
@@ -211,7 +211,13 @@ static int create_file_below_root(const char *path) {
         if (n < 0 || (size_t) n >= sizeof buf)
                 return -ENAMETOOLONG;
         fd = open(buf, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-        return fd < 0 ? -errno : 0;
+        if (fd < 0)
+                return -errno;
+        return write_full(fd, text, strlen(text));
+}
+
+static int create_file_below_root(const char *path) {
+        return write_file_below_root(path, "");
 }
 
 static int write_input_file(int dirfd, const char *name, const void *data, size_t len) {
@@ -290,19 +296,6 @@ static int bind_runtime(int fd, const char *path) {
         if (snprintf(dst, sizeof dst, "%s%s", NEWROOT, path) >= (int) sizeof dst)
                 return -ENAMETOOLONG;
         return bind_ro(src, dst, MS_NODEV);
-}
-
-static int write_file_below_root(const char *path, const char *text) {
-        char buf[PATH_MAX];
-        int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
-        _cleanup_close_ int fd = -1;
-
-        if (n < 0 || (size_t) n >= sizeof buf)
-                return -ENAMETOOLONG;
-        fd = open(buf, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-        if (fd < 0)
-                return -errno;
-        return write_full(fd, text, strlen(text));
 }
 
 /* The worker's own account files, in its read-only root: one user and one group for

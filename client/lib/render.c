@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "client/lib/libcodeinterp.h"
+#include "client/lib/outcome_names.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/util.h"
@@ -23,7 +24,7 @@ static bool is_map(const msgpack_object *o) {
 /* Names the runtime defines (a closed set): only these are ever copied into a rendering
  * as words. Anything else is shown as "?", so a forged or garbled message cannot smuggle
  * text through a field that should hold a name. */
-static const char *const known_outcomes[] = {
+static const char *const outcome_names[] = {
         "ok",
         "python_exception",
         "timeout",
@@ -61,8 +62,12 @@ static const char *known_name(const msgpack_object *o, const char *const *names,
         return NULL;
 }
 
+const char *client_outcome_name(const msgpack_object *o) {
+        return known_name(o, outcome_names, ELEMENTSOF(outcome_names));
+}
+
 static const char *outcome_of(const msgpack_object *o) {
-        return known_name(o, known_outcomes, ELEMENTSOF(known_outcomes));
+        return client_outcome_name(o);
 }
 
 /* Bytes of text up to code point offset at (or all of it). */

@@ -4,7 +4,6 @@ so the pages the call writes are copied before the call exists. Nothing of the w
 may reach the call: its __main__ holds only what a fresh interpreter's does, and the
 values it computed are nowhere the code can see them."""
 import os
-import time
 
 import pytest
 
@@ -35,13 +34,26 @@ def pool_workers(sup_pid):
     return out
 
 
+# x86_64's recvmsg: a pre-started worker blocks in it, for its call's descriptors, once
+# its warm-up is done (worker/zygote.c, child_main).
+SYS_RECVMSG = "47"
+
+
+def warmed_up(sup_pid):
+    """Some pre-started worker, and every one waiting for its call (/proc/PID/syscall)."""
+    pids = pool_workers(sup_pid)
+    try:
+        return pids and all(open("/proc/%d/syscall" % p).read().split()[0] == SYS_RECVMSG for p in pids)
+    except (OSError, IndexError):
+        return False  # one went away, or is running: look again
+
+
 def calls_after_warm_up(policy, codes):
     out = []
     with running_supervisor(policy + "workerStart: zygote\ntimeoutMs: 120000\n") as s:
         c = s.connect()
         for code in codes:
-            wait_for(lambda: pool_workers(s.pid), what="a pre-started worker")
-            time.sleep(0.3)  # its warm-up done
+            wait_for(lambda: warmed_up(s.pid), what="pre-started workers done with their warm-up")
             out.append(value(c.execute(code)))
         c.close()
     return out
