@@ -83,11 +83,14 @@ static const uint64_t seccomp_prctl_options[] = {
         PR_GET_NO_NEW_PRIVS, /* 39 */
 };
 
-/* ioctl(fd, request, ...): isatty() (TCGETS), os.get_terminal_size() (TIOCGWINSZ),
- * FIONREAD, FIONBIO, and CPython's os.set_inheritable() (FIONCLEX/FIOCLEX). TIOCSTI
- * (pushing input into a terminal) is the classic escape this shuts. */
+/* ioctl(fd, request, ...): isatty() (TCGETS), os.tcgetpgrp() (TIOCGPGRP, a read),
+ * os.get_terminal_size() (TIOCGWINSZ), FIONREAD, FIONBIO, and CPython's
+ * os.set_inheritable() (FIONCLEX/FIOCLEX); in ascending order. TIOCSTI (pushing input
+ * into a terminal) is the classic escape this shuts; no request that changes a
+ * terminal is allowed (a worker has no terminal, but the filter does not rely on it). */
 static const uint64_t seccomp_ioctl_requests[] = {
         TCGETS,     /* 0x5401 */
+        TIOCGPGRP,  /* 0x540F */
         TIOCGWINSZ, /* 0x5413 */
         FIONREAD,   /* 0x541B */
         FIONBIO,    /* 0x5421 */

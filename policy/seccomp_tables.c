@@ -89,6 +89,14 @@ const int seccomp_allow[] = {
         SCMP_SYS(chmod),
         SCMP_SYS(fchmod),
         SCMP_SYS(fchmodat),
+        /* Ownership: the kernel lets a process without CAP_CHOWN (a worker has no
+         * capability) only keep a file's owner and give it a group of its own, and a
+         * worker's namespace maps one uid and one gid: chown can change nothing but is
+         * answered as on any host (shutil.chown, tarfile's extract, EBADF for a bad fd). */
+        SCMP_SYS(chown),
+        SCMP_SYS(fchown),
+        SCMP_SYS(lchown),
+        SCMP_SYS(fchownat),
         SCMP_SYS(truncate),
         SCMP_SYS(ftruncate),
         SCMP_SYS(fallocate),
@@ -169,6 +177,10 @@ const int seccomp_allow[] = {
         SCMP_SYS(getrusage),
         SCMP_SYS(times),
         SCMP_SYS(getpriority),
+        /* Lowering its own priority (os.nice, setpriority): raising one takes RLIMIT_NICE,
+         * which the sandbox sets to 0, or CAP_SYS_NICE on the host; PRIO_PGRP and PRIO_USER
+         * reach only the processes of the worker's own pid namespace and uid. */
+        SCMP_SYS(setpriority),
         SCMP_SYS(sched_getaffinity), /* glibc's malloc sizes its arenas with it */
         SCMP_SYS(sched_getparam),
         SCMP_SYS(sched_getscheduler),
@@ -290,12 +302,6 @@ const int seccomp_deny[] = {
         SCMP_SYS(setgroups),
         SCMP_SYS(capset),
 
-        /* Ownership: one uid in the sandbox, so chown can only fail or mislead. */
-        SCMP_SYS(chown),
-        SCMP_SYS(fchown),
-        SCMP_SYS(lchown),
-        SCMP_SYS(fchownat),
-
         /* Filesystem-wide event monitoring. */
         SCMP_SYS(fanotify_init),
         SCMP_SYS(fanotify_mark),
@@ -361,11 +367,10 @@ const SeccompFixedErrno seccomp_unsupported[] = {
         { SCMP_SYS(getpeername), EPERM },
         /* What an unprivileged process is refused anyway, answered as such in both
          * modes (the stdlib's tests and shutil expect EPERM, not "no such syscall"):
-         * device and fifo nodes (Landlock refuses them in /tmp too), a higher or lower
-         * scheduling priority, and pipe splicing (shutil falls back to read/write). */
+         * device and fifo nodes (Landlock refuses them in /tmp too) and pipe splicing
+         * (shutil falls back to read/write; splice is where Dirty Pipe lived). */
         { SCMP_SYS(mknod), EPERM },
         { SCMP_SYS(mknodat), EPERM },
-        { SCMP_SYS(setpriority), EPERM },
         { SCMP_SYS(splice), EPERM },
         { SCMP_SYS(tee), EPERM },
         { SCMP_SYS(vmsplice), EPERM },

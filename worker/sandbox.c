@@ -300,17 +300,21 @@ static int bind_runtime(int fd, const char *path) {
 
 /* The worker's own account files, in its read-only root: one user and one group for
  * its ids (getpass.getuser(), pwd, Path.owner(), ~ without HOME), nobody for what it
- * sees of ids its namespace does not map (65534, the kernel's overflow id), and a
+ * sees of ids its namespace does not map (65534, the kernel's overflow id), root for
+ * id 0 (which every Linux names so: tarfile and shutil.make_archive look it up), and a
  * name service of files only, so that glibc never turns to nscd's or a DNS server's
- * socket, which the seccomp filter denies (kill mode: kills). Nothing of the host's. */
+ * socket, which the seccomp filter denies (kill mode: kills). Nothing of the host's:
+ * no other account, no home, no shell. */
 static int write_accounts(void) {
-        char passwd[256], group[128];
+        char passwd[320], group[160];
         unsigned uid = (unsigned) getuid(), gid = (unsigned) getgid();
         int r;
 
-        snprintf(passwd, sizeof passwd, "sandbox:x:%u:%u:codeinterp sandbox:/tmp:/usr/sbin/nologin\n%s", uid, gid,
+        snprintf(passwd, sizeof passwd, "%ssandbox:x:%u:%u:codeinterp sandbox:/tmp:/usr/sbin/nologin\n%s",
+                 uid == 0 ? "" : "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n", uid, gid,
                  uid == 65534 ? "" : "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
-        snprintf(group, sizeof group, "sandbox:x:%u:\n%s", gid, gid == 65534 ? "" : "nogroup:x:65534:\n");
+        snprintf(group, sizeof group, "%ssandbox:x:%u:\n%s", gid == 0 ? "" : "root:x:0:\n", gid,
+                 gid == 65534 ? "" : "nogroup:x:65534:\n");
         if ((r = mkdir_below_root("/etc", 0755)) < 0 || (r = write_file_below_root("/etc/passwd", passwd)) < 0 ||
             (r = write_file_below_root("/etc/group", group)) < 0 ||
             (r = write_file_below_root("/etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\n"
@@ -578,7 +582,7 @@ static int set_rlimits(const PlanSandbox *plan, uint64_t mapped) {
             (r = set_limit(RLIMIT_NOFILE, plan->open_files, plan->open_files)) < 0 ||
             (r = set_limit(RLIMIT_NPROC, plan->processes, plan->processes)) < 0 ||
             (r = set_limit(RLIMIT_CORE, 0, 0)) < 0 || (r = set_limit(RLIMIT_MEMLOCK, 0, 0)) < 0 ||
-            (r = set_limit(RLIMIT_MSGQUEUE, 0, 0)) < 0)
+            (r = set_limit(RLIMIT_MSGQUEUE, 0, 0)) < 0 || (r = set_limit(RLIMIT_NICE, 0, 0)) < 0)
                 return r;
         return 0;
 }

@@ -35,7 +35,10 @@ def reach(id, category, call, validate="host", why=None):
 
 # ---------------------------------------------------------------- filesystem
 FS = "filesystem"
-add("fs.read_etc_passwd", FS, "if 'root:' in open('/etc/passwd').read():\n    escaped()")
+# The host's account file: the worker's own names root, sandbox and nobody only, so the
+# mark of the host's is an account every Debian has and the worker's has not.
+HOST_PASSWD = "'daemon:x:1:' in open(%r).read()"
+add("fs.read_etc_passwd", FS, "if %s:\n    escaped()" % (HOST_PASSWD % '/etc/passwd'))
 add("fs.read_etc_shadow", FS, "if open('/etc/shadow').read():\n    escaped()")
 add("fs.read_host_secret", FS, "if open(CTX['secret_file']).read() == CTX['secret']:\n    escaped()")
 add("fs.write_host_file", FS, "open(CTX['target_file'], 'w').write('pwned')\nescaped()")
@@ -51,17 +54,17 @@ add("fs.etc_has_host_files", FS, """import os
 if set(os.listdir('/etc')) - {'passwd', 'group', 'nsswitch.conf', 'mime.types'}:
     escaped()""")
 add("fs.passwd_names_host_accounts", FS, """import pwd
-if {p.pw_name for p in pwd.getpwall()} & {'root', 'daemon', 'bin', 'sys'}:
+if {p.pw_name for p in pwd.getpwall()} - {'root', 'sandbox', 'nobody'}:
     escaped()""")
 # Asked, never tried: validation runs as root on the host, where writing would change tzdata.
 add("fs.added_binds_writable", FS, """import os
 if any(os.access(p, os.W_OK) for p in ('/usr/share/zoneinfo', '/usr/lib/locale/C.utf8', '/etc/mime.types',
                                        '/etc/passwd', '/etc')):
     escaped()""")
-# The worker has an /etc/passwd of its own (one account, no root): these look for the host's.
+# The worker has an /etc/passwd of its own (root, sandbox, nobody): these look for the host's.
 add("fs.proc_self_root_listing", FS, "import os\nif 'home' in os.listdir('/proc/self/root'):\n    escaped()")
-add("fs.proc_self_root_passwd", FS, "if 'root:' in open('/proc/self/root/etc/passwd').read():\n    escaped()")
-add("fs.dotdot_from_stdlib", FS, "if 'root:' in open('/usr/lib/python3.11/../../../etc/passwd').read():\n    escaped()")
+add("fs.proc_self_root_passwd", FS, "if %s:\n    escaped()" % (HOST_PASSWD % '/proc/self/root/etc/passwd'))
+add("fs.dotdot_from_stdlib", FS, "if %s:\n    escaped()" % (HOST_PASSWD % '/usr/lib/python3.11/../../../etc/passwd'))
 add("fs.openat_dotdot_chain", FS, """import os
 fd = os.open('/usr/lib/python3.11', os.O_RDONLY | os.O_DIRECTORY)
 for _ in range(8):

@@ -23,7 +23,10 @@ killed (a timeout, a memory limit) or crashes, the driver still knows each finis
 test's outcome and which test was running. SKIP (a list of test ids) leaves those tests
 out: the driver resumes a module after the test that brought its worker down. A test
 that runs longer than TEST_TIMEOUT seconds ends the process as regrtest's --timeout
-does (faulthandler: every thread's stack on stderr, then exit status 1)."""
+does (faulthandler: every thread's stack on stderr, then exit status 1).
+
+The test package itself is run as it is, but for one adaptation to a read-only sys.path
+(_read_only_sys_path: test.support's forget())."""
 import faulthandler
 import io
 import json
@@ -139,6 +142,26 @@ def _load_extra(loader, module, where):
     return loader.loadTestsFromNames(["test.%s.%s" % (module, n) for n in names])
 
 
+def _read_only_sys_path():
+    """The one adaptation of the test package to the worker (on the host too, where it
+    changes nothing): test.support's forget(), which a test's cleanup calls to drop a
+    module it wrote, unlinks <module>.pyc in every sys.path directory and ignores only
+    ENOENT, while unlink in a read-only mount (the worker's stdlib) is EROFS even for a
+    file that is not there. Such a file being absent is what forget() wants; an EROFS
+    for a file that exists still raises."""
+    import errno
+    from test.support import import_helper, os_helper
+    unlink = os_helper.unlink
+
+    def unlink_absent_ok(filename):
+        try:
+            unlink(filename)
+        except OSError as e:
+            if e.errno != errno.EROFS or os.path.lexists(filename):
+                raise
+    os_helper.unlink = import_helper.unlink = unlink_absent_ok  # import_helper imported it by name
+
+
 def _without(suite, skip):
     """suite without the tests whose ids are in skip."""
     out = unittest.TestSuite()
@@ -164,6 +187,7 @@ def main(module, extras=None, skip=(), test_timeout=60):
     try:
         where = _add_extras(extras)
         from test import support
+        _read_only_sys_path()
         support.verbose = 0
         support.use_resources = []
         support._run_suite = run_suite  # what run_unittest (a test_main's) calls

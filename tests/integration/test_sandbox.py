@@ -152,7 +152,7 @@ checks['/root'] = os.path.exists('/root')
 checks[%r] = os.path.exists(%r)
 checks[%r] = os.path.exists(%r)
 # The worker's own account file, not the host's.
-checks['host /etc/passwd'] = 'root:' in open('/etc/passwd').read()
+checks['host /etc/passwd'] = 'daemon:x:1:' in open('/etc/passwd').read()
 (found, sorted(k for k, v in checks.items() if v))
 """ % (token, paths, msup.socket, msup.socket, sock_dir, sock_dir)
     # The host paths really exist (the test would be vacuous otherwise).

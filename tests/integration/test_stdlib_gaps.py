@@ -6,7 +6,8 @@ it, under both profiles, both start modes (the start_mode marker) and in kill mo
 where a denied system call on the way would kill the worker instead of raising.
 
 And what stays closed around the additions: only a connected AF_UNIX pair of sockets,
-no other family; the added files are read-only; no host account is visible."""
+no other family; the added files are read-only; no host account is visible; chown and
+setpriority, allowed for what programs expect of them, change nothing."""
 import ast
 
 import pytest
@@ -32,7 +33,18 @@ CASES = {
     "pwd": ("(lambda p: (p.pw_name, p.pw_dir))(__import__('pwd').getpwuid(__import__('os').getuid()))",
             "('sandbox', '/tmp')"),
     "grp": ("__import__('grp').getgrgid(__import__('os').getgid()).gr_name", "'sandbox'"),
-    "no_root_account": ("'root' in [p.pw_name for p in __import__('pwd').getpwall()]", "False"),
+    # Only the names every Linux has besides the worker's own: nothing of the host's.
+    # (nobody: the worker's own id in some configurations, then its account is sandbox.)
+    "accounts": ("sorted({p.pw_name for p in __import__('pwd').getpwall()} - {'nobody'})", "['root', 'sandbox']"),
+    "groups": ("sorted({g.gr_name for g in __import__('grp').getgrall()} - {'nogroup'})", "['root', 'sandbox']"),
+    "root_by_id": ("(__import__('pwd').getpwuid(0).pw_dir, __import__('grp').getgrgid(0).gr_name)",
+                   "('/nonexistent', 'root')"),
+    # chown to its own ids is answered as on any host; nice can lower its priority.
+    "chown_own": ("(open('c.txt', 'w').close(), __import__('shutil').chown('c.txt', 'sandbox', 'sandbox'))[1]",
+                  "None"),
+    "nice_lower": ("(lambda os: os.nice(1) == os.nice(0))(__import__('os'))", "True"),
+    "tcgetpgrp_bad_fd": ("__import__('os').tcgetpgrp(-1)",
+                         "OSError: [Errno 9] Bad file descriptor"),
     "cwd": ("__import__('os').getcwd()", "'/tmp'"),
     "write_relative": ("(open('results.txt', 'w').write('a,b\\n'), open('/tmp/results.txt').read())",
                        "(4, 'a,b\\n')"),
@@ -127,7 +139,12 @@ CLOSED = {
     "write_mime": "open('/etc/mime.types', 'a')",
     "new_etc_file": "open('/etc/hosts', 'w')",
     "fifo": "__import__('os').mkfifo('/tmp/f')",
-    "nice": "__import__('os').setpriority(__import__('os').PRIO_PROCESS, 0, 5)",
+    # Nothing to gain from the allowed chown and setpriority: RLIMIT_NICE is 0, the
+    # namespace maps no other id, and no capability is left.
+    "nice_raise": "__import__('os').setpriority(__import__('os').PRIO_PROCESS, 0, -1)",
+    "chown_root": "(open('r.txt', 'w').close(), __import__('os').chown('r.txt', 0, 0))",
+    "chown_host_id": "(open('h.txt', 'w').close(), __import__('os').chown('h.txt', 1, -1))",
+    "chown_input": "__import__('os').chown('/usr/lib', __import__('os').getuid(), -1)",
 }
 CLOSED_ERRORS = {
     "socketpair_inet": "PermissionError: [Errno 1] Operation not permitted",
@@ -139,7 +156,10 @@ CLOSED_ERRORS = {
     "write_mime": "PermissionError: [Errno 13] Permission denied: '/etc/mime.types'",
     "new_etc_file": "OSError: [Errno 30] Read-only file system: '/etc/hosts'",
     "fifo": "PermissionError: [Errno 1] Operation not permitted",
-    "nice": "PermissionError: [Errno 1] Operation not permitted",
+    "nice_raise": "PermissionError: [Errno 13] Permission denied",
+    "chown_root": "OSError: [Errno 22] Invalid argument: 'r.txt'",  # no id but its own is mapped
+    "chown_host_id": "OSError: [Errno 22] Invalid argument: 'h.txt'",
+    "chown_input": "OSError: [Errno 30] Read-only file system: '/usr/lib'",
 }
 
 

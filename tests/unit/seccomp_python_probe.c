@@ -136,7 +136,7 @@ static const char probe_denied[] =
         "denied(subprocess.run, ['/bin/true'])\n"
         "denied(os.execv, '/bin/true', ['true'])\n"
         "denied(os.setuid, os.getuid())\n"
-        "denied(os.chown, '/tmp', os.getuid(), os.getgid())\n"
+        "denied(os.setresuid, -1, -1, -1)\n"
         "# platform.platform()/uname().processor run `uname -p` in a subprocess: EPERM here,\n"
         "# which platform swallows; in kill mode the same call kills the worker.\n"
         "import platform; platform.platform()\n"

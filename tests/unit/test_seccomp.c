@@ -378,6 +378,12 @@ static void child_ioctl_errno(void) {
         CHECK_ERR(ioctl(p[0], TCGETS, &tio), ENOTTY); /* allowed; a pipe is no tty */
         CHECK_ERR(ioctl(p[0], TIOCGWINSZ, &ws), ENOTTY);
         CHECK(isatty(p[0]) == 0);
+        /* os.tcgetpgrp(): allowed, so a bad descriptor is the kernel's EBADF. */
+        pid_t pgrp;
+        CHECK_ERR(ioctl(p[0], TIOCGPGRP, &pgrp), ENOTTY);
+        CHECK_ERR(ioctl(-1, TIOCGPGRP, &pgrp), EBADF);
+        /* Its setter is not: the filter answers before the kernel looks at the fd. */
+        CHECK_ERR(ioctl(-1, TIOCSPGRP, &pgrp), ENOTTY);
 
         /* Denied by the filter, with ENOTTY. The last two would succeed on a pipe
          * without the filter (generic requests; the kernel truncates to 32 bits). */
@@ -486,7 +492,6 @@ static void child_denied_misc(void) {
         CHECK_ERR(setresuid(-1, -1, -1), EPERM);
         CHECK_ERR(setgroups(0, NULL), EPERM);
         CHECK_ERR(syscall(SYS_capset, NULL, NULL), EPERM);
-        CHECK_ERR(chown("/nonexistent", 0, 0), EPERM);
         CHECK_ERR(syscall(SYS_clock_settime, CLOCK_REALTIME, NULL), EPERM);
         CHECK_ERR(syscall(SYS_sethostname, NULL, 1UL), EPERM); /* EFAULT without the filter */
 }
@@ -749,7 +754,8 @@ static void child_recv_peek_only(void) {
 }
 
 /* Answered EPERM in both modes, never killed (policy/seccomp.c): glibc's nscd client,
- * a socket's repr(), mkfifo, nice, shutil's splice. */
+ * a socket's repr(), mkfifo, shutil's splice. Then chown and setpriority, which the
+ * kernel decides (allowed in both modes: kill mode would have killed here). */
 static void child_fixed_eperm(void) {
         struct sockaddr_un sun;
         socklen_t len = sizeof sun;
@@ -761,10 +767,19 @@ static void child_fixed_eperm(void) {
         CHECK_ERR(getpeername(sv[0], (struct sockaddr *) &sun, &len), EPERM);
         CHECK_ERR(mknodat(AT_FDCWD, "/nonexistent", S_IFIFO | 0600, 0), EPERM);
         CHECK_ERR(syscall(SYS_mknod, "/nonexistent", S_IFIFO | 0600, 0), EPERM);
-        CHECK_ERR(setpriority(PRIO_PROCESS, 0, 5), EPERM);
         CHECK_ERR(syscall(SYS_splice, -1, NULL, -1, NULL, 1UL, 0U), EPERM);
         CHECK_ERR(syscall(SYS_tee, -1, -1, 1UL, 0U), EPERM);
         CHECK_ERR(syscall(SYS_vmsplice, -1, NULL, 0UL, 0U), EPERM);
+        CHECK_ERR(chown("/nonexistent", 0, 0), ENOENT);
+        CHECK_ERR(fchown(-1, 0, 0), EBADF);
+        CHECK_ERR(syscall(SYS_lchown, "/nonexistent", 0, 0), ENOENT);
+        CHECK_ERR(fchownat(AT_FDCWD, "/nonexistent", 0, 0, 0), ENOENT);
+        errno = 0;
+        int nice_now = getpriority(PRIO_PROCESS, 0);
+        CHECK(errno == 0);
+        int nice_lower = nice_now < 19 ? nice_now + 1 : 19; /* a lower priority needs no right */
+        CHECK_OK(setpriority(PRIO_PROCESS, 0, nice_lower));
+        CHECK(getpriority(PRIO_PROCESS, 0) == nice_lower);
 }
 
 static void child_fork_only(void) {
@@ -1003,8 +1018,8 @@ static void test_bpf_prctl(void **state) {
 }
 
 static void test_bpf_ioctl(void **state) {
-        static const uint64_t allowed[] = { TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIONCLEX, FIOCLEX };
-        check_values(SYS_ioctl, 1, allowed, 6, 0x10000, ENOTTY);
+        static const uint64_t allowed[] = { TCGETS, TIOCGPGRP, TIOCGWINSZ, FIONREAD, FIONBIO, FIONCLEX, FIOCLEX };
+        check_values(SYS_ioctl, 1, allowed, sizeof allowed / sizeof allowed[0], 0x10000, ENOTTY);
         assert_int_equal(verdict(&prog_errno, X64, SYS_ioctl, 0, 0xc0045878 /* FICLONE-ish */, 0), V_ERRNO(ENOTTY));
         assert_int_equal(verdict(&prog_errno, X64, SYS_ioctl, 0, UINT64_MAX, 0), V_ERRNO(ENOTTY));
 }
