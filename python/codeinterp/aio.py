@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import inspect
 import socket
-from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncGenerator, Awaitable, Callable, Dict, Mapping, Optional, Sequence, Union
 
 from .client import InvocationState, describe_fields, execute_answer, execute_fields, reply_fields
 from .connection import decode_body, default_socket, encode_frame, frame_length
@@ -174,7 +174,11 @@ class AsyncClient:
         loop = asyncio.get_running_loop()
         fd = self._sock.fileno()
         room: asyncio.Future[None] = loop.create_future()
-        loop.add_writer(fd, lambda: room.done() or room.set_result(None))
+
+        def writable() -> None:
+            if not room.done():
+                room.set_result(None)
+        loop.add_writer(fd, writable)
         try:
             await room
         finally:
@@ -327,7 +331,7 @@ class AsyncClient:
         raise ProtocolError("the call's messages ended without a result")
 
     async def stream(self, code: str, summary: str, source_ids: Sequence[str] = (), *,
-                     invocation: Optional[str] = None, timeout: Optional[float] = None) -> AsyncIterator[CallEvent]:
+                     invocation: Optional[str] = None, timeout: Optional[float] = None) -> AsyncGenerator[CallEvent, None]:
         """Run code: ``async for event in client.stream(code, summary)`` gets each
         :class:`Progress` as it arrives, then the :class:`Result`, last. The request is
         sent when the iteration starts; rejections are raised from it as by
@@ -408,6 +412,6 @@ class AsyncInvocation(InvocationState):
                                          timeout=timeout)
 
     def stream(self, code: str, summary: str, source_ids: Sequence[str] = (), *,
-               timeout: Optional[float] = None) -> AsyncIterator[CallEvent]:
+               timeout: Optional[float] = None) -> AsyncGenerator[CallEvent, None]:
         """:meth:`AsyncClient.stream` in this invocation."""
         return self.client.stream(code, summary, source_ids, invocation=self.id, timeout=timeout)

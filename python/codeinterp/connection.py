@@ -6,7 +6,7 @@ import socket
 import struct
 from typing import Any, Optional
 
-import msgpack
+import msgpack  # type: ignore[import]  # (Debian's python3-msgpack has no type hints)
 
 from .errors import ConnectionLost, ProtocolError, RequestNotEncodable
 
@@ -27,7 +27,7 @@ def encode_frame(obj: Any) -> bytes:
     """obj packed as msgpack (bytes as bin, str as str) behind its length;
     RequestNotEncodable for a value msgpack cannot pack."""
     try:
-        body = msgpack.packb(obj, use_bin_type=True)
+        body: bytes = msgpack.packb(obj, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as e:
         raise RequestNotEncodable("the request cannot be encoded: %s" % e) from e
     return _LENGTH.pack(len(body)) + body
@@ -35,7 +35,7 @@ def encode_frame(obj: Any) -> bytes:
 
 def frame_length(header: bytes) -> int:
     """The body length announced by a 4-byte header; ProtocolError past MAX_FRAME_BYTES."""
-    (n,) = _LENGTH.unpack(header)
+    n = int(_LENGTH.unpack(header)[0])
     if n > MAX_FRAME_BYTES:
         raise ProtocolError("the supervisor sent a frame of %d bytes (limit %d)" % (n, MAX_FRAME_BYTES))
     return n

@@ -108,13 +108,16 @@ class TransportError(CodeinterpError):
     the socket's path ("" for a connection over a socket passed in), ``errno`` the
     operating system's error number when there was one."""
 
+    errno: Optional[int]
+
     def __init__(self, message: str, *, path: Optional[str] = None, errno: Optional[int] = None) -> None:
         super().__init__(message)
         self.path = path
         self.errno = errno
 
 
-class ConnectFailed(TransportError, OSError):
+# (typeshed declares OSError.errno an int; it is None where the error has no number.)
+class ConnectFailed(TransportError, OSError):  # type: ignore[misc]
     """No connection could be made: no socket at the path (``errno`` ENOENT), nobody
     listening there (ECONNREFUSED), no permission (EACCES). Also an :class:`OSError`
     with that ``errno``."""
@@ -125,7 +128,7 @@ class ConnectionLost(TransportError, EOFError):
     (also an :class:`EOFError`)."""
 
 
-class ClientTimeout(TransportError, TimeoutError):
+class ClientTimeout(TransportError, TimeoutError):  # type: ignore[misc]
     """A timeout of this client's (the socket's timeout, or an :class:`AsyncClient`'s
     connect or per-call timeout) passed (also a :class:`TimeoutError`). Not the
     ``timeout`` outcome of a call, which is a :class:`codeinterp.Result`."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import builtins
 import collections.abc
 import dataclasses
-import functools
 import hashlib
 import types
 import typing
@@ -35,9 +34,14 @@ def wire_name(field: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-@functools.lru_cache(maxsize=None)
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    """cls's resolved annotations, computed once per class."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def _convert(tp: Any, value: Any, where: str) -> Any:
