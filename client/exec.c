@@ -532,7 +532,8 @@ int exec_main(const char *socket_path, int argc, char **argv) {
                 fputs("\r\033[K", stderr);
         ci_close(c);
         if (k < 0) {
-                fprintf(stderr, "codeinterp: lost the supervisor at %s: %s\n", ci_socket_path(socket_path), strerror(-k));
+                fprintf(stderr, "codeinterp: lost the supervisor at %s: %s\n", ci_socket_path(socket_path),
+                        strerror(-k));
                 return EXIT_CONNECT;
         }
         status = a.save_path ? exec_save_record(&a, code, code_len, &res.unpacked.data) : 0;

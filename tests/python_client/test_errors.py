@@ -55,26 +55,60 @@ def test_refused_is_connect_failed(tmp_path, connect):
     assert e.value.errno == errno.ECONNREFUSED and path in str(e.value)
 
 
-def test_async_connect_timeout(tmp_path):
-    """A listener whose backlog is full does not accept: connect waits, until
-    connect_timeout."""
-    path = str(tmp_path / "full.sock")
+def full_listener(path):
+    """A listening socket at path whose backlog is full, and the sockets that fill it."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(0)
     fillers = []
+    while True:  # until a connect would block: the backlog is full
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setblocking(False)
+        fillers.append(s)
+        try:
+            s.connect(path)
+        except BlockingIOError:
+            return listener, fillers
+
+
+def test_connect_to_a_full_backlog(tmp_path):
+    """A listener whose backlog is full does not accept: connect waits, until
+    connect_timeout (AsyncClient), or fails at once (Client with a timeout)."""
+    path = str(tmp_path / "full.sock")
+    listener, fillers = full_listener(path)
     try:
-        while True:  # until a connect would block: the backlog is full
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.setblocking(False)
-            fillers.append(s)
-            try:
-                s.connect(path)
-            except BlockingIOError:
-                break
         with pytest.raises(ClientTimeout) as e:
             connect_async(path, connect_timeout=0.2)
         assert isinstance(e.value, TimeoutError) and path in str(e.value)
+        # The blocking client with a timeout: that connect fails at once (EAGAIN).
+        with pytest.raises(ConnectFailed) as e:
+            connect_sync(path, timeout=WAIT_LIMIT)
+        assert e.value.errno == errno.EAGAIN and path in str(e.value)
+    finally:
+        for s in fillers:
+            s.close()
+        listener.close()
+
+
+def test_async_connect_goes_through_once_the_backlog_has_room(tmp_path):
+    """The connect that found the backlog full (EAGAIN) is tried again, and succeeds
+    once the listener accepts one of the waiting connections."""
+    path = str(tmp_path / "full.sock")
+    listener, fillers = full_listener(path)
+    try:
+        async def main():
+            c = AsyncClient(path, connect_timeout=WAIT_LIMIT)
+            connecting = asyncio.ensure_future(c.connect())
+            await asyncio.sleep(0)  # its first attempt: EAGAIN
+            assert not connecting.done()
+            accepted, _ = listener.accept()  # room for one
+            try:
+                await connecting
+                assert c._sock.getpeername() == path
+            finally:
+                accepted.close()
+                await c.close()
+        run(main())
     finally:
         for s in fillers:
             s.close()
