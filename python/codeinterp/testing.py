@@ -2,7 +2,8 @@
 
 Enable the fixtures with ``pytest -p codeinterp.testing`` (or
 ``pytest_plugins = ["codeinterp.testing"]`` in a top-level conftest.py, or by
-importing ``codeinterp_daemon`` and ``codeinterp_client`` into a conftest.py):
+importing ``codeinterp_daemon``, ``codeinterp_client`` and ``codeinterp_async_client``
+into a conftest.py):
 
 - ``codeinterp_policy``: the policy text (None: the built-in defaults);
   override it in a test module to start the supervisor with another policy.
