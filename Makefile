@@ -49,7 +49,7 @@ sanitize: deps
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(BUILD)-san --output-on-failure -E seccomp_python_probe
 
 # Every stage, timed (docs/testing.md has the times): the format check, cppcheck,
-# pyflakes, the unit tests, the tool face, the integration suite (every test in the
+# pyflakes, mypy on the Python client, the unit tests, the tool face, the integration suite (every test in the
 # reference configuration, then the tests marked for exec mode), the Python client, the
 # deployment manifests, the adversarial suite, rootless and the other CPythons.
 # The sanitizer builds and the fuzzers are `make test-deep`, which CI runs after this.
@@ -58,6 +58,7 @@ test: deps
 	@$(TIMED) build $(MAKE) build
 	@$(TIMED) check-format $(MAKE) check-format
 	@$(TIMED) lint-python $(MAKE) lint-python
+	@$(TIMED) typecheck-python $(MAKE) typecheck-python
 	@$(TIMED) unit-python $(MAKE) unit-python
 	@$(TIMED) cppcheck $(MAKE) cppcheck
 	@$(TIMED) sdk-types $(MAKE) sdk-types
@@ -195,6 +196,12 @@ tool-test: build sdk-types
 lint-python: deps
 	/usr/bin/python3 -m pyflakes worker/runner.py worker/codeinterp_numeric.py python tests/conftest.py tests/lib tests/python tests/python_client \
 		tests/integration tests/bench tests/tool tests/deployment tests/pod tests/adversarial tests/compat
+
+# The Python client's type hints (it ships py.typed): Debian's mypy --strict, its cache in
+# $(BUILD). Needs no build.
+.PHONY: typecheck-python
+typecheck-python: deps
+	cd python && /usr/bin/python3 -m mypy --strict --cache-dir $(abspath $(BUILD))/mypy-cache -p codeinterp
 
 # The worker's runner and numeric module (worker/*.py) as Python; needs no build.
 unit-python: deps

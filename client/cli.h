@@ -15,8 +15,9 @@
 #define EXIT_ARTIFACTS 13 /* the call ended ok, but --save-artifacts could not save every file */
 #define EXIT_NOT_READY 14 /* status --ready: the supervisor answered that it is not ready */
 
-/* codeinterp --help (client/codeinterp.c). */
+/* codeinterp --help and codeinterp exec --help (client/codeinterp.c). */
 void cli_help(void);
+void cli_exec_help(void);
 
 /* codeinterp exec (client/exec.c). */
 int exec_main(const char *socket_path, int argc, char **argv);

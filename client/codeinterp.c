@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* codeinterp: the command-line client's entry: the global options, the usage text, and
- * hello, describe and status (with --ready, --prometheus and --openmetrics); each other
- * subcommand is a file of its own (exec.c, tool.c, mcp.c, replay.c) over libcodeinterp. */
+ * hello, describe and status (with --ready, --prometheus and --openmetrics), their --help
+ * and exec's; each other subcommand is a file of its own (exec.c, tool.c, mcp.c, replay.c)
+ * over libcodeinterp, which parses its own options, --help included. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,24 +26,59 @@
 
 static const char *arg_socket = NULL;
 
+/* The usage texts: each command's lines appear in codeinterp --help and in that command's
+ * own --help, from these strings. */
+#define EXEC_SYNOPSIS "exec [OPTIONS] (-c CODE | FILE | -)"
+static const char exec_options[] =
+        "      --summary TEXT       the user-visible one-line summary (default \"codeinterp exec\")\n"
+        "      --json               print the result message as one JSON object, no progress\n"
+        "      --source ID=FILE     register FILE's text as read_source ID and mount it\n"
+        "      --attach ID=FILE[:MEDIA_TYPE]\n"
+        "                           register FILE as attachment ID (original bytes + text)\n"
+        "      --text ID=FILE       the canonical text for attachment ID (default: the file itself)\n"
+        "      --model-text         print what the model sees: outcome, output, omissions (text)\n"
+        "      --cards              print the user's progress cards on stderr (metadata only)\n"
+        "      --save FILE          also write a replay record of the call to FILE (JSON)\n"
+        "      --save-artifacts DIR write the files the code left in /outputs into DIR (new files\n"
+        "                           only, never over existing ones); each is named on stderr\n";
+static const char status_options[] =
+        "      --ready              say whether it is ready: exit 0 ready, 14 not ready (the cause is\n"
+        "                           printed: zygote_down, worker_start_failures, shutting_down), 12 no\n"
+        "                           answer, 11 permission_denied\n"
+        "      --prometheus         the metrics in Prometheus' text format 0.0.4 (node_exporter's\n"
+        "                           textfile collector, promtool check metrics)\n"
+        "      --openmetrics        the metrics in the OpenMetrics 1.0.0 text format (ends with # EOF)\n";
+static const char exit_statuses[] =
+        "Exit status: 0 ok, 1 python_exception, 2 usage error, 3 timeout, 4 cancelled,\n"
+        "5 resource_limit, 6 invalid_input, 7 unavailable_source, 8 quota_exhausted,\n"
+        "9 worker_error, 10 overloaded, 11 not_found or permission_denied, 12 no connection\n"
+        "or a protocol failure, 13 ok but an artifact could not be saved (--save-artifacts),\n"
+        "14 not ready (status --ready).\n";
+
+/* hello, describe and status: their synopsis, what they print, their options. */
+typedef struct SimpleCommand {
+        const char *name;
+        const char *synopsis;
+        const char *what;
+        const char *options;
+} SimpleCommand;
+
+static const SimpleCommand simple_commands[] = {
+        { "hello", "hello", "print the supervisor's versions, policy and limits (JSON)", "" },
+        { "describe", "describe", "print the describe reply: the tool definition (JSON)", "" },
+        { "status", "status [--ready | --prometheus | --openmetrics]",
+          "print the supervisor's counters and readiness (JSON)", status_options },
+};
+
 void cli_help(void) {
         printf("Usage: codeinterp [--socket PATH] COMMAND [OPTIONS]\n"
                "\n"
                "Talk to codeinterpd, which runs Python calculations in fresh sandboxed workers.\n"
+               "Each command's --help shows its own usage.\n"
                "\n"
                "Commands:\n"
-               "  exec [OPTIONS] (-c CODE | FILE | -)   run code and print what it printed and its value\n"
-               "      --summary TEXT       the user-visible one-line summary (default \"codeinterp exec\")\n"
-               "      --json               print the result message as one JSON object, no progress\n"
-               "      --source ID=FILE     register FILE's text as read_source ID and mount it\n"
-               "      --attach ID=FILE[:MEDIA_TYPE]\n"
-               "                           register FILE as attachment ID (original bytes + text)\n"
-               "      --text ID=FILE       the canonical text for attachment ID (default: the file itself)\n"
-               "      --model-text         print what the model sees: outcome, output, omissions (text)\n"
-               "      --cards              print the user's progress cards on stderr (metadata only)\n"
-               "      --save FILE          also write a replay record of the call to FILE (JSON)\n"
-               "      --save-artifacts DIR write the files the code left in /outputs into DIR (new files\n"
-               "                           only, never over existing ones); each is named on stderr\n"
+               "  " EXEC_SYNOPSIS "   run code and print what it printed and its value\n"
+               "%s"
                "  tool [--format F]        print the code_interpreter tool definition; F: codeinterp\n"
                "                           (default), openai, openai-chat, anthropic, mcp, json-schema\n"
                "      --strict             openai, openai-chat: OpenAI's strict mode and its schema rules\n"
@@ -52,26 +89,36 @@ void cli_help(void) {
                "                           serve the tool over the Model Context Protocol on stdio\n"
                "  replay FILE              run a call saved with exec --save again and report whether the\n"
                "                           code, inputs, outcome and channels are identical (exit 0 identical,\n"
-               "                           1 not, 2 error)\n"
-               "  hello                    print the supervisor's versions, policy and limits (JSON)\n"
-               "  describe                 print the describe reply: the tool definition (JSON)\n"
-               "  status                   print the supervisor's counters and readiness (JSON)\n"
-               "      --ready              say whether it is ready: exit 0 ready, 14 not ready (the cause is\n"
-               "                           printed: zygote_down, worker_start_failures, shutting_down), 12 no\n"
-               "                           answer, 11 permission_denied\n"
-               "      --prometheus         the metrics in Prometheus' text format 0.0.4 (node_exporter's\n"
-               "                           textfile collector, promtool check metrics)\n"
-               "      --openmetrics        the metrics in the OpenMetrics 1.0.0 text format (ends with # EOF)\n"
-               "\n"
+               "                           1 not, 2 error)\n",
+               exec_options);
+        for (size_t i = 0; i < ELEMENTSOF(simple_commands); i++)
+                printf("  %-24s %s\n%s", simple_commands[i].name, simple_commands[i].what, simple_commands[i].options);
+        printf("\n"
                "  --socket PATH            the supervisor's socket (default $CODEINTERP_SOCKET, else\n"
                "                           " CI_DEFAULT_SOCKET ")\n"
                "  -h, --help               show this help\n"
                "\n"
-               "Exit status: 0 ok, 1 python_exception, 2 usage error, 3 timeout, 4 cancelled,\n"
-               "5 resource_limit, 6 invalid_input, 7 unavailable_source, 8 quota_exhausted,\n"
-               "9 worker_error, 10 overloaded, 11 not_found or permission_denied, 12 no connection\n"
-               "or a protocol failure, 13 ok but an artifact could not be saved (--save-artifacts),\n"
-               "14 not ready (status --ready).\n");
+               "%s",
+               exit_statuses);
+}
+
+void cli_exec_help(void) {
+        printf("Usage: codeinterp [--socket PATH] " EXEC_SYNOPSIS "\n"
+               "\n"
+               "Run code (-c CODE, the file FILE, or - for standard input) in a fresh sandboxed worker\n"
+               "and print what it printed and its value. Options come before FILE.\n"
+               "\n"
+               "  -c CODE                  the code to run\n"
+               "%s"
+               "  -h, --help               show this help\n"
+               "\n"
+               "%s",
+               exec_options, exit_statuses);
+}
+
+static void simple_help(const SimpleCommand *cmd) {
+        printf("Usage: codeinterp [--socket PATH] %s\n\n%c%s.\n\n%s  -h, --help               show this help\n",
+               cmd->synopsis, toupper((unsigned char) cmd->what[0]), cmd->what + 1, cmd->options);
 }
 
 /* hello, describe, status: the reply as JSON (status: or what `how` asks for). */
@@ -117,7 +164,8 @@ static int cmd_simple(const char *what, StatusHow how) {
         int k = ci_connect(arg_socket, &c);
 
         if (k < 0) {
-                fprintf(stderr, "codeinterp: cannot connect to the supervisor: %s\n", strerror(-k));
+                fprintf(stderr, "codeinterp: cannot connect to the supervisor at %s: %s\n", ci_socket_path(arg_socket),
+                        strerror(-k));
                 return EXIT_CONNECT;
         }
         k = !strcmp(what, "hello")      ? ci_hello(c, &m)
@@ -125,7 +173,8 @@ static int cmd_simple(const char *what, StatusHow how) {
                                         : ci_status(c, &m);
         ci_close(c);
         if (k < 0) {
-                fprintf(stderr, "codeinterp: %s failed: %s\n", what, strerror(-k));
+                fprintf(stderr, "codeinterp: %s failed (the supervisor at %s): %s\n", what, ci_socket_path(arg_socket),
+                        strerror(-k));
                 return EXIT_CONNECT;
         }
         if (how != STATUS_JSON && strcmp(ci_message_type(&m) ?: "", "reply") == 0) {
@@ -148,6 +197,44 @@ static int cmd_simple(const char *what, StatusHow how) {
         ci_message_done(&m);
         return k;
 }
+
+/* hello, describe or status (argv[0]) with its arguments. */
+static int simple_main(const SimpleCommand *cmd, int argc, char **argv) {
+        static const struct {
+                const char *flag;
+                StatusHow how;
+        } hows[] = {
+                { "--ready", STATUS_READY },
+                { "--prometheus", STATUS_PROMETHEUS },
+                { "--openmetrics", STATUS_OPENMETRICS },
+        };
+
+        if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+                simple_help(cmd);
+                return 0;
+        }
+        if (argc == 2 && !strcmp(cmd->name, "status"))
+                for (size_t i = 0; i < ELEMENTSOF(hows); i++)
+                        if (!strcmp(argv[1], hows[i].flag))
+                                return cmd_simple(cmd->name, hows[i].how);
+        if (argc > 1) {
+                fprintf(stderr, "codeinterp: unexpected argument \"%s\" after %s; see %s --help\n", argv[1], cmd->name,
+                        cmd->name);
+                return EXIT_USAGE;
+        }
+        return cmd_simple(cmd->name, STATUS_JSON);
+}
+
+/* The commands with a file of their own; each parses its options, --help included. */
+static const struct {
+        const char *name;
+        int (*run)(const char *socket_path, int argc, char **argv);
+} commands[] = {
+        { "exec", exec_main },
+        { "tool", tool_main },
+        { "mcp", mcp_main },
+        { "replay", replay_main },
+};
 
 int main(int argc, char **argv) {
         static const struct option options[] = {
@@ -173,33 +260,12 @@ int main(int argc, char **argv) {
                 return EXIT_USAGE;
         }
         const char *cmd = argv[optind];
-        if (!strcmp(cmd, "exec"))
-                return exec_main(arg_socket, argc - optind, argv + optind);
-        if (!strcmp(cmd, "status") && argc - optind == 2) {
-                static const struct {
-                        const char *flag;
-                        StatusHow how;
-                } hows[] = {
-                        { "--ready", STATUS_READY },
-                        { "--prometheus", STATUS_PROMETHEUS },
-                        { "--openmetrics", STATUS_OPENMETRICS },
-                };
-                for (size_t i = 0; i < ELEMENTSOF(hows); i++)
-                        if (!strcmp(argv[optind + 1], hows[i].flag))
-                                return cmd_simple(cmd, hows[i].how);
-        }
-        if (argc - optind > 1 && (!strcmp(cmd, "hello") || !strcmp(cmd, "describe") || !strcmp(cmd, "status"))) {
-                fprintf(stderr, "codeinterp: unexpected argument \"%s\" after %s; see --help\n", argv[optind + 1], cmd);
-                return EXIT_USAGE;
-        }
-        if (!strcmp(cmd, "hello") || !strcmp(cmd, "describe") || !strcmp(cmd, "status"))
-                return cmd_simple(cmd, STATUS_JSON);
-        if (!strcmp(cmd, "tool"))
-                return tool_main(arg_socket, argc - optind, argv + optind);
-        if (!strcmp(cmd, "mcp"))
-                return mcp_main(arg_socket, argc - optind, argv + optind);
-        if (!strcmp(cmd, "replay"))
-                return replay_main(arg_socket, argc - optind, argv + optind);
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (!strcmp(cmd, commands[i].name))
+                        return commands[i].run(arg_socket, argc - optind, argv + optind);
+        for (size_t i = 0; i < ELEMENTSOF(simple_commands); i++)
+                if (!strcmp(cmd, simple_commands[i].name))
+                        return simple_main(&simple_commands[i], argc - optind, argv + optind);
         fprintf(stderr, "codeinterp: unknown command \"%s\"; see --help\n", cmd);
         return EXIT_USAGE;
 }

@@ -257,7 +257,7 @@ static int exec_parse_argv(int argc, char **argv, ExecArgs *a) {
                         a->artifacts_dir = optarg;
                         break;
                 case 'h':
-                        cli_help();
+                        cli_exec_help();
                         return 0;
                 default:
                         return EXIT_USAGE;
@@ -515,7 +515,8 @@ int exec_main(const char *socket_path, int argc, char **argv) {
 
         k = ci_connect(socket_path, &c);
         if (k < 0) {
-                fprintf(stderr, "codeinterp: cannot connect to the supervisor: %s\n", strerror(-k));
+                fprintf(stderr, "codeinterp: cannot connect to the supervisor at %s: %s\n", ci_socket_path(socket_path),
+                        strerror(-k));
                 return EXIT_CONNECT;
         }
         CiExecute x = { .summary = a.summary, .code = code, .code_len = code_len };
@@ -531,7 +532,8 @@ int exec_main(const char *socket_path, int argc, char **argv) {
                 fputs("\r\033[K", stderr);
         ci_close(c);
         if (k < 0) {
-                fprintf(stderr, "codeinterp: lost the supervisor: %s\n", strerror(-k));
+                fprintf(stderr, "codeinterp: lost the supervisor at %s: %s\n", ci_socket_path(socket_path),
+                        strerror(-k));
                 return EXIT_CONNECT;
         }
         status = a.save_path ? exec_save_record(&a, code, code_len, &res.unpacked.data) : 0;

@@ -706,7 +706,8 @@ int replay_main(const char *socket, int argc, char **argv) {
 
         k = ci_connect(socket, &c);
         if (k < 0) {
-                fprintf(stderr, "codeinterp: replay: cannot connect to the supervisor: %s\n", strerror(-k));
+                fprintf(stderr, "codeinterp: replay: cannot connect to the supervisor at %s: %s\n",
+                        ci_socket_path(socket), strerror(-k));
                 goto finish;
         }
         const msgpack_object *code = ci_get(&record, "code");

@@ -590,13 +590,15 @@ static int tool_fetch_and_print(const char *socket, ToolFormat fmt, unsigned fla
 
         k = ci_connect(socket, &c);
         if (k < 0) {
-                fprintf(stderr, "codeinterp: cannot connect to the supervisor: %s\n", strerror(-k));
+                fprintf(stderr, "codeinterp: cannot connect to the supervisor at %s: %s\n", ci_socket_path(socket),
+                        strerror(-k));
                 return EXIT_CONNECT;
         }
         k = ci_describe(c, &m);
         ci_close(c);
         if (k < 0) {
-                fprintf(stderr, "codeinterp: describe failed: %s\n", strerror(-k));
+                fprintf(stderr, "codeinterp: describe failed (the supervisor at %s): %s\n", ci_socket_path(socket),
+                        strerror(-k));
                 return EXIT_CONNECT;
         }
         if (strcmp(ci_message_type(&m) ?: "", "reply") != 0) {

@@ -25,6 +25,8 @@ python3-pytest
 python3-pytest-xdist
 python3-msgpack
 python3-pyflakes
+mypy
+python3-pytest-asyncio
 python3-yaml
 python3-numpy
 python3-pandas
@@ -69,6 +71,8 @@ bubblewrap
 # and reads both formats with prometheus_client's parsers (under systemd the two services
 # are enabled by their packages; the tests start node_exporter themselves, on 127.0.0.1).
 # util-linux also has setpriv (tests/integration/test_refused_peer.py runs clients as nobody).
+# mypy: make typecheck-python (the Python client's type hints, --strict).
+# python3-pytest-asyncio: codeinterp.testing's async fixture and its test (tests/python_client).
 # git is not needed: make check-format lists the C files with find when there is no git checkout.
 missing=""
 for p in $PKGS; do

@@ -25,15 +25,18 @@ struct CiClient {
         uint64_t next_id;
 };
 
+const char *ci_socket_path(const char *path) {
+        if (!path)
+                path = getenv("CODEINTERP_SOCKET");
+        return path && *path ? path : CI_DEFAULT_SOCKET;
+}
+
 int ci_connect(const char *path, CiClient **ret) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -1;
         CiClient *c;
 
-        if (!path)
-                path = getenv("CODEINTERP_SOCKET");
-        if (!path || !*path)
-                path = CI_DEFAULT_SOCKET;
+        path = ci_socket_path(path);
         if (strlen(path) >= sizeof sa.sun_path)
                 return -ENAMETOOLONG;
         strcpy(sa.sun_path, path);

@@ -46,6 +46,8 @@ typedef void (*CiProgressFn)(const msgpack_object *progress, void *userdata);
 
 /* Connect to path (NULL: $CODEINTERP_SOCKET, else CI_DEFAULT_SOCKET). */
 int ci_connect(const char *path, CiClient **ret);
+/* The socket ci_connect(path) connects to, for messages that name it. */
+const char *ci_socket_path(const char *path);
 void ci_close(CiClient *c);
 int ci_fd(const CiClient *c);
 /* Lowest level: send one map built in sb; receive one message (at most 64 MiB).

@@ -4,23 +4,49 @@ One reader task per connection demultiplexes the supervisor's messages by
 request id, so any number of :meth:`AsyncClient.execute` calls (and
 :meth:`AsyncClient.cancel`) can run at once on one connection. Progress
 callbacks run in the task that awaits the execute; a callback may return an
-awaitable, which is awaited. For a time limit, wrap a call in
-``asyncio.wait_for`` (cancelling an execute's task does not cancel the call in
-the supervisor; :meth:`AsyncClient.cancel` does).
+awaitable, which is awaited. :meth:`AsyncClient.stream` gives a call's progress
+as an async iterator instead, its Result last.
+
+Time limits: ``connect_timeout`` bounds connecting, ``timeout`` each request (an
+execute: until its Result; ``execute(..., timeout=)`` and ``stream(..., timeout=)``
+set it for one call). Past one, :class:`~codeinterp.errors.ClientTimeout` is
+raised, and an execute's call is cancelled in the supervisor. Cancelling an
+execute's task (``asyncio.wait_for``) does not cancel the call there;
+:meth:`AsyncClient.cancel` does.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import socket
-from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncGenerator, Awaitable, Callable, Dict, Mapping, Optional, Sequence, Union
 
 from .client import InvocationState, describe_fields, execute_answer, execute_fields, reply_fields
 from .connection import decode_body, default_socket, encode_frame, frame_length
-from .errors import CodeinterpError, ConnectionLost, ProtocolError, error_from_message
+from .errors import ClientTimeout, CodeinterpError, ConnectionLost, ProtocolError, error_from_message, transport_error
 from .records import Hello, Progress, Result, Source, Status, from_wire
 
 AsyncProgressCallback = Callable[[Progress], Union[None, Awaitable[None]]]
+# What AsyncClient.stream yields: each Progress, then the Result.
+CallEvent = Union[Progress, Result]
+
+
+async def _connect_unix(sock: socket.socket, path: str) -> None:
+    """Connect the non-blocking AF_UNIX sock to path. Such a connect never is in
+    progress: it succeeds or fails at once, and fails with EAGAIN while the listener's
+    backlog is full; no event says when there is room, so it is tried again, at
+    growing intervals (up to 50 ms), until it succeeds or fails otherwise.
+    (``loop.sock_connect`` would take that EAGAIN for a connect in progress and, the
+    socket being writable, report it connected.)"""
+    pause = 0.001
+    while True:
+        try:
+            sock.connect(path)
+            return
+        except BlockingIOError:
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
 
 class AsyncClient:
@@ -32,10 +58,18 @@ class AsyncClient:
     connection (it refuses this peer, say) would raise SIGPIPE in a program that has
     restored that signal's default action, and a transport whose write failed stops
     reading, losing the supervisor's reason. Here every send passes ``MSG_NOSIGNAL``
-    and the reader task reads until the end."""
+    and the reader task reads until the end.
 
-    def __init__(self, socket_path: Optional[str] = None) -> None:
+    ``connect_timeout`` (seconds, None: none) bounds connecting; ``timeout`` (None:
+    none) each request, an execute until its Result. A failure of the socket is
+    raised as :class:`~codeinterp.errors.ConnectFailed`, :class:`ConnectionLost` or
+    :class:`~codeinterp.errors.ClientTimeout`, each naming the socket's path."""
+
+    def __init__(self, socket_path: Optional[str] = None, *, timeout: Optional[float] = None,
+                 connect_timeout: Optional[float] = None) -> None:
         self.path = socket_path or default_socket()
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
         self._sock: Optional[socket.socket] = None
         self._task: Optional[asyncio.Task[None]] = None
         self._send_lock = asyncio.Lock()  # one frame at a time: sends may wait for room
@@ -53,7 +87,14 @@ class AsyncClient:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
             sock.setblocking(False)
-            await loop.sock_connect(sock, self.path)
+            await asyncio.wait_for(_connect_unix(sock, self.path), self.connect_timeout)
+        except asyncio.TimeoutError as e:
+            sock.close()
+            raise ClientTimeout("timed out connecting to %s (connect_timeout %s s)" % (
+                self.path, self.connect_timeout), path=self.path) from e
+        except OSError as e:
+            sock.close()
+            raise transport_error(e, self.path, connecting=True) from e
         except BaseException:
             sock.close()
             raise
@@ -73,7 +114,7 @@ class AsyncClient:
                 pass
         if self._sock is not None:
             self._sock.close()
-        self._fail(ConnectionLost("the client closed the connection"))
+        self._fail(ConnectionLost("the client closed its connection to %s" % self.path, path=self.path))
 
     async def __aenter__(self) -> "AsyncClient":
         """Connect, unless :meth:`connect` has already been awaited."""
@@ -100,7 +141,7 @@ class AsyncClient:
         while got < n:
             k = await loop.sock_recv_into(self._sock, view[got:])
             if k == 0:
-                raise ConnectionLost("connection closed by the supervisor")
+                raise ConnectionLost("the supervisor at %s closed the connection" % self.path, path=self.path)
             got += k
         return bytes(buf)
 
@@ -123,7 +164,9 @@ class AsyncClient:
                 queue = self._pending.get(mid)
                 if queue is not None:
                     queue.put_nowait(m)
-        except (OSError, CodeinterpError) as e:
+        except OSError as e:
+            self._fail(transport_error(e, self.path))
+        except CodeinterpError as e:
             self._fail(e)
 
     async def _writable(self) -> None:
@@ -131,7 +174,11 @@ class AsyncClient:
         loop = asyncio.get_running_loop()
         fd = self._sock.fileno()
         room: asyncio.Future[None] = loop.create_future()
-        loop.add_writer(fd, lambda: room.done() or room.set_result(None))
+
+        def writable() -> None:
+            if not room.done():
+                room.set_result(None)
+        loop.add_writer(fd, writable)
         try:
             await room
         finally:
@@ -172,7 +219,9 @@ class AsyncClient:
             await asyncio.wait({self._task}, timeout=max(0.0, deadline - loop.time()))
         return self._task.done() and self._failure is not None
 
-    async def _send(self, op: str, fields: Mapping[str, Any]) -> int:
+    async def _send(self, op: str, fields: Mapping[str, Any], pending: bool = True) -> int:
+        """Send a request; its id. pending: keep its answers for _next_for (otherwise
+        the reader task drops them)."""
         if self._sock is None:
             raise RuntimeError("not connected: use `async with AsyncClient(...)` or connect()")
         if await self._closed_while_idle():
@@ -186,14 +235,19 @@ class AsyncClient:
             raise self._failure
         rid = self._next_id
         self._next_id += 1
-        self._pending[rid] = asyncio.Queue()
+        frame = encode_frame({"op": op, "id": rid, **fields})
+        if pending:
+            self._pending[rid] = asyncio.Queue()
         try:
-            await self._send_frame(encode_frame({"op": op, "id": rid, **fields}))
+            await self._send_frame(frame)
         except (BrokenPipeError, ConnectionResetError) as e:
-            del self._pending[rid]
+            self._pending.pop(rid, None)
             raise await self._why_closed() from e
+        except OSError as e:
+            self._pending.pop(rid, None)
+            raise transport_error(e, self.path) from e
         except BaseException:
-            del self._pending[rid]
+            self._pending.pop(rid, None)
             raise
         return rid
 
@@ -206,18 +260,36 @@ class AsyncClient:
             await asyncio.wait({self._task}, timeout=10)
         if isinstance(self._failure, CodeinterpError) and not isinstance(self._failure, ConnectionLost):
             return self._failure
-        return ConnectionLost("the connection is closed")
+        return ConnectionLost("the supervisor at %s closed the connection" % self.path, path=self.path)
 
-    async def _next_for(self, rid: int) -> Any:
-        m = await self._pending[rid].get()
+    def _deadline(self, timeout: Optional[float]) -> Optional[float]:
+        """The loop time by which a request started now must be answered (timeout None:
+        the client's timeout; both None: no deadline)."""
+        timeout = self.timeout if timeout is None else timeout
+        return None if timeout is None else asyncio.get_running_loop().time() + timeout
+
+    async def _next_for(self, rid: int, deadline: Optional[float] = None) -> Any:
+        """The next message for request rid; ClientTimeout once the loop time passes
+        deadline."""
+        queue = self._pending[rid]
+        if deadline is None:
+            m = await queue.get()
+        else:
+            try:
+                m = await asyncio.wait_for(queue.get(), max(0.0, deadline - asyncio.get_running_loop().time()))
+            except asyncio.TimeoutError as e:
+                raise ClientTimeout("timed out waiting for request %d's answer from %s" % (rid, self.path),
+                                    path=self.path) from e
         if isinstance(m, BaseException):
             raise m
         return m
 
-    async def _call(self, op: str, **fields: Any) -> Mapping[str, Any]:
-        rid = await self._send(op, fields)
+    async def _call(self, op: str, fields: Optional[Mapping[str, Any]] = None,
+                    timeout: Optional[float] = None) -> Mapping[str, Any]:
+        deadline = self._deadline(timeout)
+        rid = await self._send(op, fields or {})
         try:
-            return reply_fields(await self._next_for(rid), op)
+            return reply_fields(await self._next_for(rid, deadline), op)
         finally:
             del self._pending[rid]
 
@@ -237,27 +309,57 @@ class AsyncClient:
 
     async def cancel(self, call_id: int) -> str:
         """As :meth:`codeinterp.Client.cancel`."""
-        state = (await self._call("cancel", callId=call_id)).get("state")
+        state = (await self._call("cancel", {"callId": call_id})).get("state")
         if not isinstance(state, str):
             raise ProtocolError("cancel reply without a state")
         return state
 
     async def execute(self, code: str, summary: str, source_ids: Sequence[str] = (),
                       on_progress: Optional[AsyncProgressCallback] = None, *,
-                      invocation: Optional[str] = None) -> Result:
-        """As :meth:`codeinterp.Client.execute`; other calls may run meanwhile."""
-        rid = await self._send("execute", execute_fields(code, summary, source_ids, invocation))
-        try:
-            while True:
-                answer = execute_answer(await self._next_for(rid))
-                if isinstance(answer, Result):
-                    return answer
+                      invocation: Optional[str] = None, timeout: Optional[float] = None) -> Result:
+        """As :meth:`codeinterp.Client.execute`; other calls may run meanwhile.
+        timeout: for this call (None: the client's)."""
+        async with contextlib.aclosing(self.stream(code, summary, source_ids, invocation=invocation,
+                                                   timeout=timeout)) as events:
+            async for event in events:
+                if isinstance(event, Result):
+                    return event
                 if on_progress is not None:
-                    ret = on_progress(answer)
+                    ret = on_progress(event)
                     if inspect.isawaitable(ret):
                         await ret
+        raise ProtocolError("the call's messages ended without a result")
+
+    async def stream(self, code: str, summary: str, source_ids: Sequence[str] = (), *,
+                     invocation: Optional[str] = None, timeout: Optional[float] = None) -> AsyncGenerator[CallEvent, None]:
+        """Run code: ``async for event in client.stream(code, summary)`` gets each
+        :class:`Progress` as it arrives, then the :class:`Result`, last. The request is
+        sent when the iteration starts; rejections are raised from it as by
+        :meth:`execute`. Leaving the loop early does not cancel the call
+        (:meth:`cancel` does). Past timeout (None: the client's), ClientTimeout is
+        raised and the call is cancelled in the supervisor."""
+        deadline = self._deadline(timeout)
+        rid = await self._send("execute", execute_fields(code, summary, source_ids, invocation))
+        call_id: Optional[int] = None
+        try:
+            while True:
+                event = execute_answer(await self._next_for(rid, deadline))
+                call_id = event.call_id
+                yield event
+                if isinstance(event, Result):
+                    return
+        except ClientTimeout:
+            if call_id is not None:
+                await self._cancel_quietly(call_id)
+            raise
         finally:
-            del self._pending[rid]
+            self._pending.pop(rid, None)
+
+    async def _cancel_quietly(self, call_id: int) -> None:
+        """Send a cancel for call_id and do not wait for its reply (the reader task
+        drops it): a call this client stopped waiting for."""
+        with contextlib.suppress(CodeinterpError):
+            await self._send("cancel", {"callId": call_id}, pending=False)
 
     def invocation(self) -> "AsyncInvocation":
         """An invocation: ``async with client.invocation() as inv``."""
@@ -278,7 +380,7 @@ class AsyncInvocation(InvocationState):
     async def close(self) -> None:
         """Send ``invocation.close`` (once)."""
         if self._closing():
-            await self.client._call("invocation.close", invocation=self.id)
+            await self.client._call("invocation.close", {"invocation": self.id})
 
     async def __aenter__(self) -> "AsyncInvocation":
         return await self.open()
@@ -294,15 +396,22 @@ class AsyncInvocation(InvocationState):
 
     async def put_source(self, source_id: str, text: str, origin: Optional[str] = None) -> Source:
         """As :meth:`codeinterp.Invocation.put_source`."""
-        return from_wire(Source, await self.client._call("source.put", **self._source_fields(source_id, text, origin)))
+        return from_wire(Source, await self.client._call("source.put", self._source_fields(source_id, text, origin)))
 
     async def put_attachment(self, source_id: str, original: Union[bytes, str], text: str, media_type: str,
                              file_name: str) -> Source:
         """As :meth:`codeinterp.Invocation.put_attachment`."""
-        return from_wire(Source, await self.client._call("source.put", **self._attachment_fields(
+        return from_wire(Source, await self.client._call("source.put", self._attachment_fields(
             source_id, original, text, media_type, file_name)))
 
     async def execute(self, code: str, summary: str, source_ids: Sequence[str] = (),
-                      on_progress: Optional[AsyncProgressCallback] = None) -> Result:
-        """As :meth:`codeinterp.Invocation.execute`."""
-        return await self.client.execute(code, summary, source_ids, on_progress, invocation=self.id)
+                      on_progress: Optional[AsyncProgressCallback] = None, *,
+                      timeout: Optional[float] = None) -> Result:
+        """As :meth:`codeinterp.Invocation.execute` (timeout as :meth:`AsyncClient.execute`)."""
+        return await self.client.execute(code, summary, source_ids, on_progress, invocation=self.id,
+                                         timeout=timeout)
+
+    def stream(self, code: str, summary: str, source_ids: Sequence[str] = (), *,
+               timeout: Optional[float] = None) -> AsyncGenerator[CallEvent, None]:
+        """:meth:`AsyncClient.stream` in this invocation."""
+        return self.client.stream(code, summary, source_ids, invocation=self.id, timeout=timeout)

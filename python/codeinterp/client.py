@@ -11,8 +11,9 @@ import select
 import socket
 from typing import Any, Callable, Deque, Dict, Iterable, Mapping, Optional, Sequence, Union
 
-from .connection import Connection
-from .errors import CodeinterpError, ConnectionLost, ProtocolError, error_from_message
+from .connection import Connection, default_socket
+from .errors import (CodeinterpError, ConnectionLost, ProtocolError, error_from_message, transport_error,
+                     transport_errors)
 from .records import Hello, InvocationInfo, Progress, Result, Source, Status, from_wire
 
 ProgressCallback = Callable[[Progress], Any]
@@ -78,17 +79,24 @@ class Client:
 
     ``socket_path`` None means ``$CODEINTERP_SOCKET``, else
     ``/run/codeinterp/codeinterp.sock``; ``timeout`` bounds every socket operation
-    (seconds; None: wait for ever). Request ids count from 1. Messages for one
-    request that arrive while another is awaited (for example, a call's progress
-    while a :meth:`cancel` from its progress callback waits for its reply) are
-    kept for it.
+    (seconds; None: wait for ever), connecting included. Request ids count from 1.
+    Messages for one request that arrive while another is awaited (for example, a
+    call's progress while a :meth:`cancel` from its progress callback waits for its
+    reply) are kept for it. A failure of the socket is raised as
+    :class:`~codeinterp.errors.ConnectFailed`, :class:`ConnectionLost` or
+    :class:`~codeinterp.errors.ClientTimeout`, each naming the socket's path.
     """
 
     def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = None) -> None:
-        self.connection = Connection(socket_path, timeout)
+        self.path = socket_path or default_socket()
         self._timeout = timeout
+        self.connection = self._connect()
         self._next_id = 1
         self._pending: Dict[int, Deque[Any]] = {}
+
+    def _connect(self) -> Connection:
+        with transport_errors(self.path, connecting=True):
+            return Connection(self.path, self._timeout)
 
     def close(self) -> None:
         """Close the connection: the supervisor cancels its calls and invocations."""
@@ -136,9 +144,11 @@ class Client:
     def _send(self, op: str, fields: Mapping[str, Any]) -> int:
         # A connection closed between requests held no call and no invocation (those
         # keep it open): a new one loses nothing, so the request goes there.
-        if not self._pending and self.connection.path and self._closed_while_idle():
+        with transport_errors(self.path):
+            closed = not self._pending and bool(self.connection.path) and self._closed_while_idle()
+        if closed:
             self.connection.close()
-            self.connection = Connection(self.connection.path, self._timeout)
+            self.connection = self._connect()
         rid = self._next_id
         self._next_id += 1
         self._pending[rid] = collections.deque()
@@ -147,6 +157,9 @@ class Client:
         except (BrokenPipeError, ConnectionResetError) as e:
             del self._pending[rid]
             raise self._why_closed() from e
+        except OSError as e:
+            del self._pending[rid]
+            raise transport_error(e, self.path) from e
         except BaseException:
             del self._pending[rid]
             raise
@@ -164,7 +177,7 @@ class Client:
                     return error_from_message(m)
         except (OSError, CodeinterpError):
             pass
-        return ConnectionLost("the connection is closed")
+        return ConnectionLost("the supervisor at %s closed the connection" % self.path, path=self.path)
 
     def _next_for(self, rid: int) -> Any:
         """The next message for request rid. An ``error`` without an id (a
@@ -172,7 +185,8 @@ class Client:
         for are dropped."""
         queue = self._pending[rid]
         while not queue:
-            m = self.connection.recv()
+            with transport_errors(self.path):
+                m = self.connection.recv()
             mid = m.get("id") if isinstance(m, Mapping) else None
             if mid is None:
                 if isinstance(m, Mapping) and m.get("type") == "error":

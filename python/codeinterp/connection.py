@@ -6,9 +6,9 @@ import socket
 import struct
 from typing import Any, Optional
 
-import msgpack
+import msgpack  # type: ignore[import]  # (Debian's python3-msgpack has no type hints)
 
-from .errors import ConnectionLost, ProtocolError
+from .errors import ConnectionLost, ProtocolError, RequestNotEncodable
 
 DEFAULT_SOCKET = "/run/codeinterp/codeinterp.sock"
 
@@ -24,14 +24,18 @@ def default_socket() -> str:
 
 
 def encode_frame(obj: Any) -> bytes:
-    """obj packed as msgpack (bytes as bin, str as str) behind its length."""
-    body = msgpack.packb(obj, use_bin_type=True)
+    """obj packed as msgpack (bytes as bin, str as str) behind its length;
+    RequestNotEncodable for a value msgpack cannot pack."""
+    try:
+        body: bytes = msgpack.packb(obj, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise RequestNotEncodable("the request cannot be encoded: %s" % e) from e
     return _LENGTH.pack(len(body)) + body
 
 
 def frame_length(header: bytes) -> int:
     """The body length announced by a 4-byte header; ProtocolError past MAX_FRAME_BYTES."""
-    (n,) = _LENGTH.unpack(header)
+    n = int(_LENGTH.unpack(header)[0])
     if n > MAX_FRAME_BYTES:
         raise ProtocolError("the supervisor sent a frame of %d bytes (limit %d)" % (n, MAX_FRAME_BYTES))
     return n
@@ -51,8 +55,11 @@ class Connection:
     Meant for tools and tests that need the wire itself (``send_raw``).
 
     ``timeout`` (seconds, None for none) applies to every socket operation; a
-    timeout raises :class:`TimeoutError`. A closed connection raises
-    :class:`ConnectionLost`.
+    timeout raises :class:`TimeoutError`. A connection closed by the peer raises
+    :class:`ConnectionLost` when a read finds its end; the socket's other failures
+    are the OSErrors themselves (``BrokenPipeError``, ``ConnectionResetError``,
+    ``FileNotFoundError`` from the constructor): this is the wire, for tools and tests.
+    :class:`codeinterp.Client` turns them into the package's errors.
     """
 
     def __init__(self, path: Optional[str] = None, timeout: Optional[float] = None) -> None:
@@ -105,7 +112,8 @@ class Connection:
         while got < n:
             k = self.sock.recv_into(view[got:])
             if k == 0:
-                raise ConnectionLost("connection closed by the supervisor")
+                raise ConnectionLost("connection to the supervisor at %s closed" % (self.path or "its socket"),
+                                     path=self.path)
             got += k
         return bytes(buf)
 

@@ -1,13 +1,20 @@
-"""Typed exceptions: one per error outcome of the protocol.
+"""Typed exceptions: one per error outcome of the protocol, and one per way the
+connection itself can fail.
 
 An ``error`` message from the supervisor (a rejected request, or a
 connection-level problem) is raised as the subclass of :class:`CodeinterpError`
 named after its ``code``. A ``result`` message is never raised, whatever its
-outcome: it is returned as a :class:`codeinterp.Result`.
+outcome: it is returned as a :class:`codeinterp.Result`. A failure of the socket
+(no supervisor there, the connection closed mid-call, a timeout) is raised as a
+:class:`TransportError` that names the socket's path; a request the client cannot
+encode, as :class:`RequestNotEncodable`. Nothing else leaves the clients: no bare
+OSError, no msgpack exception.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+import contextlib
+import errno as _errno
+from typing import Any, Iterator, Mapping, Optional
 
 from . import render
 
@@ -91,8 +98,72 @@ class ProtocolError(CodeinterpError):
     """The supervisor sent something this client cannot read (not a protocol outcome)."""
 
 
-class ConnectionLost(CodeinterpError, EOFError):
-    """The supervisor closed the connection (also an :class:`EOFError`)."""
+class RequestNotEncodable(CodeinterpError, TypeError):
+    """A request's field is not something msgpack can send (an object of another type,
+    an integer out of range); nothing was sent. Also a :class:`TypeError`."""
+
+
+class TransportError(CodeinterpError):
+    """The connection to the supervisor failed (not a protocol outcome): ``path`` is
+    the socket's path ("" for a connection over a socket passed in), ``errno`` the
+    operating system's error number when there was one."""
+
+    errno: Optional[int]
+
+    def __init__(self, message: str, *, path: Optional[str] = None, errno: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.errno = errno
+
+
+# (typeshed declares OSError.errno an int; it is None where the error has no number.)
+class ConnectFailed(TransportError, OSError):  # type: ignore[misc]
+    """No connection could be made: no socket at the path (``errno`` ENOENT), nobody
+    listening there (ECONNREFUSED), no permission (EACCES). Also an :class:`OSError`
+    with that ``errno``."""
+
+
+class ConnectionLost(TransportError, EOFError):
+    """The connection closed (by the supervisor, or reset) before the answer came
+    (also an :class:`EOFError`)."""
+
+
+class ClientTimeout(TransportError, TimeoutError):  # type: ignore[misc]
+    """A timeout of this client's (the socket's timeout, or an :class:`AsyncClient`'s
+    connect or per-call timeout) passed (also a :class:`TimeoutError`). Not the
+    ``timeout`` outcome of a call, which is a :class:`codeinterp.Result`."""
+
+
+def transport_error(e: OSError, path: str, connecting: bool = False) -> TransportError:
+    """The package's error for e, an OSError of the socket at path: a timeout is
+    ClientTimeout, a failed connect ConnectFailed, anything else ConnectionLost. An
+    error that already is a TransportError is returned as it is."""
+    if isinstance(e, TransportError):
+        return e
+    where = path or "the supervisor's socket"
+    reason = e.strerror or str(e) or type(e).__name__
+    if isinstance(e, TimeoutError):
+        return ClientTimeout("timed out %s %s" % ("connecting to" if connecting else "waiting on", where),
+                             path=path, errno=e.errno)
+    if connecting:
+        return ConnectFailed("cannot connect to the supervisor at %s: %s" % (where, reason), path=path,
+                             errno=e.errno)
+    if e.errno in (_errno.EBADF, _errno.ENOTCONN):
+        reason = "the connection is closed"
+    return ConnectionLost("connection to the supervisor at %s lost: %s" % (where, reason), path=path,
+                          errno=e.errno)
+
+
+@contextlib.contextmanager
+def transport_errors(path: str, connecting: bool = False) -> Iterator[None]:
+    """Around socket I/O: an OSError leaving the block is raised as
+    :func:`transport_error` says."""
+    try:
+        yield
+    except OSError as e:
+        if isinstance(e, TransportError):
+            raise
+        raise transport_error(e, path, connecting) from e
 
 
 ERRORS: Mapping[str, type[CodeinterpError]] = {

@@ -2,23 +2,30 @@
 
 Every record is a frozen dataclass whose field names are the snake_case of the
 wire names (``omittedCharacters`` is ``omitted_characters``): the wire name of
-a field is derived from its Python name by :func:`wire_name`, so each name is
-written once, here. :func:`from_wire` builds a record from a decoded message
+a field is derived from its Python name by :func:`wire_name` (or given in its
+metadata under WIRE where the Python name differs: ``Artifact.size`` is ``bytes``),
+so each name is written once, here. :func:`from_wire` builds a record from a decoded message
 and checks the documented fields' presence and types; fields the client does
 not know are ignored (they stay in ``raw`` of the top-level records).
 """
 from __future__ import annotations
 
+import builtins
+import collections.abc
 import dataclasses
-import functools
+import hashlib
 import types
 import typing
+import warnings
 from typing import Any, Mapping, Optional, TypeVar
 
 from . import render
 from .errors import ProtocolError
 
 T = TypeVar("T")
+
+# A field's metadata key for a wire name that is not wire_name(field) (Artifact.size).
+WIRE = "wire"
 
 
 def wire_name(field: str) -> str:
@@ -27,9 +34,14 @@ def wire_name(field: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-@functools.lru_cache(maxsize=None)
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    """cls's resolved annotations, computed once per class."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def _convert(tp: Any, value: Any, where: str) -> Any:
@@ -41,6 +53,12 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
             return None
         (inner,) = [o for o in options if o is not type(None)]
         return _convert(inner, value, where)
+    if origin in (dict, collections.abc.Mapping):
+        (key_type, inner) = typing.get_args(tp)
+        if not isinstance(value, Mapping):
+            raise ProtocolError("%s: expected a map, got %r" % (where, type(value).__name__))
+        return {_convert(key_type, k, "%s key" % where): _convert(inner, v, "%s.%s" % (where, k))
+                for k, v in value.items()}
     if origin is tuple:
         (inner, _ellipsis) = typing.get_args(tp)
         if not isinstance(value, (list, tuple)):
@@ -50,6 +68,8 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
         return from_wire(tp, value, where)
     if tp is Any:
         return value
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
     if tp is int and isinstance(value, bool) or not isinstance(value, tp):
         raise ProtocolError("%s: expected %s, got %r" % (where, tp.__name__, type(value).__name__))
     return value
@@ -67,7 +87,7 @@ def from_wire(cls: type[T], m: Any, where: Optional[str] = None) -> T:
         if f.name == "raw":
             kwargs["raw"] = m
             continue
-        key = wire_name(f.name)
+        key = f.metadata.get(WIRE) or wire_name(f.name)
         if key not in m:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ProtocolError("%s: %r is missing" % (where, key))
@@ -98,18 +118,24 @@ class Channel:
 @dataclasses.dataclass(frozen=True)
 class Artifact:
     """A file the code left in /outputs: its name, the media type sniffed from its
-    bytes, its size and SHA-256, and the bytes themselves (docs/protocol.md#artifacts)."""
+    bytes, its size (the wire's ``bytes``) and SHA-256, and the bytes themselves
+    (docs/protocol.md#artifacts)."""
 
     name: str
     media_type: str
-    bytes: int
+    size: int = dataclasses.field(metadata={WIRE: "bytes"})
     sha256: str
-    data: bytes
+    data: builtins.bytes
+
+    @property
+    def bytes(self) -> int:
+        """Deprecated: :attr:`size` (the old name shadowed the ``bytes`` type)."""
+        warnings.warn("Artifact.bytes is deprecated; use Artifact.size", DeprecationWarning, stacklevel=2)
+        return self.size
 
     def check(self) -> None:
         """Raise ProtocolError unless size and digest match the data."""
-        import hashlib
-        if self.bytes != len(self.data) or hashlib.sha256(self.data).hexdigest() != self.sha256:
+        if self.size != len(self.data) or hashlib.sha256(self.data).hexdigest() != self.sha256:
             raise ProtocolError("artifact %r: size or sha256 does not match its data" % self.name)
 
 
@@ -324,6 +350,18 @@ class CallState:
 
 
 @dataclasses.dataclass(frozen=True)
+class Histogram:
+    """A duration histogram of ``status`` (``queueWaitMs``, ``runTimeMs``): the bucket
+    bounds in ms, the cumulative count at or below each, the sum in ms and the count
+    (the +Inf bucket)."""
+
+    le_ms: tuple[int, ...]
+    counts: tuple[int, ...]
+    sum_ms: float
+    count: int
+
+
+@dataclasses.dataclass(frozen=True)
 class Status:
     """The ``status`` reply: process-wide counters of the supervisor."""
 
@@ -359,6 +397,14 @@ class Status:
     policy_name: Optional[str] = None
     policy_sha256: Optional[str] = None
     calls: tuple[CallState, ...] = ()
+    # Connections refused at accept, by reason (peer_not_allowed, max_connections,
+    # max_connections_per_peer), and closed for idleness.
+    connections_refused: Optional[dict[str, int]] = None
+    connections_idle_closed: Optional[int] = None
+    # Finished calls by outcome, and the queue-wait and run-time histograms.
+    outcomes: Optional[dict[str, int]] = None
+    queue_wait_ms: Optional[Histogram] = None
+    run_time_ms: Optional[Histogram] = None
     raw: Any = _raw()
 
 

@@ -104,14 +104,14 @@ def artifacts_section(r: Result) -> str:
     had no /outputs or left nothing there."""
     if r.artifacts is None or (not r.artifacts and r.omitted_artifacts == 0):
         return ""
-    total = sum(a.bytes for a in r.artifacts)
+    total = sum(a.size for a in r.artifacts)
     out = ["--- files in /outputs (%d returned, %d bytes" % (len(r.artifacts), total)]
     if r.omitted_artifacts > 0:
         out.append("; %d omitted, %d bytes" % (r.omitted_artifacts, r.omitted_artifact_bytes))
     out.append(") ---\n")
     for a in r.artifacts:
         out.append("%s: %s, %d bytes\n" % (a.name if artifact_name_safe(a.name) else "?",
-                                            _known(a.media_type, MEDIA_TYPES) or "?", a.bytes))
+                                            _known(a.media_type, MEDIA_TYPES) or "?", a.size))
     if r.omitted_artifacts > 0:
         out.append("[... %d more entries of /outputs (%d bytes) omitted ...]\n"
                    % (r.omitted_artifacts, r.omitted_artifact_bytes))
@@ -221,5 +221,5 @@ def result_card(r: Result) -> str:
             + _sizes("stdout", r.stdout.total_characters, r.stdout.omitted_characters)
             + _sizes("stderr", r.stderr.total_characters, r.stderr.omitted_characters))
     if r.artifacts or r.omitted_artifacts:
-        card += _files(len(r.artifacts or ()), sum(a.bytes for a in r.artifacts or ()), r.omitted_artifacts)
+        card += _files(len(r.artifacts or ()), sum(a.size for a in r.artifacts or ()), r.omitted_artifacts)
     return card

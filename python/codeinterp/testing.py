@@ -2,13 +2,17 @@
 
 Enable the fixtures with ``pytest -p codeinterp.testing`` (or
 ``pytest_plugins = ["codeinterp.testing"]`` in a top-level conftest.py, or by
-importing ``codeinterp_daemon`` and ``codeinterp_client`` into a conftest.py):
+importing ``codeinterp_daemon``, ``codeinterp_client`` and ``codeinterp_async_client``
+into a conftest.py):
 
 - ``codeinterp_policy``: the policy text (None: the built-in defaults);
   override it in a test module to start the supervisor with another policy.
 - ``codeinterp_daemon``: a started :class:`Daemon`, ready for connections; when
   the test ends it is stopped with SIGTERM and must have exited 0.
 - ``codeinterp_client``: a :class:`codeinterp.Client` connected to it.
+- ``codeinterp_async_client``: an :class:`codeinterp.aio.AsyncClient` connected to
+  it, for ``async def`` tests (``@pytest.mark.asyncio``); needs pytest-asyncio
+  (Debian's python3-pytest-asyncio), and is not defined without it.
 
 The binary is ``$CODEINTERP_BUILD/bin/codeinterpd`` when ``CODEINTERP_BUILD`` is
 set, else ``codeinterpd`` on ``PATH``. The supervisor needs user namespaces: run
@@ -32,11 +36,17 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, AsyncIterator, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pytest
 
+from .aio import AsyncClient
 from .client import Client
+
+try:
+    import pytest_asyncio  # type: ignore[import]
+except ImportError:  # the async fixture needs it; the others do not
+    pytest_asyncio = None
 
 MUST_SANDBOX = os.environ.get("CODEINTERP_MUST_SANDBOX") == "1"
 
@@ -212,3 +222,14 @@ def codeinterp_daemon(codeinterp_policy: Optional[str]) -> Iterator[Daemon]:
 def codeinterp_client(codeinterp_daemon: Daemon) -> Client:
     """A Client connected to ``codeinterp_daemon``."""
     return codeinterp_daemon.connect()
+
+
+async def _async_client(codeinterp_daemon: Daemon) -> AsyncIterator[AsyncClient]:
+    """An AsyncClient connected to ``codeinterp_daemon`` (timeouts: 60 s), closed
+    after the test, in the test's event loop."""
+    async with AsyncClient(codeinterp_daemon.socket, timeout=60, connect_timeout=60) as c:
+        yield c
+
+
+if pytest_asyncio is not None:
+    codeinterp_async_client = pytest_asyncio.fixture(_async_client, name="codeinterp_async_client")

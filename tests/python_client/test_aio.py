@@ -3,9 +3,10 @@ import asyncio
 
 import pytest
 from suite import SMALL_POLICY
-from testlib import NORTHSTAR, Supervisor
+from testlib import NORTHSTAR, Supervisor, calls, wait_for
+from testlib.waits import held
 
-from codeinterp import ConnectionLost, InvalidInput, Overloaded, QuotaExhausted, Result
+from codeinterp import ClientTimeout, ConnectionLost, InvalidInput, Overloaded, Progress, QuotaExhausted, Result
 from codeinterp.aio import AsyncClient
 
 
@@ -147,5 +148,55 @@ def test_closed_client_raises_connection_lost(shared_supervisor):
         await c.close()
         with pytest.raises(ConnectionLost):
             await c.hello()
+
+    run(main())
+
+
+def test_stream_yields_progress_then_the_result(shared_supervisor):
+    daemon = shared_supervisor()
+    async def main():
+        async with AsyncClient(daemon.socket) as c:
+            events = [e async for e in c.stream(NORTHSTAR, "Northstar")]
+            async with c.invocation() as inv:
+                await inv.put_source("n", "21")
+                in_inv = [e async for e in inv.stream("int(open(input_files['n']).read()) * 2", "double", ["n"])]
+            return events, in_inv
+
+    events, in_inv = run(main())
+    for evs, value in ((events, "8.25"), (in_inv, "42")):
+        *progress, result = evs
+        assert isinstance(result, Result) and result.result.text == value
+        assert progress and all(isinstance(p, Progress) for p in progress)
+        assert [p.phase for p in progress][:3] == ["requested", "queued", "started"]
+        assert progress[-1].phase == "finished" and {p.call_id for p in progress} == {result.call_id}
+
+
+def test_stream_raises_rejections(shared_supervisor):
+    daemon = shared_supervisor()
+    async def main():
+        async with AsyncClient(daemon.socket) as c:
+            with pytest.raises(InvalidInput):
+                async for _ in c.stream("  ", "blank code"):
+                    pass
+
+    run(main())
+
+
+@pytest.mark.parametrize("where", ["client", "call"])
+def test_call_timeout_raises_and_cancels_the_call(shared_supervisor, where):
+    """Past the timeout (the client's, or the one call's), ClientTimeout is raised and
+    the call is cancelled in the supervisor: it leaves status's calls."""
+    daemon = shared_supervisor()
+    async def main():
+        call_ids = []
+        client_timeout, call_timeout = (0.5, None) if where == "client" else (None, 0.5)
+        async with AsyncClient(daemon.socket, timeout=client_timeout) as c:
+            with pytest.raises(ClientTimeout) as e:
+                await c.execute(held(), "held past the timeout", on_progress=lambda p: call_ids.append(p.call_id),
+                                timeout=call_timeout)
+            assert isinstance(e.value, TimeoutError) and daemon.socket in str(e.value)
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: wait_for(lambda: call_ids[0] not in calls(daemon), "the timed-out call to go"))
+            assert (await c.execute("6 * 7", "the connection goes on")).result.text == "42"
 
     run(main())

@@ -1,4 +1,5 @@
 """The blocking client: ops, typed results, raised errors, invocations, sources."""
+import dataclasses
 import hashlib
 import os
 import select
@@ -8,9 +9,9 @@ from suite import SMALL_POLICY
 from testlib import NORTHSTAR, WAIT_LIMIT
 
 import codeinterp
-from codeinterp import (Channel, Client, InvalidInput, NotFound, Progress, ProtocolError, QuotaExhausted, Result,
-                        UnavailableSource)
-from codeinterp.records import from_wire
+from codeinterp import (Channel, Client, Histogram, InvalidInput, NotFound, Progress, ProtocolError, QuotaExhausted,
+                        Result, Status, UnavailableSource)
+from codeinterp.records import WIRE, from_wire, wire_name
 
 
 def sha256(data):
@@ -52,6 +53,25 @@ def test_status_is_typed(shared_supervisor):
     assert s.connections >= 1 and s.capacity >= 1
     assert s.worker_start in ("exec", "zygote")
     assert (s.zygote_pid is None) == (s.worker_start == "exec")
+
+
+def test_status_has_every_field_of_the_reply(shared_supervisor):
+    """Every field of the status reply is a field of Status (and of its nested records):
+    this fails when the supervisor's reply grows a field the client lacks."""
+    client = shared_supervisor().client()
+    s = client.status()
+
+    def wire_fields(cls):
+        return {f.metadata.get(WIRE) or wire_name(f.name) for f in dataclasses.fields(cls) if f.name != "raw"}
+
+    assert set(s.raw) - {"id", "type", "op"} == wire_fields(Status)
+    for name in ("queueWaitMs", "runTimeMs"):
+        assert set(s.raw[name]) == wire_fields(Histogram), name
+    assert set(s.connections_refused) == {"peer_not_allowed", "max_connections", "max_connections_per_peer"}
+    assert s.connections_idle_closed is not None and s.connections_idle_closed >= 0
+    assert set(s.outcomes) == set(client.hello().outcomes)
+    assert isinstance(s.queue_wait_ms, Histogram) and len(s.queue_wait_ms.le_ms) == len(s.queue_wait_ms.counts)
+    assert s.run_time_ms is not None and s.run_time_ms.count == s.raw["runTimeMs"]["count"]
 
 
 def test_northstar_result_has_every_field(shared_supervisor):
@@ -317,7 +337,9 @@ def test_artifacts_are_typed(shared_supervisor):
     assert r.ok
     assert [a.name for a in r.artifacts] == ["a.bin", "b.csv"]
     a, b = r.artifacts
-    assert a.data == bytes(range(7)) and a.bytes == 7 and a.media_type == "application/octet-stream"
+    assert a.data == bytes(range(7)) and a.size == 7 and a.media_type == "application/octet-stream"
+    with pytest.warns(DeprecationWarning, match="Artifact.size"):
+        assert a.bytes == 7  # the old name, documented before: an alias
     assert b.data == b"x,y\n1,2\n" and b.media_type == "text/csv" and b.sha256 == sha256(b.data)
     for x in r.artifacts:
         x.check()
@@ -333,5 +355,7 @@ def test_artifacts_are_typed(shared_supervisor):
 def test_artifact_check_refuses_a_lie():
     from codeinterp.records import Artifact
     with pytest.raises(ProtocolError):
-        Artifact(name="x", media_type="text/plain", bytes=1, sha256="0" * 64, data=b"x").check()
-    Artifact(name="x", media_type="text/plain", bytes=1, sha256=sha256(b"x"), data=b"x").check()
+        Artifact(name="x", media_type="text/plain", size=1, sha256="0" * 64, data=b"x").check()
+    with pytest.raises(ProtocolError):
+        Artifact(name="x", media_type="text/plain", size=2, sha256=sha256(b"x"), data=b"x").check()
+    Artifact(name="x", media_type="text/plain", size=1, sha256=sha256(b"x"), data=b"x").check()

@@ -3,12 +3,13 @@ import os
 
 import pytest
 
-from codeinterp import Client
+from codeinterp import Client, ConnectionLost
+from codeinterp.aio import AsyncClient
 from codeinterp.testing import Daemon, find_daemon
 # The plugin's fixtures, under test (a user enables them with -p codeinterp.testing).
-from codeinterp.testing import codeinterp_client, codeinterp_daemon  # noqa: F401
+from codeinterp.testing import codeinterp_async_client, codeinterp_client, codeinterp_daemon  # noqa: F401
 
-__all__ = ["codeinterp_client", "codeinterp_daemon"]
+__all__ = ["codeinterp_async_client", "codeinterp_client", "codeinterp_daemon"]
 
 
 @pytest.fixture
@@ -24,6 +25,24 @@ def test_fixture_client_runs_on_the_policy(codeinterp_client, codeinterp_daemon)
     assert codeinterp_daemon.proc.poll() is None and os.path.exists(codeinterp_daemon.socket)
 
 
+def test_the_async_fixture_is_defined():
+    """It is defined only where pytest-asyncio is installed: without it this fails (the
+    async test below would only be skipped)."""
+    import codeinterp.testing
+    assert codeinterp.testing.pytest_asyncio is not None
+    assert callable(codeinterp.testing.codeinterp_async_client)
+
+
+@pytest.mark.asyncio
+async def test_async_fixture_client_runs_on_the_policy(codeinterp_async_client, codeinterp_daemon):
+    assert isinstance(codeinterp_async_client, AsyncClient)
+    h = await codeinterp_async_client.hello()
+    assert h.limits.max_output_characters == 1000 and h.policy.worker_start == "exec"
+    events = [e async for e in codeinterp_async_client.stream("print('a' * 1500)", "long")]
+    assert events[-1].stdout.omitted_characters == 501
+    assert (await codeinterp_async_client.status()).pid == codeinterp_daemon.proc.pid
+
+
 def test_daemon_stops_cleanly_and_leaves_nothing():
     assert find_daemon() == os.path.join(os.environ["CODEINTERP_BUILD"], "bin", "codeinterpd")
     d = Daemon(policy="workerStart: exec\n").wait_ready()
@@ -31,7 +50,7 @@ def test_daemon_stops_cleanly_and_leaves_nothing():
     assert c.status().pid == d.proc.pid
     assert d.stop() == 0
     assert not os.path.exists(d.dir)
-    with pytest.raises(OSError):
+    with pytest.raises(ConnectionLost, match=d.socket):
         c.hello()  # stop() closed it
 
 
