@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Creating children with a pidfd: clone3 (into a cgroup where asked) with the clone(2)
+ * fallback, and the child's own thread id in glibc's cache after a raw clone (clone.h). */
 #include "common/clone.h"
 
 #include <dlfcn.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Children created with a pidfd, and glibc's thread-id cache renewed after a raw clone. */
 #pragma once
 
 #include <stdint.h>

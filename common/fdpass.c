@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Sending and receiving descriptors over a Unix socket (SCM_RIGHTS), closing what a
+ * short or refused message leaves behind (fdpass.h). */
 #include "common/fdpass.h"
 
 #include <errno.h>

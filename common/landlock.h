@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The Landlock ABI this kernel offers, asked by the worker and the supervisor. */
 #pragma once
 
 #include <linux/landlock.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The log: journald's native fields when stderr is the journal, plain lines on stderr
+ * otherwise, with a level filter and a prefix (log.h). */
 #include "common/log.h"
 
 #include <stdarg.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The project's one log: levels, errno-returning helpers and journal fields. */
 #pragma once
 
 #include <errno.h>

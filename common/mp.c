@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* msgpack bytes checked before msgpack-c reads them (mp_validate: bounded depth and
+ * sizes), typed accessors over map fields and packing shorthands (mp.h). */
 #include "common/mp.h"
 
 #include <errno.h>
@@ -15,6 +17,64 @@ static int be(const uint8_t *p, size_t n, size_t avail, uint64_t *ret) {
         return 0;
 }
 
+/* The formats 0xc0-0xdf: what follows the type byte. MP_SCALAR: `size` bytes of data;
+ * MP_BYTES and MP_EXT: a `size`-byte length, then that many bytes (and an ext's type
+ * byte); MP_ARRAY and MP_MAP: a `size`-byte element count. In order: nil, (0xc1 is never
+ * used), bool, bin, ext, float, uint, int, fixext, str, array, map. */
+enum { MP_INVALID, MP_SCALAR, MP_BYTES, MP_EXT, MP_ARRAY, MP_MAP };
+static const struct {
+        uint8_t kind, size;
+} mp_formats[0x20] = {
+        [0x00] = { MP_SCALAR, 0 }, [0x02] = { MP_SCALAR, 0 }, [0x03] = { MP_SCALAR, 0 }, [0x04] = { MP_BYTES, 1 },
+        [0x05] = { MP_BYTES, 2 },  [0x06] = { MP_BYTES, 4 },  [0x07] = { MP_EXT, 1 },    [0x08] = { MP_EXT, 2 },
+        [0x09] = { MP_EXT, 4 },    [0x0a] = { MP_SCALAR, 4 }, [0x0b] = { MP_SCALAR, 8 }, [0x0c] = { MP_SCALAR, 1 },
+        [0x0d] = { MP_SCALAR, 2 }, [0x0e] = { MP_SCALAR, 4 }, [0x0f] = { MP_SCALAR, 8 }, [0x10] = { MP_SCALAR, 1 },
+        [0x11] = { MP_SCALAR, 2 }, [0x12] = { MP_SCALAR, 4 }, [0x13] = { MP_SCALAR, 8 }, [0x14] = { MP_SCALAR, 2 },
+        [0x15] = { MP_SCALAR, 3 }, [0x16] = { MP_SCALAR, 5 }, [0x17] = { MP_SCALAR, 9 }, [0x18] = { MP_SCALAR, 17 },
+        [0x19] = { MP_BYTES, 1 },  [0x1a] = { MP_BYTES, 2 },  [0x1b] = { MP_BYTES, 4 },  [0x1c] = { MP_ARRAY, 2 },
+        [0x1d] = { MP_ARRAY, 4 },  [0x1e] = { MP_MAP, 2 },    [0x1f] = { MP_MAP, 4 },
+};
+
+/* One object's header at *off: moves *off past it and its scalar or byte data; a
+ * container's element count (a map's keys and values) in *ret_count, -1 for others. */
+static int mp_header(const uint8_t *p, size_t len, size_t *off, int64_t *ret_count) {
+        uint64_t n = 0, skip = 0;
+        uint8_t c;
+
+        *ret_count = -1;
+        if (*off >= len)
+                return -EBADMSG;
+        c = p[(*off)++];
+        if (c <= 0x7f || c >= 0xe0)
+                return 0; /* fixint */
+        if ((c & 0xe0) == 0xa0)
+                skip = c & 0x1f; /* fixstr */
+        else if ((c & 0xf0) == 0x90)
+                *ret_count = c & 0x0f; /* fixarray */
+        else if ((c & 0xf0) == 0x80)
+                *ret_count = (c & 0x0f) * 2; /* fixmap */
+        else {
+                unsigned kind = mp_formats[c - 0xc0].kind, size = mp_formats[c - 0xc0].size;
+                if (kind == MP_INVALID)
+                        return -EBADMSG;
+                if (kind == MP_SCALAR)
+                        skip = size;
+                else if (be(p + *off, size, len - *off, &n) < 0)
+                        return -EBADMSG;
+                else {
+                        *off += size;
+                        if (kind == MP_BYTES || kind == MP_EXT)
+                                skip = kind == MP_EXT ? n + 1 : n;
+                        else /* counts above the bytes left are refused by the caller */
+                                *ret_count = (int64_t) (kind == MP_MAP ? n * 2 : n);
+                }
+        }
+        if (skip > len - *off)
+                return -EBADMSG;
+        *off += skip;
+        return 0;
+}
+
 int mp_validate(const void *buf, size_t len, unsigned max_depth, size_t *ret_end) {
         const uint8_t *p = buf;
         size_t off = 0;
@@ -25,113 +85,18 @@ int mp_validate(const void *buf, size_t len, unsigned max_depth, size_t *ret_end
         if (max_depth > 64)
                 max_depth = 64;
         do {
-                uint64_t n = 0, skip = 0, count = 0;
-                bool container = false;
-                uint8_t c;
+                int64_t count;
 
-                if (off >= len)
+                if (mp_header(p, len, &off, &count) < 0)
                         return -EBADMSG;
-                c = p[off++];
-                if (c <= 0x7f || c >= 0xe0 || c == 0xc0 || c == 0xc2 || c == 0xc3)
-                        ; /* fixint, nil, bool */
-                else if ((c & 0xe0) == 0xa0)
-                        skip = c & 0x1f; /* fixstr */
-                else if ((c & 0xf0) == 0x90)
-                        count = c & 0x0f, container = true; /* fixarray */
-                else if ((c & 0xf0) == 0x80)
-                        count = (uint64_t) (c & 0x0f) * 2, container = true; /* fixmap */
-                else
-                        switch (c) {
-                        case 0xcc:
-                        case 0xd0:
-                                skip = 1;
-                                break;
-                        case 0xcd:
-                        case 0xd1:
-                                skip = 2;
-                                break;
-                        case 0xca:
-                        case 0xce:
-                        case 0xd2:
-                                skip = 4;
-                                break;
-                        case 0xcb:
-                        case 0xcf:
-                        case 0xd3:
-                                skip = 8;
-                                break;
-                        case 0xd4:
-                                skip = 2;
-                                break; /* fixext 1 */
-                        case 0xd5:
-                                skip = 3;
-                                break;
-                        case 0xd6:
-                                skip = 5;
-                                break;
-                        case 0xd7:
-                                skip = 9;
-                                break;
-                        case 0xd8:
-                                skip = 17;
-                                break;
-                        case 0xc4:
-                        case 0xd9: /* bin8, str8 */
-                                if (be(p + off, 1, len - off, &n) < 0)
-                                        return -EBADMSG;
-                                off += 1, skip = n;
-                                break;
-                        case 0xc5:
-                        case 0xda:
-                                if (be(p + off, 2, len - off, &n) < 0)
-                                        return -EBADMSG;
-                                off += 2, skip = n;
-                                break;
-                        case 0xc6:
-                        case 0xdb:
-                                if (be(p + off, 4, len - off, &n) < 0)
-                                        return -EBADMSG;
-                                off += 4, skip = n;
-                                break;
-                        case 0xc7:
-                        case 0xc8:
-                        case 0xc9: { /* ext 8/16/32: size, type, data */
-                                size_t w = c == 0xc7 ? 1 : c == 0xc8 ? 2 : 4;
-                                if (be(p + off, w, len - off, &n) < 0)
-                                        return -EBADMSG;
-                                off += w, skip = n + 1;
-                                break;
-                        }
-                        case 0xdc:
-                        case 0xde:
-                                if (be(p + off, 2, len - off, &n) < 0)
-                                        return -EBADMSG;
-                                off += 2, count = c == 0xde ? n * 2 : n, container = true;
-                                break;
-                        case 0xdd:
-                        case 0xdf:
-                                if (be(p + off, 4, len - off, &n) < 0)
-                                        return -EBADMSG;
-                                off += 4, count = c == 0xdf ? n * 2 : n, container = true;
-                                break;
-                        default: /* 0xc1: never used */
-                                return -EBADMSG;
-                        }
-                if (skip > len - off)
-                        return -EBADMSG;
-                off += skip;
-
                 /* This object fills one slot of the enclosing container. */
                 if (depth > 0)
                         stack[depth - 1]--;
-                if (container) {
-                        if (count > len - off)
+                if (count > 0) {
+                        /* Every element takes a byte at least. */
+                        if ((uint64_t) count > len - off || depth >= max_depth)
                                 return -EBADMSG;
-                        if (count > 0) {
-                                if (depth >= max_depth)
-                                        return -EBADMSG;
-                                stack[depth++] = count;
-                        }
+                        stack[depth++] = (uint64_t) count;
                 }
                 while (depth > 0 && stack[depth - 1] == 0)
                         depth--;

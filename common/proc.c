@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Killing and reaping children through their pidfds, listing this thread's children,
+ * and whether a seccomp filter already sits around this process (proc.h). */
 #include "common/proc.h"
 
 #include <errno.h>

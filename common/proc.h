@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Processes this project kills and reaps, and what /proc says of this one. */
 #pragma once
 
 #include <stdbool.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Writing a child user namespace's uid and gid maps, rootless or as root, and what the
+ * host allows of them (userns.h). */
 #include "common/userns.h"
 
 #include <errno.h>

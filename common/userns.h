@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* User namespace id maps, written by a worker's creator, and rootless detection. */
 #pragma once
 
 #include <stdbool.h>

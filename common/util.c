@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Whole reads and writes over descriptors and files, sealed memfds, the clock, UTF-8
+ * counting and formatting into buffers (util.h). */
 #include "common/util.h"
 
 #include <errno.h>

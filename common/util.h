@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* I/O, buffer and framing helpers that every room uses. */
 #pragma once
 
 #include <stddef.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The worker's last steps in both start modes (run.h): reading its plan, saying it is
+ * ready, running the code in CPython and sending the report, or the setup failure. */
 #include "worker/run.h"
 
 #include <stdio.h>

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* Entering the sandbox, in the order sandbox.h lists: the runtime opened, credentials
+ * taken, the minimal root built and pivoted into (/dev, accounts, /inputs), then
+ * capabilities dropped, rlimits, Landlock and seccomp applied. */
 #include "worker/sandbox.h"
 
 #include <errno.h>

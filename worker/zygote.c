@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The zygote (zygote.h): CPython initialised once, a pool of pre-started workers, and
+ * one fresh worker handed to each call the supervisor asks for. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

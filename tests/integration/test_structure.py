@@ -54,3 +54,59 @@ def test_daemon_does_not_link_the_sandbox():
         sorted(s for s in daemon if s.startswith("sandbox_") or s == "setup_root")
     worker = defined_functions(os.path.join(BUILD, "bin", "codeinterp-worker"))
     assert "sandbox_enter" in worker or "sandbox_finish" in worker  # and the worker has it
+
+
+PRODUCT_ROOMS = ("supervisor", "worker", "contract", "policy", "client", "client/lib", "common")
+FUNCTION_START = re.compile(r"^(?!static const|struct|typedef|enum|union)[A-Za-z_][^=;]*\)\s*\{\s*$")
+
+
+def product_sources():
+    paths = []
+    for room in PRODUCT_ROOMS:
+        paths += sorted(glob.glob(os.path.join(ROOT, room, "*.[ch]")))
+    assert len(paths) > 100, len(paths)  # the check reads what it thinks it reads
+    return paths
+
+
+def long_functions(lines, most):
+    """(first line, length) of each function definition longer than most lines: from a
+    line at column 0 that ends in ") {" to the next "}" at column 0."""
+    found, start = [], None
+    for i, line in enumerate(lines):
+        if start is None and FUNCTION_START.match(line):
+            start = i
+        elif start is not None and line.startswith("}"):
+            if i - start + 1 > most:
+                found.append((start + 1, i - start + 1))
+            start = None
+    return found
+
+
+def test_long_function_finder_finds_one():
+    body = ["int f(void) {"] + ["        x();"] * 80 + ["}", "static int g(int a) {", "}"]
+    assert long_functions(body, 80) == [(1, 82)]
+
+
+def test_no_function_over_80_lines_no_file_over_800():
+    too_long = {}
+    for path in product_sources():
+        with open(path) as f:
+            lines = f.read().split("\n")
+        rel = os.path.relpath(path, ROOT)
+        if len(lines) > 800:
+            too_long[rel] = len(lines)
+        for first, n in long_functions(lines, 80):
+            too_long["%s:%d" % (rel, first)] = n
+    assert not too_long, too_long
+
+
+def test_every_file_opens_with_what_it_owns():
+    """The line after the licence is a comment: what the file owns."""
+    silent = []
+    for path in product_sources():
+        with open(path) as f:
+            lines = f.read().split("\n")
+        if not (lines[0].startswith("/* SPDX-License-Identifier") and lines[1].startswith("/* ")
+                and len(lines[1]) > 20):
+            silent.append(os.path.relpath(path, ROOT))
+    assert not silent, silent
