@@ -3,6 +3,8 @@ temporary socket (codeinterp.testing.Daemon, in the run's worker start mode and,
 make test-rootless, as the run's user), and Conn, the low-level protocol connection
 with request ids and a backlog."""
 import contextlib
+import errno
+import fcntl
 import os
 import re
 import subprocess
@@ -116,19 +118,39 @@ class Conn(Connection):
 # leases between supervisors that share it. Private blocks keep what the kernel counts
 # per user across a worker's user namespace (RLIMIT_NPROC) from joining two tests'
 # workers while a killed supervisor's workers are still leaving (its leases go with it
-# at once: see issue 19's notes).
+# at once: see issue 19's notes). Each test process takes a range of its own for the
+# blocks of the supervisors it starts, by a lock on a byte of one file, held until it
+# exits: two runs on one host (two checkouts, say) never share a range.
 HOST_ID_BLOCK = 256
 _DEFAULT_HOST_ID_BASE = 0x7ff00000
 _PRIVATE_HOST_ID_BASE = 0x7fd00000
 _SLOTS_PER_PROCESS = 31
+_RANGES = (_DEFAULT_HOST_ID_BASE - _PRIVATE_HOST_ID_BASE) // (HOST_ID_BLOCK * _SLOTS_PER_PROCESS)
+_RANGE_LOCK = os.path.join(tempfile.gettempdir(), "codeinterp-host-id-ranges.lock")
+_range = None
 _started = 0
 
 
+def _own_range():
+    """The first range no other living test process holds; the lock lives as long as
+    this process (its descriptor is kept open)."""
+    fd = os.open(_RANGE_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    for index in range(_RANGES):
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, index)
+        except OSError as e:
+            if e.errno in (errno.EACCES, errno.EAGAIN):
+                continue
+            raise
+        return fd, index
+    raise RuntimeError("every one of the %d host id ranges for tests is held" % _RANGES)
+
+
 def _host_id_block():
-    global _started
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
-    slot = (index % 8) * _SLOTS_PER_PROCESS + _started % _SLOTS_PER_PROCESS
+    global _range, _started
+    if _range is None:
+        _range = _own_range()
+    slot = _range[1] * _SLOTS_PER_PROCESS + _started % _SLOTS_PER_PROCESS
     _started += 1
     return "workerHostIdBase: %d\n" % (_PRIVATE_HOST_ID_BASE + slot * HOST_ID_BLOCK)
 
