@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -172,4 +173,18 @@ int utf8_count(const char *s, size_t len, uint64_t *ret_chars) {
         }
         *ret_chars = n;
         return 0;
+}
+
+bool file_name_safe(const char *name, size_t len) {
+        uint64_t chars;
+
+        if (len == 0 || len > NAME_MAX || (len == 1 && name[0] == '.') ||
+            (len == 2 && name[0] == '.' && name[1] == '.'))
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char) name[i];
+                if (c < 0x20 || c == 0x7f || c == '/')
+                        return false;
+        }
+        return utf8_count(name, len, &chars) >= 0;
 }

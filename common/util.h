@@ -2,6 +2,7 @@
 /* I/O, buffer and framing helpers that every room uses. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -20,6 +21,10 @@ int read_fd_all(int fd, size_t max, void **ret_buf, size_t *ret_len);
 int read_file_all(const char *path, size_t max, char **ret, size_t *ret_len);
 /* A sealed, close-on-exec memfd holding data. */
 int memfd_from_buffer(const char *name, const void *data, size_t len, int *ret_fd);
+/* A name that is safe as one file in a directory: 1..NAME_MAX bytes of valid UTF-8, not
+ * "." or "..", no '/', no C0 control character and no DEL. The rule for artifact names,
+ * held once for the supervisor that reads /outputs and the client that saves them. */
+bool file_name_safe(const char *name, size_t len);
 /* Frame helpers: 4-byte big-endian length prefix. */
 static inline void frame_put_len(uint8_t out[4], uint32_t n) {
         out[0] = (uint8_t) (n >> 24);

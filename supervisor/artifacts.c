@@ -161,21 +161,6 @@ int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, int *ret_fd) {
         return r == -EPERM ? mount_in_helper(max_bytes, max_files, ret_fd) : r;
 }
 
-/* ---- names ---- */
-
-bool artifact_name_valid(const char *name, size_t len) {
-        uint64_t chars;
-
-        if (len == 0 || len > ARTIFACT_NAME_MAX || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-                return false;
-        for (size_t i = 0; i < len; i++) {
-                unsigned char c = (unsigned char) name[i];
-                if (c < 0x20 || c == 0x7f || c == '/')
-                        return false;
-        }
-        return utf8_count(name, len, &chars) >= 0;
-}
-
 /* ---- media types ---- */
 
 typedef struct Cursor {
@@ -554,7 +539,7 @@ static int list_candidates(DIR *dir, int dfd, uint32_t max_files, Candidate *hea
                         continue;
                 if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         st.st_mode = 0;
-                if (!S_ISREG(st.st_mode) || !artifact_name_valid(de->d_name, strlen(de->d_name)) || max_files == 0) {
+                if (!S_ISREG(st.st_mode) || !file_name_safe(de->d_name, strlen(de->d_name)) || max_files == 0) {
                         omit(set, &st);
                         continue;
                 }

@@ -30,9 +30,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* A name longer than this (in bytes) is not returned. */
-#define ARTIFACT_NAME_MAX 255
-
 typedef struct Artifact {
         char *name;             /* NUL-terminated, valid UTF-8, no '/', no control characters */
         const char *media_type; /* sniffed from the bytes (static string) */
@@ -85,7 +82,3 @@ void artifact_set_done(ArtifactSet *s);
  * application/json (when it parses), text/csv (a consistent comma count per line) or
  * text/plain; anything else application/octet-stream. */
 const char *artifact_sniff(const void *data, size_t len);
-
-/* A name the reader returns: 1..ARTIFACT_NAME_MAX bytes of valid UTF-8, not "." or "..",
- * no '/', no C0 control character and no DEL. */
-bool artifact_name_valid(const char *name, size_t len);

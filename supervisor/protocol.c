@@ -334,13 +334,8 @@ static void pack_channel(msgpack_packer *pk, const char *key, const FitText *t) 
                 msgpack_pack_nil(pk);
                 return;
         }
-        msgpack_pack_map(pk, 7);
-        mp_pack_cstr(pk, "text");
-        mp_pack_strn(pk, t->text ? t->text : "", t->text_bytes);
-        mp_pack_kv_uint(pk, "totalCharacters", t->total_chars);
-        mp_pack_kv_uint(pk, "totalBytes", t->total_bytes);
-        mp_pack_kv_uint(pk, "omittedCharacters", t->omitted_chars);
-        mp_pack_kv_uint(pk, "omittedBytes", t->omitted_bytes);
+        msgpack_pack_map(pk, FIT_TEXT_WIRE_FIELDS + 2);
+        fit_text_pack_fields(pk, t);
         mp_pack_kv_uint(pk, "omittedAt", t->omitted_at);
         mp_pack_kv_uint(pk, "replacedCharacters", t->replaced);
 }

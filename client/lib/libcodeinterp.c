@@ -415,16 +415,7 @@ size_t ci_artifact_count(const msgpack_object *result) {
 }
 
 bool ci_artifact_name_safe(const char *name, size_t len) {
-        uint64_t chars;
-
-        if (len == 0 || len > 255 || (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
-                return false;
-        for (size_t i = 0; i < len; i++) {
-                unsigned char c = (unsigned char) name[i];
-                if (c < 0x20 || c == 0x7f || c == '/')
-                        return false;
-        }
-        return utf8_count(name, len, &chars) >= 0;
+        return file_name_safe(name, len);
 }
 
 int ci_artifact_get(const msgpack_object *result, size_t i, CiArtifact *ret) {

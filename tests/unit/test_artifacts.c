@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/sha256.h"
+#include "common/util.h"
 #include "supervisor/artifacts.h"
 
 #define SNIFF(lit) artifact_sniff(lit, sizeof lit - 1)
@@ -78,23 +80,23 @@ static void test_sniff_deep_json(void **state) {
 static void test_names(void **state) {
         char longname[300];
         (void) state;
-        assert_true(artifact_name_valid("plot.png", 8));
-        assert_true(artifact_name_valid("caf\xc3\xa9.txt", 9));
-        assert_true(artifact_name_valid(".hidden", 7));
-        assert_false(artifact_name_valid("", 0));
-        assert_false(artifact_name_valid(".", 1));
-        assert_false(artifact_name_valid("..", 2));
-        assert_false(artifact_name_valid("a/b", 3));
-        assert_false(artifact_name_valid("bad\xff", 4));
-        assert_false(artifact_name_valid("tab\there", 8));
-        assert_false(artifact_name_valid("nl\n", 3));
-        assert_false(artifact_name_valid("del\x7f", 4));
+        assert_true(file_name_safe("plot.png", 8));
+        assert_true(file_name_safe("caf\xc3\xa9.txt", 9));
+        assert_true(file_name_safe(".hidden", 7));
+        assert_false(file_name_safe("", 0));
+        assert_false(file_name_safe(".", 1));
+        assert_false(file_name_safe("..", 2));
+        assert_false(file_name_safe("a/b", 3));
+        assert_false(file_name_safe("bad\xff", 4));
+        assert_false(file_name_safe("tab\there", 8));
+        assert_false(file_name_safe("nl\n", 3));
+        assert_false(file_name_safe("del\x7f", 4));
         memset(longname, 'a', sizeof longname);
-        longname[ARTIFACT_NAME_MAX] = 0;
-        assert_true(artifact_name_valid(longname, ARTIFACT_NAME_MAX));
-        longname[ARTIFACT_NAME_MAX] = 'a';
-        longname[ARTIFACT_NAME_MAX + 1] = 0;
-        assert_false(artifact_name_valid(longname, ARTIFACT_NAME_MAX + 1));
+        longname[NAME_MAX] = 0;
+        assert_true(file_name_safe(longname, NAME_MAX));
+        longname[NAME_MAX] = 'a';
+        longname[NAME_MAX + 1] = 0;
+        assert_false(file_name_safe(longname, NAME_MAX + 1));
 }
 
 static void put(int dfd, const char *name, const void *data, size_t len) {
