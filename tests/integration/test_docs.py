@@ -2,8 +2,9 @@
 docs do not: the policy keys (policy/policy.c against docs/policy.md and
 packaging/policy.yaml), the outcomes (supervisor/outcome.h against docs/protocol.md,
 the command's exit statuses), the command-line options (each program's --help against
-its option tables in the source, docs/man and docs/) and the embedded Python version
-(BUILD/python.json against every place the docs name it). Each check reads both sides
+its option tables in the source, docs/man and docs/), the embedded Python version
+(BUILD/python.json against every place the docs name it) and the files of the tree
+the README and docs/ name. Each check reads both sides
 and fails naming what differs; none needs a supervisor."""
 import glob
 import json
@@ -442,3 +443,24 @@ def test_testing_md_lists_the_marked_files(marker):
     assert set(re.findall(r"`(test_\w+\.py)`", m.group(2))) == some
     words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
     assert m.group(3) == words[len(whole | some)]
+
+
+# A path in the tree as the docs write it: a top-level folder of this repository, then
+# a name; build outputs (after "build/" or BUILD) and placeholders (a capital letter
+# standing for a value, as in tool-F.json) and patterns are not files of the tree.
+TREE_PATH = re.compile(r"(?<![\w./-])((?:supervisor|worker|contract|policy|client|common|tests|scripts|"
+                       r"packaging|debian|docs|python|cmake)/[A-Za-z0-9_./-]*[A-Za-z0-9_])(-?[*<])?")
+
+
+def test_files_the_docs_name_exist():
+    docs = ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    named, missing = set(), []
+    for rel in docs:
+        for path, pattern in TREE_PATH.findall(read(rel)):
+            if pattern or re.search(r"(?:^|[-/])[A-Z](?:[-.]|$)", path):
+                continue  # a pattern (fuzz_*.c, fuzz_<name>.c) or a placeholder
+            named.add(path)
+            if not os.path.exists(os.path.join(ROOT, path)):
+                missing.append("%s names %s" % (rel, path))
+    assert len(named) > 100, len(named)  # the check reads what it thinks it reads
+    assert not missing, missing
