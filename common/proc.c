@@ -3,6 +3,7 @@
  * and whether a seccomp filter already sits around this process (proc.h). */
 #include "common/proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -72,4 +73,38 @@ bool proc_under_seccomp_filter(void) {
                 if (strncmp(line, "Seccomp:", 8) == 0)
                         return atoi(line + 8) == 2;
         return false;
+}
+
+/* One process's real, effective, saved and filesystem uids from its status file. */
+static bool status_has_uid(int proc_fd, const char *pid, uid_t uid) {
+        char path[64], line[256];
+        _cleanup_fclose_ FILE *f = NULL;
+        unsigned long ids[4];
+        int fd;
+
+        snprintf(path, sizeof path, "%s/status", pid);
+        fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || !(f = fdopen(fd, "re"))) {
+                if (fd >= 0)
+                        close(fd);
+                return false; /* gone meanwhile */
+        }
+        while (fgets(line, sizeof line, f))
+                if (strncmp(line, "Uid:", 4) == 0)
+                        return sscanf(line + 4, "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) == 4 &&
+                               (ids[0] == uid || ids[1] == uid || ids[2] == uid || ids[3] == uid);
+        return false;
+}
+
+bool proc_uid_in_use(uid_t uid) {
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        bool found = false;
+
+        if (!d)
+                return false;
+        while (!found && (de = readdir(d)))
+                found = de->d_name[0] >= '1' && de->d_name[0] <= '9' && status_has_uid(dirfd(d), de->d_name, uid);
+        closedir(d);
+        return found;
 }

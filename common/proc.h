@@ -17,6 +17,11 @@ void pidfd_kill(int pidfd);
  * up to max pids into ret; how many. */
 size_t proc_list_children(pid_t *ret, size_t max);
 
+/* Whether a process this one can see in its /proc runs with uid (the host's numbering
+ * when this process is in the initial user namespace) as its real, effective, saved or
+ * filesystem uid. Scans every process: for rare paths only. */
+bool proc_uid_in_use(uid_t uid);
+
 /* Whether a seccomp filter sits around this process (the "Seccomp:" line of its
  * /proc/self/status says 2), such as a container engine's default profile. */
 bool proc_under_seccomp_filter(void);

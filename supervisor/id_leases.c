@@ -18,6 +18,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/proc.h"
 
 struct IdLeases {
         int ids;        /* "host-ids": one OFD lock per leased uid */
@@ -32,7 +33,8 @@ struct IdLeases {
  * lease whose lock is free but whose record says LEASED was held by a supervisor that
  * died: the kernel dropped the lock as the supervisor went, but its workers (killed as it
  * died) may still be leaving, with that uid. Such an id is stamped with the time it was
- * found (CLOCK_BOOTTIME, ns) and not leased again until ID_ORPHAN_QUARANTINE_NS later. */
+ * found (CLOCK_BOOTTIME, ns) and not leased again until ID_ORPHAN_QUARANTINE_NS later,
+ * nor while a process still has it as a uid (then stamped again). */
 enum { ID_FREE = 0, ID_LEASED = 1 };
 
 static void set_why(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -247,6 +249,13 @@ bool id_lease_take(IdLeases *l, uint32_t id) {
                 }
                 if (now - rec < l->quarantine_ns)
                         goto refuse;
+                /* The margin is over; a worker of the dead supervisor that the host still
+                 * holds (frozen, stalled) keeps its uid from being shared all the same. */
+                if (proc_uid_in_use(id)) {
+                        log_info("Host id %" PRIu32 " is still the uid of a process: not used while it lives", id);
+                        (void) write_record(l, id, now > ID_LEASED ? now : ID_LEASED + 1);
+                        goto refuse;
+                }
         }
         k = write_record(l, id, ID_LEASED);
         if (k < 0) {

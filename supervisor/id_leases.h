@@ -7,7 +7,8 @@
  * dead supervisor's leases with its last descriptor of the file; its workers, killed as
  * it dies, may outlive it briefly, so an id whose record ("state-<base>-<count>") says it
  * was never given back is not leased again until ID_ORPHAN_QUARANTINE_NS after a
- * supervisor first finds it so.
+ * supervisor first finds it so, nor after that while a process this supervisor can see
+ * still has it as a uid (a worker the host has frozen or stalled).
  *
  * At start each supervisor registers its block ("blocks/<base>-<count>-<pid>-<random>", flock'ed
  * while it lives) under the directory's flock: a block that overlaps a live supervisor's

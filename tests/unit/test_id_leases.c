@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "supervisor/id_leases.h"
@@ -91,6 +92,46 @@ static void test_a_dead_holders_ids_wait(void **state) {
         id_leases_free(a);
 }
 
+/* Past the quarantine, an id that is still a live process's uid (a worker the host froze
+ * or stalled) is not leased: here a child of this test with that uid. */
+static void test_a_dead_holders_live_worker_keeps_its_id(void **state) {
+        IdLeases *a = open_block(BASE, COUNT), *b = open_block(BASE, COUNT);
+        int ready[2], hold[2];
+        pid_t pid;
+        char c;
+
+        (void) state;
+        if (geteuid() != 0)
+                skip(); /* setresuid to another uid needs root */
+        assert_true(id_lease_take(a, BASE + 7));
+        id_leases_free(a); /* dies holding it */
+        assert_int_equal(pipe(ready), 0);
+        assert_int_equal(pipe(hold), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                close(ready[0]);
+                close(hold[1]);
+                if (setresuid(BASE + 7, BASE + 7, BASE + 7) < 0)
+                        _exit(1);
+                if (write(ready[1], "r", 1) != 1)
+                        _exit(1);
+                _exit(read(hold[0], &c, 1) == 0 ? 0 : 1); /* until the test closes its end */
+        }
+        close(ready[1]);
+        close(hold[0]);
+        assert_int_equal(read(ready[0], &c, 1), 1); /* running as BASE + 7 */
+        assert_false(id_lease_take(b, BASE + 7));   /* found orphaned: stamped */
+        id_leases_set_quarantine(b, 0);             /* the margin over ... */
+        assert_false(id_lease_take(b, BASE + 7));   /* ... but its process lives */
+        close(hold[1]);
+        assert_int_equal(waitpid(pid, NULL, 0), pid);
+        assert_true(id_lease_take(b, BASE + 7)); /* gone: free again */
+        id_lease_drop(b, BASE + 7);
+        close(ready[0]);
+        id_leases_free(b);
+}
+
 static void set_file_size_limit(rlim_t bytes) {
         struct rlimit rl;
 
@@ -129,6 +170,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_leases_between_supervisors),
                 cmocka_unit_test(test_a_dead_holders_ids_wait),
+                cmocka_unit_test(test_a_dead_holders_live_worker_keeps_its_id),
                 cmocka_unit_test(test_records_that_cannot_be_written),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
