@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/util.h"
 
 struct IdLeases {
         int ids;        /* "host-ids": one OFD lock per leased uid */
@@ -34,15 +34,6 @@ struct IdLeases {
  * died) may still be leaving, with that uid. Such an id is stamped with the time it was
  * found (CLOCK_BOOTTIME, ns) and not leased again until ID_ORPHAN_QUARANTINE_NS later. */
 enum { ID_FREE = 0, ID_LEASED = 1 };
-
-static void set_why(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_why(char *why, size_t why_len, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(why, why_len, fmt, ap);
-        va_end(ap);
-}
 
 /* A directory owned by us and writable by nobody else, opened without following a
  * symlink; made (0755) when missing. */

@@ -289,13 +289,23 @@ static PyObject *runner_preload = NULL;
 static PyObject *runner_forget_host_facts = NULL;
 static PyObject *runner_renew_worker = NULL;
 
+/* The runner's functions that C calls, each bound by name once the runner has run. */
+static const struct {
+        const char *name;
+        PyObject **ret;
+} runner_entries[] = {
+        { "run", &runner_run },
+        { "preload", &runner_preload },
+        { "forget_host_facts", &runner_forget_host_facts },
+        { "renew_worker", &runner_renew_worker },
+};
+
 /* Compile and run the runner into a private namespace; bind its run(). */
 static int pyrun_runner_setup(void) {
         _cleanup_pyobj_ PyObject *globals = NULL, *builtins = NULL, *name = NULL, *paths = NULL, *numeric = NULL,
                                  *names = NULL, *code = NULL, *ret = NULL;
         const char *source = (const char *) runner_source;
         const char *numeric_text = (const char *) numeric_source;
-        PyObject *run;
 
         /* embed.cmake refuses a NUL byte; these are the C strings the compiler sees. */
         if (strlen(source) != sizeof runner_source - 1 || strlen(numeric_text) != sizeof numeric_source - 1)
@@ -329,22 +339,12 @@ static int pyrun_runner_setup(void) {
         if (!ret)
                 goto fail;
 
-        run = PyDict_GetItemString(globals, "run"); /* borrowed */
-        if (!run || !PyCallable_Check(run))
-                return -EIO;
-        runner_run = Py_NewRef(run);
-        run = PyDict_GetItemString(globals, "preload"); /* borrowed */
-        if (!run || !PyCallable_Check(run))
-                return -EIO;
-        runner_preload = Py_NewRef(run);
-        run = PyDict_GetItemString(globals, "forget_host_facts"); /* borrowed */
-        if (!run || !PyCallable_Check(run))
-                return -EIO;
-        runner_forget_host_facts = Py_NewRef(run);
-        run = PyDict_GetItemString(globals, "renew_worker"); /* borrowed */
-        if (!run || !PyCallable_Check(run))
-                return -EIO;
-        runner_renew_worker = Py_NewRef(run);
+        for (size_t i = 0; i < ELEMENTSOF(runner_entries); i++) {
+                PyObject *fn = PyDict_GetItemString(globals, runner_entries[i].name); /* borrowed */
+                if (!fn || !PyCallable_Check(fn))
+                        return -EIO;
+                *runner_entries[i].ret = Py_NewRef(fn);
+        }
         return 0;
 
 fail:
