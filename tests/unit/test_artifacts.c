@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* supervisor/artifacts.c: the media type sniffer, the name rule, and the reader over a
  * real directory (and, as root, a real fsmount()ed tmpfs) holding every kind of entry. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -461,14 +457,8 @@ static void test_mount_without_sys_admin(void **state) {
         in_child(no_sys_admin_child);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_sniff_magic),      cmocka_unit_test(test_sniff_text),
-                cmocka_unit_test(test_sniff_deep_json),  cmocka_unit_test(test_names),
-                cmocka_unit_test(test_collect_kinds),    cmocka_unit_test(test_collect_bounds),
-                cmocka_unit_test(test_mount_bounds),     cmocka_unit_test(test_mount_rootless),
-                cmocka_unit_test(test_collect_as_owner), cmocka_unit_test(test_mount_without_sys_admin),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_sniff_magic), cmocka_unit_test(test_sniff_text),
+          cmocka_unit_test(test_sniff_deep_json), cmocka_unit_test(test_names), cmocka_unit_test(test_collect_kinds),
+          cmocka_unit_test(test_collect_bounds), cmocka_unit_test(test_mount_bounds),
+          cmocka_unit_test(test_mount_rootless), cmocka_unit_test(test_collect_as_owner),
+          cmocka_unit_test(test_mount_without_sys_admin))

@@ -4,11 +4,7 @@
  * process's own /proc/self/cgroup, off / auto / required, and a failed setup step that
  * names itself and leaves no directory behind. The real hierarchies are exercised by
  * tests/integration/test_cgroups.py. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -441,16 +437,8 @@ static void test_cpu_cap_cgroups_off(void **state) {
         cgroup_root_free(root);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_off_is_none, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_empty_fs_auto_and_required, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_failed_setup_leaves_nothing, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cpu_cap_files, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cpu_cap_v1_root, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cpu_cap_v2_root, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cpu_cap_cgroups_off, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_own_leftovers_removed_at_exit, setup, teardown),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* Every test in a fresh temporary directory, fs (setup), that teardown removes. */
+#define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+UNIT_MAIN(NULL, NULL, T(test_off_is_none), T(test_empty_fs_auto_and_required), T(test_failed_setup_leaves_nothing),
+          T(test_cpu_cap_files), T(test_cpu_cap_v1_root), T(test_cpu_cap_v2_root), T(test_cpu_cap_cgroups_off),
+          T(test_own_leftovers_removed_at_exit))

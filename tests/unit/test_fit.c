@@ -1,9 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -916,29 +912,13 @@ static void test_fit_bad_args(void **state) {
         fit_text_done(NULL);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_fit_ascii_under),
-                cmocka_unit_test(test_fit_ascii_at_ceiling),
-                cmocka_unit_test(test_fit_ascii_over),
-                cmocka_unit_test(test_fit_ceiling_zero),
-                cmocka_unit_test(test_fit_small_ceilings),
-                cmocka_unit_test(test_fit_multibyte_e_acute),
-                cmocka_unit_test(test_fit_four_byte_tail),
-                cmocka_unit_test(test_fit_nul_bytes),
-                cmocka_unit_test(test_fit_invalid_sequences),
-                cmocka_unit_test(test_fit_invalid_concatenated),
-                cmocka_unit_test(test_fit_truncated_at_finish),
-                cmocka_unit_test(test_fit_stream_progress),
-                cmocka_unit_test(test_fit_large_stream),
-                cmocka_unit_test(test_fit_shrink_basic),
-                cmocka_unit_test(test_fit_shrink_nothing_omitted),
-                cmocka_unit_test(test_fit_shrink_lopsided),
-                cmocka_unit_test(test_fit_texts_to_budget),
-                cmocka_unit_test(test_fit_random),
-                cmocka_unit_test(test_fit_random_budget),
-                cmocka_unit_test(test_fit_bad_args),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_fit_ascii_under), cmocka_unit_test(test_fit_ascii_at_ceiling),
+          cmocka_unit_test(test_fit_ascii_over), cmocka_unit_test(test_fit_ceiling_zero),
+          cmocka_unit_test(test_fit_small_ceilings), cmocka_unit_test(test_fit_multibyte_e_acute),
+          cmocka_unit_test(test_fit_four_byte_tail), cmocka_unit_test(test_fit_nul_bytes),
+          cmocka_unit_test(test_fit_invalid_sequences), cmocka_unit_test(test_fit_invalid_concatenated),
+          cmocka_unit_test(test_fit_truncated_at_finish), cmocka_unit_test(test_fit_stream_progress),
+          cmocka_unit_test(test_fit_large_stream), cmocka_unit_test(test_fit_shrink_basic),
+          cmocka_unit_test(test_fit_shrink_nothing_omitted), cmocka_unit_test(test_fit_shrink_lopsided),
+          cmocka_unit_test(test_fit_texts_to_budget), cmocka_unit_test(test_fit_random),
+          cmocka_unit_test(test_fit_random_budget), cmocka_unit_test(test_fit_bad_args))

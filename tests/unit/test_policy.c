@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "common/cleanup.h"
 #include "common/sha256.h"
@@ -1071,29 +1071,11 @@ static void test_mutations(void **state) {
         assert_true(failed > 100);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),
-                cmocka_unit_test(test_empty_documents),
-                cmocka_unit_test(test_full_override),
-                cmocka_unit_test(test_overlay),
-                cmocka_unit_test(test_styles),
-                cmocka_unit_test(test_ranges),
-                cmocka_unit_test(test_errors),
-                cmocka_unit_test(test_atomic),
-                cmocka_unit_test(test_err_buffer),
-                cmocka_unit_test(test_too_large),
-                cmocka_unit_test(test_keep_restart_keys),
-                cmocka_unit_test(test_snapshot),
-                cmocka_unit_test(test_digest_known_answer),
-                cmocka_unit_test(test_digest),
-                cmocka_unit_test(test_packaging_file),
-                cmocka_unit_test(test_data_policy_file),
-                cmocka_unit_test(test_load_file_errors),
-                cmocka_unit_test(test_active_workers),
-                cmocka_unit_test(test_to_string),
-                cmocka_unit_test(test_mutations),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_defaults), cmocka_unit_test(test_empty_documents),
+          cmocka_unit_test(test_full_override), cmocka_unit_test(test_overlay), cmocka_unit_test(test_styles),
+          cmocka_unit_test(test_ranges), cmocka_unit_test(test_errors), cmocka_unit_test(test_atomic),
+          cmocka_unit_test(test_err_buffer), cmocka_unit_test(test_too_large), cmocka_unit_test(test_keep_restart_keys),
+          cmocka_unit_test(test_snapshot), cmocka_unit_test(test_digest_known_answer), cmocka_unit_test(test_digest),
+          cmocka_unit_test(test_packaging_file), cmocka_unit_test(test_data_policy_file),
+          cmocka_unit_test(test_load_file_errors), cmocka_unit_test(test_active_workers),
+          cmocka_unit_test(test_to_string), cmocka_unit_test(test_mutations))

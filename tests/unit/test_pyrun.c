@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -909,39 +909,17 @@ static void test_bad_arguments(void **state) {
         outcome_done(&o);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_last_expression_shown),
-                cmocka_unit_test(test_semicolon_suppresses),
-                cmocka_unit_test(test_no_value),
-                cmocka_unit_test(test_print_runs_once),
-                cmocka_unit_test(test_side_effects_once),
-                cmocka_unit_test(test_northstar),
-                cmocka_unit_test(test_large_result),
-                cmocka_unit_test(test_future_annotations),
-                cmocka_unit_test(test_main_namespace),
-                cmocka_unit_test(test_syntax_error),
-                cmocka_unit_test(test_invalid_source_bytes),
-                cmocka_unit_test(test_zero_division_traceback),
-                cmocka_unit_test(test_exception_type_names),
-                cmocka_unit_test(test_system_exit),
-                cmocka_unit_test(test_keyboard_interrupt),
-                cmocka_unit_test(test_repr_raises),
-                cmocka_unit_test(test_memory_error),
-                cmocka_unit_test(test_file_size_limit),
-                cmocka_unit_test(test_thread_limit_classified),
-                cmocka_unit_test(test_deleted_builtins),
-                cmocka_unit_test(test_patched_traceback),
-                cmocka_unit_test(test_malformed_report),
-                cmocka_unit_test(test_inputs),
-                cmocka_unit_test(test_no_package_installs),
-                cmocka_unit_test(test_sys_path),
-                cmocka_unit_test(test_unicode_output),
-                cmocka_unit_test(test_unbuffered_output),
-                cmocka_unit_test(test_preload),
-                cmocka_unit_test(test_reseed),
-                cmocka_unit_test(test_bad_arguments),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_last_expression_shown), cmocka_unit_test(test_semicolon_suppresses),
+          cmocka_unit_test(test_no_value), cmocka_unit_test(test_print_runs_once),
+          cmocka_unit_test(test_side_effects_once), cmocka_unit_test(test_northstar),
+          cmocka_unit_test(test_large_result), cmocka_unit_test(test_future_annotations),
+          cmocka_unit_test(test_main_namespace), cmocka_unit_test(test_syntax_error),
+          cmocka_unit_test(test_invalid_source_bytes), cmocka_unit_test(test_zero_division_traceback),
+          cmocka_unit_test(test_exception_type_names), cmocka_unit_test(test_system_exit),
+          cmocka_unit_test(test_keyboard_interrupt), cmocka_unit_test(test_repr_raises),
+          cmocka_unit_test(test_memory_error), cmocka_unit_test(test_file_size_limit),
+          cmocka_unit_test(test_thread_limit_classified), cmocka_unit_test(test_deleted_builtins),
+          cmocka_unit_test(test_patched_traceback), cmocka_unit_test(test_malformed_report),
+          cmocka_unit_test(test_inputs), cmocka_unit_test(test_no_package_installs), cmocka_unit_test(test_sys_path),
+          cmocka_unit_test(test_unicode_output), cmocka_unit_test(test_unbuffered_output),
+          cmocka_unit_test(test_preload), cmocka_unit_test(test_reseed), cmocka_unit_test(test_bad_arguments))

@@ -4,12 +4,7 @@
  * under test. The child reports the first failed check through a pipe (write(2) is
  * allowed) and exits 1; the parent turns that into a cmocka failure. Kill-mode tests
  * expect the child to die of SIGSYS (core dumps are switched off first). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-
-#include <cmocka.h>
+#include "unit.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1237,35 +1232,14 @@ static int group_teardown(void **state) {
         return 0;
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_compile),
-                cmocka_unit_test(test_sockets_denied),
-                cmocka_unit_test(test_processes_and_exec_denied),
-                cmocka_unit_test(test_clone3_enosys),
-                cmocka_unit_test(test_threads),
-                cmocka_unit_test(test_namespaces_and_mounts_denied),
-                cmocka_unit_test(test_other_processes_denied),
-                cmocka_unit_test(test_rlimits_read_only),
-                cmocka_unit_test(test_ioctl),
-                cmocka_unit_test(test_prctl),
-                cmocka_unit_test(test_personality),
-                cmocka_unit_test(test_unlisted_enosys),
-                cmocka_unit_test(test_denied_misc),
-                cmocka_unit_test(test_xattr_unsupported),
-                cmocka_unit_test(test_file_io),
-                cmocka_unit_test(test_memory),
-                cmocka_unit_test(test_signals_and_time),
-                cmocka_unit_test(test_identity),
-                cmocka_unit_test(test_kill_mode),
-                cmocka_unit_test(test_x32_killed),
-                cmocka_unit_test(test_i386_killed),
-                cmocka_unit_test(test_bpf_arches),
-                cmocka_unit_test(test_bpf_prctl),
-                cmocka_unit_test(test_bpf_ioctl),
-                cmocka_unit_test(test_bpf_personality),
-                cmocka_unit_test(test_bpf_clone),
-                cmocka_unit_test(test_bpf_prlimit64),
-        };
-        return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+UNIT_MAIN(group_setup, group_teardown, cmocka_unit_test(test_compile), cmocka_unit_test(test_sockets_denied),
+          cmocka_unit_test(test_processes_and_exec_denied), cmocka_unit_test(test_clone3_enosys),
+          cmocka_unit_test(test_threads), cmocka_unit_test(test_namespaces_and_mounts_denied),
+          cmocka_unit_test(test_other_processes_denied), cmocka_unit_test(test_rlimits_read_only),
+          cmocka_unit_test(test_ioctl), cmocka_unit_test(test_prctl), cmocka_unit_test(test_personality),
+          cmocka_unit_test(test_unlisted_enosys), cmocka_unit_test(test_denied_misc),
+          cmocka_unit_test(test_xattr_unsupported), cmocka_unit_test(test_file_io), cmocka_unit_test(test_memory),
+          cmocka_unit_test(test_signals_and_time), cmocka_unit_test(test_identity), cmocka_unit_test(test_kill_mode),
+          cmocka_unit_test(test_x32_killed), cmocka_unit_test(test_i386_killed), cmocka_unit_test(test_bpf_arches),
+          cmocka_unit_test(test_bpf_prctl), cmocka_unit_test(test_bpf_ioctl), cmocka_unit_test(test_bpf_personality),
+          cmocka_unit_test(test_bpf_clone), cmocka_unit_test(test_bpf_prlimit64))

@@ -3,11 +3,7 @@
  * (proto_pack_status(), supervisor/protocol.c) and read by the client's
  * client/lib/status.c, readiness and both metrics formats; neither side's field names
  * appear here. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -266,15 +262,6 @@ static void test_errors(void **state) {
         packed_done(&p);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_readiness),
-                cmocka_unit_test(test_prometheus_format),
-                cmocka_unit_test(test_openmetrics_format),
-                cmocka_unit_test(test_exec_mode_has_no_zygote_metrics),
-                cmocka_unit_test(test_label_values_are_escaped),
-                cmocka_unit_test(test_errors),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_readiness), cmocka_unit_test(test_prometheus_format),
+          cmocka_unit_test(test_openmetrics_format), cmocka_unit_test(test_exec_mode_has_no_zygote_metrics),
+          cmocka_unit_test(test_label_values_are_escaped), cmocka_unit_test(test_errors))
