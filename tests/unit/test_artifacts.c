@@ -457,8 +457,6 @@ static void test_mount_without_sys_admin(void **state) {
         in_child(no_sys_admin_child);
 }
 
-UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_sniff_magic), cmocka_unit_test(test_sniff_text),
-          cmocka_unit_test(test_sniff_deep_json), cmocka_unit_test(test_names), cmocka_unit_test(test_collect_kinds),
-          cmocka_unit_test(test_collect_bounds), cmocka_unit_test(test_mount_bounds),
-          cmocka_unit_test(test_mount_rootless), cmocka_unit_test(test_collect_as_owner),
-          cmocka_unit_test(test_mount_without_sys_admin))
+UNIT_MAIN(NULL, NULL, TEST(test_sniff_magic), TEST(test_sniff_text), TEST(test_sniff_deep_json), TEST(test_names),
+          TEST(test_collect_kinds), TEST(test_collect_bounds), TEST(test_mount_bounds), TEST(test_mount_rootless),
+          TEST(test_collect_as_owner), TEST(test_mount_without_sys_admin))

@@ -19,4 +19,4 @@ static void test_cleanup_accepts_null(void **state) {
         assert_null(caps);
 }
 
-UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_cleanup_frees), cmocka_unit_test(test_cleanup_accepts_null))
+UNIT_MAIN(NULL, NULL, TEST(test_cleanup_frees), TEST(test_cleanup_accepts_null))

@@ -438,7 +438,7 @@ static void test_cpu_cap_cgroups_off(void **state) {
 }
 
 /* Every test in a fresh temporary directory, fs (setup), that teardown removes. */
-#define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
-UNIT_MAIN(NULL, NULL, T(test_off_is_none), T(test_empty_fs_auto_and_required), T(test_failed_setup_leaves_nothing),
-          T(test_cpu_cap_files), T(test_cpu_cap_v1_root), T(test_cpu_cap_v2_root), T(test_cpu_cap_cgroups_off),
-          T(test_own_leftovers_removed_at_exit))
+#define IN_FS(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+UNIT_MAIN(NULL, NULL, IN_FS(test_off_is_none), IN_FS(test_empty_fs_auto_and_required),
+          IN_FS(test_failed_setup_leaves_nothing), IN_FS(test_cpu_cap_files), IN_FS(test_cpu_cap_v1_root),
+          IN_FS(test_cpu_cap_v2_root), IN_FS(test_cpu_cap_cgroups_off), IN_FS(test_own_leftovers_removed_at_exit))

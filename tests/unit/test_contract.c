@@ -314,7 +314,6 @@ static void test_plan_packages(void **state) {
         mp_writer_done(&w);
 }
 
-UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_runtime_paths), cmocka_unit_test(test_validate),
-          cmocka_unit_test(test_round_trip_with_fds), cmocka_unit_test(test_garbage_closes_fds),
-          cmocka_unit_test(test_fdpass_extra_fds_closed), cmocka_unit_test(test_mp_writer_sticky),
-          cmocka_unit_test(test_runtime_packages), cmocka_unit_test(test_plan_packages))
+UNIT_MAIN(NULL, NULL, TEST(test_runtime_paths), TEST(test_validate), TEST(test_round_trip_with_fds),
+          TEST(test_garbage_closes_fds), TEST(test_fdpass_extra_fds_closed), TEST(test_mp_writer_sticky),
+          TEST(test_runtime_packages), TEST(test_plan_packages))

@@ -912,13 +912,10 @@ static void test_fit_bad_args(void **state) {
         fit_text_done(NULL);
 }
 
-UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_fit_ascii_under), cmocka_unit_test(test_fit_ascii_at_ceiling),
-          cmocka_unit_test(test_fit_ascii_over), cmocka_unit_test(test_fit_ceiling_zero),
-          cmocka_unit_test(test_fit_small_ceilings), cmocka_unit_test(test_fit_multibyte_e_acute),
-          cmocka_unit_test(test_fit_four_byte_tail), cmocka_unit_test(test_fit_nul_bytes),
-          cmocka_unit_test(test_fit_invalid_sequences), cmocka_unit_test(test_fit_invalid_concatenated),
-          cmocka_unit_test(test_fit_truncated_at_finish), cmocka_unit_test(test_fit_stream_progress),
-          cmocka_unit_test(test_fit_large_stream), cmocka_unit_test(test_fit_shrink_basic),
-          cmocka_unit_test(test_fit_shrink_nothing_omitted), cmocka_unit_test(test_fit_shrink_lopsided),
-          cmocka_unit_test(test_fit_texts_to_budget), cmocka_unit_test(test_fit_random),
-          cmocka_unit_test(test_fit_random_budget), cmocka_unit_test(test_fit_bad_args))
+UNIT_MAIN(NULL, NULL, TEST(test_fit_ascii_under), TEST(test_fit_ascii_at_ceiling), TEST(test_fit_ascii_over),
+          TEST(test_fit_ceiling_zero), TEST(test_fit_small_ceilings), TEST(test_fit_multibyte_e_acute),
+          TEST(test_fit_four_byte_tail), TEST(test_fit_nul_bytes), TEST(test_fit_invalid_sequences),
+          TEST(test_fit_invalid_concatenated), TEST(test_fit_truncated_at_finish), TEST(test_fit_stream_progress),
+          TEST(test_fit_large_stream), TEST(test_fit_shrink_basic), TEST(test_fit_shrink_nothing_omitted),
+          TEST(test_fit_shrink_lopsided), TEST(test_fit_texts_to_budget), TEST(test_fit_random),
+          TEST(test_fit_random_budget), TEST(test_fit_bad_args))

@@ -121,5 +121,5 @@ static void test_records_that_cannot_be_written(void **state) {
         id_leases_free(b);
 }
 
-UNIT_MAIN(setup, teardown, cmocka_unit_test(test_leases_between_supervisors),
-          cmocka_unit_test(test_a_dead_holders_ids_wait), cmocka_unit_test(test_records_that_cannot_be_written))
+UNIT_MAIN(setup, teardown, TEST(test_leases_between_supervisors), TEST(test_a_dead_holders_ids_wait),
+          TEST(test_records_that_cannot_be_written))

@@ -63,4 +63,4 @@ static void test_journal_fields(void **state) {
         assert_int_equal(log_journal_fields(LOG_ERR, "f.c", 1, "m", fields, buf, sizeof buf, iov, 6), -ENOBUFS);
 }
 
-UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_histogram_bounds), cmocka_unit_test(test_journal_fields))
+UNIT_MAIN(NULL, NULL, TEST(test_histogram_bounds), TEST(test_journal_fields))

@@ -1071,11 +1071,8 @@ static void test_mutations(void **state) {
         assert_true(failed > 100);
 }
 
-UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_defaults), cmocka_unit_test(test_empty_documents),
-          cmocka_unit_test(test_full_override), cmocka_unit_test(test_overlay), cmocka_unit_test(test_styles),
-          cmocka_unit_test(test_ranges), cmocka_unit_test(test_errors), cmocka_unit_test(test_atomic),
-          cmocka_unit_test(test_err_buffer), cmocka_unit_test(test_too_large), cmocka_unit_test(test_keep_restart_keys),
-          cmocka_unit_test(test_snapshot), cmocka_unit_test(test_digest_known_answer), cmocka_unit_test(test_digest),
-          cmocka_unit_test(test_packaging_file), cmocka_unit_test(test_data_policy_file),
-          cmocka_unit_test(test_load_file_errors), cmocka_unit_test(test_active_workers),
-          cmocka_unit_test(test_to_string), cmocka_unit_test(test_mutations))
+UNIT_MAIN(NULL, NULL, TEST(test_defaults), TEST(test_empty_documents), TEST(test_full_override), TEST(test_overlay),
+          TEST(test_styles), TEST(test_ranges), TEST(test_errors), TEST(test_atomic), TEST(test_err_buffer),
+          TEST(test_too_large), TEST(test_keep_restart_keys), TEST(test_snapshot), TEST(test_digest_known_answer),
+          TEST(test_digest), TEST(test_packaging_file), TEST(test_data_policy_file), TEST(test_load_file_errors),
+          TEST(test_active_workers), TEST(test_to_string), TEST(test_mutations))

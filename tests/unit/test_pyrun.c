@@ -909,17 +909,12 @@ static void test_bad_arguments(void **state) {
         outcome_done(&o);
 }
 
-UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_last_expression_shown), cmocka_unit_test(test_semicolon_suppresses),
-          cmocka_unit_test(test_no_value), cmocka_unit_test(test_print_runs_once),
-          cmocka_unit_test(test_side_effects_once), cmocka_unit_test(test_northstar),
-          cmocka_unit_test(test_large_result), cmocka_unit_test(test_future_annotations),
-          cmocka_unit_test(test_main_namespace), cmocka_unit_test(test_syntax_error),
-          cmocka_unit_test(test_invalid_source_bytes), cmocka_unit_test(test_zero_division_traceback),
-          cmocka_unit_test(test_exception_type_names), cmocka_unit_test(test_system_exit),
-          cmocka_unit_test(test_keyboard_interrupt), cmocka_unit_test(test_repr_raises),
-          cmocka_unit_test(test_memory_error), cmocka_unit_test(test_file_size_limit),
-          cmocka_unit_test(test_thread_limit_classified), cmocka_unit_test(test_deleted_builtins),
-          cmocka_unit_test(test_patched_traceback), cmocka_unit_test(test_malformed_report),
-          cmocka_unit_test(test_inputs), cmocka_unit_test(test_no_package_installs), cmocka_unit_test(test_sys_path),
-          cmocka_unit_test(test_unicode_output), cmocka_unit_test(test_unbuffered_output),
-          cmocka_unit_test(test_preload), cmocka_unit_test(test_reseed), cmocka_unit_test(test_bad_arguments))
+UNIT_MAIN(NULL, NULL, TEST(test_last_expression_shown), TEST(test_semicolon_suppresses), TEST(test_no_value),
+          TEST(test_print_runs_once), TEST(test_side_effects_once), TEST(test_northstar), TEST(test_large_result),
+          TEST(test_future_annotations), TEST(test_main_namespace), TEST(test_syntax_error),
+          TEST(test_invalid_source_bytes), TEST(test_zero_division_traceback), TEST(test_exception_type_names),
+          TEST(test_system_exit), TEST(test_keyboard_interrupt), TEST(test_repr_raises), TEST(test_memory_error),
+          TEST(test_file_size_limit), TEST(test_thread_limit_classified), TEST(test_deleted_builtins),
+          TEST(test_patched_traceback), TEST(test_malformed_report), TEST(test_inputs), TEST(test_no_package_installs),
+          TEST(test_sys_path), TEST(test_unicode_output), TEST(test_unbuffered_output), TEST(test_preload),
+          TEST(test_reseed), TEST(test_bad_arguments))

@@ -120,5 +120,4 @@ static void test_mutations(void **state) {
         }
 }
 
-UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_round_trip), cmocka_unit_test(test_rejects),
-          cmocka_unit_test(test_mutations))
+UNIT_MAIN(NULL, NULL, TEST(test_round_trip), TEST(test_rejects), TEST(test_mutations))

@@ -1232,14 +1232,11 @@ static int group_teardown(void **state) {
         return 0;
 }
 
-UNIT_MAIN(group_setup, group_teardown, cmocka_unit_test(test_compile), cmocka_unit_test(test_sockets_denied),
-          cmocka_unit_test(test_processes_and_exec_denied), cmocka_unit_test(test_clone3_enosys),
-          cmocka_unit_test(test_threads), cmocka_unit_test(test_namespaces_and_mounts_denied),
-          cmocka_unit_test(test_other_processes_denied), cmocka_unit_test(test_rlimits_read_only),
-          cmocka_unit_test(test_ioctl), cmocka_unit_test(test_prctl), cmocka_unit_test(test_personality),
-          cmocka_unit_test(test_unlisted_enosys), cmocka_unit_test(test_denied_misc),
-          cmocka_unit_test(test_xattr_unsupported), cmocka_unit_test(test_file_io), cmocka_unit_test(test_memory),
-          cmocka_unit_test(test_signals_and_time), cmocka_unit_test(test_identity), cmocka_unit_test(test_kill_mode),
-          cmocka_unit_test(test_x32_killed), cmocka_unit_test(test_i386_killed), cmocka_unit_test(test_bpf_arches),
-          cmocka_unit_test(test_bpf_prctl), cmocka_unit_test(test_bpf_ioctl), cmocka_unit_test(test_bpf_personality),
-          cmocka_unit_test(test_bpf_clone), cmocka_unit_test(test_bpf_prlimit64))
+UNIT_MAIN(group_setup, group_teardown, TEST(test_compile), TEST(test_sockets_denied),
+          TEST(test_processes_and_exec_denied), TEST(test_clone3_enosys), TEST(test_threads),
+          TEST(test_namespaces_and_mounts_denied), TEST(test_other_processes_denied), TEST(test_rlimits_read_only),
+          TEST(test_ioctl), TEST(test_prctl), TEST(test_personality), TEST(test_unlisted_enosys),
+          TEST(test_denied_misc), TEST(test_xattr_unsupported), TEST(test_file_io), TEST(test_memory),
+          TEST(test_signals_and_time), TEST(test_identity), TEST(test_kill_mode), TEST(test_x32_killed),
+          TEST(test_i386_killed), TEST(test_bpf_arches), TEST(test_bpf_prctl), TEST(test_bpf_ioctl),
+          TEST(test_bpf_personality), TEST(test_bpf_clone), TEST(test_bpf_prlimit64))

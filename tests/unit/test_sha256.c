@@ -160,7 +160,6 @@ static void test_sha256_reuse_after_init(void **state) {
         assert_memory_not_equal(d1, d2, 32);
 }
 
-UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_sha256_empty), cmocka_unit_test(test_sha256_abc),
-          cmocka_unit_test(test_sha256_448), cmocka_unit_test(test_sha256_896), cmocka_unit_test(test_sha256_million_a),
-          cmocka_unit_test(test_sha256_padding_edges), cmocka_unit_test(test_sha256_incremental),
-          cmocka_unit_test(test_sha256_reuse_after_init))
+UNIT_MAIN(NULL, NULL, TEST(test_sha256_empty), TEST(test_sha256_abc), TEST(test_sha256_448), TEST(test_sha256_896),
+          TEST(test_sha256_million_a), TEST(test_sha256_padding_edges), TEST(test_sha256_incremental),
+          TEST(test_sha256_reuse_after_init))

@@ -262,6 +262,5 @@ static void test_errors(void **state) {
         packed_done(&p);
 }
 
-UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_readiness), cmocka_unit_test(test_prometheus_format),
-          cmocka_unit_test(test_openmetrics_format), cmocka_unit_test(test_exec_mode_has_no_zygote_metrics),
-          cmocka_unit_test(test_label_values_are_escaped), cmocka_unit_test(test_errors))
+UNIT_MAIN(NULL, NULL, TEST(test_readiness), TEST(test_prometheus_format), TEST(test_openmetrics_format),
+          TEST(test_exec_mode_has_no_zygote_metrics), TEST(test_label_values_are_escaped), TEST(test_errors))

@@ -164,5 +164,4 @@ static void test_quarantine(void **state) {
         worker_ids_free(ids);
 }
 
-UNIT_MAIN(NULL, NULL, cmocka_unit_test(test_check), cmocka_unit_test(test_order_and_exhaustion),
-          cmocka_unit_test(test_quarantine))
+UNIT_MAIN(NULL, NULL, TEST(test_check), TEST(test_order_and_exhaustion), TEST(test_quarantine))

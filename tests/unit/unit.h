@@ -9,7 +9,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-/* main(): the tests given (cmocka_unit_test(...) entries) run as one group, with group
+/* One test of UNIT_MAIN's list, without per-test setup or teardown. */
+#define TEST(f) cmocka_unit_test(f)
+
+/* main(): the tests given (TEST(...) or other cmocka_unit_test... entries) run as one group, with group
  * setup and teardown (either NULL); the exit status is the number that failed. */
 #define UNIT_MAIN(group_setup, group_teardown, ...)                                                                    \
         int main(void) {                                                                                               \
