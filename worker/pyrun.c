@@ -219,48 +219,41 @@ static int packages_environment(void) {
  * out of the worker's root (contract/runtime.h): loaded by their real path first, so
  * the loader finds them among the loaded objects. Never unloaded. */
 static int packages_preload_libraries(void) {
-        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
-                const char *cursor = NULL;
-                char path[PATH_MAX];
-                int r;
+        PolicyPackage p = 0;
+        const char *cursor = NULL;
+        char path[PATH_MAX];
+        int r;
 
-                if (!(packages_mask & POLICY_PACKAGE_BIT(p)))
-                        continue;
-                while ((r = runtime_path_next(runtime_packages[p].preload, &cursor, path)) > 0)
-                        if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL))
-                                return -ENOENT;
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        while ((r = runtime_package_path_next(packages_mask, RUNTIME_PRELOAD, &p, &cursor, path)) > 0)
+                if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL))
+                        return -ENOENT;
+        return r;
 }
 
 /* The import path: the stdlib, lib-dynload, then each site directory of the policy's
  * packages once. */
 static PyObject *import_paths(void) {
         _cleanup_pyobj_ PyObject *list = Py_BuildValue("[ss]", CODEINTERP_PY_STDLIB, CODEINTERP_PY_DYNLOAD);
+        PolicyPackage p = 0;
+        const char *cursor = NULL;
+        char path[PATH_MAX];
+        int r;
 
         if (!list)
                 return NULL;
-        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
-                const char *cursor = NULL;
-                char path[PATH_MAX];
-                int r;
+        while ((r = runtime_package_path_next(packages_mask, RUNTIME_SITES, &p, &cursor, path)) > 0) {
+                _cleanup_pyobj_ PyObject *s = PyUnicode_DecodeFSDefault(path);
+                int k;
 
-                if (!(packages_mask & POLICY_PACKAGE_BIT(p)))
-                        continue;
-                while ((r = runtime_path_next(runtime_packages[p].sites, &cursor, path)) > 0) {
-                        _cleanup_pyobj_ PyObject *s = PyUnicode_DecodeFSDefault(path);
-                        if (!s)
-                                return NULL;
-                        r = PySequence_Contains(list, s);
-                        if (r < 0 || (r == 0 && PyList_Append(list, s) < 0))
-                                return NULL;
-                }
-                if (r < 0) {
-                        PyErr_SetString(PyExc_ValueError, "malformed site directory list");
+                if (!s)
                         return NULL;
-                }
+                k = PySequence_Contains(list, s);
+                if (k < 0 || (k == 0 && PyList_Append(list, s) < 0))
+                        return NULL;
+        }
+        if (r < 0) {
+                PyErr_SetString(PyExc_ValueError, "malformed site directory list");
+                return NULL;
         }
         return PyList_AsTuple(list);
 }
