@@ -8,7 +8,7 @@ import hashlib
 import msgpack
 import pytest
 
-from testlib import NORTHSTAR, Conn, ok, recv_result_frame
+from testlib import NORTHSTAR, Conn, ok, raised, recv_result_frame
 
 
 @pytest.mark.start_mode
@@ -46,18 +46,6 @@ def assert_channel(ch, **fields):
     identities."""
     assert {k: ch[k] for k in fields} == fields
     assert_consistent(ch)
-
-
-def raised(r, type, message=None):
-    """The exception of r, a python_exception of type (whose message is message, when
-    given) that shows no result."""
-    assert r["outcome"] == "python_exception", r
-    exc = r["exception"]
-    assert exc["type"] == type
-    if message is not None:
-        assert exc["message"]["text"] == message
-    assert r["result"] is None
-    return exc
 
 
 # ---- the interactive rule ----

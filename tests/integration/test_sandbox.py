@@ -5,7 +5,7 @@ import secrets
 
 import pytest
 
-from testlib import runtime_ancestors, unavailable, value
+from testlib import raised, runtime_ancestors, unavailable, value
 
 pytestmark = [pytest.mark.start_mode, pytest.mark.rootless, pytest.mark.python]
 
@@ -42,28 +42,24 @@ sorted(r.items())
 
 def test_af_inet_raises_permission_error(shared_conn):
     r = shared_conn.execute("import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "PermissionError"
+    raised(r, "PermissionError")
 
 
 def test_no_fork(shared_conn):
     r = shared_conn.execute("import os\nos.fork()")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "PermissionError"
+    raised(r, "PermissionError")
 
 
 def test_no_subprocess(shared_conn):
     # /usr/bin/python3 is not in the worker's root: any error but EPERM would mean the
     # fork itself succeeded.
     r = shared_conn.execute("import subprocess\nsubprocess.run(['/usr/bin/python3', '-c', 'print(1)'])")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "PermissionError"
+    raised(r, "PermissionError")
 
 
 def test_no_posix_spawn(shared_conn):
     r = shared_conn.execute("import os\nos.posix_spawn('/usr/bin/python3', ['python3'], {})")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "PermissionError"
+    raised(r, "PermissionError")
 
 
 EXISTING_EXECUTABLE = """import glob, os
@@ -238,8 +234,7 @@ sorted(r.items())
 
 def test_setuid_zero_raises(shared_conn):
     r = shared_conn.execute("import os\nos.setuid(0)")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "PermissionError"
+    raised(r, "PermissionError")
 
 
 def test_hostname(shared_conn):

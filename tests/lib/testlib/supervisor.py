@@ -381,6 +381,18 @@ def ok(r, text=None):
     return r
 
 
+def raised(r, type, message=None):
+    """The exception of r, a python_exception of type (whose message is message, when
+    given) that shows no result."""
+    assert r["outcome"] == "python_exception", r
+    exc = r["exception"]
+    assert exc["type"] == type
+    if message is not None:
+        assert exc["message"]["text"] == message
+    assert r["result"] is None
+    return exc
+
+
 def value(r):
     """The value text of an ok result."""
     return ok(r)["result"]["text"]
