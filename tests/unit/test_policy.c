@@ -364,9 +364,32 @@ static void test_styles(void **state) {
         }
 }
 
-static void test_ranges(void **state) {
+/* k at value (with its companion keys) loads; what names the bound in a failure. */
+static void bound_accepted(const Policy *d, const TestKey *k, uint64_t value, const char *what) {
         char doc[512], err[256];
-        Policy d, p;
+        Policy p;
+
+        snprintf(doc, sizeof(doc), "%s%s: %" PRIu64 "\n", k->companion, k->key, value);
+        policy_copy(&p, d);
+        if (load(&p, doc, err, sizeof(err)) != 0)
+                fail_msg("%s of %s rejected: %s", what, k->key, err);
+}
+
+/* k at value is refused, naming the key, and the policy is untouched. */
+static void bound_refused(const Policy *d, const TestKey *k, uint64_t value) {
+        char doc[512], err[256];
+        Policy p;
+
+        snprintf(doc, sizeof(doc), "%s: %" PRIu64 "\n", k->key, value);
+        policy_copy(&p, d);
+        assert_int_equal(load(&p, doc, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, k->key));
+        assert_non_null(strstr(err, "out of range"));
+        assert_memory_equal(&p, d, sizeof(p));
+}
+
+static void test_ranges(void **state) {
+        Policy d;
 
         policy_init_defaults(&d);
         for (size_t i = 0; i < ELEMENTSOF(test_keys); i++) {
@@ -374,32 +397,12 @@ static void test_ranges(void **state) {
 
                 if (!k->integer)
                         continue;
-
-                /* Both bounds are accepted. */
-                snprintf(doc, sizeof(doc), "%s%s: %" PRIu64 "\n", k->companion, k->key, k->min);
-                policy_copy(&p, &d);
-                if (load(&p, doc, err, sizeof(err)) != 0)
-                        fail_msg("min of %s rejected: %s", k->key, err);
-                snprintf(doc, sizeof(doc), "%s%s: %" PRIu64 "\n", k->companion, k->key, k->max);
-                policy_copy(&p, &d);
-                if (load(&p, doc, err, sizeof(err)) != 0)
-                        fail_msg("max of %s rejected: %s", k->key, err);
-
-                /* One past either bound is refused, naming the key, and the policy is untouched. */
-                if (k->min > 0) {
-                        snprintf(doc, sizeof(doc), "%s: %" PRIu64 "\n", k->key, k->min - 1);
-                        policy_copy(&p, &d);
-                        assert_int_equal(load(&p, doc, err, sizeof(err)), -EINVAL);
-                        assert_non_null(strstr(err, k->key));
-                        assert_non_null(strstr(err, "out of range"));
-                        assert_memory_equal(&p, &d, sizeof(p));
-                }
-                snprintf(doc, sizeof(doc), "%s: %" PRIu64 "\n", k->key, k->max + 1);
-                policy_copy(&p, &d);
-                assert_int_equal(load(&p, doc, err, sizeof(err)), -EINVAL);
-                assert_non_null(strstr(err, k->key));
-                assert_non_null(strstr(err, "out of range"));
-                assert_memory_equal(&p, &d, sizeof(p));
+                /* Both bounds are accepted; one past either is refused. */
+                bound_accepted(&d, k, k->min, "min");
+                bound_accepted(&d, k, k->max, "max");
+                if (k->min > 0)
+                        bound_refused(&d, k, k->min - 1);
+                bound_refused(&d, k, k->max + 1);
         }
 }
 
