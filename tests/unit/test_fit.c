@@ -205,53 +205,42 @@ static char *repeat(const char *unit, size_t times, const char *suffix, size_t *
 /* ---------------------------------------------------------------------------------------
  * ASCII and ceilings */
 
+/* ASCII in, fitted to ceiling, keeps text with the omission at omitted_at: every count
+ * follows (one byte a character, nothing replaced). */
+static void check_ascii(const char *in, uint64_t ceiling, const char *text, uint64_t omitted_at) {
+        FitText t = fit_one(in, strlen(in), ceiling);
+
+        assert_string_equal(t.text, text);
+        assert_int_equal(t.text_bytes, strlen(text));
+        assert_int_equal(t.text_chars, strlen(text));
+        assert_int_equal(t.total_chars, strlen(in));
+        assert_int_equal(t.total_bytes, strlen(in));
+        assert_int_equal(t.omitted_chars, strlen(in) - strlen(text));
+        assert_int_equal(t.omitted_bytes, strlen(in) - strlen(text));
+        assert_int_equal(t.omitted_at, omitted_at);
+        assert_int_equal(t.replaced, 0);
+        fit_text_done(&t);
+}
+
 static void test_fit_ascii_under(void **state) {
         FitText t = fit_one("hello", 5, 10);
 
-        assert_string_equal(t.text, "hello");
-        assert_int_equal(t.text_bytes, 5);
-        assert_int_equal(t.text_chars, 5);
-        assert_int_equal(t.total_chars, 5);
-        assert_int_equal(t.total_bytes, 5);
-        assert_int_equal(t.omitted_chars, 0);
-        assert_int_equal(t.omitted_bytes, 0);
-        assert_int_equal(t.replaced, 0);
-        assert_int_equal(t.omitted_at, 5); /* nothing omitted: the empty run is at the end */
+        check_ascii("hello", 10, "hello", 5); /* nothing omitted: the empty run is at the end */
         fit_text_done(&t);
         fit_text_done(&t); /* zeroed: harmless */
 }
 
 static void test_fit_ascii_at_ceiling(void **state) {
-        FitText t = fit_one("0123456789", 10, 10);
-
-        assert_string_equal(t.text, "0123456789");
-        assert_int_equal(t.text_chars, 10);
-        assert_int_equal(t.omitted_chars, 0);
-        assert_int_equal(t.omitted_bytes, 0);
-        assert_int_equal(t.omitted_at, 10);
-        fit_text_done(&t);
-
+        check_ascii("0123456789", 10, "0123456789", 10);
         /* One more character tips it over: head 8, tail 2. */
-        t = fit_one("0123456789X", 11, 10);
-        assert_string_equal(t.text, "012345679X");
-        assert_int_equal(t.omitted_chars, 1);
-        assert_int_equal(t.omitted_bytes, 1);
-        assert_int_equal(t.omitted_at, 8);
-        fit_text_done(&t);
+        check_ascii("0123456789X", 10, "012345679X", 8);
 }
 
 static void test_fit_ascii_over(void **state) {
         const char *abc = "abcdefghijklmnopqrstuvwxyz";
-        FitText t = fit_one(abc, 26, 8); /* head 6, tail 2 */
+        FitText t = fit_one(abc, 26, 8);
 
-        assert_string_equal(t.text, "abcdefyz");
-        assert_int_equal(t.text_bytes, 8);
-        assert_int_equal(t.text_chars, 8);
-        assert_int_equal(t.total_chars, 26);
-        assert_int_equal(t.omitted_chars, 18);
-        assert_int_equal(t.omitted_bytes, 18);
-        assert_int_equal(t.omitted_at, 6);
-
+        check_ascii(abc, 8, "abcdefyz", 6); /* head 6, tail 2 */
         FitText b = fit_bytewise(abc, 26, 8);
         assert_fit_equal(&t, &b);
         fit_text_done(&b);
@@ -271,52 +260,20 @@ static void test_fit_ceiling_zero(void **state) {
         assert_int_equal(t.omitted_at, 0);
         fit_text_done(&t);
 
-        t = fit_one("", 0, 0);
-        assert_string_equal(t.text, "");
-        assert_int_equal(t.total_chars, 0);
-        assert_int_equal(t.omitted_chars, 0);
-        assert_int_equal(t.omitted_at, 0);
-        fit_text_done(&t);
+        check_ascii("", 0, "", 0);
 }
 
 static void test_fit_small_ceilings(void **state) {
-        FitText t;
-
         /* ceiling 1: head 1, tail 0. */
-        t = fit_one("abc", 3, 1);
-        assert_string_equal(t.text, "a");
-        assert_int_equal(t.omitted_chars, 2);
-        assert_int_equal(t.omitted_at, 1);
-        fit_text_done(&t);
-
-        t = fit_one("a", 1, 1);
-        assert_string_equal(t.text, "a");
-        assert_int_equal(t.omitted_chars, 0);
-        assert_int_equal(t.omitted_at, 1);
-        fit_text_done(&t);
-
+        check_ascii("abc", 1, "a", 1);
+        check_ascii("a", 1, "a", 1);
         /* ceiling 3: head 3, tail 0. */
-        t = fit_one("abcdef", 6, 3);
-        assert_string_equal(t.text, "abc");
-        assert_int_equal(t.omitted_at, 3);
-        fit_text_done(&t);
-
+        check_ascii("abcdef", 3, "abc", 3);
         /* ceiling 4: head 3, tail 1. */
-        t = fit_one("abcdef", 6, 4);
-        assert_string_equal(t.text, "abcf");
-        assert_int_equal(t.omitted_chars, 2);
-        assert_int_equal(t.omitted_at, 3);
-        fit_text_done(&t);
-
+        check_ascii("abcdef", 4, "abcf", 3);
         /* Empty input, huge ceiling. */
-        t = fit_one("", 0, UINT64_MAX);
-        assert_string_equal(t.text, "");
-        assert_int_equal(t.omitted_at, 0);
-        fit_text_done(&t);
-
-        t = fit_one("xyz", 3, UINT64_MAX);
-        assert_string_equal(t.text, "xyz");
-        fit_text_done(&t);
+        check_ascii("", UINT64_MAX, "", 0);
+        check_ascii("xyz", UINT64_MAX, "xyz", 3);
 }
 
 /* ---------------------------------------------------------------------------------------
