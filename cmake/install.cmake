@@ -21,26 +21,24 @@ set(CODEINTERP_WORKER_PATH "${CMAKE_INSTALL_FULL_LIBEXECDIR}/codeinterp/codeinte
 # otherwise this installed path (supervisor/main.c, load_worker).
 target_compile_definitions(codeinterpd PRIVATE CODEINTERP_WORKER_PATH="${CODEINTERP_WORKER_PATH}")
 
-# systemd's unit directory: what systemd.pc says (Debian 12: /lib/systemd/system),
-# else <prefix>/lib/systemd/system. Override with -DCODEINTERP_SYSTEMD_UNITDIR=.
-if(NOT DEFINED CODEINTERP_SYSTEMD_UNITDIR)
-  pkg_get_variable(_ci_unitdir systemd systemdsystemunitdir)
-  if(NOT _ci_unitdir)
-    set(_ci_unitdir "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+# A systemd unit directory: <cache_var> when given (-D<cache_var>=), else what systemd.pc
+# says for <pc_var>, else <prefix>/<fallback>.
+function(codeinterp_unitdir cache_var pc_var fallback doc)
+  if(NOT DEFINED ${cache_var})
+    pkg_get_variable(_dir systemd ${pc_var})
+    if(NOT _dir)
+      set(_dir "${CMAKE_INSTALL_PREFIX}/${fallback}")
+    endif()
+    set(${cache_var} "${_dir}" CACHE PATH "${doc}")
   endif()
-  set(CODEINTERP_SYSTEMD_UNITDIR "${_ci_unitdir}" CACHE PATH "Where the systemd units are installed")
-endif()
+endfunction()
 
-# systemd's user unit directory, for the rootless pair: systemd.pc's systemduserunitdir
-# (Debian 12: /usr/lib/systemd/user), else <prefix>/lib/systemd/user. Override with
-# -DCODEINTERP_SYSTEMD_USERUNITDIR=.
-if(NOT DEFINED CODEINTERP_SYSTEMD_USERUNITDIR)
-  pkg_get_variable(_ci_userunitdir systemd systemduserunitdir)
-  if(NOT _ci_userunitdir)
-    set(_ci_userunitdir "${CMAKE_INSTALL_PREFIX}/lib/systemd/user")
-  endif()
-  set(CODEINTERP_SYSTEMD_USERUNITDIR "${_ci_userunitdir}" CACHE PATH "Where the systemd user units are installed")
-endif()
+# systemd's unit directory (Debian 12: /lib/systemd/system), and its user unit directory,
+# for the rootless pair (Debian 12: /usr/lib/systemd/user).
+codeinterp_unitdir(CODEINTERP_SYSTEMD_UNITDIR systemdsystemunitdir lib/systemd/system
+                   "Where the systemd units are installed")
+codeinterp_unitdir(CODEINTERP_SYSTEMD_USERUNITDIR systemduserunitdir lib/systemd/user
+                   "Where the systemd user units are installed")
 
 # The Python client (python/codeinterp): installed only when
 # it exists, into Debian's directory for pure-Python modules of every python3.

@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -126,6 +128,14 @@ int memfd_from_buffer(const char *name, const void *data, size_t len, int *ret_f
                 return -errno;
         *ret_fd = TAKE_FD(fd);
         return 0;
+}
+
+void set_why(char *why, size_t why_len, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(why, why_len, fmt, ap);
+        va_end(ap);
 }
 
 uint64_t now_usec(void) {

@@ -35,6 +35,9 @@ static inline void frame_put_len(uint8_t out[4], uint32_t n) {
 static inline uint32_t frame_get_len(const uint8_t in[4]) {
         return (uint32_t) in[0] << 24 | (uint32_t) in[1] << 16 | (uint32_t) in[2] << 8 | (uint32_t) in[3];
 }
+/* Format a reason into why (why_len bytes, truncated to fit, always NUL-terminated):
+ * the "char *why, size_t why_len" out-parameter of the supervisor's setup steps. */
+void set_why(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);
 /* Count Unicode code points in valid UTF-8; -EILSEQ if invalid. */

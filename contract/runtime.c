@@ -41,42 +41,55 @@ int runtime_packages_missing(uint32_t mask, PolicyPackage *ret_package) {
         return 0;
 }
 
-/* Whether path is among the binds of an earlier package of mask. */
-static int bound_before(uint32_t mask, PolicyPackage upto, const char *path) {
-        for (PolicyPackage p = 0; p < upto; p++) {
-                const char *cursor = NULL;
-                char other[PATH_MAX];
-                int r;
-
-                if (!(mask & POLICY_PACKAGE_BIT(p)))
-                        continue;
-                while ((r = runtime_path_next(runtime_packages[p].binds, &cursor, other)) > 0)
-                        if (strcmp(other, path) == 0)
-                                return 1;
-                if (r < 0)
-                        return r;
+static const char *runtime_list(const RuntimePackage *p, RuntimeList which) {
+        switch (which) {
+        case RUNTIME_SITES:
+                return p->sites;
+        case RUNTIME_BINDS:
+                return p->binds;
+        case RUNTIME_PRELOAD:
+                return p->preload;
         }
-        return 0;
+        return "";
 }
 
-int runtime_package_bind_next(uint32_t mask, PolicyPackage *package, const char **cursor,
+int runtime_package_path_next(uint32_t mask, RuntimeList which, PolicyPackage *package, const char **cursor,
                               char ret_path[static PATH_MAX]) {
         int r;
 
         for (; *package < _POLICY_PACKAGE_MAX; (*package)++, *cursor = NULL) {
                 if (!(mask & POLICY_PACKAGE_BIT(*package)))
                         continue;
-                while ((r = runtime_path_next(runtime_packages[*package].binds, cursor, ret_path)) > 0) {
-                        r = bound_before(mask, *package, ret_path);
-                        if (r < 0)
-                                return r;
-                        if (r == 0)
-                                return 1;
-                }
-                if (r < 0)
+                r = runtime_path_next(runtime_list(&runtime_packages[*package], which), cursor, ret_path);
+                if (r != 0)
                         return r;
         }
         return 0;
+}
+
+/* Whether path is among the binds of an earlier package of mask. */
+static int bound_before(uint32_t mask, PolicyPackage upto, const char *path) {
+        PolicyPackage p = 0;
+        const char *cursor = NULL;
+        char other[PATH_MAX];
+        int r;
+
+        while ((r = runtime_package_path_next(mask, RUNTIME_BINDS, &p, &cursor, other)) > 0 && p < upto)
+                if (strcmp(other, path) == 0)
+                        return 1;
+        return r < 0 && p < upto ? r : 0;
+}
+
+int runtime_package_bind_next(uint32_t mask, PolicyPackage *package, const char **cursor,
+                              char ret_path[static PATH_MAX]) {
+        int r;
+
+        while ((r = runtime_package_path_next(mask, RUNTIME_BINDS, package, cursor, ret_path)) > 0) {
+                r = bound_before(mask, *package, ret_path);
+                if (r <= 0)
+                        return r < 0 ? r : 1;
+        }
+        return r;
 }
 
 int runtime_path_next(const char *list, const char **cursor, char ret_path[static PATH_MAX]) {

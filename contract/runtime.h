@@ -36,6 +36,19 @@ extern const RuntimePackage runtime_packages[_POLICY_PACKAGE_MAX];
 /* The first package of mask this build cannot provide: 1 and it in *ret_package, or 0. */
 int runtime_packages_missing(uint32_t mask, PolicyPackage *ret_package);
 
+/* Which list of a RuntimePackage. */
+typedef enum RuntimeList {
+        RUNTIME_SITES,
+        RUNTIME_BINDS,
+        RUNTIME_PRELOAD,
+} RuntimeList;
+
+/* The next path of list which of the packages in mask, in allow-list order (a path two
+ * packages name comes twice): 1 and the path in ret_path, its package in *package; 0
+ * after the last, -EINVAL on a malformed entry. *package and *cursor start at 0 and NULL. */
+int runtime_package_path_next(uint32_t mask, RuntimeList which, PolicyPackage *package, const char **cursor,
+                              char ret_path[static PATH_MAX]);
+
 /* The next bind of the packages in mask, each path once, in allow-list order: 1 and
  * the path in ret_path, 0 after the last, -EINVAL on a malformed entry. *package and
  * *cursor start at 0 and NULL. */

@@ -595,14 +595,24 @@ static bool is_null_scalar(const yaml_event_t *ev) {
                ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !ev->data.scalar.anchor && !ev->data.scalar.tag;
 }
 
+/* The next event, which must be of type; else the error names the event's line and what
+ * is wrong. */
+static int next_event_of(Loader *l, yaml_event_type_t type, const char *wrong) {
+        int r = next_event(l);
+
+        if (r < 0)
+                return r;
+        if (l->ev.type != type)
+                return fail(l, ev_line(&l->ev), NULL, "%s", wrong);
+        return 0;
+}
+
 static int load_document(Loader *l) {
         int r;
 
-        r = next_event(l);
+        r = next_event_of(l, YAML_STREAM_START_EVENT, "malformed YAML stream");
         if (r < 0)
                 return r;
-        if (l->ev.type != YAML_STREAM_START_EVENT)
-                return fail(l, ev_line(&l->ev), NULL, "malformed YAML stream");
 
         r = next_event(l);
         if (r < 0)
@@ -629,18 +639,10 @@ static int load_document(Loader *l) {
                         return r;
         }
 
-        r = next_event(l);
+        r = next_event_of(l, YAML_DOCUMENT_END_EVENT, "malformed YAML document");
         if (r < 0)
                 return r;
-        if (l->ev.type != YAML_DOCUMENT_END_EVENT)
-                return fail(l, ev_line(&l->ev), NULL, "malformed YAML document");
-
-        r = next_event(l);
-        if (r < 0)
-                return r;
-        if (l->ev.type != YAML_STREAM_END_EVENT)
-                return fail(l, ev_line(&l->ev), NULL, "only one YAML document is allowed");
-        return 0;
+        return next_event_of(l, YAML_STREAM_END_EVENT, "only one YAML document is allowed");
 }
 
 int policy_load_string(Policy *p, const char *data, size_t len, char *err, size_t errlen) {

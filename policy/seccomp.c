@@ -53,11 +53,11 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/util.h"
 #include "policy/seccomp_tables.h"
 
 #if !defined(__x86_64__) || defined(__ILP32__)
@@ -359,7 +359,8 @@ int policy_seccomp_compile(PolicyDenyAction deny, struct sock_fprog *ret) {
         scmp_filter_ctx ctx = NULL;
         _cleanup_close_ int fd = -1;
         _cleanup_free_ struct sock_filter *insns = NULL;
-        struct stat st;
+        void *buf;
+        size_t len;
         int r;
 
         if (!ret)
@@ -380,28 +381,15 @@ int policy_seccomp_compile(PolicyDenyAction deny, struct sock_fprog *ret) {
         if (r < 0)
                 return r;
 
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0)
-                return -EBADMSG;
-        size_t n = (size_t) st.st_size / sizeof(struct sock_filter);
-        if (n > BPF_MAXINSNS)
+        r = read_fd_all(fd, (size_t) BPF_MAXINSNS * sizeof(struct sock_filter), &buf, &len);
+        if (r == -EFBIG)
                 return -E2BIG;
-
-        insns = malloc((size_t) st.st_size);
-        if (!insns)
-                return -ENOMEM;
-        for (size_t done = 0; done < (size_t) st.st_size;) {
-                ssize_t k = pread(fd, (char *) insns + done, (size_t) st.st_size - done, (off_t) done);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        return -EIO;
-                done += (size_t) k;
-        }
+        if (r < 0)
+                return r;
+        insns = buf;
+        if (len == 0 || len % sizeof(struct sock_filter) != 0)
+                return -EBADMSG;
+        size_t n = len / sizeof(struct sock_filter);
 
         *ret = (struct sock_fprog){
                 .len = (unsigned short) n,

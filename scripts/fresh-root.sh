@@ -2,8 +2,9 @@
 # A fresh minimal Debian 12 root, shared by scripts/fresh-system-check.sh,
 # scripts/nspawn-check.sh and the container check: sourced, it sets cache, arch,
 # tarball, mirror and security, and defines fresh_root_build_cache (debootstrap
-# --variant=minbase bookworm, cached as a tarball) and fresh_root_unpack (a new copy
-# with the host's resolver, extra CAs and apt sources). The sourcing script defines
+# --variant=minbase bookworm, cached as a tarball), fresh_root_unpack (a new copy
+# with the host's resolver, extra CAs and apt sources) and fresh_root_remove (a run
+# directory, unless something is mounted under it). The sourcing script defines
 # say, die and here first.
 #
 # Environment: CODEINTERP_FRESH_CACHE (cache directory, default
@@ -20,6 +21,24 @@ case "$cache/" in
 esac
 arch=$(dpkg --print-architecture)
 tarball="$cache/bookworm-minbase-$arch.tar"
+
+# Remove a run directory of the cache, RUN ($1, "$cache/<name>.XXXXXX"), unless
+# the host sees anything mounted under it (mounts are made only in a private
+# namespace: then it is left, and this says so and fails) or CODEINTERP_FRESH_KEEP=1
+# (then it is left, and this says where its root is).
+fresh_root_remove() {
+        if awk -v r="$1" '$5 == r || index($5, r "/") == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+                say "something is still mounted under $1: not deleting it"
+                return 1
+        fi
+        if [ "${CODEINTERP_FRESH_KEEP:-}" = 1 ]; then
+                say "kept the run's root: $1/root"
+                return 0
+        fi
+        case "$1" in
+        "$cache"/*.??????) rm -rf --one-file-system "$1" ;;
+        esac
+}
 
 # The mirror the host's apt sources use for SUITE (one-line and deb822 formats).
 host_mirror() {

@@ -93,18 +93,7 @@ cleanup() {
                 kill -KILL "$nspid" 2>/dev/null || true
                 wait "$nspid" 2>/dev/null || true
         fi
-        # Mounts were made only in the private namespace; refuse to delete if the host
-        # sees anything mounted under the run directory.
-        if awk -v r="$run" '$5 == r || index($5, r "/") == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
-                say "something is still mounted under $run: not deleting it"
-                status=1
-        elif [ "${CODEINTERP_FRESH_KEEP:-}" = 1 ]; then
-                say "kept the run's root: $run/root"
-        else
-                case "$run" in
-                "$cache"/run.??????) rm -rf --one-file-system "$run" ;;
-                esac
-        fi
+        fresh_root_remove "$run" || status=1
         [ -s "$timings" ] && { say "phase timings:"; cat "$timings" >&2; }
         rm -f "$timings"
         exit "$status"

@@ -39,14 +39,7 @@ run=$(mktemp -d "$cache/nspawn.XXXXXX")
 cleanup() {
         status=$?
         trap - EXIT INT TERM
-        if awk -v r="$run" '$5 == r || index($5, r "/") == 1 { f = 1 } END { exit !f }' /proc/self/mountinfo; then
-                say "something is still mounted under $run: not deleting it"
-                status=1
-        elif [ "${CODEINTERP_FRESH_KEEP:-}" = 1 ]; then
-                say "kept $run/root"
-        else
-                rm -rf --one-file-system "$run"
-        fi
+        fresh_root_remove "$run" || status=1
         rm -f "$run.boot.log"
         exit "$status"
 }

@@ -11,7 +11,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,18 +99,24 @@ static int rmdir_retry(int dir, const char *name) {
         }
 }
 
+/* A directory stream over a duplicate of dir (dir stays open and ours); NULL on failure. */
+static DIR *opendir_dup(int dir) {
+        int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+        if (!d && fd >= 0)
+                close(fd);
+        return d;
+}
+
 /* Remove the worker cgroups ("w<n>") in dir, a supervisor's own subtree. One that still
  * holds a process (EBUSY) is left; log says whether that is worth a warning. */
 static void remove_workers(int dir, const char *where, bool log) {
-        int fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        DIR *d = opendir_dup(dir);
         struct dirent *de;
 
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
+        if (!d)
                 return;
-        }
         while ((de = readdir(d)))
                 if (de->d_name[0] == 'w' && de->d_type == DT_DIR && rmdir_retry(dir, de->d_name) < 0 &&
                     errno != ENOENT && log)
@@ -125,15 +130,11 @@ static void remove_workers(int dir, const char *where, bool log) {
  * taken has no owner. Never one a live supervisor holds, never anything else (the
  * "w<pid>-<n>" cgroups of versions before 0.9 are left to their owners). */
 static void remove_orphans(int parent, const char *own) {
-        int fd = fcntl(parent, F_DUPFD_CLOEXEC, 3);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        DIR *d = opendir_dup(parent);
         struct dirent *de;
 
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
+        if (!d)
                 return;
-        }
         while ((de = readdir(d))) {
                 _cleanup_close_ int sub = -1;
 
@@ -150,15 +151,6 @@ static void remove_orphans(int parent, const char *own) {
                                           de->d_name);
         }
         closedir(d);
-}
-
-static void set_why(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_why(char *why, size_t why_len, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(why, why_len, fmt, ap);
-        va_end(ap);
 }
 
 static const char *const controllers[] = { "memory", "pids", NULL };

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/proc.h"
+#include "common/util.h"
 
 struct IdLeases {
         int ids;        /* "host-ids": one OFD lock per leased uid */
@@ -36,15 +36,6 @@ struct IdLeases {
  * found (CLOCK_BOOTTIME, ns) and not leased again until ID_ORPHAN_QUARANTINE_NS later,
  * nor while a process still has it as a uid (then stamped again). */
 enum { ID_FREE = 0, ID_LEASED = 1 };
-
-static void set_why(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_why(char *why, size_t why_len, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(why, why_len, fmt, ap);
-        va_end(ap);
-}
 
 /* A directory owned by us and writable by nobody else, opened without following a
  * symlink; made (0755) when missing. */

@@ -7,7 +7,6 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "common/cleanup.h"
 #include "common/proc.h"
 #include "common/userns.h"
+#include "common/util.h"
 
 typedef enum SlotState {
         SLOT_FREE,
@@ -31,15 +31,6 @@ struct WorkerIds {
         uint8_t *state;   /* SlotState per slot */
         IdLeases *leases; /* host-wide leases of the ids (NULL: rootless, or none) */
 };
-
-static void set_why(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_why(char *why, size_t why_len, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(why, why_len, fmt, ap);
-        va_end(ap);
-}
 
 static bool in_block(uint64_t id, uint32_t base, uint32_t count) {
         return id >= base && id < (uint64_t) base + count;

@@ -219,48 +219,41 @@ static int packages_environment(void) {
  * out of the worker's root (contract/runtime.h): loaded by their real path first, so
  * the loader finds them among the loaded objects. Never unloaded. */
 static int packages_preload_libraries(void) {
-        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
-                const char *cursor = NULL;
-                char path[PATH_MAX];
-                int r;
+        PolicyPackage p = 0;
+        const char *cursor = NULL;
+        char path[PATH_MAX];
+        int r;
 
-                if (!(packages_mask & POLICY_PACKAGE_BIT(p)))
-                        continue;
-                while ((r = runtime_path_next(runtime_packages[p].preload, &cursor, path)) > 0)
-                        if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL))
-                                return -ENOENT;
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        while ((r = runtime_package_path_next(packages_mask, RUNTIME_PRELOAD, &p, &cursor, path)) > 0)
+                if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL))
+                        return -ENOENT;
+        return r;
 }
 
 /* The import path: the stdlib, lib-dynload, then each site directory of the policy's
  * packages once. */
 static PyObject *import_paths(void) {
         _cleanup_pyobj_ PyObject *list = Py_BuildValue("[ss]", CODEINTERP_PY_STDLIB, CODEINTERP_PY_DYNLOAD);
+        PolicyPackage p = 0;
+        const char *cursor = NULL;
+        char path[PATH_MAX];
+        int r;
 
         if (!list)
                 return NULL;
-        for (PolicyPackage p = 0; p < _POLICY_PACKAGE_MAX; p++) {
-                const char *cursor = NULL;
-                char path[PATH_MAX];
-                int r;
+        while ((r = runtime_package_path_next(packages_mask, RUNTIME_SITES, &p, &cursor, path)) > 0) {
+                _cleanup_pyobj_ PyObject *s = PyUnicode_DecodeFSDefault(path);
+                int k;
 
-                if (!(packages_mask & POLICY_PACKAGE_BIT(p)))
-                        continue;
-                while ((r = runtime_path_next(runtime_packages[p].sites, &cursor, path)) > 0) {
-                        _cleanup_pyobj_ PyObject *s = PyUnicode_DecodeFSDefault(path);
-                        if (!s)
-                                return NULL;
-                        r = PySequence_Contains(list, s);
-                        if (r < 0 || (r == 0 && PyList_Append(list, s) < 0))
-                                return NULL;
-                }
-                if (r < 0) {
-                        PyErr_SetString(PyExc_ValueError, "malformed site directory list");
+                if (!s)
                         return NULL;
-                }
+                k = PySequence_Contains(list, s);
+                if (k < 0 || (k == 0 && PyList_Append(list, s) < 0))
+                        return NULL;
+        }
+        if (r < 0) {
+                PyErr_SetString(PyExc_ValueError, "malformed site directory list");
+                return NULL;
         }
         return PyList_AsTuple(list);
 }
@@ -289,13 +282,23 @@ static PyObject *runner_preload = NULL;
 static PyObject *runner_forget_host_facts = NULL;
 static PyObject *runner_renew_worker = NULL;
 
+/* The runner's functions that C calls, each bound by name once the runner has run. */
+static const struct {
+        const char *name;
+        PyObject **ret;
+} runner_entries[] = {
+        { "run", &runner_run },
+        { "preload", &runner_preload },
+        { "forget_host_facts", &runner_forget_host_facts },
+        { "renew_worker", &runner_renew_worker },
+};
+
 /* Compile and run the runner into a private namespace; bind its run(). */
 static int pyrun_runner_setup(void) {
         _cleanup_pyobj_ PyObject *globals = NULL, *builtins = NULL, *name = NULL, *paths = NULL, *numeric = NULL,
                                  *names = NULL, *code = NULL, *ret = NULL;
         const char *source = (const char *) runner_source;
         const char *numeric_text = (const char *) numeric_source;
-        PyObject *run;
 
         /* embed.cmake refuses a NUL byte; these are the C strings the compiler sees. */
         if (strlen(source) != sizeof runner_source - 1 || strlen(numeric_text) != sizeof numeric_source - 1)
@@ -329,22 +332,12 @@ static int pyrun_runner_setup(void) {
         if (!ret)
                 goto fail;
 
-        run = PyDict_GetItemString(globals, "run"); /* borrowed */
-        if (!run || !PyCallable_Check(run))
-                return -EIO;
-        runner_run = Py_NewRef(run);
-        run = PyDict_GetItemString(globals, "preload"); /* borrowed */
-        if (!run || !PyCallable_Check(run))
-                return -EIO;
-        runner_preload = Py_NewRef(run);
-        run = PyDict_GetItemString(globals, "forget_host_facts"); /* borrowed */
-        if (!run || !PyCallable_Check(run))
-                return -EIO;
-        runner_forget_host_facts = Py_NewRef(run);
-        run = PyDict_GetItemString(globals, "renew_worker"); /* borrowed */
-        if (!run || !PyCallable_Check(run))
-                return -EIO;
-        runner_renew_worker = Py_NewRef(run);
+        for (size_t i = 0; i < ELEMENTSOF(runner_entries); i++) {
+                PyObject *fn = PyDict_GetItemString(globals, runner_entries[i].name); /* borrowed */
+                if (!fn || !PyCallable_Check(fn))
+                        return -EIO;
+                *runner_entries[i].ret = Py_NewRef(fn);
+        }
         return 0;
 
 fail:

@@ -158,23 +158,20 @@ int sandbox_become(uid_t uid, gid_t gid, SetupStage *ret_stage) {
 /* A bind mount inherits locked flags (nosuid, nodev, noexec...) from its source;
  * a read-only remount must repeat them or the kernel refuses it in a user namespace. */
 static unsigned long locked_flags(const char *path) {
+        static const struct {
+                unsigned long st, ms;
+        } map[] = {
+                { ST_NOSUID, MS_NOSUID },   { ST_NODEV, MS_NODEV },           { ST_NOEXEC, MS_NOEXEC },
+                { ST_NOATIME, MS_NOATIME }, { ST_NODIRATIME, MS_NODIRATIME }, { ST_RELATIME, MS_RELATIME },
+        };
         struct statvfs st;
         unsigned long f = 0;
 
         if (statvfs(path, &st) < 0)
                 return 0;
-        if (st.f_flag & ST_NOSUID)
-                f |= MS_NOSUID;
-        if (st.f_flag & ST_NODEV)
-                f |= MS_NODEV;
-        if (st.f_flag & ST_NOEXEC)
-                f |= MS_NOEXEC;
-        if (st.f_flag & ST_NOATIME)
-                f |= MS_NOATIME;
-        if (st.f_flag & ST_NODIRATIME)
-                f |= MS_NODIRATIME;
-        if (st.f_flag & ST_RELATIME)
-                f |= MS_RELATIME;
+        for (size_t i = 0; i < ELEMENTSOF(map); i++)
+                if (st.f_flag & map[i].st)
+                        f |= map[i].ms;
         return f;
 }
 

@@ -59,20 +59,28 @@ def summary(values):
     return "p50 %7.2f ms  p90 %7.2f ms  p99 %7.2f ms" % (pct(values, 50), pct(values, 90), pct(values, 99))
 
 
-def latency(sup, n, gap=0.0):
-    """n sequential calls; gap seconds between them (an agent's calls are seconds
-    apart, which gives the zygote time to have a pre-started worker ready)."""
+def timed_calls(sup, code, n, gap, check):
+    """The latencies (ms) of n sequential calls of code on one connection, gap seconds
+    between them (an agent's calls are seconds apart, which gives the zygote time to
+    have a pre-started worker ready); check(r) asserts on each result."""
     c = sup.connect()
     out = []
     for _ in range(n):
         t = time.perf_counter()
-        r = c.execute(TRIVIAL)
+        r = c.execute(code)
         out.append((time.perf_counter() - t) * 1000)
-        assert r["outcome"] == "ok" and r["result"]["text"] == "8.25", r
+        check(r)
         if gap:
             time.sleep(gap)
     c.close()
     return out
+
+
+def latency(sup, n, gap=0.0):
+    """n sequential calls of TRIVIAL (the northstar), gap seconds apart."""
+    def check(r):
+        assert r["outcome"] == "ok" and r["result"]["text"] == "8.25", r
+    return timed_calls(sup, TRIVIAL, n, gap, check)
 
 
 def bare_python(n, exe="/usr/bin/python3"):
@@ -575,17 +583,9 @@ PLOT = ("import os, matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot 
 
 
 def stack_latency(sup, code, n, gap):
-    c = sup.connect()
-    out = []
-    for _ in range(n):
-        t = time.perf_counter()
-        r = c.execute(code)
-        out.append((time.perf_counter() - t) * 1000)
+    def check(r):
         assert r["outcome"] == "ok", (r.get("outcome"), r.get("exception"), r.get("detail"))
-        if gap:
-            time.sleep(gap)
-    c.close()
-    return out
+    return timed_calls(sup, code, n, gap, check)
 
 
 def bare_site_python(code, n, tmp):

@@ -45,15 +45,8 @@ SANDBOX_SYSCALLS = {
 }
 
 
-def load(name):
-    with open(os.path.join(K8S, name)) as f:
-        return [d for d in yaml.safe_load_all(f) if d is not None]
-
-
-def one(docs, kind):
-    found = [d for d in docs if d.get("kind") == kind]
-    assert len(found) == 1, f"expected one {kind}, found {len(found)}"
-    return found[0]
+load = podspecs.load  # the documents of a manifest under packaging/kubernetes
+one = podspecs.one  # the one document of a kind
 
 
 def quantity(q):

@@ -59,6 +59,13 @@ def removed(sup, dirs):
     return not any(os.path.exists(d) for d in dirs.values())
 
 
+def assert_limits(dirs, memory, procs):
+    """A call's cgroups (dirs_of) hold its memory limit and its process limit."""
+    memory_file = "memory.max" if VERSION == "v2" else "memory.limit_in_bytes"
+    assert int(read(dirs["memory"], memory_file)) == memory
+    assert int(read(dirs["pids"], "pids.max")) == procs
+
+
 def start(make_supervisor, policy=POLICY, extra_args=()):
     """make_supervisor with cgroups: auto unless the policy says otherwise (auto is the
     reviewed profile's; said here too, so these tests do not depend on it)."""
@@ -77,12 +84,9 @@ def test_worker_runs_in_its_own_cgroup(make_supervisor):
     for ctrl, d in dirs.items():
         assert owned_by(sup.proc.pid, d), dirs
         assert d != mine[ctrl]
+    assert_limits(dirs, MEMORY, PROCS)
     if VERSION == "v2":
-        assert int(read(dirs["memory"], "memory.max")) == MEMORY
         assert read(dirs["memory"], "memory.oom.group") == "1"
-    else:
-        assert int(read(dirs["memory"], "memory.limit_in_bytes")) == MEMORY
-    assert int(read(dirs["pids"], "pids.max")) == PROCS
     call.release()
     r = call.result()
     assert r["outcome"] == "ok", r
@@ -272,11 +276,7 @@ def test_reload_rewrites_a_prepared_cgroups_limits(make_supervisor):
         wait_for(lambda: sup.read_log().count("Reloaded the policy") > log_before, "the reload")
         call = start_held(sup, after="1")
         dirs = dirs_of(call.wait_running())
-        if VERSION == "v2":
-            assert int(read(dirs["memory"], "memory.max")) == memory
-        else:
-            assert int(read(dirs["memory"], "memory.limit_in_bytes")) == memory
-        assert int(read(dirs["pids"], "pids.max")) == procs_max
+        assert_limits(dirs, memory, procs_max)
         call.release()
         r = call.result()
         assert r["outcome"] == "ok", r

@@ -19,20 +19,22 @@ def text(b):
     return b.decode("utf-8")
 
 
+def printed(out):
+    """What a codeinterp command (a CompletedProcess) printed, having exited 0."""
+    assert out.returncode == 0, out.stderr
+    return text(out.stdout)
+
+
 # ---- codeinterp exec ----
 
 def test_exec_northstar(shared_supervisor):
     msup = shared_supervisor()
-    out = msup.cli("exec", "-c", NORTHSTAR)
-    assert out.returncode == 0, out.stderr
-    assert text(out.stdout) == "8.25\n"
+    assert printed(msup.cli("exec", "-c", NORTHSTAR)) == "8.25\n"
 
 
 def test_exec_prints_stdout_then_value(shared_supervisor):
     msup = shared_supervisor()
-    out = msup.cli("exec", "-c", "print('hello')\n6 * 7")
-    assert out.returncode == 0, out.stderr
-    assert text(out.stdout) == "hello\n42\n"
+    assert printed(msup.cli("exec", "-c", "print('hello')\n6 * 7")) == "hello\n42\n"
 
 
 def test_exec_suppressed_value_prints_nothing(shared_supervisor):
@@ -100,15 +102,12 @@ def test_exec_from_file(shared_supervisor):
         out = msup.cli("exec", f.name)
     finally:
         os.unlink(f.name)
-    assert out.returncode == 0, out.stderr
-    assert text(out.stdout) == "8.25\n"
+    assert printed(out) == "8.25\n"
 
 
 def test_exec_from_stdin(shared_supervisor):
     msup = shared_supervisor()
-    out = msup.cli("exec", "-", input=NORTHSTAR.encode())
-    assert out.returncode == 0, out.stderr
-    assert text(out.stdout) == "8.25\n"
+    assert printed(msup.cli("exec", "-", input=NORTHSTAR.encode())) == "8.25\n"
 
 
 def test_exec_big_output_marks_omission(shared_supervisor):
@@ -282,8 +281,7 @@ def test_exec_utf8_attachment_is_its_own_text(shared_supervisor, tmp_path):
     f = tmp_path / "notes.txt"
     f.write_text("héllo\n")
     out = msup.cli("exec", "--attach", "n=%s:text/plain" % f, "-c", "open(input_assets['n']['text']).read()")
-    assert out.returncode == 0, out.stderr
-    assert text(out.stdout) == "'héllo\\n'\n"
+    assert printed(out) == "'héllo\\n'\n"
 
 
 def test_replay_of_a_binary_attachment_is_identical(shared_supervisor, tmp_path):

@@ -8,7 +8,7 @@ import hashlib
 import msgpack
 import pytest
 
-from testlib import NORTHSTAR, Conn, ok, recv_result_frame
+from testlib import NORTHSTAR, Conn, ok, raised, recv_result_frame
 
 
 @pytest.mark.start_mode
@@ -39,6 +39,13 @@ def assert_consistent(ch):
     """The fitting identities every channel must keep."""
     assert ch["totalCharacters"] == len(ch["text"]) + ch["omittedCharacters"]
     assert ch["totalBytes"] == len(ch["text"].encode("utf-8")) + ch["omittedBytes"]
+
+
+def assert_channel(ch, **fields):
+    """ch has these fields (their wire names) with these values, and keeps the fitting
+    identities."""
+    assert {k: ch[k] for k in fields} == fields
+    assert_consistent(ch)
 
 
 # ---- the interactive rule ----
@@ -107,42 +114,32 @@ PRISTINE_FILTERS = [
 @pytest.mark.python
 def test_syntax_error_runs_nothing(shared_conn):
     r = shared_conn.execute("print('side effect')\nx = (1 +\n")
-    assert r["outcome"] == "python_exception"
+    exc = raised(r, "SyntaxError")
     # The whole cell is compiled before any of it runs.
     assert r["stdout"]["text"] == ""
-    exc = r["exception"]
-    assert exc["type"] == "SyntaxError"
     assert exc["message"]["text"]
     tb = exc["traceback"]["text"]
     assert "SyntaxError" in tb and "<code>" in tb
-    assert r["result"] is None
 
 
 @pytest.mark.python
 def test_zero_division(shared_conn):
     r = shared_conn.execute("print('before')\nx = 1\nx / 0\nprint('after')")
-    assert r["outcome"] == "python_exception"
+    exc = raised(r, "ZeroDivisionError", "division by zero")
     assert r["stdout"]["text"] == "before\n"
-    exc = r["exception"]
-    assert exc["type"] == "ZeroDivisionError"
-    assert exc["message"]["text"] == "division by zero"
     tb = exc["traceback"]["text"]
     assert tb.startswith("Traceback (most recent call last):\n")
     assert 'File "<code>", line 3' in tb
     assert tb.endswith("ZeroDivisionError: division by zero\n")
     # Only the user's frames: nothing of the runner.
     assert "codeinterp-runner" not in tb
-    assert r["result"] is None
     assert r["limit"] is None
 
 
 @pytest.mark.python
 def test_exception_in_repr_of_value(shared_conn):
     r = shared_conn.execute("class A:\n    def __repr__(self):\n        raise ValueError('bad repr')\nA()")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "ValueError"
-    assert r["exception"]["message"]["text"] == "bad repr"
-    assert r["result"] is None
+    raised(r, "ValueError", "bad repr")
 
 
 @pytest.mark.start_mode
@@ -163,9 +160,7 @@ def test_evidence_and_timing(shared_conn):
 
 @pytest.mark.python
 def test_qualified_exception_type(shared_conn):
-    r = shared_conn.execute("import json\njson.loads('{')")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "json.decoder.JSONDecodeError"
+    raised(shared_conn.execute("import json\njson.loads('{')"), "json.decoder.JSONDecodeError")
 
 
 @pytest.mark.python
@@ -173,9 +168,7 @@ def test_qualified_exception_type(shared_conn):
 def test_system_exit_zero_is_an_exception(shared_conn, code):
     r = shared_conn.execute(code)
     assert r["type"] == "result"
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "SystemExit"
-    assert r["exception"]["message"]["text"] == "0"
+    raised(r, "SystemExit", "0")
 
 
 # ---- every call starts from nothing ----
@@ -225,15 +218,9 @@ def test_stdout_fitting_exact(shared_conn):
     r = ok(shared_conn.execute("print('é' * 70000)"))
     out = r["stdout"]
     # 70000 'é' + '\n'; head 48000 characters, tail 16000 (incl. the newline).
-    assert out["totalCharacters"] == 70001
-    assert out["totalBytes"] == 140001
-    assert out["omittedCharacters"] == 6001
-    assert out["omittedBytes"] == 12002
-    assert out["omittedAt"] == 48000
-    assert out["replacedCharacters"] == 0
+    assert_channel(out, totalCharacters=70001, totalBytes=140001, omittedCharacters=6001, omittedBytes=12002,
+                   omittedAt=48000, replacedCharacters=0, text="é" * 63999 + "\n")
     assert len(out["text"]) == 64000
-    assert out["text"] == "é" * 63999 + "\n"
-    assert_consistent(out)
     assert r["stderr"]["text"] == "" and r["stderr"]["totalCharacters"] == 0
 
 
@@ -241,13 +228,8 @@ def test_stdout_fitting_exact(shared_conn):
 def test_stderr_fitting_exact(shared_conn):
     r = ok(shared_conn.execute("import sys\nsys.stderr.write('é' * 70000);"))
     err = r["stderr"]
-    assert err["totalCharacters"] == 70000
-    assert err["totalBytes"] == 140000
-    assert err["omittedCharacters"] == 6000
-    assert err["omittedBytes"] == 12000
-    assert err["omittedAt"] == 48000
-    assert err["text"] == "é" * 64000
-    assert_consistent(err)
+    assert_channel(err, totalCharacters=70000, totalBytes=140000, omittedCharacters=6000, omittedBytes=12000,
+                   omittedAt=48000, text="é" * 64000)
     assert r["stdout"]["totalCharacters"] == 0
     assert r["result"] is None
 
@@ -257,26 +239,25 @@ def test_result_fitting_exact(shared_conn):
     r = ok(shared_conn.execute("'x' * 100000"))
     res = r["result"]
     # repr adds the two quotes: 100002 characters.
-    assert res["totalCharacters"] == 100002
-    assert res["totalBytes"] == 100002
-    assert res["omittedCharacters"] == 36002
-    assert res["omittedBytes"] == 36002
-    assert res["omittedAt"] == 48000
-    assert res["text"] == "'" + "x" * 63998 + "'"
-    assert_consistent(res)
+    assert_channel(res, totalCharacters=100002, totalBytes=100002, omittedCharacters=36002, omittedBytes=36002,
+                   omittedAt=48000, text="'" + "x" * 63998 + "'")
+
+
+def raw_result(sup, code):
+    """(the result frame as it came, the result) of code, on a connection of its own."""
+    c = Conn(sup.socket)
+    try:
+        return recv_result_frame(c, c.request("execute", summary="big", code=code, sourceIds=[]))
+    finally:
+        c.close()
 
 
 @pytest.mark.asan
 def test_result_message_bounded_by_max_result_bytes(shared_supervisor):
     """Three large channels: the whole frame stays within maxResultBytes and every
     channel's counts still add up."""
-    c = Conn(shared_supervisor().socket)
-    try:
-        code = "import sys\nprint('€' * 64000)\nsys.stderr.write('€' * 64000)\n'€' * 100000"
-        rid = c.request("execute", summary="big", code=code, sourceIds=[])
-        raw, r = recv_result_frame(c, rid)
-    finally:
-        c.close()
+    raw, r = raw_result(shared_supervisor(),
+                        "import sys\nprint('€' * 64000)\nsys.stderr.write('€' * 64000)\n'€' * 100000")
     assert r["type"] == "result" and r["outcome"] == "ok", r.get("detail")
     max_bytes = r["evidence"]["limits"]["maxResultBytes"]
     assert max_bytes == 262144
@@ -299,13 +280,7 @@ def test_result_message_bounded_by_max_result_bytes(shared_supervisor):
 
 @pytest.mark.asan
 def test_exception_channels_share_the_bound(shared_supervisor):
-    c = Conn(shared_supervisor().socket)
-    try:
-        code = "print('é' * 100000)\nraise ValueError('€' * 300000)"
-        rid = c.request("execute", summary="big", code=code, sourceIds=[])
-        raw, r = recv_result_frame(c, rid)
-    finally:
-        c.close()
+    raw, r = raw_result(shared_supervisor(), "print('é' * 100000)\nraise ValueError('€' * 300000)")
     assert r["outcome"] == "python_exception"
     assert len(raw) <= 262144
     exc = r["exception"]
@@ -324,11 +299,8 @@ def test_exception_channels_share_the_bound(shared_supervisor):
 def test_invalid_utf8_stdout(shared_conn):
     r = ok(shared_conn.execute('import sys\nsys.stdout.buffer.write(b"a\\xffb\\xc3");'))
     out = r["stdout"]
-    assert out["text"] == "a\ufffdb\ufffd"
-    assert out["replacedCharacters"] == 2
-    assert out["totalCharacters"] == 4
-    assert out["totalBytes"] == 8  # U+FFFD counts as its 3-byte encoding
-    assert_consistent(out)
+    # U+FFFD counts as its 3-byte encoding.
+    assert_channel(out, text="a\ufffdb\ufffd", replacedCharacters=2, totalCharacters=4, totalBytes=8)
 
 
 @pytest.mark.asan
@@ -336,7 +308,5 @@ def test_invalid_utf8_stderr(shared_conn):
     r = ok(shared_conn.execute('import sys\nsys.stderr.buffer.write(b"\\xe2\\x82x\\xed\\xa0\\x80");'))
     err = r["stderr"]
     # E2 82 is a truncated 3-byte sequence (one U+FFFD), ED A0 80 a surrogate (three).
-    assert err["text"] == "\ufffdx\ufffd\ufffd\ufffd"
-    assert err["replacedCharacters"] == 4
-    assert_consistent(err)
+    assert_channel(err, text="\ufffdx\ufffd\ufffd\ufffd", replacedCharacters=4)
 

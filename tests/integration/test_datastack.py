@@ -18,7 +18,8 @@ import time
 
 import pytest
 
-from testlib import DAEMON, MUST_SANDBOX, PYTHON, WAIT_LIMIT, WORKER_START, Conn, proc, running_supervisor, value
+from testlib import (DAEMON, MUST_SANDBOX, PYTHON, WAIT_LIMIT, WORKER_START, Conn, execute_once, proc,
+                     running_supervisor, value)
 from testlib.waits import start_held, wait_for
 
 pytestmark = [pytest.mark.start_mode, pytest.mark.python]
@@ -67,13 +68,7 @@ def dsup(shared_supervisor):
 
 
 def run(sup, code):
-    c = Conn(sup.socket, max(WAIT_LIMIT, 120))
-    try:
-        r = c.execute(code)
-    finally:
-        c.close()
-    assert r.get("type") == "result", r
-    return r
+    return execute_once(sup.socket, code, max(WAIT_LIMIT, 120))
 
 
 @needs_stack

@@ -345,14 +345,20 @@ def check_load(out, expect):
     return kinds
 
 
-def test_zygote_sigkill_under_load(fault_env):
-    """The zygote SIGKILLed while calls run and wait on three connections: every call
-    gets exactly one outcome, a new zygote takes over, later calls are ok."""
+def zygote_under_load(fault_env):
+    """A supervisor of ZYGOTE_LOAD that has run one call, under load(): (t, the zygote's
+    pid, the supervisor's settled fd count, what load() returns)."""
     t = fault_env.start(ZYGOTE_LOAD)
     ok(one_call(t, "1"), "1")
     zpid = status_or_fail(t)["zygotePid"]
     baseline = settled_fd_count(t.pid)
-    conns, ids, expect, held = load(t)
+    return t, zpid, baseline, load(t)
+
+
+def test_zygote_sigkill_under_load(fault_env):
+    """The zygote SIGKILLed while calls run and wait on three connections: every call
+    gets exactly one outcome, a new zygote takes over, later calls are ok."""
+    t, zpid, baseline, (conns, ids, expect, held) = zygote_under_load(fault_env)
     os.kill(zpid, signal.SIGKILL)
     assert proc.wait_exit(zpid)
     for call in held:
@@ -375,11 +381,7 @@ def test_zygote_sigstop_sigcont_under_load(fault_env):
     """The zygote stopped for a second (spawn requests unanswered, below the 5 s
     replacement) while calls run and wait, then continued: status answers while it is
     stopped, every call gets exactly one outcome, later calls are ok."""
-    t = fault_env.start(ZYGOTE_LOAD)
-    ok(one_call(t, "1"), "1")
-    zpid = status_or_fail(t)["zygotePid"]
-    baseline = settled_fd_count(t.pid)
-    conns, ids, expect, held = load(t)
+    t, zpid, baseline, (conns, ids, expect, held) = zygote_under_load(fault_env)
     os.kill(zpid, signal.SIGSTOP)
     try:
         wait_for(lambda: proc.state(zpid) == "T", "the zygote to stop")

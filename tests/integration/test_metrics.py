@@ -16,7 +16,6 @@ modes' meaning by the zygote-mode run)."""
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -24,7 +23,7 @@ import urllib.request
 
 import pytest
 
-from testlib import CLIENT, WAIT_LIMIT, WORKER_START, Conn, running_supervisor, status, unavailable
+from testlib import CLIENT, WAIT_LIMIT, WORKER_START, Conn, running_supervisor, status, terminate, unavailable
 from testlib.waits import sleep_past, start_held, wait_for
 
 BUSY = "import time\ntime.sleep(%s)\nprint('done')"
@@ -235,13 +234,7 @@ class NodeExporter:
             return r.read().decode()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(WAIT_LIMIT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         self.log.close()
 
 

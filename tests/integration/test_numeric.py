@@ -5,7 +5,7 @@ workers, served from the worker binary and not from the worker's root. The numer
 rules depend on the CPython (python); how the module is served on the start mode."""
 import pytest
 
-from testlib import PYTHON, WORKER_START, Conn
+from testlib import PYTHON, WORKER_START, execute_once
 
 pytestmark = pytest.mark.python
 
@@ -16,13 +16,7 @@ def msup(shared_supervisor):
 
 
 def run(sup, code):
-    c = Conn(sup.socket)
-    try:
-        r = c.execute(code)
-    finally:
-        c.close()
-    assert r.get("type") == "result", r
-    return r
+    return execute_once(sup.socket, code)
 
 
 def ok_value(r):

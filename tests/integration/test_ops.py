@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from testlib import DAEMON, NORTHSTAR, WAIT_LIMIT, WORKER_START, Conn, Supervisor, proc, require_sandbox, status
+from testlib import DAEMON, NORTHSTAR, WAIT_LIMIT, WORKER_START, Conn, Supervisor, ask, proc, require_sandbox, status, terminate
 from testlib.waits import sleep_past, start_held, wait_call, wait_for
 
 pytestmark = pytest.mark.asan
@@ -124,14 +124,7 @@ class Managed:
             return f.read().decode(errors="replace")
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(WAIT_LIMIT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc, signal.SIGCONT, signal.SIGTERM)
         self.log.close()
         self.notify.close()
         if self.listener:
@@ -190,13 +183,7 @@ def test_no_watchdog_unless_systemd_asks():
 # ---- reload ----
 
 def hello(sock):
-    c = Conn(sock)
-    try:
-        r = c.call("hello")
-    finally:
-        c.close()
-    assert r["type"] == "reply", r
-    return r
+    return ask(sock, "hello")
 
 
 def write_policy(path, text):
@@ -426,12 +413,7 @@ def test_call_finished_journal_fields():
         with open(os.path.join(d, "stderr"), "rb") as f:
             assert b"codeinterpd[" not in f.read()
     finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(WAIT_LIMIT)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        terminate(p)
         err.close()
         journal.close()
         subprocess.run(["rm", "-rf", d])

@@ -100,12 +100,19 @@ def test_changed_attachment_is_named(msup, saved, tmp_path):
     assert found["stdout"] == found["result"] == "identical"
 
 
-def test_changed_saved_code_is_detected(msup, saved):
+def replay_changed_code(msup, saved, old, new):
+    """Replay the saved record with old replaced by new in its code: it must differ
+    (status 1). The report."""
     rec = json.loads(saved.read_text())
-    rec["code"] = rec["code"].replace('missing="omit"', 'missing="propagate"')
+    rec["code"] = rec["code"].replace(old, new)
     saved.write_text(json.dumps(rec))
     status, report, _ = replay(msup, saved)
     assert status == 1
+    return report
+
+
+def test_changed_saved_code_is_detected(msup, saved):
+    report = replay_changed_code(msup, saved, 'missing="omit"', 'missing="propagate"')
     found = lines(report)
     assert found["code"] == "DIFFERS"
     assert found["input runtimes"] == "identical"
@@ -115,11 +122,7 @@ def test_changed_saved_code_is_detected(msup, saved):
 
 
 def test_changed_code_changes_channels(msup, saved):
-    rec = json.loads(saved.read_text())
-    rec["code"] = rec["code"].replace(".value", ".n")
-    saved.write_text(json.dumps(rec))
-    status, report, _ = replay(msup, saved)
-    assert status == 1
+    report = replay_changed_code(msup, saved, ".value", ".n")
     assert lines(report)["result"] == "DIFFERS"
 
 

@@ -5,12 +5,23 @@ import secrets
 
 import pytest
 
-from testlib import runtime_ancestors, unavailable, value
+from testlib import raised, runtime_ancestors, unavailable, value
 
 pytestmark = [pytest.mark.start_mode, pytest.mark.rootless, pytest.mark.python]
 
 TMP_BYTES = 1048576
 SHARED_POLICY = "tmpBytes: %d\n" % TMP_BYTES
+
+
+def attempts(conn, code):
+    """{attempt: what came of it}: code builds a dict r of them and ends with sorted(r.items())."""
+    return dict(eval(value(conn.execute(code))))
+
+
+def assert_all_refused(got):
+    """Every attempt in got failed with PermissionError or OSError."""
+    for name, what in got.items():
+        assert what in ("PermissionError", "OSError"), (name, what)
 
 
 def test_no_network_sockets(shared_conn):
@@ -31,39 +42,24 @@ for name in ('AF_INET', 'AF_INET6', 'AF_UNIX'):
         r['socketpair ' + name] = type(e).__name__
 sorted(r.items())
 """
-    got = dict(eval(value(shared_conn.execute(code))))
+    got = attempts(shared_conn, code)
     # A connected AF_UNIX pair (asyncio's self-pipe) is the one socket a worker may have.
     assert got.pop("socketpair AF_UNIX") == "created"
     assert set(got) == {"AF_INET", "AF_INET6", "AF_UNIX", "AF_NETLINK", "AF_PACKET", "socketpair AF_INET",
                         "socketpair AF_INET6"}
-    for name, what in got.items():
-        assert what in ("PermissionError", "OSError"), (name, what)
+    assert_all_refused(got)
 
 
-def test_af_inet_raises_permission_error(shared_conn):
-    r = shared_conn.execute("import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "PermissionError"
-
-
-def test_no_fork(shared_conn):
-    r = shared_conn.execute("import os\nos.fork()")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "PermissionError"
-
-
-def test_no_subprocess(shared_conn):
+@pytest.mark.parametrize("code", [
+    "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_STREAM)",
+    "import os\nos.fork()",
     # /usr/bin/python3 is not in the worker's root: any error but EPERM would mean the
     # fork itself succeeded.
-    r = shared_conn.execute("import subprocess\nsubprocess.run(['/usr/bin/python3', '-c', 'print(1)'])")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "PermissionError"
-
-
-def test_no_posix_spawn(shared_conn):
-    r = shared_conn.execute("import os\nos.posix_spawn('/usr/bin/python3', ['python3'], {})")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "PermissionError"
+    "import subprocess\nsubprocess.run(['/usr/bin/python3', '-c', 'print(1)'])",
+    "import os\nos.posix_spawn('/usr/bin/python3', ['python3'], {})",
+], ids=["af_inet", "fork", "subprocess", "posix_spawn"])
+def test_raises_permission_error(shared_conn, code):
+    raised(shared_conn.execute(code), "PermissionError")
 
 
 EXISTING_EXECUTABLE = """import glob, os
@@ -229,17 +225,15 @@ for name, f in (('setuid', lambda: os.setuid(0)), ('setgid', lambda: os.setgid(0
         r[name] = type(e).__name__
 sorted(r.items())
 """
-    got = dict(eval(value(shared_conn.execute(code))))
+    got = attempts(shared_conn, code)
     assert got["setuid"] == "PermissionError"
     assert got["chroot"] == "PermissionError"
-    for name, what in got.items():
-        assert what in ("PermissionError", "OSError"), (name, what)
+    assert_all_refused(got)
 
 
 def test_setuid_zero_raises(shared_conn):
     r = shared_conn.execute("import os\nos.setuid(0)")
-    assert r["outcome"] == "python_exception"
-    assert r["exception"]["type"] == "PermissionError"
+    raised(r, "PermissionError")
 
 
 def test_hostname(shared_conn):

@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* supervisor/artifacts.c: the media type sniffer, the name rule, and the reader over a
  * real directory (and, as root, a real fsmount()ed tmpfs) holding every kind of entry. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -291,10 +287,11 @@ static int rootless_child(void) {
         return 0;
 }
 
-static void test_mount_rootless(void **state) {
+/* Run fn in a forked child of root (skipped when not root); its exit status names the
+ * first check that failed (0: all passed, 77: this host cannot run the test). */
+static void in_root_child(int (*fn)(void)) {
         int status = 0;
         pid_t pid;
-        (void) state;
 
         if (geteuid() != 0) {
                 skip();
@@ -303,7 +300,7 @@ static void test_mount_rootless(void **state) {
         pid = fork();
         assert_true(pid >= 0);
         if (pid == 0)
-                _exit(rootless_child());
+                _exit(fn());
         assert_int_equal(waitpid(pid, &status, 0), pid);
         assert_true(WIFEXITED(status));
         if (WEXITSTATUS(status) == 77) {
@@ -311,6 +308,11 @@ static void test_mount_rootless(void **state) {
                 return;
         }
         assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_mount_rootless(void **state) {
+        (void) state;
+        in_root_child(rootless_child);
 }
 
 /* Take capability c out of every set of this process, the bounding set too. */
@@ -324,25 +326,6 @@ static int cap_drop(cap_value_t c) {
                 r = cap_set_proc(caps);
         cap_free(caps);
         return r;
-}
-
-/* Run fn in a forked child; its exit status names the first check that failed (0: all
- * passed, 77: this host cannot run the test). */
-static void in_child(int (*fn)(void)) {
-        int status = 0;
-        pid_t pid;
-
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0)
-                _exit(fn());
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        assert_true(WIFEXITED(status));
-        if (WEXITSTATUS(status) == 77) {
-                skip();
-                return;
-        }
-        assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 /* What the worker leaves as another user (its host ids, 65534 here), made unreadable
@@ -397,11 +380,7 @@ static int owner_child(void) {
 
 static void test_collect_as_owner(void **state) {
         (void) state;
-        if (geteuid() != 0) {
-                skip();
-                return;
-        }
-        in_child(owner_child);
+        in_root_child(owner_child);
         /* The child's directory is left under /tmp/ci-artifacts-*: remove them all. */
         assert_int_equal(system("find /tmp -maxdepth 1 -name 'ci-artifacts-*' -exec rm -rf {} +"), 0);
 }
@@ -456,21 +435,9 @@ static int no_sys_admin_child(void) {
 
 static void test_mount_without_sys_admin(void **state) {
         (void) state;
-        if (geteuid() != 0) {
-                skip();
-                return;
-        }
-        in_child(no_sys_admin_child);
+        in_root_child(no_sys_admin_child);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_sniff_magic),      cmocka_unit_test(test_sniff_text),
-                cmocka_unit_test(test_sniff_deep_json),  cmocka_unit_test(test_names),
-                cmocka_unit_test(test_collect_kinds),    cmocka_unit_test(test_collect_bounds),
-                cmocka_unit_test(test_mount_bounds),     cmocka_unit_test(test_mount_rootless),
-                cmocka_unit_test(test_collect_as_owner), cmocka_unit_test(test_mount_without_sys_admin),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_sniff_magic), TEST(test_sniff_text), TEST(test_sniff_deep_json), TEST(test_names),
+          TEST(test_collect_kinds), TEST(test_collect_bounds), TEST(test_mount_bounds), TEST(test_mount_rootless),
+          TEST(test_collect_as_owner), TEST(test_mount_without_sys_admin))

@@ -2,11 +2,7 @@
 /* _cleanup_cap_free_ frees what cap_init() allocated. libcap's cap_free() takes the
  * object, not its address: handed &caps it refuses and frees nothing. Run under
  * LeakSanitizer (`make sanitize`), a wrong cleanup fails this test as a leak. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include "worker/sandbox.h"
 
@@ -23,10 +19,4 @@ static void test_cleanup_accepts_null(void **state) {
         assert_null(caps);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cleanup_frees),
-                cmocka_unit_test(test_cleanup_accepts_null),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_cleanup_frees), TEST(test_cleanup_accepts_null))

@@ -4,11 +4,7 @@
  * process's own /proc/self/cgroup, off / auto / required, and a failed setup step that
  * names itself and leaves no directory behind. The real hierarchies are exercised by
  * tests/integration/test_cgroups.py. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -51,12 +47,15 @@ static void put(const char *dir, const char *file, const char *text) {
         fclose(f);
 }
 
-/* Our own cgroups, as cgroup.c reads them. */
-static void own(char *v2, char *memory, char *pids) {
+/* Our own cgroups, as cgroup.c reads them (cpu: the v1 hierarchy whose controllers
+ * include cpu; may be NULL). */
+static void own(char *v2, char *memory, char *pids, char *cpu) {
         FILE *f = fopen("/proc/self/cgroup", "re");
         char line[PATH_MAX + 64];
 
         v2[0] = memory[0] = pids[0] = 0;
+        if (cpu)
+                cpu[0] = 0;
         assert_non_null(f);
         while (fgets(line, sizeof line, f)) {
                 char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
@@ -70,6 +69,9 @@ static void own(char *v2, char *memory, char *pids) {
                         strcpy(memory, b);
                 if (strstr(a + 1, "pids"))
                         strcpy(pids, b);
+                for (char *save = NULL, *c = strtok_r(a + 1, ",", &save); cpu && c; c = strtok_r(NULL, ",", &save))
+                        if (strcmp(c, "cpu") == 0)
+                                strcpy(cpu, b);
         }
         fclose(f);
 }
@@ -137,7 +139,7 @@ static void test_failed_setup_leaves_nothing(void **state) {
         const char *step = "";
         char why[512];
 
-        own(v2, memory, pids);
+        own(v2, memory, pids, NULL);
         if (memory[0] && pids[0]) {
                 assert_true(snprintf(dir, sizeof dir, "%s/memory%s", fs, strcmp(memory, "/") == 0 ? "" : memory) <
                             (int) sizeof dir);
@@ -236,30 +238,35 @@ static void test_cpu_cap_files(void **state) {
 /* The supervisor's own cgroup in the v1 hierarchy hier of the fake tree (made), or
  * false when the process has none there. */
 static bool fake_v1(const char *hier, char *dir, size_t size) {
-        char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX];
+        char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX], cpu[PATH_MAX];
         const char *own_path;
-        FILE *f = fopen("/proc/self/cgroup", "re");
-        char line[PATH_MAX + 64], cpu[PATH_MAX] = "";
 
-        assert_non_null(f);
-        while (fgets(line, sizeof line, f)) {
-                char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
-                if (!b)
-                        continue;
-                *b++ = 0;
-                b[strcspn(b, "\n")] = 0;
-                for (char *save = NULL, *c = strtok_r(a + 1, ",", &save); c; c = strtok_r(NULL, ",", &save))
-                        if (strcmp(c, "cpu") == 0)
-                                strcpy(cpu, b);
-        }
-        fclose(f);
-        own(v2, memory, pids);
+        own(v2, memory, pids, cpu);
         own_path = strcmp(hier, "memory") == 0 ? memory : strcmp(hier, "pids") == 0 ? pids : cpu;
         if (!own_path[0])
                 return false;
         assert_true(snprintf(dir, size, "%s/%s%s", fs, hier, strcmp(own_path, "/") == 0 ? "" : own_path) < (int) size);
         mkdirs(dir);
         return true;
+}
+
+/* A cap of cpu percent the tree cannot give: required refuses, with a reason that holds
+ * refused, and auto runs without the cap, its cpu reason holding fallback. The version
+ * auto found. */
+static CgroupVersion cap_falls_back(uint32_t cpu, const char *refused, const char *fallback) {
+        CgroupRoot *root = NULL;
+        CgroupVersion v;
+        char why[512];
+
+        assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, cpu, fs, false, &root, why, sizeof why) < 0);
+        assert_null(root);
+        assert_non_null(strstr(why, refused));
+        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, cpu, fs, false, &root, why, sizeof why), 0);
+        assert_int_equal(cgroup_root_cpu_percent(root), 0);
+        assert_non_null(strstr(cgroup_root_cpu_why(root), fallback));
+        v = cgroup_root_version(root);
+        cgroup_root_free(root);
+        return v;
 }
 
 /* v1 (a hybrid host like this one): the cpu hierarchy is opened, and its "codeinterp"
@@ -317,12 +324,7 @@ static void test_cpu_cap_v1_root(void **state) {
         mkdirs(cpu);
         assert_int_equal(rmdir(cpu), 0);
         assert_int_equal(symlink("/proc/self", cpu), 0);
-        assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 20, fs, false, &root, why, sizeof why) < 0);
-        assert_non_null(strstr(why, "cannot make"));
-        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 20, fs, false, &root, why, sizeof why), 0);
-        assert_int_equal(cgroup_root_cpu_percent(root), 0);
-        assert_non_null(strstr(cgroup_root_cpu_why(root), "cannot make"));
-        cgroup_root_free(root);
+        cap_falls_back(20, "cannot make", "cannot make");
 }
 
 /* At exit, once none of its processes is left, a supervisor removes what is left of its
@@ -375,7 +377,7 @@ static void test_cpu_cap_v2_root(void **state) {
         char v2[PATH_MAX], memory[PATH_MAX], pids[PATH_MAX], dir[PATH_MAX * 2], buf[64], why[512];
         CgroupRoot *root = NULL;
 
-        own(v2, memory, pids);
+        own(v2, memory, pids, NULL);
         if (!v2[0])
                 skip();
         assert_true(snprintf(dir, sizeof dir, "%s/unified%s", fs, strcmp(v2, "/") == 0 ? "" : v2) < (int) sizeof dir);
@@ -397,14 +399,7 @@ static void test_cpu_cap_v2_root(void **state) {
 
         put(dir, "cgroup.controllers", "memory pids\n");
         put(dir, "cgroup.subtree_control", "memory pids\n");
-        assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 50, fs, false, &root, why, sizeof why) < 0);
-        assert_null(root);
-        assert_non_null(strstr(why, "the cpu controller is not available"));
-        assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 50, fs, false, &root, why, sizeof why), 0);
-        assert_int_equal(cgroup_root_version(root), CGROUP_V2);
-        assert_int_equal(cgroup_root_cpu_percent(root), 0);
-        assert_non_null(strstr(cgroup_root_cpu_why(root), "cpu controller"));
-        root = cgroup_root_free(root);
+        assert_int_equal(cap_falls_back(50, "the cpu controller is not available", "cpu controller"), CGROUP_V2);
 
         /* The controller is there but cannot be enabled: a subtree_control that reads
          * fine and refuses writes (a write-sealed memfd). */
@@ -420,12 +415,7 @@ static void test_cpu_cap_v2_root(void **state) {
                 assert_int_equal(unlink(sc), 0);
                 snprintf(target, sizeof target, "/proc/%d/fd/%d", (int) getpid(), mfd);
                 assert_int_equal(symlink(target, sc), 0);
-                assert_true(cgroup_root_open(POLICY_CGROUPS_REQUIRED, 50, fs, false, &root, why, sizeof why) < 0);
-                assert_non_null(strstr(why, "cannot enable cpu"));
-                assert_int_equal(cgroup_root_open(POLICY_CGROUPS_AUTO, 50, fs, false, &root, why, sizeof why), 0);
-                assert_int_equal(cgroup_root_cpu_percent(root), 0);
-                assert_non_null(strstr(cgroup_root_cpu_why(root), "cannot enable cpu"));
-                cgroup_root_free(root);
+                cap_falls_back(50, "cannot enable cpu", "cannot enable cpu");
                 close(mfd);
         }
 }
@@ -441,16 +431,8 @@ static void test_cpu_cap_cgroups_off(void **state) {
         cgroup_root_free(root);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_off_is_none, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_empty_fs_auto_and_required, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_failed_setup_leaves_nothing, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cpu_cap_files, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cpu_cap_v1_root, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cpu_cap_v2_root, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cpu_cap_cgroups_off, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_own_leftovers_removed_at_exit, setup, teardown),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* Every test in a fresh temporary directory, fs (setup), that teardown removes. */
+#define IN_FS(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+UNIT_MAIN(NULL, NULL, IN_FS(test_off_is_none), IN_FS(test_empty_fs_auto_and_required),
+          IN_FS(test_failed_setup_leaves_nothing), IN_FS(test_cpu_cap_files), IN_FS(test_cpu_cap_v1_root),
+          IN_FS(test_cpu_cap_v2_root), IN_FS(test_cpu_cap_cgroups_off), IN_FS(test_own_leftovers_removed_at_exit))

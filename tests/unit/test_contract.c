@@ -3,12 +3,9 @@
  * pair, the one descriptor-passing helper (common/fdpass.c) and MpWriter's sticky
  * error (common/mp.c): a malformed message is refused whole and leaks no descriptor,
  * a failed pack is refused whole. */
-#include <stdarg.h>
+#include "unit.h"
+
 #include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -317,12 +314,6 @@ static void test_plan_packages(void **state) {
         mp_writer_done(&w);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_runtime_paths),           cmocka_unit_test(test_validate),
-                cmocka_unit_test(test_round_trip_with_fds),     cmocka_unit_test(test_garbage_closes_fds),
-                cmocka_unit_test(test_fdpass_extra_fds_closed), cmocka_unit_test(test_mp_writer_sticky),
-                cmocka_unit_test(test_runtime_packages),        cmocka_unit_test(test_plan_packages),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_runtime_paths), TEST(test_validate), TEST(test_round_trip_with_fds),
+          TEST(test_garbage_closes_fds), TEST(test_fdpass_extra_fds_closed), TEST(test_mp_writer_sticky),
+          TEST(test_runtime_packages), TEST(test_plan_packages))

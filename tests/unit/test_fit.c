@@ -1,9 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -209,53 +205,42 @@ static char *repeat(const char *unit, size_t times, const char *suffix, size_t *
 /* ---------------------------------------------------------------------------------------
  * ASCII and ceilings */
 
+/* ASCII in, fitted to ceiling, keeps text with the omission at omitted_at: every count
+ * follows (one byte a character, nothing replaced). */
+static void check_ascii(const char *in, uint64_t ceiling, const char *text, uint64_t omitted_at) {
+        FitText t = fit_one(in, strlen(in), ceiling);
+
+        assert_string_equal(t.text, text);
+        assert_int_equal(t.text_bytes, strlen(text));
+        assert_int_equal(t.text_chars, strlen(text));
+        assert_int_equal(t.total_chars, strlen(in));
+        assert_int_equal(t.total_bytes, strlen(in));
+        assert_int_equal(t.omitted_chars, strlen(in) - strlen(text));
+        assert_int_equal(t.omitted_bytes, strlen(in) - strlen(text));
+        assert_int_equal(t.omitted_at, omitted_at);
+        assert_int_equal(t.replaced, 0);
+        fit_text_done(&t);
+}
+
 static void test_fit_ascii_under(void **state) {
         FitText t = fit_one("hello", 5, 10);
 
-        assert_string_equal(t.text, "hello");
-        assert_int_equal(t.text_bytes, 5);
-        assert_int_equal(t.text_chars, 5);
-        assert_int_equal(t.total_chars, 5);
-        assert_int_equal(t.total_bytes, 5);
-        assert_int_equal(t.omitted_chars, 0);
-        assert_int_equal(t.omitted_bytes, 0);
-        assert_int_equal(t.replaced, 0);
-        assert_int_equal(t.omitted_at, 5); /* nothing omitted: the empty run is at the end */
+        check_ascii("hello", 10, "hello", 5); /* nothing omitted: the empty run is at the end */
         fit_text_done(&t);
         fit_text_done(&t); /* zeroed: harmless */
 }
 
 static void test_fit_ascii_at_ceiling(void **state) {
-        FitText t = fit_one("0123456789", 10, 10);
-
-        assert_string_equal(t.text, "0123456789");
-        assert_int_equal(t.text_chars, 10);
-        assert_int_equal(t.omitted_chars, 0);
-        assert_int_equal(t.omitted_bytes, 0);
-        assert_int_equal(t.omitted_at, 10);
-        fit_text_done(&t);
-
+        check_ascii("0123456789", 10, "0123456789", 10);
         /* One more character tips it over: head 8, tail 2. */
-        t = fit_one("0123456789X", 11, 10);
-        assert_string_equal(t.text, "012345679X");
-        assert_int_equal(t.omitted_chars, 1);
-        assert_int_equal(t.omitted_bytes, 1);
-        assert_int_equal(t.omitted_at, 8);
-        fit_text_done(&t);
+        check_ascii("0123456789X", 10, "012345679X", 8);
 }
 
 static void test_fit_ascii_over(void **state) {
         const char *abc = "abcdefghijklmnopqrstuvwxyz";
-        FitText t = fit_one(abc, 26, 8); /* head 6, tail 2 */
+        FitText t = fit_one(abc, 26, 8);
 
-        assert_string_equal(t.text, "abcdefyz");
-        assert_int_equal(t.text_bytes, 8);
-        assert_int_equal(t.text_chars, 8);
-        assert_int_equal(t.total_chars, 26);
-        assert_int_equal(t.omitted_chars, 18);
-        assert_int_equal(t.omitted_bytes, 18);
-        assert_int_equal(t.omitted_at, 6);
-
+        check_ascii(abc, 8, "abcdefyz", 6); /* head 6, tail 2 */
         FitText b = fit_bytewise(abc, 26, 8);
         assert_fit_equal(&t, &b);
         fit_text_done(&b);
@@ -275,52 +260,20 @@ static void test_fit_ceiling_zero(void **state) {
         assert_int_equal(t.omitted_at, 0);
         fit_text_done(&t);
 
-        t = fit_one("", 0, 0);
-        assert_string_equal(t.text, "");
-        assert_int_equal(t.total_chars, 0);
-        assert_int_equal(t.omitted_chars, 0);
-        assert_int_equal(t.omitted_at, 0);
-        fit_text_done(&t);
+        check_ascii("", 0, "", 0);
 }
 
 static void test_fit_small_ceilings(void **state) {
-        FitText t;
-
         /* ceiling 1: head 1, tail 0. */
-        t = fit_one("abc", 3, 1);
-        assert_string_equal(t.text, "a");
-        assert_int_equal(t.omitted_chars, 2);
-        assert_int_equal(t.omitted_at, 1);
-        fit_text_done(&t);
-
-        t = fit_one("a", 1, 1);
-        assert_string_equal(t.text, "a");
-        assert_int_equal(t.omitted_chars, 0);
-        assert_int_equal(t.omitted_at, 1);
-        fit_text_done(&t);
-
+        check_ascii("abc", 1, "a", 1);
+        check_ascii("a", 1, "a", 1);
         /* ceiling 3: head 3, tail 0. */
-        t = fit_one("abcdef", 6, 3);
-        assert_string_equal(t.text, "abc");
-        assert_int_equal(t.omitted_at, 3);
-        fit_text_done(&t);
-
+        check_ascii("abcdef", 3, "abc", 3);
         /* ceiling 4: head 3, tail 1. */
-        t = fit_one("abcdef", 6, 4);
-        assert_string_equal(t.text, "abcf");
-        assert_int_equal(t.omitted_chars, 2);
-        assert_int_equal(t.omitted_at, 3);
-        fit_text_done(&t);
-
+        check_ascii("abcdef", 4, "abcf", 3);
         /* Empty input, huge ceiling. */
-        t = fit_one("", 0, UINT64_MAX);
-        assert_string_equal(t.text, "");
-        assert_int_equal(t.omitted_at, 0);
-        fit_text_done(&t);
-
-        t = fit_one("xyz", 3, UINT64_MAX);
-        assert_string_equal(t.text, "xyz");
-        fit_text_done(&t);
+        check_ascii("", UINT64_MAX, "", 0);
+        check_ascii("xyz", UINT64_MAX, "xyz", 3);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -916,29 +869,10 @@ static void test_fit_bad_args(void **state) {
         fit_text_done(NULL);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_fit_ascii_under),
-                cmocka_unit_test(test_fit_ascii_at_ceiling),
-                cmocka_unit_test(test_fit_ascii_over),
-                cmocka_unit_test(test_fit_ceiling_zero),
-                cmocka_unit_test(test_fit_small_ceilings),
-                cmocka_unit_test(test_fit_multibyte_e_acute),
-                cmocka_unit_test(test_fit_four_byte_tail),
-                cmocka_unit_test(test_fit_nul_bytes),
-                cmocka_unit_test(test_fit_invalid_sequences),
-                cmocka_unit_test(test_fit_invalid_concatenated),
-                cmocka_unit_test(test_fit_truncated_at_finish),
-                cmocka_unit_test(test_fit_stream_progress),
-                cmocka_unit_test(test_fit_large_stream),
-                cmocka_unit_test(test_fit_shrink_basic),
-                cmocka_unit_test(test_fit_shrink_nothing_omitted),
-                cmocka_unit_test(test_fit_shrink_lopsided),
-                cmocka_unit_test(test_fit_texts_to_budget),
-                cmocka_unit_test(test_fit_random),
-                cmocka_unit_test(test_fit_random_budget),
-                cmocka_unit_test(test_fit_bad_args),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_fit_ascii_under), TEST(test_fit_ascii_at_ceiling), TEST(test_fit_ascii_over),
+          TEST(test_fit_ceiling_zero), TEST(test_fit_small_ceilings), TEST(test_fit_multibyte_e_acute),
+          TEST(test_fit_four_byte_tail), TEST(test_fit_nul_bytes), TEST(test_fit_invalid_sequences),
+          TEST(test_fit_invalid_concatenated), TEST(test_fit_truncated_at_finish), TEST(test_fit_stream_progress),
+          TEST(test_fit_large_stream), TEST(test_fit_shrink_basic), TEST(test_fit_shrink_nothing_omitted),
+          TEST(test_fit_shrink_lopsided), TEST(test_fit_texts_to_budget), TEST(test_fit_random),
+          TEST(test_fit_random_budget), TEST(test_fit_bad_args))

@@ -2,11 +2,7 @@
 /* supervisor/id_leases.c: host ids leased between supervisors (two lease sets opened
  * here are two supervisors: OFD locks of two opens conflict within one process too),
  * blocks that overlap refused, and a dead holder's ids kept unused for the quarantine. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -166,12 +162,5 @@ static void test_records_that_cannot_be_written(void **state) {
         id_leases_free(b);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_leases_between_supervisors),
-                cmocka_unit_test(test_a_dead_holders_ids_wait),
-                cmocka_unit_test(test_a_dead_holders_live_worker_keeps_its_id),
-                cmocka_unit_test(test_records_that_cannot_be_written),
-        };
-        return cmocka_run_group_tests(tests, setup, teardown);
-}
+UNIT_MAIN(setup, teardown, TEST(test_leases_between_supervisors), TEST(test_a_dead_holders_ids_wait),
+          TEST(test_a_dead_holders_live_worker_keeps_its_id), TEST(test_records_that_cannot_be_written))

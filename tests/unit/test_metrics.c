@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The status histograms (supervisor/metrics.c) and the journal entry of a log message
  * with fields (common/log.c). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -67,11 +63,4 @@ static void test_journal_fields(void **state) {
         assert_int_equal(log_journal_fields(LOG_ERR, "f.c", 1, "m", fields, buf, sizeof buf, iov, 6), -ENOBUFS);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_histogram_bounds),
-                cmocka_unit_test(test_journal_fields),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_histogram_bounds), TEST(test_journal_fields))

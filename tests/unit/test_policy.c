@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "common/cleanup.h"
 #include "common/sha256.h"
@@ -155,6 +155,107 @@ static bool is_hex64(const char *s) {
         return true;
 }
 
+/* The integer fields of a Policy: the reviewed profile's value (policy_init_defaults) and
+ * full_doc's, written out here rather than read from policy.c's key table. FULL_ONLY:
+ * checked in the full document only. */
+typedef struct FieldValues {
+        const char *name;
+        size_t offset, size;
+        bool has_default;
+        uint64_t def, full;
+} FieldValues;
+
+#define FIELD(f, d, v)                                                                                                 \
+        { #f, offsetof(Policy, f), sizeof(((Policy *) NULL)->f), true, d, v }
+#define FULL_ONLY(f, v)                                                                                                \
+        { #f, offsetof(Policy, f), sizeof(((Policy *) NULL)->f), false, 0, v }
+
+static const FieldValues field_values[] = {
+        FIELD(max_calls, 10, 5),
+        FIELD(timeout_ms, 30000, 12345),
+        FIELD(max_code_characters, 20000, 1000),
+        FIELD(max_output_characters, 64000, 500),
+        FIELD(max_result_bytes, 262144, 65536),
+        FIELD(memory_bytes, 536870912, 268435456),
+        FIELD(cpu_seconds, 30, 7),
+        FIELD(file_bytes, 16777216, 1048576),
+        FIELD(open_files, 64, 128),
+        FIELD(processes, 64, 8),
+        FIELD(tmp_bytes, 16777216, 8388608),
+        FULL_ONLY(max_artifacts, 4),
+        FULL_ONLY(max_artifact_bytes, 1048576),
+        FIELD(worker_uid, 65534, 1234),
+        FIELD(worker_gid, 65534, 4321),
+        FULL_ONLY(worker_host_id_base, 3000000000U),
+        FULL_ONLY(worker_host_id_count, 1024),
+        FULL_ONLY(cpu_bandwidth_percent, 50),
+        FIELD(seccomp_deny, POLICY_DENY_ERRNO, POLICY_DENY_KILL),
+        FIELD(max_message_bytes, 8388608, 2097152),
+        FIELD(max_worker_message_bytes, 1048576, 524288),
+        FIELD(max_connections, 64, 8),
+        FIELD(max_connection_output_bytes, 16777216, 4194304),
+        FIELD(n_allowed_uids, 0, 2),
+        FIELD(n_allowed_gids, 0, 3),
+        FIELD(has_socket_group, false, true),
+        FULL_ONLY(socket_group, 4242),
+        FIELD(max_invocations_per_connection, 16, 4),
+        FIELD(max_sources_per_invocation, 64, 8),
+        FIELD(max_source_bytes, 4194304, 1048576),
+        FIELD(max_invocation_bytes, 33554432, 2097152),
+        FIELD(invocation_ttl_ms, 3600000, 60000),
+        FIELD(max_active_workers, 0, 3),
+        FIELD(max_queued_calls, 256, 32),
+        FIELD(heartbeat_ms, 1000, 250),
+        FIELD(min_available_memory_bytes, 0, 1073741824),
+        FIELD(worker_start, POLICY_WORKER_START_ZYGOTE, POLICY_WORKER_START_EXEC),
+        FIELD(zygote_max_calls, 10000, 500),
+        FIELD(zygote_max_seconds, 3600, 600),
+        FULL_ONLY(zygote_pool_size, 5),
+        FULL_ONLY(idle_exit_seconds, 90),
+        FIELD(unready_after_start_failures, 3, 7),
+        FIELD(max_connections_per_peer, 16, 2),
+        FIELD(connection_idle_timeout_ms, 30000, 5000),
+        FULL_ONLY(python_packages,
+                  POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY) | POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB)),
+};
+
+static uint64_t field_get(const Policy *p, const FieldValues *f) {
+        const uint8_t *at = (const uint8_t *) p + f->offset;
+        uint32_t u32;
+        uint16_t u16;
+        uint64_t u64;
+
+        switch (f->size) {
+        case 1:
+                return *at;
+        case 2:
+                memcpy(&u16, at, sizeof u16);
+                return u16;
+        case 4:
+                memcpy(&u32, at, sizeof u32);
+                return u32;
+        case 8:
+                memcpy(&u64, at, sizeof u64);
+                return u64;
+        }
+        fail_msg("%s: a field of %zu bytes", f->name, f->size);
+        return 0;
+}
+
+/* Every field of field_values has its default (defaults) or its full_doc value. */
+static void assert_fields(const Policy *p, bool defaults) {
+        for (size_t i = 0; i < ELEMENTSOF(field_values); i++) {
+                const FieldValues *f = &field_values[i];
+                uint64_t got, want = defaults ? f->def : f->full;
+
+                if (defaults && !f->has_default)
+                        continue;
+                got = field_get(p, f);
+                if (got != want)
+                        fail_msg("%s is %" PRIu64 ", not %" PRIu64, f->name, got, want);
+        }
+}
+
 static void test_defaults(void **state) {
         Policy p;
 
@@ -162,51 +263,7 @@ static void test_defaults(void **state) {
 
         /* The reviewed profile. */
         assert_string_equal(p.name, "code_interpreter");
-        assert_int_equal(p.max_calls, 10);
-        assert_int_equal(p.timeout_ms, 30000);
-        assert_int_equal(p.max_code_characters, 20000);
-        assert_int_equal(p.max_output_characters, 64000);
-        assert_int_equal(p.max_result_bytes, 262144);
-
-        assert_int_equal(p.memory_bytes, 536870912);
-        assert_int_equal(p.cpu_seconds, 30);
-        assert_int_equal(p.file_bytes, 16777216);
-        assert_int_equal(p.open_files, 64);
-        assert_int_equal(p.processes, 64);
-        assert_int_equal(p.tmp_bytes, 16777216);
-        assert_int_equal(p.worker_uid, 65534);
-        assert_int_equal(p.worker_gid, 65534);
-        assert_int_equal(p.seccomp_deny, POLICY_DENY_ERRNO);
-
-        assert_int_equal(p.max_message_bytes, 8388608);
-        assert_int_equal(p.max_worker_message_bytes, 1048576);
-        assert_int_equal(p.max_connections, 64);
-        assert_int_equal(p.max_connection_output_bytes, 16777216);
-
-        assert_int_equal(p.n_allowed_uids, 0);
-        assert_int_equal(p.n_allowed_gids, 0);
-        assert_false(p.has_socket_group);
-
-        assert_int_equal(p.max_invocations_per_connection, 16);
-        assert_int_equal(p.max_sources_per_invocation, 64);
-        assert_int_equal(p.max_source_bytes, 4194304);
-        assert_int_equal(p.max_invocation_bytes, 33554432);
-        assert_int_equal(p.invocation_ttl_ms, 3600000);
-
-        assert_int_equal(p.max_active_workers, 0);
-        assert_int_equal(p.max_queued_calls, 256);
-        assert_int_equal(p.heartbeat_ms, 1000);
-        assert_int_equal(p.min_available_memory_bytes, 0);
-
-        assert_int_equal(p.worker_start, POLICY_WORKER_START_ZYGOTE);
-        assert_int_equal(p.zygote_max_calls, 10000);
-        assert_int_equal(p.zygote_max_seconds, 3600);
-
-        assert_int_equal(p.unready_after_start_failures, 3);
-
-        assert_int_equal(p.max_connections_per_peer, 16);
-        assert_int_equal(p.connection_idle_timeout_ms, 30000);
-
+        assert_fields(&p, true);
         assert_true(is_hex64(p.sha256));
 }
 
@@ -241,57 +298,12 @@ static void test_full_override(void **state) {
         assert_int_equal(load(&p, full_doc, err, sizeof(err)), 0);
 
         assert_string_equal(p.name, "test-profile.v2");
-        assert_int_equal(p.max_calls, 5);
-        assert_int_equal(p.timeout_ms, 12345);
-        assert_int_equal(p.max_code_characters, 1000);
-        assert_int_equal(p.max_output_characters, 500);
-        assert_int_equal(p.max_result_bytes, 65536);
-        assert_int_equal(p.memory_bytes, 268435456);
-        assert_int_equal(p.cpu_seconds, 7);
-        assert_int_equal(p.file_bytes, 1048576);
-        assert_int_equal(p.open_files, 128);
-        assert_int_equal(p.processes, 8);
-        assert_int_equal(p.tmp_bytes, 8388608);
-        assert_int_equal(p.max_artifacts, 4);
-        assert_int_equal(p.max_artifact_bytes, 1048576);
-        assert_int_equal(p.worker_uid, 1234);
-        assert_int_equal(p.worker_gid, 4321);
-        assert_int_equal(p.worker_host_id_base, 3000000000U);
-        assert_int_equal(p.worker_host_id_count, 1024);
-        assert_int_equal(p.cpu_bandwidth_percent, 50);
-        assert_int_equal(p.seccomp_deny, POLICY_DENY_KILL);
-        assert_int_equal(p.max_message_bytes, 2097152);
-        assert_int_equal(p.max_worker_message_bytes, 524288);
-        assert_int_equal(p.max_connections, 8);
-        assert_int_equal(p.max_connection_output_bytes, 4194304);
-        assert_int_equal(p.n_allowed_uids, 2);
+        assert_fields(&p, false);
         assert_int_equal(p.allowed_uids[0], 1000);
         assert_int_equal(p.allowed_uids[1], 1001);
-        assert_int_equal(p.n_allowed_gids, 3);
         assert_int_equal(p.allowed_gids[0], 100);
         assert_int_equal(p.allowed_gids[1], 200);
         assert_int_equal(p.allowed_gids[2], 300);
-        assert_true(p.has_socket_group);
-        assert_int_equal(p.socket_group, 4242);
-        assert_int_equal(p.max_invocations_per_connection, 4);
-        assert_int_equal(p.max_sources_per_invocation, 8);
-        assert_int_equal(p.max_source_bytes, 1048576);
-        assert_int_equal(p.max_invocation_bytes, 2097152);
-        assert_int_equal(p.invocation_ttl_ms, 60000);
-        assert_int_equal(p.max_active_workers, 3);
-        assert_int_equal(p.max_queued_calls, 32);
-        assert_int_equal(p.heartbeat_ms, 250);
-        assert_int_equal(p.min_available_memory_bytes, 1073741824);
-        assert_int_equal(p.worker_start, POLICY_WORKER_START_EXEC);
-        assert_int_equal(p.zygote_max_calls, 500);
-        assert_int_equal(p.zygote_max_seconds, 600);
-        assert_int_equal(p.zygote_pool_size, 5);
-        assert_int_equal(p.idle_exit_seconds, 90);
-        assert_int_equal(p.unready_after_start_failures, 7);
-        assert_int_equal(p.max_connections_per_peer, 2);
-        assert_int_equal(p.connection_idle_timeout_ms, 5000);
-        assert_int_equal(p.python_packages,
-                         POLICY_PACKAGE_BIT(POLICY_PACKAGE_NUMPY) | POLICY_PACKAGE_BIT(POLICY_PACKAGE_MATPLOTLIB));
 
         assert_true(is_hex64(p.sha256));
         assert_string_not_equal(p.sha256, d.sha256);
@@ -364,9 +376,32 @@ static void test_styles(void **state) {
         }
 }
 
-static void test_ranges(void **state) {
+/* k at value (with its companion keys) loads; what names the bound in a failure. */
+static void bound_accepted(const Policy *d, const TestKey *k, uint64_t value, const char *what) {
         char doc[512], err[256];
-        Policy d, p;
+        Policy p;
+
+        snprintf(doc, sizeof(doc), "%s%s: %" PRIu64 "\n", k->companion, k->key, value);
+        policy_copy(&p, d);
+        if (load(&p, doc, err, sizeof(err)) != 0)
+                fail_msg("%s of %s rejected: %s", what, k->key, err);
+}
+
+/* k at value is refused, naming the key, and the policy is untouched. */
+static void bound_refused(const Policy *d, const TestKey *k, uint64_t value) {
+        char doc[512], err[256];
+        Policy p;
+
+        snprintf(doc, sizeof(doc), "%s: %" PRIu64 "\n", k->key, value);
+        policy_copy(&p, d);
+        assert_int_equal(load(&p, doc, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, k->key));
+        assert_non_null(strstr(err, "out of range"));
+        assert_memory_equal(&p, d, sizeof(p));
+}
+
+static void test_ranges(void **state) {
+        Policy d;
 
         policy_init_defaults(&d);
         for (size_t i = 0; i < ELEMENTSOF(test_keys); i++) {
@@ -374,32 +409,12 @@ static void test_ranges(void **state) {
 
                 if (!k->integer)
                         continue;
-
-                /* Both bounds are accepted. */
-                snprintf(doc, sizeof(doc), "%s%s: %" PRIu64 "\n", k->companion, k->key, k->min);
-                policy_copy(&p, &d);
-                if (load(&p, doc, err, sizeof(err)) != 0)
-                        fail_msg("min of %s rejected: %s", k->key, err);
-                snprintf(doc, sizeof(doc), "%s%s: %" PRIu64 "\n", k->companion, k->key, k->max);
-                policy_copy(&p, &d);
-                if (load(&p, doc, err, sizeof(err)) != 0)
-                        fail_msg("max of %s rejected: %s", k->key, err);
-
-                /* One past either bound is refused, naming the key, and the policy is untouched. */
-                if (k->min > 0) {
-                        snprintf(doc, sizeof(doc), "%s: %" PRIu64 "\n", k->key, k->min - 1);
-                        policy_copy(&p, &d);
-                        assert_int_equal(load(&p, doc, err, sizeof(err)), -EINVAL);
-                        assert_non_null(strstr(err, k->key));
-                        assert_non_null(strstr(err, "out of range"));
-                        assert_memory_equal(&p, &d, sizeof(p));
-                }
-                snprintf(doc, sizeof(doc), "%s: %" PRIu64 "\n", k->key, k->max + 1);
-                policy_copy(&p, &d);
-                assert_int_equal(load(&p, doc, err, sizeof(err)), -EINVAL);
-                assert_non_null(strstr(err, k->key));
-                assert_non_null(strstr(err, "out of range"));
-                assert_memory_equal(&p, &d, sizeof(p));
+                /* Both bounds are accepted; one past either is refused. */
+                bound_accepted(&d, k, k->min, "min");
+                bound_accepted(&d, k, k->max, "max");
+                if (k->min > 0)
+                        bound_refused(&d, k, k->min - 1);
+                bound_refused(&d, k, k->max + 1);
         }
 }
 
@@ -1071,29 +1086,8 @@ static void test_mutations(void **state) {
         assert_true(failed > 100);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),
-                cmocka_unit_test(test_empty_documents),
-                cmocka_unit_test(test_full_override),
-                cmocka_unit_test(test_overlay),
-                cmocka_unit_test(test_styles),
-                cmocka_unit_test(test_ranges),
-                cmocka_unit_test(test_errors),
-                cmocka_unit_test(test_atomic),
-                cmocka_unit_test(test_err_buffer),
-                cmocka_unit_test(test_too_large),
-                cmocka_unit_test(test_keep_restart_keys),
-                cmocka_unit_test(test_snapshot),
-                cmocka_unit_test(test_digest_known_answer),
-                cmocka_unit_test(test_digest),
-                cmocka_unit_test(test_packaging_file),
-                cmocka_unit_test(test_data_policy_file),
-                cmocka_unit_test(test_load_file_errors),
-                cmocka_unit_test(test_active_workers),
-                cmocka_unit_test(test_to_string),
-                cmocka_unit_test(test_mutations),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_defaults), TEST(test_empty_documents), TEST(test_full_override), TEST(test_overlay),
+          TEST(test_styles), TEST(test_ranges), TEST(test_errors), TEST(test_atomic), TEST(test_err_buffer),
+          TEST(test_too_large), TEST(test_keep_restart_keys), TEST(test_snapshot), TEST(test_digest_known_answer),
+          TEST(test_digest), TEST(test_packaging_file), TEST(test_data_policy_file), TEST(test_load_file_errors),
+          TEST(test_active_workers), TEST(test_to_string), TEST(test_mutations))

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
+#include "unit.h"
 
 #include "common/cleanup.h"
 #include "common/util.h"
@@ -268,30 +268,36 @@ static void assert_ran(const Outcome *o) {
         assert_int_equal(o->rc, 0);
 }
 
+/* Run code, which must run to the end without an exception. */
+static void run_clean(const char *code, Outcome *o) {
+        run_code(code, o);
+        assert_ran(o);
+        if (o->exception)
+                print_error("unexpected exception for %s: %s\n", code, o->exc_traceback);
+        assert_false(o->exception);
+}
+
+/* The value shown is expected (NULL: none, and no result bytes). */
+static void assert_result(const Outcome *o, const char *expected) {
+        if (expected) {
+                assert_true(o->has_result);
+                assert_string_equal(o->result.data, expected);
+        } else {
+                assert_false(o->has_result);
+                assert_int_equal(o->result.len, 0);
+        }
+}
+
 static void assert_value(const char *code, const char *expected) {
         Outcome o;
 
-        run_code(code, &o);
-        assert_ran(&o);
-        if (o.exception)
-                print_error("unexpected exception for %s: %s\n", code, o.exc_traceback);
-        assert_false(o.exception);
-        assert_true(o.has_result);
-        assert_string_equal(o.result.data, expected);
+        run_clean(code, &o);
+        assert_result(&o, expected);
         outcome_done(&o);
 }
 
 static void assert_no_value(const char *code) {
-        Outcome o;
-
-        run_code(code, &o);
-        assert_ran(&o);
-        if (o.exception)
-                print_error("unexpected exception for %s: %s\n", code, o.exc_traceback);
-        assert_false(o.exception);
-        assert_false(o.has_result);
-        assert_int_equal(o.result.len, 0);
-        outcome_done(&o);
+        assert_value(code, NULL);
 }
 
 static void assert_exception(const Outcome *o, const char *type) {
@@ -312,6 +318,41 @@ static void assert_contains(const char *haystack, const char *needle) {
         if (!strstr(haystack, needle))
                 print_error("%s\n--- does not contain ---\n%s\n", haystack, needle);
         assert_non_null(strstr(haystack, needle));
+}
+
+/* code raises type, with message (NULL: not checked) and a traceback that holds tb (NULL: not checked). */
+static void assert_raises(const char *code, const char *type, const char *message, const char *tb) {
+        Outcome o;
+
+        run_code(code, &o);
+        assert_exception(&o, type);
+        if (message)
+                assert_string_equal(o.exc_message, message);
+        if (tb)
+                assert_contains(o.exc_traceback, tb);
+        outcome_done(&o);
+}
+
+/* code raises type, having written exactly out to stdout before. */
+static void assert_raises_after(const char *code, const char *type, const char *out) {
+        Outcome o;
+
+        run_code(code, &o);
+        assert_exception(&o, type);
+        assert_string_equal(o.out.data, out);
+        outcome_done(&o);
+}
+
+/* code runs without an exception, writes out to stdout and err to stderr, and shows result
+ * (NULL: shows nothing). */
+static void assert_output(const char *code, const char *out, const char *err, const char *result) {
+        Outcome o;
+
+        run_clean(code, &o);
+        assert_string_equal(o.out.data, out);
+        assert_string_equal(o.err.data, err);
+        assert_result(&o, result);
+        outcome_done(&o);
 }
 
 /* ---- the interactive-shell rule ---- */
@@ -347,23 +388,8 @@ static void test_no_value(void **state) {
 }
 
 static void test_print_runs_once(void **state) {
-        Outcome o;
-
-        run_code("print(\"a\")", &o);
-        assert_ran(&o);
-        assert_false(o.exception);
-        assert_false(o.has_result);
-        assert_string_equal(o.out.data, "a\n");
-        assert_string_equal(o.err.data, "");
-        outcome_done(&o);
-
-        run_code("import sys\nprint('x') or sys.stderr.write('e') and 5", &o);
-        assert_ran(&o);
-        assert_true(o.has_result);
-        assert_string_equal(o.result.data, "5");
-        assert_string_equal(o.out.data, "x\n");
-        assert_string_equal(o.err.data, "e");
-        outcome_done(&o);
+        assert_output("print(\"a\")", "a\n", "", NULL);
+        assert_output("import sys\nprint('x') or sys.stderr.write('e') and 5", "x\n", "e", "5");
 }
 
 static void test_side_effects_once(void **state) {
@@ -438,15 +464,9 @@ static void test_syntax_error(void **state) {
         outcome_done(&o);
 
         /* Compile-time errors of either part are found before anything runs. */
-        run_code("print('ran')\nawait x", &o);
-        assert_exception(&o, "SyntaxError");
-        assert_string_equal(o.out.data, "");
-        outcome_done(&o);
+        assert_raises_after("print('ran')\nawait x", "SyntaxError", "");
 
-        run_code("print('ran')\nreturn 5", &o);
-        assert_exception(&o, "SyntaxError");
-        assert_string_equal(o.out.data, "");
-        outcome_done(&o);
+        assert_raises_after("print('ran')\nreturn 5", "SyntaxError", "");
 }
 
 static void test_invalid_source_bytes(void **state) {
@@ -483,33 +503,25 @@ static void test_zero_division_traceback(void **state) {
         assert_contains(o.exc_traceback, "ZeroDivisionError: division by zero\n");
         outcome_done(&o);
 
-        run_code("def f(d):\n    return 1 / d\n\nf(0)", &o);
-        assert_exception(&o, "ZeroDivisionError");
-        assert_contains(o.exc_traceback, "Traceback (most recent call last):\n"
-                                         "  File \"<code>\", line 4, in <module>\n"
-                                         "    f(0)\n"
-                                         "  File \"<code>\", line 2, in f\n"
-                                         "    return 1 / d\n");
-        outcome_done(&o);
+        assert_raises("def f(d):\n    return 1 / d\n\nf(0)", "ZeroDivisionError", NULL,
+                      "Traceback (most recent call last):\n"
+                      "  File \"<code>\", line 4, in <module>\n"
+                      "    f(0)\n"
+                      "  File \"<code>\", line 2, in f\n"
+                      "    return 1 / d\n");
 }
 
 static void test_exception_type_names(void **state) {
         Outcome o;
 
-        run_code("import json\njson.loads('{')", &o);
-        assert_exception(&o, "json.decoder.JSONDecodeError");
-        assert_contains(o.exc_traceback, "File \"" CODEINTERP_PY_STDLIB "/json/decoder.py\"");
-        outcome_done(&o);
+        assert_raises("import json\njson.loads('{')", "json.decoder.JSONDecodeError", NULL,
+                      "File \"" CODEINTERP_PY_STDLIB "/json/decoder.py\"");
 
-        run_code("class A:\n    class Oops(Exception):\n        pass\nraise A.Oops('bad')", &o);
-        assert_exception(&o, "__main__.A.Oops");
-        assert_string_equal(o.exc_message, "bad");
-        outcome_done(&o);
+        assert_raises("class A:\n    class Oops(Exception):\n        pass\nraise A.Oops('bad')", "__main__.A.Oops",
+                      "bad", NULL);
 
-        run_code("class E(Exception):\n    def __str__(self):\n        raise RuntimeError\nraise E()", &o);
-        assert_exception(&o, "__main__.E");
-        assert_string_equal(o.exc_message, "<unprintable E object>");
-        outcome_done(&o);
+        assert_raises("class E(Exception):\n    def __str__(self):\n        raise RuntimeError\nraise E()",
+                      "__main__.E", "<unprintable E object>", NULL);
 
         run_code("try:\n    {}['k']\nexcept KeyError as e:\n    raise ValueError('v') from e", &o);
         assert_exception(&o, "ValueError");
@@ -527,30 +539,20 @@ static void test_system_exit(void **state) {
         assert_string_equal(o.out.data, "before\n");
         outcome_done(&o);
 
-        run_code("import sys\nsys.exit(0)", &o);
-        assert_exception(&o, "SystemExit");
-        assert_string_equal(o.exc_message, "0");
-        outcome_done(&o);
+        assert_raises("import sys\nsys.exit(0)", "SystemExit", "0", NULL);
 }
 
 static void test_keyboard_interrupt(void **state) {
-        Outcome o;
-
         /* A real SIGINT (without user code importing signal): the handlers are installed. */
-        run_code("import os, time\nos.kill(os.getpid(), 2)\ntime.sleep(30)", &o);
-        assert_exception(&o, "KeyboardInterrupt");
-        assert_contains(o.exc_traceback, "File \"<code>\"");
-        outcome_done(&o);
+        assert_raises("import os, time\nos.kill(os.getpid(), 2)\ntime.sleep(30)", "KeyboardInterrupt", NULL,
+                      "File \"<code>\"");
 }
 
 static void test_repr_raises(void **state) {
         Outcome o;
 
-        run_code("class A:\n    def __repr__(self):\n        raise ValueError('no repr')\nA()", &o);
-        assert_exception(&o, "ValueError");
-        assert_string_equal(o.exc_message, "no repr");
-        assert_contains(o.exc_traceback, "in __repr__");
-        outcome_done(&o);
+        assert_raises("class A:\n    def __repr__(self):\n        raise ValueError('no repr')\nA()", "ValueError",
+                      "no repr", "in __repr__");
 
         run_code("10 ** 5000", &o); /* int -> str digit limit */
         assert_exception(&o, "ValueError");
@@ -627,34 +629,24 @@ static void test_thread_limit_classified(void **state) {
 /* ---- robustness against user code ---- */
 
 static void test_deleted_builtins(void **state) {
-        Outcome o;
-
         assert_value("import builtins\ndel builtins.repr\n5", "5");
 
-        run_code("import builtins\ndel builtins.str, builtins.len, builtins.isinstance, builtins.type\n1/0", &o);
-        assert_exception(&o, "ZeroDivisionError");
-        assert_string_equal(o.exc_message, "division by zero");
-        assert_contains(o.exc_traceback, "File \"<code>\", line 3");
-        outcome_done(&o);
+        assert_raises("import builtins\ndel builtins.str, builtins.len, builtins.isinstance, builtins.type\n1/0",
+                      "ZeroDivisionError", "division by zero", "File \"<code>\", line 3");
 }
 
 static void test_patched_traceback(void **state) {
         Outcome o;
 
-        run_code("import traceback\ntraceback.format_exception = None\n1/0", &o);
-        assert_exception(&o, "ZeroDivisionError");
-        assert_contains(o.exc_traceback, "File \"<code>\", line 3, in <module>\n    1/0\n");
-        outcome_done(&o);
+        assert_raises("import traceback\ntraceback.format_exception = None\n1/0", "ZeroDivisionError", NULL,
+                      "File \"<code>\", line 3, in <module>\n    1/0\n");
 
-        run_code("import traceback, linecache\n"
-                 "traceback.TracebackException = traceback.StackSummary = None\n"
-                 "linecache.getline = linecache.getlines = None\n"
-                 "linecache.cache.clear()\n"
-                 "1/0",
-                 &o);
-        assert_exception(&o, "ZeroDivisionError");
-        assert_contains(o.exc_traceback, "File \"<code>\", line 5, in <module>\n    1/0\n    ~^~\n");
-        outcome_done(&o);
+        assert_raises("import traceback, linecache\n"
+                      "traceback.TracebackException = traceback.StackSummary = None\n"
+                      "linecache.getline = linecache.getlines = None\n"
+                      "linecache.cache.clear()\n"
+                      "1/0",
+                      "ZeroDivisionError", NULL, "File \"<code>\", line 5, in <module>\n    1/0\n    ~^~\n");
 
         /* Even the runner's private traceback/linecache copies broken (found via gc):
          * the plain fallback formatter still names the frame and the line. */
@@ -684,12 +676,9 @@ static void test_patched_traceback(void **state) {
         assert_non_null(o.exc_traceback);
         outcome_done(&o);
 
-        run_code("import sys\nsys.stdout = None\nsys.stderr = None\nsys.setrecursionlimit(40)\n"
-                 "def f(): f()\nf()",
-                 &o);
-        assert_exception(&o, "RecursionError");
-        assert_contains(o.exc_traceback, "in f");
-        outcome_done(&o);
+        assert_raises("import sys\nsys.stdout = None\nsys.stderr = None\nsys.setrecursionlimit(40)\n"
+                      "def f(): f()\nf()",
+                      "RecursionError", NULL, "in f");
 }
 
 /* A report that is not what run() promises is the runner failing (-EPROTO), never
@@ -729,15 +718,13 @@ static void test_malformed_report(void **state) {
         }
 
         /* The same replacement passing the report through is accepted. */
-        run_code("import gc\n"
-                 "for d in gc.get_objects():\n"
-                 "    if isinstance(d, dict) and 'PackageInstallBlocker' in d:\n"
-                 "        real = d['_report']\n"
-                 "        d['_report'] = lambda *args: {**real(*args), 'extra': 1}\n"
-                 "1/0",
-                 &o);
-        assert_exception(&o, "ZeroDivisionError");
-        outcome_done(&o);
+        assert_raises("import gc\n"
+                      "for d in gc.get_objects():\n"
+                      "    if isinstance(d, dict) and 'PackageInstallBlocker' in d:\n"
+                      "        real = d['_report']\n"
+                      "        d['_report'] = lambda *args: {**real(*args), 'extra': 1}\n"
+                      "1/0",
+                      "ZeroDivisionError", NULL, NULL);
 }
 
 /* ---- environment ---- */
@@ -808,24 +795,11 @@ static void test_sys_path(void **state) {
 static void test_unicode_output(void **state) {
         Outcome o;
 
-        run_code("print('é')\n'é'", &o);
-        assert_ran(&o);
-        assert_string_equal(o.out.data, "\xc3\xa9\n");
-        assert_string_equal(o.result.data, "'\xc3\xa9'");
-        outcome_done(&o);
+        assert_output("print('é')\n'é'", "\xc3\xa9\n", "", "'\xc3\xa9'");
+        assert_output("print('a\\udcffb')\nimport sys\nsys.stderr.write('\\ud800\\n')\n'\\udcff'", "a\\udcffb\n",
+                      "\\ud800\n", "'\\udcff'");
 
-        run_code("print('a\\udcffb')\nimport sys\nsys.stderr.write('\\ud800\\n')\n'\\udcff'", &o);
-        assert_ran(&o);
-        assert_false(o.exception);
-        assert_string_equal(o.out.data, "a\\udcffb\n");
-        assert_string_equal(o.err.data, "\\ud800\n");
-        assert_string_equal(o.result.data, "'\\udcff'");
-        outcome_done(&o);
-
-        run_code("raise ValueError('bad \\udcff é')", &o);
-        assert_exception(&o, "ValueError");
-        assert_string_equal(o.exc_message, "bad \\udcff \xc3\xa9");
-        outcome_done(&o);
+        assert_raises("raise ValueError('bad \\udcff é')", "ValueError", "bad \\udcff \xc3\xa9", NULL);
 
         /* A value whose repr contains a lone surrogate. */
         run_code("class S:\n    def __repr__(self):\n        return 'x\\udc80'\nS()", &o);
@@ -846,10 +820,7 @@ static void test_unbuffered_output(void **state) {
         assert_string_equal(o.err.data, "err");
         outcome_done(&o);
 
-        run_code("import sys\nsys.stdout.write('partial')\n1/0", &o);
-        assert_exception(&o, "ZeroDivisionError");
-        assert_string_equal(o.out.data, "partial");
-        outcome_done(&o);
+        assert_raises_after("import sys\nsys.stdout.write('partial')\n1/0", "ZeroDivisionError", "partial");
 }
 
 static void test_preload(void **state) {
@@ -909,39 +880,12 @@ static void test_bad_arguments(void **state) {
         outcome_done(&o);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_last_expression_shown),
-                cmocka_unit_test(test_semicolon_suppresses),
-                cmocka_unit_test(test_no_value),
-                cmocka_unit_test(test_print_runs_once),
-                cmocka_unit_test(test_side_effects_once),
-                cmocka_unit_test(test_northstar),
-                cmocka_unit_test(test_large_result),
-                cmocka_unit_test(test_future_annotations),
-                cmocka_unit_test(test_main_namespace),
-                cmocka_unit_test(test_syntax_error),
-                cmocka_unit_test(test_invalid_source_bytes),
-                cmocka_unit_test(test_zero_division_traceback),
-                cmocka_unit_test(test_exception_type_names),
-                cmocka_unit_test(test_system_exit),
-                cmocka_unit_test(test_keyboard_interrupt),
-                cmocka_unit_test(test_repr_raises),
-                cmocka_unit_test(test_memory_error),
-                cmocka_unit_test(test_file_size_limit),
-                cmocka_unit_test(test_thread_limit_classified),
-                cmocka_unit_test(test_deleted_builtins),
-                cmocka_unit_test(test_patched_traceback),
-                cmocka_unit_test(test_malformed_report),
-                cmocka_unit_test(test_inputs),
-                cmocka_unit_test(test_no_package_installs),
-                cmocka_unit_test(test_sys_path),
-                cmocka_unit_test(test_unicode_output),
-                cmocka_unit_test(test_unbuffered_output),
-                cmocka_unit_test(test_preload),
-                cmocka_unit_test(test_reseed),
-                cmocka_unit_test(test_bad_arguments),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_last_expression_shown), TEST(test_semicolon_suppresses), TEST(test_no_value),
+          TEST(test_print_runs_once), TEST(test_side_effects_once), TEST(test_northstar), TEST(test_large_result),
+          TEST(test_future_annotations), TEST(test_main_namespace), TEST(test_syntax_error),
+          TEST(test_invalid_source_bytes), TEST(test_zero_division_traceback), TEST(test_exception_type_names),
+          TEST(test_system_exit), TEST(test_keyboard_interrupt), TEST(test_repr_raises), TEST(test_memory_error),
+          TEST(test_file_size_limit), TEST(test_thread_limit_classified), TEST(test_deleted_builtins),
+          TEST(test_patched_traceback), TEST(test_malformed_report), TEST(test_inputs), TEST(test_no_package_installs),
+          TEST(test_sys_path), TEST(test_unicode_output), TEST(test_unbuffered_output), TEST(test_preload),
+          TEST(test_reseed), TEST(test_bad_arguments))

@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Worker reports (contract/report.c): what the worker sends, and the supervisor's
  * parser, which treats every byte as untrusted (user code can write to the pipe). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -124,11 +120,4 @@ static void test_mutations(void **state) {
         }
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_round_trip),
-                cmocka_unit_test(test_rejects),
-                cmocka_unit_test(test_mutations),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_round_trip), TEST(test_rejects), TEST(test_mutations))

@@ -4,12 +4,7 @@
  * under test. The child reports the first failed check through a pipe (write(2) is
  * allowed) and exits 1; the parent turns that into a cmocka failure. Kill-mode tests
  * expect the child to die of SIGSYS (core dumps are switched off first). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-
-#include <cmocka.h>
+#include "unit.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1118,33 +1113,9 @@ static void test_compile(void **state) {
         policy_seccomp_fprog_free(NULL);
 }
 
-static void test_sockets_denied(void **state) {
-        expect_ok(&prog_errno, child_sockets);
-}
-
-static void test_processes_and_exec_denied(void **state) {
-        expect_ok(&prog_errno, child_processes);
-}
-
 static void test_clone3_enosys(void **state) {
         expect_ok(&prog_errno, child_clone3);
         expect_ok(&prog_kill, child_clone3); /* ENOSYS, not a kill, in kill mode too */
-}
-
-static void test_threads(void **state) {
-        expect_ok(&prog_errno, child_threads);
-}
-
-static void test_namespaces_and_mounts_denied(void **state) {
-        expect_ok(&prog_errno, child_namespaces);
-}
-
-static void test_other_processes_denied(void **state) {
-        expect_ok(&prog_errno, child_other_processes);
-}
-
-static void test_rlimits_read_only(void **state) {
-        expect_ok(&prog_errno, child_rlimits);
 }
 
 static void test_ioctl(void **state) {
@@ -1158,37 +1129,9 @@ static void test_prctl(void **state) {
         expect_signal(&prog_kill, child_prctl_denied_only, SIGSYS);
 }
 
-static void test_personality(void **state) {
-        expect_ok(&prog_errno, child_personality);
-}
-
-static void test_unlisted_enosys(void **state) {
-        expect_ok(&prog_errno, child_unlisted);
-}
-
-static void test_denied_misc(void **state) {
-        expect_ok(&prog_errno, child_denied_misc);
-}
-
 static void test_xattr_unsupported(void **state) {
         expect_ok(&prog_errno, child_xattr);
         expect_ok(&prog_kill, child_xattr);
-}
-
-static void test_file_io(void **state) {
-        expect_ok(&prog_errno, child_file_io);
-}
-
-static void test_memory(void **state) {
-        expect_ok(&prog_errno, child_memory);
-}
-
-static void test_signals_and_time(void **state) {
-        expect_ok(&prog_errno, child_signals_time);
-}
-
-static void test_identity(void **state) {
-        expect_ok(&prog_errno, child_identity);
 }
 
 static void test_kill_mode(void **state) {
@@ -1237,35 +1180,24 @@ static int group_teardown(void **state) {
         return 0;
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_compile),
-                cmocka_unit_test(test_sockets_denied),
-                cmocka_unit_test(test_processes_and_exec_denied),
-                cmocka_unit_test(test_clone3_enosys),
-                cmocka_unit_test(test_threads),
-                cmocka_unit_test(test_namespaces_and_mounts_denied),
-                cmocka_unit_test(test_other_processes_denied),
-                cmocka_unit_test(test_rlimits_read_only),
-                cmocka_unit_test(test_ioctl),
-                cmocka_unit_test(test_prctl),
-                cmocka_unit_test(test_personality),
-                cmocka_unit_test(test_unlisted_enosys),
-                cmocka_unit_test(test_denied_misc),
-                cmocka_unit_test(test_xattr_unsupported),
-                cmocka_unit_test(test_file_io),
-                cmocka_unit_test(test_memory),
-                cmocka_unit_test(test_signals_and_time),
-                cmocka_unit_test(test_identity),
-                cmocka_unit_test(test_kill_mode),
-                cmocka_unit_test(test_x32_killed),
-                cmocka_unit_test(test_i386_killed),
-                cmocka_unit_test(test_bpf_arches),
-                cmocka_unit_test(test_bpf_prctl),
-                cmocka_unit_test(test_bpf_ioctl),
-                cmocka_unit_test(test_bpf_personality),
-                cmocka_unit_test(test_bpf_clone),
-                cmocka_unit_test(test_bpf_prlimit64),
-        };
-        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+/* A test that is one child under the errno-mode filter, which must pass every check:
+ * listed in main() as ERRNO_CHILD(name, child). */
+static void errno_child_passes(void **state) {
+        expect_ok(&prog_errno, *(ChildFn *) *state);
 }
+/* clang-format off */
+#define ERRNO_CHILD(name, child) { #name, errno_child_passes, NULL, NULL, &(ChildFn){ child } }
+/* clang-format on */
+
+UNIT_MAIN(group_setup, group_teardown, TEST(test_compile), ERRNO_CHILD(test_sockets_denied, child_sockets),
+          ERRNO_CHILD(test_processes_and_exec_denied, child_processes), TEST(test_clone3_enosys),
+          ERRNO_CHILD(test_threads, child_threads), ERRNO_CHILD(test_namespaces_and_mounts_denied, child_namespaces),
+          ERRNO_CHILD(test_other_processes_denied, child_other_processes),
+          ERRNO_CHILD(test_rlimits_read_only, child_rlimits), TEST(test_ioctl), TEST(test_prctl),
+          ERRNO_CHILD(test_personality, child_personality), ERRNO_CHILD(test_unlisted_enosys, child_unlisted),
+          ERRNO_CHILD(test_denied_misc, child_denied_misc), TEST(test_xattr_unsupported),
+          ERRNO_CHILD(test_file_io, child_file_io), ERRNO_CHILD(test_memory, child_memory),
+          ERRNO_CHILD(test_signals_and_time, child_signals_time), ERRNO_CHILD(test_identity, child_identity),
+          TEST(test_kill_mode), TEST(test_x32_killed), TEST(test_i386_killed), TEST(test_bpf_arches),
+          TEST(test_bpf_prctl), TEST(test_bpf_ioctl), TEST(test_bpf_personality), TEST(test_bpf_clone),
+          TEST(test_bpf_prlimit64))

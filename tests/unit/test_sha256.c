@@ -1,9 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -164,13 +160,6 @@ static void test_sha256_reuse_after_init(void **state) {
         assert_memory_not_equal(d1, d2, 32);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_sha256_empty),       cmocka_unit_test(test_sha256_abc),
-                cmocka_unit_test(test_sha256_448),         cmocka_unit_test(test_sha256_896),
-                cmocka_unit_test(test_sha256_million_a),   cmocka_unit_test(test_sha256_padding_edges),
-                cmocka_unit_test(test_sha256_incremental), cmocka_unit_test(test_sha256_reuse_after_init),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_sha256_empty), TEST(test_sha256_abc), TEST(test_sha256_448), TEST(test_sha256_896),
+          TEST(test_sha256_million_a), TEST(test_sha256_padding_edges), TEST(test_sha256_incremental),
+          TEST(test_sha256_reuse_after_init))

@@ -3,11 +3,7 @@
  * (proto_pack_status(), supervisor/protocol.c) and read by the client's
  * client/lib/status.c, readiness and both metrics formats; neither side's field names
  * appear here. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +11,7 @@
 #include <string.h>
 
 #include "client/lib/status.h"
+#include "common/cleanup.h"
 #include "common/mp.h"
 #include "policy/policy.h"
 #include "supervisor/metrics.h"
@@ -105,6 +102,16 @@ static void assert_lacks(const char *text, const char *line) {
                 fail_msg("unexpected %s in:\n%s", line, text);
 }
 
+static void assert_has_all(const char *text, const char *const *lines, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                assert_has(text, lines[i]);
+}
+
+static void assert_lacks_all(const char *text, const char *const *lines, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                assert_lacks(text, lines[i]);
+}
+
 static void test_readiness(void **state) {
         char cause[STATUS_CAUSE_MAX], detail[STATUS_DETAIL_MAX];
         ProtoStatus st = base_status();
@@ -136,67 +143,76 @@ static void test_readiness(void **state) {
 }
 
 static void test_prometheus_format(void **state) {
+        static const char *const has[] = {
+                /* HELP and TYPE name the sample; info metrics are gauges; no OpenMetrics lines. */
+                "# TYPE codeinterp_calls_total counter\n",
+                "# HELP codeinterp_calls_total Execute requests by outcome",
+                "codeinterp_calls_total{outcome=\"ok\"} 3\n",
+                "codeinterp_calls_total{outcome=\"timeout\"} 1\n",
+                "# TYPE codeinterp_build_info gauge\n",
+                "# TYPE codeinterp_policy_info gauge\n",
+                "codeinterp_policy_info{name=\"code_interpreter\",sha256=\"0123456789abcdef0123456789abcdef"
+                "0123456789abcdef0123456789abcdef\",worker_start=\"zygote\"} 1\n",
+                "# TYPE codeinterp_memory_gate_held_seconds_total counter\n",
+                "codeinterp_memory_gate_held_seconds_total 1.503\n",
+                "codeinterp_uptime_seconds 61.001\n",
+                "codeinterp_start_time_seconds 1700000000.123\n",
+                "codeinterp_ready 1\n",
+                "codeinterp_zygote_ready 1\n",
+                "codeinterp_zygotes_started_total 3\n",
+                "codeinterp_queued_calls 1\n",
+                /* Connections: open now, refused by reason (every reason, 0 included), closed idle. */
+                "codeinterp_connections 17\n",
+                "# TYPE codeinterp_connections_refused_total counter\n",
+                "codeinterp_connections_refused_total{reason=\"peer_not_allowed\"} 2\n",
+                "codeinterp_connections_refused_total{reason=\"max_connections\"} 0\n",
+                "codeinterp_connections_refused_total{reason=\"max_connections_per_peer\"} 184\n",
+                "# TYPE codeinterp_connections_idle_closed_total counter\n",
+                "codeinterp_connections_idle_closed_total 5\n",
+                /* Histograms in seconds, cumulative, +Inf = count. */
+                "# TYPE codeinterp_queue_wait_seconds histogram\n",
+                "codeinterp_queue_wait_seconds_bucket{le=\"0.001\"} 1\n",
+                "codeinterp_queue_wait_seconds_bucket{le=\"0.05\"} 2\n",
+                "codeinterp_run_time_seconds_bucket{le=\"300.0\"} 1\n",
+                "codeinterp_run_time_seconds_bucket{le=\"+Inf\"} 2\n",
+                "codeinterp_run_time_seconds_count 2\n",
+        };
+        static const char *const lacks[] = {
+                "# UNIT",
+                "# EOF",
+                " info\n",
+        };
         ProtoStatus st = base_status();
         char *text = NULL;
         Packed p;
 
         assert_int_equal(render(pack(&p, &st), STATUS_FORMAT_PROMETHEUS, &text), 0);
-        /* HELP and TYPE name the sample; info metrics are gauges; no OpenMetrics lines. */
-        assert_has(text, "# TYPE codeinterp_calls_total counter\n");
-        assert_has(text, "# HELP codeinterp_calls_total Execute requests by outcome");
-        assert_has(text, "codeinterp_calls_total{outcome=\"ok\"} 3\n");
-        assert_has(text, "codeinterp_calls_total{outcome=\"timeout\"} 1\n");
-        assert_has(text, "# TYPE codeinterp_build_info gauge\n");
-        assert_has(text, "# TYPE codeinterp_policy_info gauge\n");
-        assert_has(text, "codeinterp_policy_info{name=\"code_interpreter\",sha256=\"0123456789abcdef0123456789abcdef"
-                         "0123456789abcdef0123456789abcdef\",worker_start=\"zygote\"} 1\n");
-        assert_has(text, "# TYPE codeinterp_memory_gate_held_seconds_total counter\n");
-        assert_has(text, "codeinterp_memory_gate_held_seconds_total 1.503\n");
-        assert_has(text, "codeinterp_uptime_seconds 61.001\n");
-        assert_has(text, "codeinterp_start_time_seconds 1700000000.123\n");
-        assert_has(text, "codeinterp_ready 1\n");
-        assert_has(text, "codeinterp_zygote_ready 1\n");
-        assert_has(text, "codeinterp_zygotes_started_total 3\n");
-        assert_has(text, "codeinterp_queued_calls 1\n");
-        /* Connections: open now, refused by reason (every reason, 0 included), closed idle. */
-        assert_has(text, "codeinterp_connections 17\n");
-        assert_has(text, "# TYPE codeinterp_connections_refused_total counter\n");
-        assert_has(text, "codeinterp_connections_refused_total{reason=\"peer_not_allowed\"} 2\n");
-        assert_has(text, "codeinterp_connections_refused_total{reason=\"max_connections\"} 0\n");
-        assert_has(text, "codeinterp_connections_refused_total{reason=\"max_connections_per_peer\"} 184\n");
-        assert_has(text, "# TYPE codeinterp_connections_idle_closed_total counter\n");
-        assert_has(text, "codeinterp_connections_idle_closed_total 5\n");
-        /* Histograms in seconds, cumulative, +Inf = count. */
-        assert_has(text, "# TYPE codeinterp_queue_wait_seconds histogram\n");
-        assert_has(text, "codeinterp_queue_wait_seconds_bucket{le=\"0.001\"} 1\n");
-        assert_has(text, "codeinterp_queue_wait_seconds_bucket{le=\"0.05\"} 2\n");
-        assert_has(text, "codeinterp_run_time_seconds_bucket{le=\"300.0\"} 1\n");
-        assert_has(text, "codeinterp_run_time_seconds_bucket{le=\"+Inf\"} 2\n");
-        assert_has(text, "codeinterp_run_time_seconds_count 2\n");
-        assert_lacks(text, "# UNIT");
-        assert_lacks(text, "# EOF");
-        assert_lacks(text, " info\n");
+        assert_has_all(text, has, ELEMENTSOF(has));
+        assert_lacks_all(text, lacks, ELEMENTSOF(lacks));
         free(text);
         packed_done(&p);
 }
 
 static void test_openmetrics_format(void **state) {
+        static const char *const has[] = {
+                /* Families without their suffix; the samples keep theirs. */
+                "# TYPE codeinterp_calls counter\n# HELP codeinterp_calls ",
+                "codeinterp_calls_total{outcome=\"ok\"} 3\n",
+                "# TYPE codeinterp_connections_refused counter\n",
+                "codeinterp_connections_refused_total{reason=\"max_connections_per_peer\"} 184\n",
+                "# TYPE codeinterp_build info\n",
+                "codeinterp_build_info{version=\"",
+                "# TYPE codeinterp_uptime_seconds gauge\n# UNIT codeinterp_uptime_seconds seconds\n",
+                "# TYPE codeinterp_memory_gate_held_seconds counter\n"
+                "# UNIT codeinterp_memory_gate_held_seconds seconds\n",
+                "# UNIT codeinterp_run_time_seconds seconds\n",
+        };
         ProtoStatus st = base_status();
         char *text = NULL;
         Packed p;
 
         assert_int_equal(render(pack(&p, &st), STATUS_FORMAT_OPENMETRICS, &text), 0);
-        /* Families without their suffix; the samples keep theirs. */
-        assert_has(text, "# TYPE codeinterp_calls counter\n# HELP codeinterp_calls ");
-        assert_has(text, "codeinterp_calls_total{outcome=\"ok\"} 3\n");
-        assert_has(text, "# TYPE codeinterp_connections_refused counter\n");
-        assert_has(text, "codeinterp_connections_refused_total{reason=\"max_connections_per_peer\"} 184\n");
-        assert_has(text, "# TYPE codeinterp_build info\n");
-        assert_has(text, "codeinterp_build_info{version=\"");
-        assert_has(text, "# TYPE codeinterp_uptime_seconds gauge\n# UNIT codeinterp_uptime_seconds seconds\n");
-        assert_has(text, "# TYPE codeinterp_memory_gate_held_seconds counter\n"
-                         "# UNIT codeinterp_memory_gate_held_seconds seconds\n");
-        assert_has(text, "# UNIT codeinterp_run_time_seconds seconds\n");
+        assert_has_all(text, has, ELEMENTSOF(has));
         assert_lacks(text, "_total counter");
         /* # EOF once, last. */
         size_t n = strlen(text);
@@ -266,15 +282,5 @@ static void test_errors(void **state) {
         packed_done(&p);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_readiness),
-                cmocka_unit_test(test_prometheus_format),
-                cmocka_unit_test(test_openmetrics_format),
-                cmocka_unit_test(test_exec_mode_has_no_zygote_metrics),
-                cmocka_unit_test(test_label_values_are_escaped),
-                cmocka_unit_test(test_errors),
-        };
-
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_readiness), TEST(test_prometheus_format), TEST(test_openmetrics_format),
+          TEST(test_exec_mode_has_no_zygote_metrics), TEST(test_label_values_are_escaped), TEST(test_errors))

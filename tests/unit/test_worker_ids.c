@@ -3,11 +3,7 @@
  * written here, the supervisor's own id map), the order ids are given in, exhaustion,
  * and quarantine: an id whose worker may still live comes back only once no child of
  * this process is mapped to it (a real child in a user namespace, mapped as a worker). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -168,11 +164,4 @@ static void test_quarantine(void **state) {
         worker_ids_free(ids);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_check),
-                cmocka_unit_test(test_order_and_exhaustion),
-                cmocka_unit_test(test_quarantine),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_check), TEST(test_order_and_exhaustion), TEST(test_quarantine))

@@ -7,9 +7,9 @@ from .env import (ALL_TESTS, ASAN, BUILD, CLIENT, DAEMON, MUST_SANDBOX, PYTHON, 
                   SOURCE_ROOT, WAIT_LIMIT, WORKER_START, runtime_ancestors)
 from .frames import (collect_outcomes, count, describe, drain, execute_frame, frame, of, one_result, pump, raw_frame,
                      recv_result_frame)
-from .supervisor import (CORE_OUTCOMES, NORTHSTAR, Conn, Supervisor, UsernsSupervisor, calls, check_northstar, ok,
-                         require_sandbox, running_supervisor, sandbox_available, status, unavailable, value,
-                         worker_pids, worker_pids_of)
+from .supervisor import (CORE_OUTCOMES, NORTHSTAR, Conn, Supervisor, UsernsSupervisor, ask, calls, check_northstar,
+                         execute_once, ok, raised, require_sandbox, running_supervisor, sandbox_available, status,
+                         terminate, unavailable, value, worker_pids, worker_pids_of)
 from .waits import HeldCall, held, start_held, wait_call, wait_for, wait_idle, wait_running, wait_states
 
 __all__ = [
@@ -18,7 +18,8 @@ __all__ = [
     "SOURCE_ROOT", "WAIT_LIMIT", "WORKER_START", "runtime_ancestors",
     "collect_outcomes", "count", "describe", "drain", "execute_frame", "frame", "of", "one_result", "pump",
     "raw_frame", "recv_result_frame",
-    "CORE_OUTCOMES", "NORTHSTAR", "Conn", "Supervisor", "UsernsSupervisor", "calls", "check_northstar", "ok", "require_sandbox",
-    "running_supervisor", "sandbox_available", "status", "unavailable", "value", "worker_pids", "worker_pids_of",
+    "CORE_OUTCOMES", "NORTHSTAR", "Conn", "Supervisor", "UsernsSupervisor", "ask", "calls", "check_northstar",
+    "execute_once", "ok", "raised", "require_sandbox", "running_supervisor", "sandbox_available", "status",
+    "terminate", "unavailable", "value", "worker_pids", "worker_pids_of",
     "HeldCall", "held", "start_held", "wait_call", "wait_for", "wait_idle", "wait_running", "wait_states",
 ]

@@ -14,7 +14,7 @@ import time
 from . import proc
 from .cgroups import new_pids_cgroup
 from .env import WAIT_LIMIT
-from .supervisor import Conn, Supervisor
+from .supervisor import Conn, Supervisor, terminate
 from .waits import wait_for
 
 
@@ -134,13 +134,7 @@ class FaultEnv:
         if t.cg is None and sup.proc.poll() is None:
             t.descendants = proc.descendants(t.pid)  # without a tracking cgroup: who must go
         t0 = time.monotonic()
-        if sup.proc.poll() is None:
-            sup.proc.send_signal(sig)
-            try:
-                sup.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                sup.proc.kill()
-                sup.proc.wait()
+        terminate(sup.proc, sig, timeout=timeout)
         took = time.monotonic() - t0
         t.rc = sup.proc.returncode
         t.stopped = True

@@ -7,6 +7,7 @@ import errno
 import fcntl
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import time
@@ -39,6 +40,20 @@ def unavailable(why):
     if MUST_SANDBOX:
         pytest.fail("CODEINTERP_MUST_SANDBOX=1 but " + why)
     pytest.skip(why)
+
+
+def terminate(p, *signals, timeout=WAIT_LIMIT):
+    """End the subprocess.Popen p, unless it has already exited: send signals (SIGTERM
+    when none are given), wait up to timeout, then SIGKILL it. Its return code."""
+    if p.poll() is None:
+        for sig in signals or (signal.SIGTERM,):
+            p.send_signal(sig)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return p.returncode
 
 
 def require_sandbox():
@@ -155,7 +170,22 @@ def _host_id_block():
     return "workerHostIdBase: %d\n" % (_PRIVATE_HOST_ID_BASE + slot * HOST_ID_BLOCK)
 
 
-class Supervisor(Daemon):
+class _Endpoint:
+    """connect() (a Conn) and client() (a codeinterp.Client, the public Python client) to
+    self.socket, each kept in self.conns until close_connections()."""
+
+    def connect(self, timeout=WAIT_LIMIT):
+        return self._keep(Conn(self.socket, timeout))
+
+    def client(self, timeout=WAIT_LIMIT):
+        return self._keep(Client(self.socket, timeout))
+
+    def _keep(self, c):
+        self.conns.append(c)
+        return c
+
+
+class Supervisor(_Endpoint, Daemon):
     """codeinterpd from BUILD in the run's worker start mode (a policy that names
     workerStart keeps it) and, rootless, as the run's user; ready for connections when
     the constructor returns. connect() gives a Conn, client() a codeinterp.Client,
@@ -182,17 +212,6 @@ class Supervisor(Daemon):
     def pid(self):
         return self.proc.pid
 
-    def connect(self, timeout=WAIT_LIMIT):
-        c = Conn(self.socket, timeout)
-        self.conns.append(c)
-        return c
-
-    def client(self, timeout=WAIT_LIMIT):
-        """A codeinterp.Client (the public Python client) connected to it."""
-        c = Client(self.socket, timeout)
-        self.conns.append(c)
-        return c
-
     def cli(self, *args, input=None, timeout=WAIT_LIMIT):
         """The codeinterp command with --socket and args; a CompletedProcess."""
         return subprocess.run([CLIENT, "--socket", self.socket] + list(args), input=input,
@@ -207,23 +226,13 @@ class Supervisor(Daemon):
         self.conns.clear()
 
 
-class Installed:
+class Installed(_Endpoint):
     """The installed supervisor (CODEINTERP_TEST_SOCKET): connect() and client() as a
     Supervisor's; nothing to start, and stop() only closes the connections."""
 
     def __init__(self, path):
         self.socket = path
         self.conns = []
-
-    def connect(self, timeout=WAIT_LIMIT):
-        c = Conn(self.socket, timeout)
-        self.conns.append(c)
-        return c
-
-    def client(self, timeout=WAIT_LIMIT):
-        c = Client(self.socket, timeout)
-        self.conns.append(c)
-        return c
 
     def close_connections(self):
         for c in self.conns:
@@ -315,12 +324,29 @@ def status(sup):
     """The supervisor's status reply (on a connection of its own). Its answer is also a
     barrier: the event loop has finished whatever it was doing when the request came,
     e.g. removing the cgroup of a call whose result has already arrived."""
-    c = Conn(sup.socket)
+    return ask(sup.socket, "status")
+
+
+def _on_own_connection(sock, fn, timeout=WAIT_LIMIT):
+    """fn(c) for a Conn c of its own to sock, closed after."""
+    c = Conn(sock, timeout)
     try:
-        r = c.call("status")
+        return fn(c)
     finally:
         c.close()
+
+
+def ask(sock, request):
+    """The reply to one request (with no fields) on a connection of its own to sock."""
+    r = _on_own_connection(sock, lambda c: c.call(request))
     assert r["type"] == "reply", r
+    return r
+
+
+def execute_once(sock, code, timeout=WAIT_LIMIT):
+    """The result of executing code on a connection of its own to sock (not an error)."""
+    r = _on_own_connection(sock, lambda c: c.execute(code), timeout)
+    assert r.get("type") == "result", r
     return r
 
 
@@ -375,6 +401,18 @@ def ok(r, text=None):
     if text is not None:
         assert r["result"] is not None and r["result"]["text"] == text, r["result"]
     return r
+
+
+def raised(r, type, message=None):
+    """The exception of r, a python_exception of type (whose message is message, when
+    given) that shows no result."""
+    assert r["outcome"] == "python_exception", r
+    exc = r["exception"]
+    assert exc["type"] == type
+    if message is not None:
+        assert exc["message"]["text"] == message
+    assert r["result"] is None
+    return exc
 
 
 def value(r):
