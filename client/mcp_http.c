@@ -410,7 +410,7 @@ static void handle_post(Http *h, struct MHD_Connection *c, Request *r) {
         id = get(msg, "id");
         if (!sid) {
                 if (!method_is(msg, "initialize")) {
-                        answer_error(r, 400, NULL, RPC_INVALID_REQUEST,
+                        answer_error(r, 400, id, RPC_INVALID_REQUEST,
                                      "bad request: no Mcp-Session-Id header (send initialize to start a session)");
                         goto out;
                 }
