@@ -172,7 +172,9 @@ def test_sdk_initializes_lists_calls_and_resumes(sup, server, token_file):
 
 
 def test_idle_session_expires_and_the_sdk_starts_a_new_one(sup, server, token_file):
-    srv = server("--idle-timeout", "1")
+    # Long enough that the SDK's requests, a few milliseconds apart, never meet it on a busy
+    # machine; the test waits for the server's log line, not for the time.
+    srv = server("--idle-timeout", "3")
     r = sdk(srv.url, token_file, "new")
     sid = r["sessionId"]
     srv.wait_log(r"session %s ended \(idle\)" % sid[:8])
@@ -297,7 +299,9 @@ def test_session_call_limit(server):
 
 def test_delete_ends_the_session_and_its_invocation(sup, server):
     srv = server()
-    before = connections(sup)
+    # The server's check at start (a session opened and closed) may not have been seen
+    # closing yet: wait until only status's own connection is open.
+    before = wait_for(lambda: connections(sup) == 1 and 1, "the supervisor to have no other connection")
     sid = srv.initialize()
     # The session's invocation lives on its own supervisor connection.
     wait_for(lambda: connections(sup) == before + 1, "the session's connection")
@@ -397,7 +401,7 @@ def test_sdk_through_nginx_tls(sup, server, token_file, tmp_path):
                     " fastcgi_temp_path %s/fcgi;\n uwsgi_temp_path %s/uwsgi;\n scgi_temp_path %s/scgi;\n%s}\n"
                     % ((prefix,) * 6 + (block,)))
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    proc = subprocess.Popen([nginx, "-p", str(prefix), "-c", str(conf)], stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([nginx, "-e", "stderr", "-p", str(prefix), "-c", str(conf)], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         def listening():
@@ -410,7 +414,7 @@ def test_sdk_through_nginx_tls(sup, server, token_file, tmp_path):
 
         wait_for(listening, "nginx to listen")
         env = dict(os.environ, NODE_EXTRA_CA_CERTS=str(crt))
-        url = "https://localhost:%d/mcp" % port
+        url = "https://127.0.0.1:%d/mcp" % port
         r = sdk(url, token_file, "new", env=env)
         assert r["northstar"]["structuredContent"]["value"]["text"] == "8.25"
         again = sdk(url, token_file, "resume", r["sessionId"], env=env)
