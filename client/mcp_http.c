@@ -408,6 +408,8 @@ static void handle_post(Http *h, struct MHD_Connection *c, Request *r) {
                 return;
         }
         id = get(msg, "id");
+        if (id && !json_object_is_type(id, json_type_string) && !json_object_is_type(id, json_type_int))
+                id = NULL; /* not an id JSON-RPC allows: answered with null */
         if (!sid) {
                 if (!method_is(msg, "initialize")) {
                         answer_error(r, 400, id, RPC_INVALID_REQUEST,
@@ -447,7 +449,11 @@ static void handle_post(Http *h, struct MHD_Connection *c, Request *r) {
                 /* Only an initialize that succeeded keeps its session. */
                 if (!s->mcp.version) {
                         mcp_session_end(&s->mcp, false);
+                        fprintf(stderr, "codeinterp mcp: session %.*s ended (not initialized)\n", SHORT_ID(s));
                         *s = (Session){};
+                        if (!r->answered) /* initialize sent as a notification */
+                                answer_error(r, 400, NULL, RPC_INVALID_REQUEST,
+                                             "bad request: initialize must be a request (with an id)");
                         goto out;
                 }
                 memcpy(r->session_header, s->id, sizeof r->session_header);
@@ -463,6 +469,8 @@ static void handle_post(Http *h, struct MHD_Connection *c, Request *r) {
         } else if (!r->answered)
                 answer(r, 202, NULL, 0); /* a notification or a response: accepted */
 out:
+        if (!r->answered && !r->waiting_in) /* every request gets an answer; not reached */
+                answer_error(r, 500, NULL, RPC_INTERNAL_ERROR, "internal error: no answer");
         json_object_put(msg);
 }
 

@@ -239,6 +239,12 @@ def test_sessions_are_required_and_known(server):
     assert st == 404 and body["error"]["code"] == -32001 and body["id"] == 1
     st, _, _ = srv.request("DELETE", None, {"Mcp-Session-Id": "0" * 64})
     assert st == 404
+    # An initialize that fails keeps no session, and is answered.
+    st, hd, body = srv.post({"jsonrpc": "2.0", "method": "initialize", "params": {}})
+    assert st == 400 and body["error"]["code"] == -32600 and "Mcp-Session-Id" not in hd
+    st, hd, body = srv.post({"jsonrpc": "2.0", "id": None, "method": "initialize", "params": {}})
+    assert st == 400 and body["error"]["code"] == -32600 and "Mcp-Session-Id" not in hd
+    srv.wait_log(r"ended \(not initialized\)")
 
 
 def test_bad_requests_get_their_status(server):
@@ -347,6 +353,33 @@ def test_cancelled_call_answers_its_post(sup, server):
     st, _, body = result["r"]
     assert st == 200 and body["id"] == 7 and body["error"]["code"] == -32800
     wait_idle(sup)
+
+
+def test_supervisor_lost_ends_its_sessions_not_the_server(token_file):
+    """The supervisor goes away while a call runs: the call's POST is answered, the
+    session ends (404 from then on), and the server still answers."""
+    with running_supervisor() as own:
+        srv = HttpServer(own, token_file)
+        try:
+            sid = srv.initialize()
+            result = {}
+            t = threading.Thread(target=lambda: result.update(
+                r=srv.post(tool_call(1, "import time\ntime.sleep(3600)"), session=sid)))
+            t.start()
+            wait_for(lambda: status(own)["running"] == 1, "the call to run")
+            assert own.stop() == 0
+            t.join(WAIT_LIMIT)
+            st, _, body = result["r"]
+            # A supervisor stopping cancels its calls and answers them before it closes.
+            assert st == 200 and body["id"] == 1, body
+            assert body["result"]["isError"] is True and body["result"]["structuredContent"]["outcome"] == "cancelled"
+            srv.wait_log(r"session %s ended \(supervisor lost\)" % sid[:8])
+            assert srv.post(rpc(2, "ping"), session=sid)[0] == 404
+            st, _, body = srv.post(rpc(0, "initialize", {"protocolVersion": VERSION, "capabilities": {},
+                                                         "clientInfo": {"name": "t", "version": "1"}}))
+            assert st == 503 and body["error"]["code"] == -32603  # no supervisor to open a session on
+        finally:
+            srv.stop()
 
 
 @pytest.mark.parametrize("problem", ["mode", "short", "missing"])
