@@ -460,3 +460,27 @@ def test_sdk_through_nginx_tls(sup, server, token_file, tmp_path):
         proc.terminate()
         proc.wait(WAIT_LIMIT)
         proc.stdout.close()
+
+
+@pytest.mark.parametrize("case", ["no supervisor", "bad address", "port in use", "stray option"])
+def test_start_failures_are_said(sup, tmp_path, token_file, case):
+    sock, address = sup.socket, "127.0.0.1:0"
+    if case == "no supervisor":
+        sock = str(tmp_path / "none.sock")
+    elif case == "bad address":
+        address = "127.0.0.1"
+    held = socket.socket()
+    if case == "port in use":
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        address = "127.0.0.1:%d" % held.getsockname()[1]
+    args = [CLIENT, "--socket", sock, "mcp", "--http", address, "--token-file", token_file]
+    if case == "stray option":
+        args = [CLIENT, "--socket", sock, "mcp", "--max-sessions", "2"]  # without --http
+    try:
+        out = subprocess.run(args, capture_output=True, text=True, timeout=WAIT_LIMIT, stdin=subprocess.DEVNULL)
+    finally:
+        held.close()
+    want = {"no supervisor": (12, "cannot connect to the supervisor"), "bad address": (2, "ADDRESS:PORT"),
+            "port in use": (2, "cannot listen on"), "stray option": (2, "go with --http")}[case]
+    assert (out.returncode, want[1] in out.stderr) == (want[0], True), out.stderr
