@@ -484,3 +484,52 @@ def test_start_failures_are_said(sup, tmp_path, token_file, case):
     want = {"no supervisor": (12, "cannot connect to the supervisor"), "bad address": (2, "ADDRESS:PORT"),
             "port in use": (2, "cannot listen on"), "stray option": (2, "go with --http")}[case]
     assert (out.returncode, want[1] in out.stderr) == (want[0], True), out.stderr
+
+
+def test_concurrent_calls_get_their_own_answers(sup, server):
+    """Calls running at once in one session, over separate connections: each POST gets
+    the result of its own call (answers are routed by JSON-RPC id). The first call posted
+    finishes first, while a later POST waits too."""
+    srv = server()
+    sid = srv.initialize()
+    results = {}
+    codes = {"first": "import time\ntime.sleep(0.5)\n'first'", "second": "import time\ntime.sleep(3)\n'second'"}
+
+    def post(name):
+        results[name] = srv.post(tool_call(name, codes[name]), session=sid)
+
+    threads = {n: threading.Thread(target=post, args=(n,)) for n in codes}
+    threads["first"].start()
+    wait_for(lambda: status(sup)["running"] == 1, "the first call to run")
+    threads["second"].start()
+    wait_for(lambda: status(sup)["running"] == 2 or "first" in results, "the second call to run")
+    for t in threads.values():
+        t.join(WAIT_LIMIT)
+    for name in codes:
+        st, _, body = results[name]
+        assert st == 200 and body["id"] == name, body
+        assert body["result"]["structuredContent"]["value"]["text"] == repr(name)
+
+
+@pytest.mark.parametrize("raw", [
+    b"GARBAGE\r\n\r\n",
+    b"POST /mcp HTTP/1.1\r\nHost: x\r\n" + b"X-Filler: " + b"a" * 70000 + b"\r\n\r\n",
+    b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
+    b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+], ids=["garbage", "huge-header", "short-body", "bad-chunk", "negative-length"])
+def test_malformed_http_leaves_the_server_serving(server, raw):
+    srv = server()
+    sid = srv.initialize()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT_LIMIT)
+    try:
+        s.sendall(raw.replace(b"Host: x\r\n", b"Host: x\r\nAuthorization: Bearer %s\r\n" % srv.token.encode()))
+        s.shutdown(socket.SHUT_WR)
+        while s.recv(65536):  # whatever it answers, then it closes
+            pass
+    except ConnectionResetError:
+        pass
+    finally:
+        s.close()
+    st, _, body = srv.post(rpc(1, "ping"), session=sid)
+    assert st == 200 and body["result"] == {}
