@@ -523,13 +523,17 @@ def test_malformed_http_leaves_the_server_serving(server, raw):
     sid = srv.initialize()
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT_LIMIT)
     try:
-        s.sendall(raw.replace(b"Host: x\r\n", b"Host: x\r\nAuthorization: Bearer %s\r\n" % srv.token.encode()))
-        s.shutdown(socket.SHUT_WR)
-        while s.recv(65536):  # whatever it answers, then it closes
-            pass
-    except ConnectionResetError:
-        pass
+        try:
+            s.sendall(raw.replace(b"Host: x\r\n", b"Host: x\r\nAuthorization: Bearer %s\r\n" % srv.token.encode()))
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # refused and closed before it was all sent (EPIPE, ECONNRESET, ENOTCONN)
+        # While that connection is open (or after the server closed it: a half-closed
+        # one with a body still owed is closed by the HTTP connection timeout), others
+        # are served.
+        st, _, body = srv.post(rpc(1, "ping"), session=sid)
+        assert st == 200 and body["result"] == {}
     finally:
         s.close()
-    st, _, body = srv.post(rpc(1, "ping"), session=sid)
+    st, _, body = srv.post(rpc(2, "ping"), session=sid)
     assert st == 200 and body["result"] == {}
