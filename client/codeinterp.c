@@ -87,6 +87,13 @@ void cli_help(void) {
                "                           list attachment ID in the description (as mcp does)\n"
                "  mcp [--source ID=FILE] [--attach ID=FILE[:MEDIA_TYPE]]\n"
                "                           serve the tool over the Model Context Protocol on stdio\n"
+               "      --http ADDRESS:PORT  serve it over Streamable HTTP instead (a session per client)\n"
+               "      --token-file PATH    with --http, required: the bearer token (owner-only file)\n"
+               "      --allow-origin ORIGIN  with --http: an Origin header accepted (repeatable)\n"
+               "      --max-sessions N     with --http: sessions at once (16)\n"
+               "      --max-body BYTES     with --http: largest request body (1048576)\n"
+               "      --idle-timeout SECS  with --http: end a session idle this long (1800)\n"
+               "      --session-calls N    with --http: tools/call per session (1000)\n"
                "  replay FILE              run a call saved with exec --save again and report whether the\n"
                "                           code, inputs, outcome and channels are identical (exit 0 identical,\n"
                "                           1 not, 2 error)\n",

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* `codeinterp mcp`: a Model Context Protocol server on stdio (JSON-RPC 2.0, one message per
- * line) offering the code_interpreter tool. One MCP session is one codeinterp invocation:
- * sources given on the command line are registered in it at start, and maxCalls counts per
- * session. One poll() loop reads stdin and the supervisor's socket, so pings and
- * cancellations are answered while calls run. This file reads and decides; what is
- * written back is built in client/mcp_output.c. docs/client.md#codeinterp-mcp. */
+/* `codeinterp mcp`: a Model Context Protocol server offering the code_interpreter tool,
+ * the part both transports share. One MCP session is one codeinterp invocation: sources
+ * given on the command line are registered in it at start, and maxCalls counts per
+ * session. This file reads and decides (a JSON-RPC message, a supervisor message); what is
+ * written back is built in client/mcp_output.c; the transports are client/mcp_stdio.c (one
+ * session on stdin/stdout) and client/mcp_http.c (Streamable HTTP, a session per
+ * Mcp-Session-Id). docs/client.md#codeinterp-mcp. */
 #include "client/mcp.h"
+#include "client/mcp_http.h"
 #include "client/mcp_internal.h"
 
 #include <errno.h>
@@ -158,7 +160,7 @@ static int lost_message(Mcp *m) {
 }
 
 /* One message from the supervisor. */
-static int on_supervisor(Mcp *m) {
+int mcp_on_supervisor(Mcp *m) {
         CiMessage msg;
         int k = ci_recv(m->client, &msg);
 
@@ -366,8 +368,9 @@ static void handle_cancelled(Mcp *m, json_object *params) {
         }
 }
 
-/* One JSON-RPC message (one line). Returns < 0 only when the session must end. */
-static int handle_line(Mcp *m, const char *line, size_t len) {
+/* One JSON-RPC message (a line on stdio, a POST's body over HTTP). Returns < 0 only when
+ * the session must end. */
+int mcp_handle_message(Mcp *m, const char *line, size_t len) {
         _cleanup_(tokener_freep) json_tokener *tok = NULL;
         json_object *msg, *id, *method, *params;
         size_t end;
@@ -430,55 +433,6 @@ static int handle_line(Mcp *m, const char *line, size_t len) {
                 k = mcp_answer_oom(id, k);
         json_object_put(msg);
         return k;
-}
-
-/* Read what stdin has and handle every complete line. 0 at end of input. */
-static int on_stdin(Mcp *m) {
-        char chunk[65536];
-        ssize_t n = read(STDIN_FILENO, chunk, sizeof chunk);
-        int k;
-
-        if (n < 0)
-                return errno == EINTR || errno == EAGAIN ? 1 : -errno;
-        if (n == 0)
-                return 0;
-        for (ssize_t i = 0; i < n; i++) {
-                char c = chunk[i];
-                if (c == '\n') {
-                        if (m->in_skipping == SKIP_TOO_LONG)
-                                k = mcp_answer_oom(
-                                        NULL, mcp_send_error(NULL, RPC_PARSE_ERROR, "parse error: message too long"));
-                        else if (m->in_skipping == SKIP_NO_MEMORY)
-                                k = mcp_answer_oom(NULL, -ENOMEM);
-                        else if (m->in_len > 0 && !(m->in_len == 1 && m->in[0] == '\r'))
-                                k = handle_line(m, m->in, m->in_len);
-                        else
-                                k = 0;
-                        m->in_len = 0;
-                        m->in_skipping = SKIP_NONE;
-                        if (k < 0)
-                                return k;
-                        continue;
-                }
-                if (m->in_skipping)
-                        continue;
-                if (m->in_len == MCP_MAX_LINE) {
-                        m->in_skipping = SKIP_TOO_LONG;
-                        continue;
-                }
-                if (m->in_len == m->in_cap) {
-                        size_t cap = m->in_cap ? MIN(m->in_cap * 2, (size_t) MCP_MAX_LINE) : 65536;
-                        char *p = realloc(m->in, cap);
-                        if (!p) {
-                                m->in_skipping = SKIP_NO_MEMORY; /* answered at its end */
-                                continue;
-                        }
-                        m->in = p;
-                        m->in_cap = cap;
-                }
-                m->in[m->in_len++] = c;
-        }
-        return 1;
 }
 
 /* ---- start ---- */
@@ -545,7 +499,7 @@ static int refused(const char *what, const CiMessage *err) {
 
 /* Connect, describe, open the session's invocation and register its sources. Returns 0,
  * or the exit status (> 0) after saying why on stderr. */
-static int start(Mcp *m, const char *socket, ToolSource *sources, size_t n) {
+int mcp_session_start(Mcp *m, const char *socket, ToolSource *sources, size_t n) {
         _cleanup_free_ char *extra = NULL;
         size_t extra_len;
         CiMessage d = {}, err = {};
@@ -602,30 +556,110 @@ static int start(Mcp *m, const char *socket, ToolSource *sources, size_t n) {
         return 0;
 }
 
+/* End the session: running calls get an answer the client can match when the supervisor
+ * was lost (lost), and are forgotten; the connection's close ends the invocation. */
+void mcp_session_end(Mcp *m, bool lost) {
+        for (size_t i = 0; i < MCP_MAX_CALLS; i++)
+                if (m->calls[i].used) {
+                        if (lost && !m->calls[i].cancelled)
+                                mcp_send_error(m->calls[i].rpc_id, RPC_INTERNAL_ERROR, "lost the supervisor");
+                        call_free(&m->calls[i]);
+                }
+        json_object_put(m->tool);
+        free(m->tool_name);
+        free(m->in);
+        ci_close(m->client);
+        *m = (Mcp){};
+}
+
+/* Whether a tools/call with this JSON-RPC id is running and will be answered. */
+bool mcp_call_pending(const Mcp *m, json_object *rpc_id) {
+        for (size_t i = 0; i < MCP_MAX_CALLS; i++)
+                if (m->calls[i].used && !m->calls[i].cancelled && json_object_equal(m->calls[i].rpc_id, rpc_id))
+                        return true;
+        return false;
+}
+
+bool mcp_version_supported(const char *version) {
+        for (size_t i = 0; i < ELEMENTSOF(protocol_versions); i++)
+                if (!strcmp(version, protocol_versions[i]))
+                        return true;
+        return false;
+}
+
 static void help(void) {
         printf("Usage: codeinterp [--socket PATH] mcp [--source ID=FILE ...] [--attach ID=FILE[:MEDIA_TYPE] ...]\n"
+               "       codeinterp [--socket PATH] mcp --http ADDRESS:PORT --token-file PATH [OPTION...] [--source "
+               "...]\n"
                "\n"
                "Serve the code_interpreter tool over the Model Context Protocol on stdin/stdout\n"
                "(JSON-RPC 2.0, one message per line). The session is one invocation: the sources\n"
                "are registered at start and offered to the model by id; maxCalls counts per session.\n"
                "An --attach file that is not UTF-8 gets a one-line text naming its original, as in exec.\n"
-               "MCP protocol versions 2025-11-25 (the newest), 2025-06-18, 2025-03-26, 2024-11-05.\n");
+               "MCP protocol versions 2025-11-25 (the newest), 2025-06-18, 2025-03-26, 2024-11-05.\n"
+               "\n"
+               "With --http, serve the Streamable HTTP transport at http://ADDRESS:PORT" MCP_HTTP_PATH " instead:\n"
+               "one session (one invocation) per Mcp-Session-Id. Put TLS in front (docs/deployment.md).\n"
+               "      --http ADDRESS:PORT   listen there (IPv6 as [ADDR]:PORT; port 0 picks one, logged)\n"
+               "      --token-file PATH     required: the bearer token clients send (Authorization: Bearer),\n"
+               "                            at least %u bytes, the file readable by its owner only\n"
+               "      --allow-origin ORIGIN accept requests with this Origin header (repeatable; default:\n"
+               "                            a request with any Origin header gets 403)\n"
+               "      --max-sessions N      sessions open at once (default %u)\n"
+               "      --max-body BYTES      largest request body (default %u)\n"
+               "      --idle-timeout SECS   end a session idle this long, closing its invocation (default %u)\n"
+               "      --session-calls N     tools/call per session (default %u)\n",
+               MCP_HTTP_TOKEN_MIN, MCP_HTTP_DEFAULT_SESSIONS, MCP_HTTP_DEFAULT_BODY, MCP_HTTP_DEFAULT_IDLE,
+               MCP_HTTP_DEFAULT_SESSION_CALLS);
+}
+
+/* A number option in [min, max]. */
+static int parse_count(const char *name, const char *arg, unsigned long long min, unsigned long long max,
+                       unsigned long long *ret) {
+        char *end;
+        unsigned long long v;
+
+        errno = 0;
+        v = strtoull(arg, &end, 10);
+        if (errno || end == arg || *end || arg[0] == '-' || v < min || v > max) {
+                fprintf(stderr, "codeinterp mcp: --%s wants a number from %llu to %llu, not \"%s\"\n", name, min, max,
+                        arg);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
 }
 
 int mcp_main(const char *socket, int argc, char **argv) {
+        enum { OPT_HTTP = 0x100, OPT_TOKEN, OPT_ORIGIN, OPT_SESSIONS, OPT_BODY, OPT_IDLE, OPT_CALLS };
         static const struct option options[] = {
                 { "source", required_argument, NULL, 's' },
                 { "attach", required_argument, NULL, 'a' },
+                { "http", required_argument, NULL, OPT_HTTP },
+                { "token-file", required_argument, NULL, OPT_TOKEN },
+                { "allow-origin", required_argument, NULL, OPT_ORIGIN },
+                { "max-sessions", required_argument, NULL, OPT_SESSIONS },
+                { "max-body", required_argument, NULL, OPT_BODY },
+                { "idle-timeout", required_argument, NULL, OPT_IDLE },
+                { "session-calls", required_argument, NULL, OPT_CALLS },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
         ToolSource sources[TOOL_MAX_SOURCES];
         size_t n_sources = 0;
-        Mcp m = {};
-        int opt, k, status = 0;
+        McpHttpOptions http = {
+                .max_sessions = MCP_HTTP_DEFAULT_SESSIONS,
+                .max_body = MCP_HTTP_DEFAULT_BODY,
+                .idle_timeout = MCP_HTTP_DEFAULT_IDLE,
+                .session_calls = MCP_HTTP_DEFAULT_SESSION_CALLS,
+        };
+        bool http_option = false;
+        unsigned long long v = 0;
+        int opt;
 
         optind = 1;
-        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+        while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0) {
+                http_option |= opt >= OPT_TOKEN;
                 switch (opt) {
                 case 's':
                 case 'a':
@@ -636,57 +670,56 @@ int mcp_main(const char *socket, int argc, char **argv) {
                         }
                         n_sources++;
                         break;
+                case OPT_HTTP:
+                        http.address = optarg;
+                        break;
+                case OPT_TOKEN:
+                        http.token_file = optarg;
+                        break;
+                case OPT_ORIGIN:
+                        if (http.n_origins == MCP_HTTP_MAX_ORIGINS) {
+                                fprintf(stderr, "codeinterp mcp: more than %u --allow-origin\n", MCP_HTTP_MAX_ORIGINS);
+                                return EXIT_USAGE;
+                        }
+                        http.origins[http.n_origins++] = optarg;
+                        break;
+                case OPT_SESSIONS:
+                        if (parse_count("max-sessions", optarg, 1, MCP_HTTP_MAX_SESSIONS, &v) < 0)
+                                return EXIT_USAGE;
+                        http.max_sessions = (unsigned) v;
+                        break;
+                case OPT_BODY:
+                        if (parse_count("max-body", optarg, 1024, MCP_HTTP_MAX_BODY, &v) < 0)
+                                return EXIT_USAGE;
+                        http.max_body = (size_t) v;
+                        break;
+                case OPT_IDLE:
+                        if (parse_count("idle-timeout", optarg, 1, 7 * 24 * 3600, &v) < 0)
+                                return EXIT_USAGE;
+                        http.idle_timeout = (unsigned) v;
+                        break;
+                case OPT_CALLS:
+                        if (parse_count("session-calls", optarg, 1, UINT32_MAX, &v) < 0)
+                                return EXIT_USAGE;
+                        http.session_calls = (unsigned) v;
+                        break;
                 case 'h':
                         help();
                         return 0;
                 default:
                         return EXIT_USAGE;
                 }
+        }
         if (optind != argc) {
                 fprintf(stderr, "codeinterp mcp: unexpected argument \"%s\"\n", argv[optind]);
                 return EXIT_USAGE;
         }
         signal(SIGPIPE, SIG_IGN);
-        status = start(&m, socket, sources, n_sources);
-        k = status == 0 ? 0 : -ECONNABORTED;
-        while (k >= 0) {
-                struct pollfd fds[2] = {
-                        { .fd = STDIN_FILENO, .events = POLLIN },
-                        { .fd = ci_fd(m.client), .events = POLLIN },
-                };
-                if (poll(fds, 2, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        k = -errno;
-                        break;
-                }
-                if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-                        if ((k = on_supervisor(&m)) < 0) {
-                                fprintf(stderr, "codeinterp mcp: lost the supervisor: %s\n", strerror(-k));
-                                status = EXIT_CONNECT;
-                                break;
-                        }
-                }
-                if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-                        k = on_stdin(&m);
-                        if (k == 0)
-                                break; /* end of input: the session is over */
-                        if (k < 0) {
-                                fprintf(stderr, "codeinterp mcp: %s\n", strerror(-k));
-                                status = EXIT_CONNECT;
-                        }
-                }
+        if (http.address)
+                return mcp_http_serve(socket, sources, n_sources, &http);
+        if (http_option) {
+                fprintf(stderr, "codeinterp mcp: --token-file, --allow-origin and the limits go with --http\n");
+                return EXIT_USAGE;
         }
-        /* Calls still running get an answer the client can match. */
-        for (size_t i = 0; i < MCP_MAX_CALLS; i++)
-                if (m.calls[i].used) {
-                        if (status != 0 && !m.calls[i].cancelled)
-                                mcp_send_error(m.calls[i].rpc_id, RPC_INTERNAL_ERROR, "lost the supervisor");
-                        call_free(&m.calls[i]);
-                }
-        json_object_put(m.tool);
-        free(m.tool_name);
-        free(m.in);
-        ci_close(m.client);
-        return status;
+        return mcp_stdio_serve(socket, sources, n_sources);
 }

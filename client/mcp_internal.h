@@ -7,8 +7,10 @@
 #include <msgpack.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "client/lib/libcodeinterp.h"
+#include "client/tool.h"
 
 #define EXIT_USAGE 2
 #define EXIT_CONNECT 12
@@ -53,7 +55,30 @@ typedef struct Mcp {
         enum { SKIP_NONE, SKIP_TOO_LONG, SKIP_NO_MEMORY } in_skipping; /* inside a line not kept: why */
 } Mcp;
 
-/* client/mcp_output.c: JSON-RPC answers on stdout and tool results as MCP content. */
+/* Where the answers go when not to stdout: the HTTP transport routes each to the request
+ * it answers. send() gets every message (borrowed: a response has an "id" member, a
+ * notification none); send_oom() the out-of-memory error for id, built without allocating
+ * if it can be. Both return 0, or < 0 when the session must end. */
+typedef struct McpSink {
+        int (*send)(void *userdata, json_object *msg);
+        int (*send_oom)(void *userdata, json_object *id);
+        void *userdata;
+} McpSink;
+
+/* client/mcp.c: the transport-independent session. */
+int mcp_session_start(Mcp *m, const char *socket, ToolSource *sources, size_t n);
+void mcp_session_end(Mcp *m, bool lost);
+int mcp_handle_message(Mcp *m, const char *text, size_t len);
+int mcp_on_supervisor(Mcp *m);
+bool mcp_call_pending(const Mcp *m, json_object *rpc_id);
+bool mcp_version_supported(const char *version);
+
+/* client/mcp_stdio.c: one session on stdin and stdout. */
+int mcp_stdio_serve(const char *socket, ToolSource *sources, size_t n);
+
+/* client/mcp_output.c: JSON-RPC answers on stdout (or the sink) and tool results as MCP content. */
+void mcp_output_set_sink(const McpSink *s);
+void mcp_write_json(FILE *f, json_object *o);
 int mcp_arr_push(json_object *a, json_object *v);
 int mcp_send_json(json_object *msg);
 int mcp_send_rpc(json_object *id, const char *key, json_object *v);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* `codeinterp mcp`'s writing side: each JSON-RPC answer as one line on stdout, written
- * without allocating, and a tools/call result as MCP content (the model text, the
- * artifacts as images or resources, the structured content). client/mcp.c reads and
- * decides; this file only writes. */
+/* `codeinterp mcp`'s writing side: each JSON-RPC answer handed to the transport's sink
+ * (by default one line on stdout, written without allocating), and a tools/call result as
+ * MCP content (the model text, the artifacts as images or resources, the structured
+ * content). client/mcp.c reads and decides; this file only writes. */
 #include <errno.h>
 #include <math.h>
 #include <json-c/json.h>
@@ -25,7 +25,7 @@
  * Only a lost stdout, stdin or supervisor ends it. json-c takes a NULL value as JSON
  * null, so every value is added through tool_json_set() (tool.h) or mcp_arr_push(), which
  * refuse NULL: an answer is complete or not sent, never sent with a field turned into
- * null. It is written by write_tree(), which allocates nothing. */
+ * null. It is written by mcp_write_json(), which allocates nothing. */
 
 int mcp_arr_push(json_object *a, json_object *v) {
         if (!v)
@@ -40,7 +40,7 @@ int mcp_arr_push(json_object *a, json_object *v) {
 /* o as JSON, straight from the tree to f. Not json-c's serialiser: it drops what it
  * cannot allocate and returns the rest (0.16), so under memory pressure a string (an
  * image's base64) could go out shortened or empty. This needs no memory. */
-static void write_tree(FILE *f, json_object *o) {
+void mcp_write_json(FILE *f, json_object *o) {
         bool first = true;
 
         switch (json_object_get_type(o)) {
@@ -70,7 +70,7 @@ static void write_tree(FILE *f, json_object *o) {
                 for (size_t i = 0, n = json_object_array_length(o); i < n; i++) {
                         if (i)
                                 fputc(',', f);
-                        write_tree(f, json_object_array_get_idx(o, i));
+                        mcp_write_json(f, json_object_array_get_idx(o, i));
                 }
                 fputc(']', f);
                 break;
@@ -82,20 +82,32 @@ static void write_tree(FILE *f, json_object *o) {
                         first = false;
                         ci_json_write_string(f, key, strlen(key));
                         fputc(':', f);
-                        write_tree(f, val);
+                        mcp_write_json(f, val);
                 }
                 fputc('}', f);
                 break;
         }
 }
 
-/* Write msg (taken) as one line. -EIO: stdout is gone. */
+/* Where answers go: NULL (stdio), one line each on stdout; else the HTTP transport's
+ * sink (client/mcp_http.c), set around each call into the session it serves. */
+static const McpSink *sink;
+
+void mcp_output_set_sink(const McpSink *s) {
+        sink = s;
+}
+
+/* Write msg (taken) as one line, or hand it to the sink. -EIO: stdout is gone. */
 int mcp_send_json(json_object *msg) {
         int k = 0;
 
-        write_tree(stdout, msg);
-        if (fputc('\n', stdout) < 0 || fflush(stdout) != 0 || ferror(stdout))
-                k = -EIO;
+        if (sink)
+                k = sink->send(sink->userdata, msg);
+        else {
+                mcp_write_json(stdout, msg);
+                if (fputc('\n', stdout) < 0 || fflush(stdout) != 0 || ferror(stdout))
+                        k = -EIO;
+        }
         json_object_put(msg);
         return k;
 }
@@ -140,6 +152,8 @@ int mcp_send_error(json_object *id, int code, const char *message) {
 /* The answer for id when not even an error object can be allocated: written straight
  * to stdout, whose buffer exists since the first answer. */
 int mcp_send_oom(json_object *id) {
+        if (sink)
+                return sink->send_oom(sink->userdata, id);
         fputs("{\"jsonrpc\":\"2.0\",\"id\":", stdout);
         if (id && json_object_is_type(id, json_type_int))
                 printf("%" PRId64, json_object_get_int64(id));

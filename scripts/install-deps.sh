@@ -20,6 +20,9 @@ libmsgpack-dev
 libsystemd-dev
 libyaml-dev
 libjson-c-dev
+libmicrohttpd-dev
+nginx
+openssl
 libcmocka-dev
 python3-pytest
 python3-pytest-xdist
@@ -58,7 +61,9 @@ bubblewrap
 # CODEINTERP_MUST_SANDBOX=1 a missing peer fails the run).
 # build-essential: gcc, make, libc headers.  libpython3-dev: python3-embed.pc, which
 # CMakeLists.txt asks pkg-config for (libpython3.11-dev alone has only python-3.11-embed.pc).
-# libjson-c-dev: codeinterp tool and mcp.  python3-pyflakes: make lint-python.
+# libjson-c-dev: codeinterp tool and mcp.  libmicrohttpd-dev: codeinterp mcp --http.
+# nginx, openssl: tests/tool/test_mcp_http.py puts nginx with a self-signed certificate
+# in front of mcp --http, as docs/deployment.md shows (a user-level instance on a free port).  python3-pyflakes: make lint-python.
 # clang-format: make check-format.  clang, libclang-rt-14-dev: the libFuzzer targets
 # (make fuzz-smoke).  cppcheck: make cppcheck.  util-linux: unshare
 # (tests/lib/testlib), prlimit (tests/integration/test_faults.py) and flock.
