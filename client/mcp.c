@@ -630,8 +630,50 @@ static int parse_count(const char *name, const char *arg, unsigned long long min
         return 0;
 }
 
+enum { OPT_HTTP = 0x100, OPT_TOKEN, OPT_ORIGIN, OPT_SESSIONS, OPT_BODY, OPT_IDLE, OPT_CALLS };
+
+/* One of the --http options into http: 0, or -EINVAL with the message written. */
+static int parse_http_option(int opt, const char *arg, McpHttpOptions *http) {
+        unsigned long long v = 0;
+
+        switch (opt) {
+        case OPT_HTTP:
+                http->address = arg;
+                return 0;
+        case OPT_TOKEN:
+                http->token_file = arg;
+                return 0;
+        case OPT_ORIGIN:
+                if (http->n_origins == MCP_HTTP_MAX_ORIGINS) {
+                        fprintf(stderr, "codeinterp mcp: more than %u --allow-origin\n", MCP_HTTP_MAX_ORIGINS);
+                        return -EINVAL;
+                }
+                http->origins[http->n_origins++] = arg;
+                return 0;
+        case OPT_SESSIONS:
+                if (parse_count("max-sessions", arg, 1, MCP_HTTP_MAX_SESSIONS, &v) < 0)
+                        return -EINVAL;
+                http->max_sessions = (unsigned) v;
+                return 0;
+        case OPT_BODY:
+                if (parse_count("max-body", arg, 1024, MCP_HTTP_MAX_BODY, &v) < 0)
+                        return -EINVAL;
+                http->max_body = (size_t) v;
+                return 0;
+        case OPT_IDLE:
+                if (parse_count("idle-timeout", arg, 1, 7 * 24 * 3600, &v) < 0)
+                        return -EINVAL;
+                http->idle_timeout = (unsigned) v;
+                return 0;
+        default: /* OPT_CALLS */
+                if (parse_count("session-calls", arg, 1, UINT32_MAX, &v) < 0)
+                        return -EINVAL;
+                http->session_calls = (unsigned) v;
+                return 0;
+        }
+}
+
 int mcp_main(const char *socket, int argc, char **argv) {
-        enum { OPT_HTTP = 0x100, OPT_TOKEN, OPT_ORIGIN, OPT_SESSIONS, OPT_BODY, OPT_IDLE, OPT_CALLS };
         static const struct option options[] = {
                 { "source", required_argument, NULL, 's' },
                 { "attach", required_argument, NULL, 'a' },
@@ -654,61 +696,26 @@ int mcp_main(const char *socket, int argc, char **argv) {
                 .session_calls = MCP_HTTP_DEFAULT_SESSION_CALLS,
         };
         bool http_option = false;
-        unsigned long long v = 0;
         int opt;
 
         optind = 1;
         while ((opt = getopt_long(argc, argv, "+h", options, NULL)) >= 0) {
                 http_option |= opt >= OPT_TOKEN;
-                switch (opt) {
-                case 's':
-                case 'a':
+                if (opt == 's' || opt == 'a') {
                         if (n_sources == TOOL_MAX_SOURCES ||
                             tool_parse_source(optarg, opt == 'a', &sources[n_sources]) < 0) {
                                 fprintf(stderr, "codeinterp mcp: bad or too many --source/--attach \"%s\"\n", optarg);
                                 return EXIT_USAGE;
                         }
                         n_sources++;
-                        break;
-                case OPT_HTTP:
-                        http.address = optarg;
-                        break;
-                case OPT_TOKEN:
-                        http.token_file = optarg;
-                        break;
-                case OPT_ORIGIN:
-                        if (http.n_origins == MCP_HTTP_MAX_ORIGINS) {
-                                fprintf(stderr, "codeinterp mcp: more than %u --allow-origin\n", MCP_HTTP_MAX_ORIGINS);
+                } else if (opt >= OPT_HTTP && opt <= OPT_CALLS) {
+                        if (parse_http_option(opt, optarg, &http) < 0)
                                 return EXIT_USAGE;
-                        }
-                        http.origins[http.n_origins++] = optarg;
-                        break;
-                case OPT_SESSIONS:
-                        if (parse_count("max-sessions", optarg, 1, MCP_HTTP_MAX_SESSIONS, &v) < 0)
-                                return EXIT_USAGE;
-                        http.max_sessions = (unsigned) v;
-                        break;
-                case OPT_BODY:
-                        if (parse_count("max-body", optarg, 1024, MCP_HTTP_MAX_BODY, &v) < 0)
-                                return EXIT_USAGE;
-                        http.max_body = (size_t) v;
-                        break;
-                case OPT_IDLE:
-                        if (parse_count("idle-timeout", optarg, 1, 7 * 24 * 3600, &v) < 0)
-                                return EXIT_USAGE;
-                        http.idle_timeout = (unsigned) v;
-                        break;
-                case OPT_CALLS:
-                        if (parse_count("session-calls", optarg, 1, UINT32_MAX, &v) < 0)
-                                return EXIT_USAGE;
-                        http.session_calls = (unsigned) v;
-                        break;
-                case 'h':
+                } else if (opt == 'h') {
                         help();
                         return 0;
-                default:
+                } else
                         return EXIT_USAGE;
-                }
         }
         if (optind != argc) {
                 fprintf(stderr, "codeinterp mcp: unexpected argument \"%s\"\n", argv[optind]);

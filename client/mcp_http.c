@@ -377,87 +377,116 @@ static bool method_is(json_object *msg, const char *name) {
         return m && json_object_is_type(m, json_type_string) && !strcmp(json_object_get_string(m), name);
 }
 
-/* A POST's whole body has arrived: check it and hand it to its session. */
-static void handle_post(Http *h, struct MHD_Connection *c, Request *r) {
+/* A POST's body as one JSON value, or NULL with the request answered (400 and -32700). */
+static json_object *parse_body(Request *r) {
+        json_tokener *tok = json_tokener_new_ex(MCP_JSON_DEPTH);
+        json_object *msg;
+        size_t end;
+        bool parsed;
+
+        if (!tok) {
+                answer(r, 500, NULL, 0);
+                return NULL;
+        }
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        msg = r->body_len ? json_tokener_parse_ex(tok, r->body, (int) r->body_len) : NULL;
+        end = json_tokener_get_parse_end(tok);
+        while (msg && end < r->body_len && strchr(" \t\r\n", r->body[end]))
+                end++;
+        parsed = msg && json_tokener_get_error(tok) == json_tokener_success && end == r->body_len;
+        json_tokener_free(tok);
+        if (!parsed) {
+                json_object_put(msg);
+                answer_error(r, 400, NULL, RPC_PARSE_ERROR, "parse error: not one JSON value");
+                return NULL;
+        }
+        return msg;
+}
+
+/* The session msg is for: a new one for an initialize without Mcp-Session-Id (*created),
+ * or the one the header names, counting its tools/call against --session-calls. NULL
+ * with the request answered when there is none, or it may not be served. */
+static Session *session_of(Http *h, struct MHD_Connection *c, Request *r, json_object *msg, json_object *id,
+                           bool *created) {
         const char *sid = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Mcp-Session-Id");
         const char *version = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "MCP-Protocol-Version");
-        json_tokener *tok;
+        Session *s;
+
+        if (!sid) {
+                if (!method_is(msg, "initialize")) {
+                        answer_error(r, 400, id, RPC_INVALID_REQUEST,
+                                     "bad request: no Mcp-Session-Id header (send initialize to start a session)");
+                        return NULL;
+                }
+                *created = true;
+                return session_new(h, r);
+        }
+        if (!(s = session_find(h, sid))) {
+                answer_error(r, 404, id, RPC_SESSION_NOT_FOUND, "session not found: start a new one (initialize)");
+                return NULL;
+        }
+        if (version && !mcp_version_supported(version)) {
+                answer_error(r, 400, id, RPC_INVALID_REQUEST, "bad request: unsupported MCP-Protocol-Version");
+                return NULL;
+        }
+        if (method_is(msg, "tools/call") && id) {
+                if (s->calls >= h->o->session_calls) {
+                        answer_error(r, 200, id, RPC_SERVER_LIMIT,
+                                     "this session has made all its calls (--session-calls): start a new session");
+                        return NULL;
+                }
+                s->calls++;
+        }
+        return s;
+}
+
+/* A session just made for an initialize is kept only when the initialize succeeded;
+ * false (the session gone, the request answered) otherwise. */
+static bool keep_new_session(Session *s, Request *r) {
+        if (s->mcp.version) {
+                memcpy(r->session_header, s->id, sizeof r->session_header);
+                return true;
+        }
+        mcp_session_end(&s->mcp, false);
+        fprintf(stderr, "codeinterp mcp: session %.*s ended (not initialized)\n", SHORT_ID(s));
+        *s = (Session){};
+        if (!r->answered) /* initialize sent as a notification */
+                answer_error(r, 400, NULL, RPC_INVALID_REQUEST,
+                             "bad request: initialize must be a request (with an id)");
+        return false;
+}
+
+/* A POST's whole body has arrived: check it and hand it to its session. */
+static void handle_post(Http *h, struct MHD_Connection *c, Request *r) {
         json_object *msg, *id;
         Session *s;
         bool created = false;
+        int k;
 
         if (r->too_big) {
                 answer_error(r, 413, NULL, RPC_INVALID_REQUEST, "the request body is too large (--max-body)");
                 return;
         }
-        tok = json_tokener_new_ex(MCP_JSON_DEPTH);
-        if (!tok) {
-                answer(r, 500, NULL, 0);
+        if (!(msg = parse_body(r)))
                 return;
-        }
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        msg = r->body_len ? json_tokener_parse_ex(tok, r->body, (int) r->body_len) : NULL;
-        size_t end = json_tokener_get_parse_end(tok);
-        while (msg && end < r->body_len && strchr(" \t\r\n", r->body[end]))
-                end++;
-        bool parsed = msg && json_tokener_get_error(tok) == json_tokener_success && end == r->body_len;
-        json_tokener_free(tok);
-        if (!parsed) {
-                json_object_put(msg);
-                answer_error(r, 400, NULL, RPC_PARSE_ERROR, "parse error: not one JSON value");
-                return;
-        }
         id = get(msg, "id");
         if (id && !json_object_is_type(id, json_type_string) && !json_object_is_type(id, json_type_int))
                 id = NULL; /* not an id JSON-RPC allows: answered with null */
-        if (!sid) {
-                if (!method_is(msg, "initialize")) {
-                        answer_error(r, 400, id, RPC_INVALID_REQUEST,
-                                     "bad request: no Mcp-Session-Id header (send initialize to start a session)");
-                        goto out;
-                }
-                if (!(s = session_new(h, r)))
-                        goto out;
-                created = true;
-        } else if (!(s = session_find(h, sid))) {
-                answer_error(r, 404, id, RPC_SESSION_NOT_FOUND, "session not found: start a new one (initialize)");
+        if (!(s = session_of(h, c, r, msg, id, &created)))
                 goto out;
-        } else if (version && !mcp_version_supported(version)) {
-                answer_error(r, 400, id, RPC_INVALID_REQUEST, "bad request: unsupported MCP-Protocol-Version");
-                goto out;
-        } else if (method_is(msg, "tools/call") && id) {
-                if (s->calls >= h->o->session_calls) {
-                        answer_error(r, 200, id, RPC_SERVER_LIMIT,
-                                     "this session has made all its calls (--session-calls): start a new session");
-                        goto out;
-                }
-                s->calls++;
-        }
         s->last_active_ms = now_ms();
         serve(h, s, r);
-        int k = mcp_handle_message(&s->mcp, r->body, r->body_len);
+        k = mcp_handle_message(&s->mcp, r->body, r->body_len);
         h->current = NULL;
-        if (k >= 0)
-                answer_cancelled(s); /* notifications/cancelled: the call's POST is answered */
         if (k < 0) {
                 if (!r->answered)
                         answer_error(r, 200, id, RPC_INTERNAL_ERROR, "lost the supervisor");
                 session_end(h, s, "supervisor lost");
                 goto out;
         }
-        if (created) {
-                /* Only an initialize that succeeded keeps its session. */
-                if (!s->mcp.version) {
-                        mcp_session_end(&s->mcp, false);
-                        fprintf(stderr, "codeinterp mcp: session %.*s ended (not initialized)\n", SHORT_ID(s));
-                        *s = (Session){};
-                        if (!r->answered) /* initialize sent as a notification */
-                                answer_error(r, 400, NULL, RPC_INVALID_REQUEST,
-                                             "bad request: initialize must be a request (with an id)");
-                        goto out;
-                }
-                memcpy(r->session_header, s->id, sizeof r->session_header);
-        }
+        answer_cancelled(s); /* notifications/cancelled: the call's POST is answered */
+        if (created && !keep_new_session(s, r))
+                goto out;
         if (!r->answered && id && mcp_call_pending(&s->mcp, id)) {
                 /* A tools/call: its answer comes with the result. */
                 r->rpc_id = json_object_get(id);
@@ -607,105 +636,6 @@ static void log_mhd(void *cls, const char *fmt, va_list ap) {
 
 /* ---- start ---- */
 
-/* The token: the file's first line, refused when others may read the file or it is short. */
-static int read_token(Http *h, const char *path) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        struct stat st;
-        ssize_t n;
-
-        if (fd < 0 || fstat(fd, &st) < 0) {
-                fprintf(stderr, "codeinterp mcp: cannot read the token file \"%s\": %m\n", path);
-                return -EINVAL;
-        }
-        if (!S_ISREG(st.st_mode) || (st.st_mode & (S_IRWXG | S_IRWXO))) {
-                fprintf(stderr,
-                        "codeinterp mcp: the token file \"%s\" must be a regular file only its owner can read "
-                        "(chmod 600)\n",
-                        path);
-                return -EINVAL;
-        }
-        n = read(fd, h->token, MCP_HTTP_TOKEN_MAX + 1);
-        if (n < 0 || n > MCP_HTTP_TOKEN_MAX) {
-                fprintf(stderr, "codeinterp mcp: cannot read the token file \"%s\": %s\n", path,
-                        n < 0 ? strerror(errno) : "larger than 4096 bytes");
-                return -EINVAL;
-        }
-        while (n > 0 && (h->token[n - 1] == '\n' || h->token[n - 1] == '\r'))
-                n--;
-        h->token[n] = 0;
-        h->token_len = (size_t) n;
-        for (ssize_t i = 0; i < n; i++)
-                if (h->token[i] <= ' ' || h->token[i] > '~') {
-                        fprintf(stderr,
-                                "codeinterp mcp: the token in \"%s\" must be one line of printable ASCII "
-                                "without spaces\n",
-                                path);
-                        return -EINVAL;
-                }
-        if (h->token_len < MCP_HTTP_TOKEN_MIN) {
-                fprintf(stderr, "codeinterp mcp: the token in \"%s\" is %zu bytes: at least %u are needed\n", path,
-                        h->token_len, MCP_HTTP_TOKEN_MIN);
-                return -EINVAL;
-        }
-        return 0;
-}
-
-/* Bind ADDRESS:PORT ([ADDRESS]:PORT for IPv6) and listen; logs where. Returns the fd. */
-static int listen_on(const char *address) {
-        char host[256], *colon = NULL, *name;
-        struct addrinfo hints = { .ai_family = AF_UNSPEC,
-                                  .ai_socktype = SOCK_STREAM,
-                                  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
-        struct addrinfo *ai = NULL;
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
-        char shown[INET6_ADDRSTRLEN], port[8];
-        int fd, k, one = 1;
-
-        if (strlen(address) < sizeof host) {
-                strcpy(host, address);
-                colon = strrchr(host, ':');
-        }
-        if (!colon || colon == host || !colon[1]) {
-                fprintf(stderr, "codeinterp mcp: --http wants ADDRESS:PORT, not \"%s\"\n", address);
-                return -EINVAL;
-        }
-        *colon = 0;
-        name = host;
-        if (name[0] == '[' && colon[-1] == ']') {
-                name++;
-                colon[-1] = 0;
-        }
-        if ((k = getaddrinfo(name, colon + 1, &hints, &ai)) != 0) {
-                fprintf(stderr, "codeinterp mcp: --http \"%s\": %s\n", address, gai_strerror(k));
-                return -EINVAL;
-        }
-        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-            bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0 ||
-            getsockname(fd, (struct sockaddr *) &ss, &len) < 0) {
-                k = -errno;
-                fprintf(stderr, "codeinterp mcp: cannot listen on %s: %s\n", address, strerror(-k));
-                if (fd >= 0)
-                        close(fd);
-                freeaddrinfo(ai);
-                return -EINVAL;
-        }
-        freeaddrinfo(ai);
-        if (ss.ss_family == AF_INET6) {
-                const struct sockaddr_in6 *a = (const struct sockaddr_in6 *) &ss;
-                inet_ntop(AF_INET6, &a->sin6_addr, shown, sizeof shown);
-                snprintf(port, sizeof port, "%u", ntohs(a->sin6_port));
-                fprintf(stderr, "codeinterp mcp: listening on http://[%s]:%s%s\n", shown, port, MCP_HTTP_PATH);
-        } else {
-                const struct sockaddr_in *a = (const struct sockaddr_in *) &ss;
-                inet_ntop(AF_INET, &a->sin_addr, shown, sizeof shown);
-                snprintf(port, sizeof port, "%u", ntohs(a->sin_port));
-                fprintf(stderr, "codeinterp mcp: listening on http://%s:%s%s\n", shown, port, MCP_HTTP_PATH);
-        }
-        return fd;
-}
-
 /* At start, one session is opened and closed: a supervisor that cannot be reached, or
  * sources it refuses, end the command now rather than fail every client later. */
 static int check_supervisor(Http *h) {
@@ -716,10 +646,59 @@ static int check_supervisor(Http *h) {
         return status;
 }
 
+/* libmicrohttpd over the listening socket lfd (it takes it), run from our loop. */
+static bool start_daemon(Http *h, int lfd) {
+        h->daemon = MHD_start_daemon(
+                MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
+                MHD_OPTION_LISTEN_SOCKET, lfd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_EXTERNAL_LOGGER,
+                log_mhd, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) HTTP_CONNECTION_TIMEOUT,
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned) (h->o->max_sessions * MCP_MAX_CALLS + 64), MHD_OPTION_END);
+        if (!h->daemon) {
+                fprintf(stderr, "codeinterp mcp: cannot start the HTTP server\n");
+                close(lfd);
+        }
+        return h->daemon;
+}
+
+/* Until SIGTERM or SIGINT on sfd: HTTP (libmicrohttpd's epoll fd), every session's
+ * supervisor socket, and the sessions' idle expiry. */
+static void run(Http *h, int sfd) {
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+        struct pollfd fds[MCP_HTTP_MAX_SESSIONS + 2];
+        Session *polled[MCP_HTTP_MAX_SESSIONS];
+
+        for (;;) {
+                MHD_UNSIGNED_LONG_LONG mhd_ms = 0;
+                int64_t timeout = sessions_next_expiry(h);
+                size_t nfds = 2;
+
+                if (MHD_get_timeout(h->daemon, &mhd_ms) == MHD_YES && (timeout < 0 || (int64_t) mhd_ms < timeout))
+                        timeout = (int64_t) MIN(mhd_ms, (MHD_UNSIGNED_LONG_LONG) INT32_MAX);
+                fds[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+                fds[1] = (struct pollfd){ .fd = info ? info->epoll_fd : -1, .events = POLLIN };
+                for (unsigned i = 0; i < h->o->max_sessions; i++)
+                        if (h->sessions[i].used) {
+                                polled[nfds - 2] = &h->sessions[i];
+                                fds[nfds++] =
+                                        (struct pollfd){ .fd = ci_fd(h->sessions[i].mcp.client), .events = POLLIN };
+                        }
+                if (poll(fds, nfds, timeout < 0 ? -1 : (int) MIN(timeout, (int64_t) INT32_MAX)) < 0 && errno != EINTR) {
+                        fprintf(stderr, "codeinterp mcp: poll: %m\n");
+                        return;
+                }
+                if (fds[0].revents & POLLIN)
+                        return;
+                for (size_t i = 2; i < nfds; i++)
+                        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR) && polled[i - 2]->used)
+                                on_supervisor(h, polled[i - 2]);
+                sessions_expire(h);
+                MHD_run(h->daemon);
+        }
+}
+
 int mcp_http_serve(const char *socket, ToolSource *sources, size_t n, const McpHttpOptions *o) {
         Http h = { .o = o, .socket = socket, .sources = sources, .n_sources = n };
         _cleanup_close_ int sfd = -1;
-        struct pollfd fds[MCP_HTTP_MAX_SESSIONS + 2];
         sigset_t mask;
         int status, lfd;
 
@@ -727,7 +706,7 @@ int mcp_http_serve(const char *socket, ToolSource *sources, size_t n, const McpH
                 fprintf(stderr, "codeinterp mcp: --http needs --token-file: the bearer token clients send\n");
                 return EXIT_USAGE;
         }
-        if (read_token(&h, o->token_file) < 0)
+        if (mcp_http_read_token(o->token_file, h.token, &h.token_len) < 0)
                 return EXIT_USAGE;
         if ((status = check_supervisor(&h)) != 0)
                 return status;
@@ -744,53 +723,15 @@ int mcp_http_serve(const char *socket, ToolSource *sources, size_t n, const McpH
                 free(h.sessions);
                 return EXIT_CONNECT;
         }
-        if ((lfd = listen_on(o->address)) < 0) {
+        if ((lfd = mcp_http_listen(o->address)) < 0) {
                 free(h.sessions);
                 return EXIT_USAGE;
         }
-        h.daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                                    on_request, &h, MHD_OPTION_LISTEN_SOCKET, lfd, MHD_OPTION_NOTIFY_COMPLETED,
-                                    on_completed, &h, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) HTTP_CONNECTION_TIMEOUT,
-                                    MHD_OPTION_CONNECTION_LIMIT, (unsigned) (o->max_sessions * MCP_MAX_CALLS + 64),
-                                    MHD_OPTION_END);
-        if (!h.daemon) {
-                fprintf(stderr, "codeinterp mcp: cannot start the HTTP server\n");
-                close(lfd);
+        if (!start_daemon(&h, lfd)) {
                 free(h.sessions);
                 return EXIT_CONNECT;
         }
-        const union MHD_DaemonInfo *info = MHD_get_daemon_info(h.daemon, MHD_DAEMON_INFO_EPOLL_FD);
-        int efd = info ? info->epoll_fd : -1;
-
-        for (;;) {
-                MHD_UNSIGNED_LONG_LONG mhd_ms = 0;
-                int64_t timeout = sessions_next_expiry(&h);
-                size_t nfds = 2;
-                Session *polled[MCP_HTTP_MAX_SESSIONS];
-
-                if (MHD_get_timeout(h.daemon, &mhd_ms) == MHD_YES && (timeout < 0 || (int64_t) mhd_ms < timeout))
-                        timeout = (int64_t) MIN(mhd_ms, (MHD_UNSIGNED_LONG_LONG) INT32_MAX);
-                fds[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-                fds[1] = (struct pollfd){ .fd = efd, .events = POLLIN };
-                for (unsigned i = 0; i < o->max_sessions; i++)
-                        if (h.sessions[i].used) {
-                                polled[nfds - 2] = &h.sessions[i];
-                                fds[nfds++] =
-                                        (struct pollfd){ .fd = ci_fd(h.sessions[i].mcp.client), .events = POLLIN };
-                        }
-                if (poll(fds, nfds, timeout < 0 ? -1 : (int) MIN(timeout, (int64_t) INT32_MAX)) < 0 && errno != EINTR) {
-                        fprintf(stderr, "codeinterp mcp: poll: %m\n");
-                        break;
-                }
-                if (fds[0].revents & POLLIN)
-                        break;
-                for (size_t i = 2; i < nfds; i++)
-                        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR) && polled[i - 2]->used)
-                                on_supervisor(&h, polled[i - 2]);
-                sessions_expire(&h);
-                MHD_run(h.daemon);
-        }
+        run(&h, sfd);
         /* Every session ends (their invocations close); waiting POSTs get their answer. */
         for (unsigned i = 0; i < o->max_sessions; i++)
                 if (h.sessions[i].used)

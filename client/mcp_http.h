@@ -31,3 +31,11 @@ typedef struct McpHttpOptions {
 /* Serve until SIGTERM or SIGINT: 0 then; 2 for a bad address, token file or source, 12
  * when the supervisor cannot be reached at start. */
 int mcp_http_serve(const char *socket, ToolSource *sources, size_t n, const McpHttpOptions *o);
+
+/* The bearer token: the file's first line, refused (with a message) when others may read
+ * the file, it is not one line of printable ASCII, or it is shorter than
+ * MCP_HTTP_TOKEN_MIN. 0 or -EINVAL. */
+int mcp_http_read_token(const char *path, char token[static MCP_HTTP_TOKEN_MAX + 1], size_t *ret_len);
+/* Bind ADDRESS:PORT ([ADDRESS]:PORT for IPv6) and listen, logging where: the fd, or
+ * -EINVAL with a message. */
+int mcp_http_listen(const char *address);
