@@ -113,36 +113,61 @@ static const Artifact *find_artifact(const RunnerResult *res, const char *name) 
         return NULL;
 }
 
+/* What keepOutputs came to: one entry per name, the names copied (fitting the result
+ * may free the artifacts they came from). */
+typedef struct KeptList {
+        ProtoKept *items;
+        char **names;
+        size_t n;
+} KeptList;
+
+static void kept_list_done(KeptList *l) {
+        for (size_t i = 0; l->names && i < l->n; i++)
+                free(l->names[i]);
+        free(l->names);
+        free(l->items);
+        *l = (KeptList){};
+}
+
 /* keepOutputs: the named artifacts (or all the reader collected, in name order) become
  * sources of the call's invocation, before fitting the result can omit any from it.
- * *ret_kept (malloc'd, names point into call and res) says what became of each;
- * -ENOMEM when that list itself cannot be made. */
-static int keep_outputs(Call *call, const RunnerResult *res, ProtoKept **ret_kept, size_t *ret_n) {
+ * -ENOMEM when the list itself cannot be made (then nothing was kept). */
+static int keep_outputs(Call *call, const RunnerResult *res, KeptList *ret) {
         size_t n = call->keep_all ? (res->has_outputs ? res->artifacts.n : 0) : call->n_keep;
-        ProtoKept *kept = calloc(MAX(n, 1u), sizeof *kept);
+        KeptList l = { .n = n };
 
-        if (!kept)
+        l.items = calloc(MAX(n, 1u), sizeof *l.items);
+        l.names = calloc(MAX(n, 1u), sizeof *l.names);
+        if (!l.items || !l.names) {
+                kept_list_done(&l);
                 return -ENOMEM;
+        }
+        /* The names first: out of memory, nothing has been kept (and the list says so). */
         for (size_t i = 0; i < n; i++) {
-                const char *name = call->keep_all ? res->artifacts.items[i].name : call->keep[i];
-                const Artifact *a = find_artifact(res, name);
+                l.names[i] = strdup(call->keep_all ? res->artifacts.items[i].name : call->keep[i]);
+                if (!l.names[i]) {
+                        kept_list_done(&l);
+                        return -ENOMEM;
+                }
+                l.items[i].name = l.names[i];
+        }
+        for (size_t i = 0; i < n; i++) {
+                const Artifact *a = find_artifact(res, l.names[i]);
                 Source *src = NULL;
 
-                kept[i].name = name;
                 if (!a)
-                        kept[i].refused = PROTO_KEEP_NOT_PRODUCED;
+                        l.items[i].refused = PROTO_KEEP_NOT_PRODUCED;
                 else if (!call->inv)
-                        kept[i].refused = PROTO_KEEP_INVOCATION_CLOSED;
+                        l.items[i].refused = PROTO_KEEP_INVOCATION_CLOSED;
                 else
-                        kept[i].refused = inv_keep_output(call->inv, call->inv_call_no, a, &src);
-                if (kept[i].refused == PROTO_KEEP_KEPT) {
-                        kept[i].source_id = src->id;
-                        kept[i].bytes = src->text_len;
-                        kept[i].sha256 = src->text_sha256;
+                        l.items[i].refused = inv_keep_output(call->inv, call->inv_call_no, a, &src);
+                if (l.items[i].refused == PROTO_KEEP_KEPT) {
+                        l.items[i].source_id = src->id;
+                        l.items[i].bytes = src->text_len;
+                        l.items[i].sha256 = src->text_sha256;
                 }
         }
-        *ret_kept = kept;
-        *ret_n = n;
+        *ret = l;
         return 0;
 }
 
@@ -217,17 +242,16 @@ void on_call_finished(Call *call, RunnerResult *res, void *userdata) {
         Connection *c = call->conn;
         const char *outcome = outcome_to_string(res->outcome);
         char f_call[40], f_outcome[40], f_elapsed[40], f_uid[40];
-        _cleanup_free_ ProtoKept *kept = NULL;
-        size_t n_kept = 0;
+        _cleanup_(kept_list_done) KeptList kept = {};
 
         /* Kept whether or not the result can still be sent: the registry is the truth. */
-        if (call->keep_requested && keep_outputs(call, res, &kept, &n_kept) < 0)
+        if (call->keep_requested && keep_outputs(call, res, &kept) < 0)
                 log_error("Could not list the kept outputs of call %llu: out of memory",
                           (unsigned long long) call->call_id);
         if (c && !c->closing)
                 send_progress(c, call_policy(call), call, "finished", res, NULL);
         if (c && !c->closing)
-                send_result(c, call_policy(call), call, res, kept, n_kept);
+                send_result(c, call_policy(call), call, res, kept.items, kept.n);
         /* The journal gets the same line with fields to filter on; metadata only. */
         snprintf(f_call, sizeof f_call, "CALL_ID=%llu", (unsigned long long) call->call_id);
         snprintf(f_outcome, sizeof f_outcome, "OUTCOME=%s", outcome);

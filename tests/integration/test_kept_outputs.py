@@ -230,6 +230,22 @@ def test_kept_even_when_the_code_fails(c):
     assert r["keptOutputs"] == []
 
 
+def test_kept_before_the_result_is_fitted(c):
+    """Files too large for maxResultBytes (256 KiB by default) are omitted from the
+    result's artifacts but still kept, named intact, and mounted whole."""
+    inv = open_inv(c)
+    code = ("open('/outputs/big1.bin','wb').write(bytes(range(256)) * 800)\n"
+            "open('/outputs/big2.bin','wb').write(b'y' * 204800)\n1")
+    r = ok(run(c, code, [], inv, "all"))
+    assert r["omittedArtifacts"] >= 1 and len(r["artifacts"]) <= 1, (r["omittedArtifacts"], len(r["artifacts"]))
+    assert r["keptOutputs"] == [
+        {"name": "big1.bin", "sourceId": "out-1-big1.bin", "bytes": 204800, "sha256": sha(bytes(range(256)) * 800)},
+        {"name": "big2.bin", "sourceId": "out-1-big2.bin", "bytes": 204800, "sha256": sha(b"y" * 204800)}]
+    r = ok(run(c, "import hashlib; hashlib.sha256(open('/inputs/out-1-big1.bin','rb').read()).hexdigest()",
+               ["out-1-big1.bin"], inv))
+    assert r["result"]["text"] == repr(sha(bytes(range(256)) * 800))
+
+
 # ---- bounds: the registry's, as for registered sources ----
 
 def test_caps_refuse_what_does_not_fit(shared_supervisor, connect):
