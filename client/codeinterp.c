@@ -40,7 +40,10 @@ static const char exec_options[] =
         "      --cards              print the user's progress cards on stderr (metadata only)\n"
         "      --save FILE          also write a replay record of the call to FILE (JSON)\n"
         "      --save-artifacts DIR write the files the code left in /outputs into DIR (new files\n"
-        "                           only, never over existing ones); each is named on stderr\n";
+        "                           only, never over existing ones); each is named on stderr\n"
+        "      --keep NAME          keep /outputs file NAME as source out-1-NAME of the call's\n"
+        "                           invocation (repeatable, at most 16) and say so on stderr\n"
+        "      --keep-all           keep every file the code left in /outputs (as --keep)\n";
 static const char status_options[] =
         "      --ready              say whether it is ready: exit 0 ready, 14 not ready (the cause is\n"
         "                           printed: zygote_down, worker_start_failures, shutting_down), 12 no\n"

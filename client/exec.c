@@ -167,6 +167,9 @@ typedef struct ExecArgs {
                 char *id, *file;
         } texts[MAX_TEXTS];
         size_t n_texts;
+        const char *keep[CI_KEEP_OUTPUTS_MAX]; /* --keep */
+        size_t n_keep;
+        bool keep_all; /* --keep-all */
 } ExecArgs;
 
 /* --source and --attach: one more mount, or EXIT_USAGE. */
@@ -196,6 +199,16 @@ static int exec_add_text(ExecArgs *a, char *arg) {
         return EXEC_GO;
 }
 
+/* --keep NAME: one more name, or EXIT_USAGE. */
+static int exec_add_keep(ExecArgs *a, const char *name) {
+        if (a->n_keep == ELEMENTSOF(a->keep)) {
+                fprintf(stderr, "codeinterp: at most %d --keep per call\n", CI_KEEP_OUTPUTS_MAX);
+                return EXIT_USAGE;
+        }
+        a->keep[a->n_keep++] = name;
+        return EXEC_GO;
+}
+
 /* The options into a: EXEC_GO, or the status to exit with (0 after --help). */
 static int exec_parse_argv(int argc, char **argv, ExecArgs *a) {
         enum {
@@ -207,7 +220,9 @@ static int exec_parse_argv(int argc, char **argv, ExecArgs *a) {
                 ARG_SAVE,
                 ARG_MODEL_TEXT,
                 ARG_CARDS,
-                ARG_SAVE_ARTIFACTS
+                ARG_SAVE_ARTIFACTS,
+                ARG_KEEP,
+                ARG_KEEP_ALL
         };
         static const struct option options[] = {
                 { "summary", required_argument, NULL, ARG_SUMMARY },
@@ -219,6 +234,8 @@ static int exec_parse_argv(int argc, char **argv, ExecArgs *a) {
                 { "model-text", no_argument, NULL, ARG_MODEL_TEXT },
                 { "cards", no_argument, NULL, ARG_CARDS },
                 { "save-artifacts", required_argument, NULL, ARG_SAVE_ARTIFACTS },
+                { "keep", required_argument, NULL, ARG_KEEP },
+                { "keep-all", no_argument, NULL, ARG_KEEP_ALL },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -255,6 +272,12 @@ static int exec_parse_argv(int argc, char **argv, ExecArgs *a) {
                         break;
                 case ARG_SAVE_ARTIFACTS:
                         a->artifacts_dir = optarg;
+                        break;
+                case ARG_KEEP:
+                        k = exec_add_keep(a, optarg);
+                        break;
+                case ARG_KEEP_ALL:
+                        a->keep_all = true;
                         break;
                 case 'h':
                         cli_exec_help();
@@ -360,7 +383,8 @@ static int exec_open_sources(CiClient *c, const ExecArgs *a, char *inv, const ch
         CiMessage err = {};
         int k, status;
 
-        if (a->n_mounts == 0)
+        /* Kept outputs are an invocation's sources: --keep needs one too. */
+        if (a->n_mounts == 0 && a->n_keep == 0 && !a->keep_all)
                 return 0;
         k = ci_invocation_open(c, inv, &err);
         if (k < 0) {
@@ -383,6 +407,29 @@ static int exec_open_sources(CiClient *c, const ExecArgs *a, char *inv, const ch
         x->source_ids = ids;
         x->n_source_ids = a->n_mounts;
         return 0;
+}
+
+/* --keep, --keep-all: what became of each file, on stderr. The IDs name the bytes the
+ * call kept (their digests); the invocation ends with this command. */
+static void exec_print_kept(const msgpack_object *m) {
+        for (size_t i = 0; i < ci_kept_count(m); i++) {
+                CiKept k;
+                if (ci_kept_get(m, i, &k) < 0) {
+                        fprintf(stderr, "codeinterp: keptOutputs[%zu] is malformed\n", i);
+                        continue;
+                }
+                if (!ci_artifact_name_safe(k.name, k.name_len)) {
+                        k.name = "?";
+                        k.name_len = 1;
+                }
+                if (k.refused)
+                        fprintf(stderr, "codeinterp: %.*s not kept: %.*s\n", (int) k.name_len, k.name,
+                                (int) MIN(k.refused_len, 64u), k.refused);
+                else
+                        fprintf(stderr, "codeinterp: kept %.*s as %.*s (%" PRIu64 " bytes, sha256 %s)\n",
+                                (int) k.name_len, k.name, (int) MIN(k.source_id_len, 64u), k.source_id, k.bytes,
+                                k.sha256);
+        }
 }
 
 /* --save: the call's record. 0 or EXIT_USAGE. */
@@ -446,6 +493,7 @@ static void exec_print_result(const msgpack_object *m, const char *outcome, bool
                         "codeinterp: the code left %zu files in /outputs (%" PRIu64 " more omitted); "
                         "--save-artifacts DIR writes them\n",
                         ci_artifact_count(m), cli_uint_or0(ci_get(m, "omittedArtifacts")));
+        exec_print_kept(m);
         if (strcmp(outcome, "ok") != 0 && strcmp(outcome, "python_exception") != 0) {
                 char limit[32];
                 fprintf(stderr, "codeinterp: %s", outcome);
@@ -527,7 +575,8 @@ int exec_main(const char *socket_path, int argc, char **argv) {
         }
 
         ProgressState ps = { .cards = a.cards, .live = !a.json && !a.model_text && !a.cards && isatty(STDERR_FILENO) };
-        k = ci_execute(c, &x, on_progress, &ps, &res);
+        CiKeep keep = { .all = a.keep_all, .names = a.keep, .n_names = a.n_keep };
+        k = ci_execute_keep(c, &x, a.keep_all || a.n_keep ? &keep : NULL, on_progress, &ps, &res);
         if (ps.shown)
                 fputs("\r\033[K", stderr);
         ci_close(c);

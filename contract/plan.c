@@ -33,7 +33,10 @@ int plan_encode(const char *code, size_t code_len, const Policy *p, const PlanIn
                 const PlanInput *in = &inputs[i];
                 msgpack_pack_map(pk, 5);
                 mp_pack_kv_str(pk, "id", in->id);
-                mp_pack_kv_str(pk, "kind", in->kind == PLAN_INPUT_ATTACHMENT ? "attachment" : "read_source");
+                mp_pack_kv_str(pk, "kind",
+                               in->kind == PLAN_INPUT_ATTACHMENT ? "attachment"
+                               : in->kind == PLAN_INPUT_OUTPUT   ? "output"
+                                                                 : "read_source");
                 mp_pack_cstr(pk, "text");
                 msgpack_pack_bin(pk, in->text_len);
                 msgpack_pack_bin_body(pk, in->text, in->text_len);
@@ -73,7 +76,12 @@ static int decode_input(const msgpack_object *o, PlanInput *in) {
         in->id[slen] = 0;
         if ((r = mp_get_str(o, "kind", &s, &slen)) < 0)
                 return r;
-        in->kind = slen == 10 && memcmp(s, "attachment", 10) == 0 ? PLAN_INPUT_ATTACHMENT : PLAN_INPUT_READ_SOURCE;
+        if (slen == 10 && memcmp(s, "attachment", 10) == 0)
+                in->kind = PLAN_INPUT_ATTACHMENT;
+        else if (slen == 6 && memcmp(s, "output", 6) == 0)
+                in->kind = PLAN_INPUT_OUTPUT;
+        else
+                in->kind = PLAN_INPUT_READ_SOURCE;
         if ((r = mp_get_bin(o, "text", &t, &tl)) < 0)
                 return r;
         in->text = t;

@@ -25,12 +25,13 @@
 typedef enum PlanInputKind {
         PLAN_INPUT_READ_SOURCE,
         PLAN_INPUT_ATTACHMENT,
+        PLAN_INPUT_OUTPUT, /* a kept output: its bytes (text) at /inputs/<id>, no suffix */
 } PlanInputKind;
 
 typedef struct PlanInput {
         char id[PLAN_INPUT_ID_MAX + 1];
         PlanInputKind kind;
-        const void *text; /* canonical text, written to /inputs/<id>.txt */
+        const void *text; /* canonical text, written to /inputs/<id>.txt (outputs: /inputs/<id>) */
         size_t text_len;
         const void *original; /* attachments: original bytes, /inputs/<id>.original */
         size_t original_len;

@@ -35,7 +35,9 @@ int call_new(PolicySnapshot *policy, const char *code, size_t code_len, uint64_t
 
                 c->sources[i] = source_ref(sources[i]);
                 snprintf(in->id, sizeof in->id, "%s", src->id);
-                in->kind = src->attachment ? PLAN_INPUT_ATTACHMENT : PLAN_INPUT_READ_SOURCE;
+                in->kind = src->output       ? PLAN_INPUT_OUTPUT
+                           : src->attachment ? PLAN_INPUT_ATTACHMENT
+                                             : PLAN_INPUT_READ_SOURCE;
                 in->text = src->text;
                 in->text_len = src->text_len;
                 in->original = src->original;
@@ -44,6 +46,18 @@ int call_new(PolicySnapshot *policy, const char *code, size_t code_len, uint64_t
         }
         c->n_inputs = n;
         *ret = c;
+        return 0;
+}
+
+int call_set_keep(Call *c, const ProtoRequest *req) {
+        c->keep_requested = req->keep_requested;
+        c->keep_all = req->keep_all;
+        for (size_t i = 0; i < req->n_keep; i++) {
+                c->keep[i] = strndup(req->keep[i].ptr, req->keep[i].len);
+                if (!c->keep[i])
+                        return -ENOMEM;
+                c->n_keep = i + 1;
+        }
         return 0;
 }
 
@@ -63,6 +77,8 @@ Call *call_unref(Call *c) {
         policy_snapshot_unref(c->policy);
         for (size_t i = 0; i < c->n_inputs; i++)
                 source_unref(c->sources[i]);
+        for (size_t i = 0; i < c->n_keep; i++)
+                free(c->keep[i]);
         free(c->code);
         free(c);
         return NULL;

@@ -47,6 +47,12 @@ struct Call {
         Source *sources[PLAN_MAX_INPUTS];  /* references keeping the source bytes alive */
         size_t n_inputs;
 
+        /* keepOutputs (docs/protocol.md#kept-outputs) */
+        uint32_t inv_call_no; /* its number in its invocation, 1-based; 0 anonymous */
+        bool keep_requested, keep_all;
+        char *keep[PROTO_MAX_KEEP_OUTPUTS]; /* the names, NUL-terminated */
+        size_t n_keep;
+
         CallState state;
         uint64_t admit_usec, start_usec, end_usec;
         uint64_t seq;           /* arrival order */
@@ -69,6 +75,8 @@ int call_new(PolicySnapshot *policy, const char *code, size_t code_len, uint64_t
 static inline const Policy *call_policy(const Call *c) {
         return &c->policy->policy;
 }
+/* Copy the request's keepOutputs into the call. */
+int call_set_keep(Call *c, const ProtoRequest *req);
 Call *call_ref(Call *c);
 Call *call_unref(Call *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Call *, call_unref)

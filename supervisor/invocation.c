@@ -3,6 +3,7 @@
 #include "supervisor/invocation.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,25 +170,53 @@ static char *dup_bytes(const ProtoBytes *b) {
         return b->ptr ? strndup(b->ptr, b->len) : NULL;
 }
 
-int inv_put_source(Invocation *inv, const ProtoRequest *req, char *err, size_t errlen, Source **ret) {
+/* Room for one more source of size bytes with this id: the bounds every source obeys,
+ * registered or kept. PROTO_KEEP_KEPT, or the bound it would pass (err says which); an
+ * ID already there is PROTO_KEEP_INVALID_NAME (a kept ID never repeats: the call
+ * number is in it, and the prefix is not for registered sources). */
+static ProtoKeepRefusal check_room(Invocation *inv, const char *id, size_t id_len, uint64_t size, char *err,
+                                   size_t errlen) {
         const Policy *p = inv->reg->policy;
-        uint64_t size = (uint64_t) req->text.len + req->original.len;
-        Source *s, **ns;
 
-        if (inv_get_source(inv, req->source_id.ptr, req->source_id.len)) {
+        if (inv_get_source(inv, id, id_len)) {
                 snprintf(err, errlen, "sourceId is already registered in this invocation");
-                return -EEXIST;
+                return PROTO_KEEP_INVALID_NAME;
         }
         if (inv->n_sources >= p->max_sources_per_invocation) {
                 snprintf(err, errlen, "the invocation already has maxSourcesPerInvocation (%u) sources",
                          p->max_sources_per_invocation);
-                return -ENOSPC;
+                return PROTO_KEEP_MAX_SOURCES_PER_INVOCATION;
         }
         if (inv->bytes + size > p->max_invocation_bytes) {
                 snprintf(err, errlen, "the source would take the invocation past maxInvocationBytes (%llu)",
                          (unsigned long long) p->max_invocation_bytes);
-                return -ENOSPC;
+                return PROTO_KEEP_MAX_INVOCATION_BYTES;
         }
+        return PROTO_KEEP_KEPT;
+}
+
+/* Add s (its reference passes to the registry) of size bytes. */
+static int add_source(Invocation *inv, Source *s, uint64_t size) {
+        Source **ns = realloc(inv->sources, (inv->n_sources + 1) * sizeof *ns);
+        if (!ns)
+                return -ENOMEM;
+        inv->sources = ns;
+        inv->sources[inv->n_sources++] = s;
+        inv->bytes += size;
+        inv_touch(inv);
+        return 0;
+}
+
+int inv_put_source(Invocation *inv, const ProtoRequest *req, char *err, size_t errlen, Source **ret) {
+        uint64_t size = (uint64_t) req->text.len + req->original.len;
+        ProtoKeepRefusal room;
+        Source *s;
+
+        room = check_room(inv, req->source_id.ptr, req->source_id.len, size, err, errlen);
+        if (room == PROTO_KEEP_INVALID_NAME)
+                return -EEXIST;
+        if (room != PROTO_KEEP_KEPT)
+                return -ENOSPC;
         s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
@@ -209,18 +238,51 @@ int inv_put_source(Invocation *inv, const ProtoRequest *req, char *err, size_t e
                         goto oom;
         } else if (req->origin.ptr && !(s->origin = dup_bytes(&req->origin)))
                 goto oom;
-        ns = realloc(inv->sources, (inv->n_sources + 1) * sizeof *ns);
-        if (!ns)
+        if (add_source(inv, s, size) < 0)
                 goto oom;
-        inv->sources = ns;
-        inv->sources[inv->n_sources++] = s;
-        inv->bytes += size;
-        inv_touch(inv);
         *ret = s;
         return 0;
 oom:
         source_unref(s);
         return -ENOMEM;
+}
+
+ProtoKeepRefusal inv_keep_output(Invocation *inv, uint32_t call_no, const Artifact *a, Source **ret) {
+        char id[PROTO_SOURCE_ID_MAX + 2], err[192];
+        ProtoKeepRefusal room;
+        int n;
+        Source *s;
+
+        n = snprintf(id, sizeof id, PROTO_KEPT_PREFIX "%" PRIu32 "-%s", call_no, a->name);
+        if (n < 0 || !proto_source_id_valid(id, (size_t) n))
+                return PROTO_KEEP_INVALID_NAME;
+        if (a->len > inv->reg->policy->max_source_bytes)
+                return PROTO_KEEP_MAX_SOURCE_BYTES;
+        room = check_room(inv, id, (size_t) n, a->len, err, sizeof err);
+        if (room != PROTO_KEEP_KEPT)
+                return room;
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return PROTO_KEEP_OUT_OF_MEMORY;
+        s->n_ref = 1;
+        memcpy(s->id, id, (size_t) n);
+        s->output = true;
+        s->produced_by = call_no;
+        s->text = malloc(a->len + 1);
+        s->media_type = strdup(a->media_type);
+        if (!s->text || !s->media_type)
+                goto oom;
+        memcpy(s->text, a->data, a->len);
+        s->text_len = a->len;
+        /* Computed here, not copied: the evidence names the bytes the registry holds. */
+        sha256_hex(s->text, s->text_len, s->text_sha256);
+        if (add_source(inv, s, a->len) < 0)
+                goto oom;
+        *ret = s;
+        return PROTO_KEEP_KEPT;
+oom:
+        source_unref(s);
+        return PROTO_KEEP_OUT_OF_MEMORY;
 }
 
 static int refuse(ProtoError *err, uint64_t id, Outcome code, const char *fmt, ...)

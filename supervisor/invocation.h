@@ -17,11 +17,13 @@ typedef struct Source {
         unsigned n_ref;
         char id[PROTO_SOURCE_ID_MAX + 1];
         bool attachment;
+        bool output;          /* a kept output (inv_keep_output): text is the artifact's bytes */
+        uint32_t produced_by; /* outputs: the invocation's number of the call that made it */
         uint8_t *text;
         size_t text_len;
         uint8_t *original;
         size_t original_len;
-        char *media_type;
+        char *media_type; /* attachments; outputs: the artifact's sniffed type */
         char *file_name;
         char *origin;
         char text_sha256[65];
@@ -45,8 +47,8 @@ struct Invocation {
         InvRegistry *reg;
         Connection *conn;
         uid_t uid;
-        bool anonymous; /* a one-call invocation made for an execute without "invocation" */
-        uint32_t calls_spent;
+        bool anonymous;       /* a one-call invocation made for an execute without "invocation" */
+        uint32_t calls_spent; /* also the number of the last admitted call (1-based) */
         Source **sources;
         size_t n_sources;
         uint64_t bytes;
@@ -76,6 +78,12 @@ void inv_touch(Invocation *inv);
 /* Register a source. -EEXIST duplicate id, -ENOSPC a registry bound (message in err). */
 int inv_put_source(Invocation *inv, const ProtoRequest *req, char *err, size_t errlen, Source **ret);
 Source *inv_get_source(Invocation *inv, const char *id, size_t len);
+
+/* Keep artifact a of the invocation's call number call_no as the source
+ * out-<call_no>-<name> (docs/protocol.md#kept-outputs), under the same bounds as
+ * inv_put_source() plus maxSourceBytes. Returns PROTO_KEEP_KEPT and the new source in
+ * *ret (owned by the registry), or why it was not kept. */
+ProtoKeepRefusal inv_keep_output(Invocation *inv, uint32_t call_no, const Artifact *a, Source **ret);
 
 /* What admission found for an execute: its invocation (NULL: an anonymous call) and
  * the sources it mounts, in request order (not referenced: call_new() does that). */

@@ -52,6 +52,23 @@ const char *proto_op_to_string(ProtoOp op) {
         return op_names[op];
 }
 
+static const char *const keep_refusal_names[_PROTO_KEEP_MAX] = {
+        [PROTO_KEEP_KEPT] = "kept",
+        [PROTO_KEEP_NOT_PRODUCED] = "not_produced",
+        [PROTO_KEEP_INVALID_NAME] = "invalid_name",
+        [PROTO_KEEP_MAX_SOURCE_BYTES] = "max_source_bytes",
+        [PROTO_KEEP_MAX_SOURCES_PER_INVOCATION] = "max_sources_per_invocation",
+        [PROTO_KEEP_MAX_INVOCATION_BYTES] = "max_invocation_bytes",
+        [PROTO_KEEP_INVOCATION_CLOSED] = "invocation_closed",
+        [PROTO_KEEP_OUT_OF_MEMORY] = "out_of_memory",
+};
+
+const char *proto_keep_refusal_to_string(ProtoKeepRefusal r) {
+        if (r < 0 || r >= _PROTO_KEEP_MAX)
+                return "out_of_memory";
+        return keep_refusal_names[r];
+}
+
 /* ---- encoding ---- */
 
 /* Room for the msgpack headers of the fitted strings, which grow by a few bytes when a
@@ -340,16 +357,27 @@ static void pack_channel(msgpack_packer *pk, const char *key, const FitText *t) 
         mp_pack_kv_uint(pk, "replacedCharacters", t->replaced);
 }
 
+static const char *source_kind_name(const ProtoSourceInfo *s) {
+        return s->output ? "output" : s->attachment ? "attachment" : "read_source";
+}
+
 static void pack_source_info(msgpack_packer *pk, const ProtoSourceInfo *s) {
-        msgpack_pack_map(pk, s->attachment ? 7 : 4);
+        msgpack_pack_map(pk, s->attachment ? 7 : s->output ? 6 : 4);
         mp_pack_kv_str(pk, "sourceId", s->id);
-        mp_pack_kv_str(pk, "kind", s->attachment ? "attachment" : "read_source");
+        mp_pack_kv_str(pk, "kind", source_kind_name(s));
         mp_pack_kv_uint(pk, "bytes", s->text_bytes);
         mp_pack_kv_str(pk, "sha256", s->text_sha256);
         if (s->attachment) {
                 mp_pack_kv_uint(pk, "originalBytes", s->original_bytes);
                 mp_pack_kv_str(pk, "originalSha256", s->original_sha256);
                 mp_pack_kv_str(pk, "mediaType", s->media_type);
+        } else if (s->output) {
+                /* The chain's link: which call of the invocation made these bytes. */
+                mp_pack_kv_str(pk, "mediaType", s->media_type);
+                mp_pack_cstr(pk, "producedBy");
+                msgpack_pack_map(pk, 2);
+                mp_pack_kv_uint(pk, "call", s->produced_by);
+                mp_pack_kv_str(pk, "sha256", s->text_sha256);
         }
 }
 
@@ -466,8 +494,31 @@ static size_t artifact_packed_size(const Artifact *a) {
         return n;
 }
 
+static void pack_kept(msgpack_packer *pk, const ProtoResult *r) {
+        mp_pack_cstr(pk, "keptOutputs");
+        if (!r->has_kept) {
+                msgpack_pack_nil(pk);
+                return;
+        }
+        msgpack_pack_array(pk, r->n_kept);
+        for (size_t i = 0; i < r->n_kept; i++) {
+                const ProtoKept *k = &r->kept[i];
+                if (k->refused != PROTO_KEEP_KEPT) {
+                        msgpack_pack_map(pk, 2);
+                        mp_pack_kv_str(pk, "name", k->name);
+                        mp_pack_kv_str(pk, "refused", proto_keep_refusal_to_string(k->refused));
+                        continue;
+                }
+                msgpack_pack_map(pk, 4);
+                mp_pack_kv_str(pk, "name", k->name);
+                mp_pack_kv_str(pk, "sourceId", k->source_id);
+                mp_pack_kv_uint(pk, "bytes", k->bytes);
+                mp_pack_kv_str(pk, "sha256", k->sha256);
+        }
+}
+
 static void pack_result(msgpack_packer *pk, const ProtoResult *r) {
-        msgpack_pack_map(pk, 19);
+        msgpack_pack_map(pk, 20);
         mp_pack_kv_uint(pk, "id", r->request_id);
         mp_pack_kv_str(pk, "type", "result");
         mp_pack_kv_uint(pk, "callId", r->call_id);
@@ -496,6 +547,7 @@ static void pack_result(msgpack_packer *pk, const ProtoResult *r) {
         } else
                 msgpack_pack_nil(pk);
         pack_artifacts(pk, r->artifacts);
+        pack_kept(pk, r);
         pack_evidence(pk, r);
 }
 

@@ -31,6 +31,11 @@
 #define PROTO_SOURCE_ID_PATTERN "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
 #define PROTO_TOOL_NAME "code_interpreter"
 #define PROTO_MAX_DEPTH 8 /* requests nest at most: map > array > ... */
+/* keepOutputs: at most this many names; a kept artifact becomes the source
+ * "out-<call>-<name>" of the call's invocation, and no client may register an ID with
+ * this prefix (docs/protocol.md#kept-outputs). */
+#define PROTO_MAX_KEEP_OUTPUTS 16
+#define PROTO_KEPT_PREFIX "out-"
 
 /* Whatever the protocol admits, a worker's plan can carry. */
 _Static_assert(PROTO_MAX_SOURCE_IDS <= PLAN_MAX_INPUTS, "sourceIds fit a plan's inputs");
@@ -62,7 +67,11 @@ typedef struct ProtoRequest {
         uint64_t code_chars;
         ProtoBytes source_ids[PROTO_MAX_SOURCE_IDS];
         size_t n_source_ids;
-        ProtoBytes invocation; /* execute, invocation.close, source.put; len 0 = absent */
+        ProtoBytes invocation;                   /* execute, invocation.close, source.put; len 0 = absent */
+        bool keep_requested;                     /* keepOutputs given (then invocation is too) */
+        bool keep_all;                           /* keepOutputs: "all" */
+        ProtoBytes keep[PROTO_MAX_KEEP_OUTPUTS]; /* keepOutputs: artifact names, unique */
+        size_t n_keep;
         /* cancel */
         uint64_t call_id;
         /* source.put */
@@ -182,11 +191,13 @@ int proto_pack_invocation_closed(MpWriter *w, uint64_t id);
 typedef struct ProtoSourceInfo {
         const char *id;
         bool attachment;
+        bool output;          /* a kept output: text is the artifact's bytes */
+        uint32_t produced_by; /* outputs: the number of the call that made it */
         uint64_t text_bytes;
         const char *text_sha256;
         uint64_t original_bytes;
         const char *original_sha256; /* attachments */
-        const char *media_type;      /* attachments */
+        const char *media_type;      /* attachments, outputs */
 } ProtoSourceInfo;
 int proto_pack_source_stored(MpWriter *w, uint64_t id, const ProtoSourceInfo *src);
 int proto_pack_cancel_reply(MpWriter *w, uint64_t id, uint64_t call_id, bool queued);
@@ -204,6 +215,30 @@ typedef struct ProtoProgress {
         uint64_t artifacts, artifact_bytes; /* entries there and their size, never names */
 } ProtoProgress;
 int proto_pack_progress(MpWriter *w, const ProtoProgress *pr);
+
+/* Why an artifact named by keepOutputs (or found under "all") was not kept: a closed
+ * set, the wire names in proto_keep_refusal_to_string(). */
+typedef enum ProtoKeepRefusal {
+        PROTO_KEEP_KEPT,
+        PROTO_KEEP_NOT_PRODUCED,               /* not among the call's collected artifacts */
+        PROTO_KEEP_INVALID_NAME,               /* out-<call>-<name> is not a valid source ID */
+        PROTO_KEEP_MAX_SOURCE_BYTES,           /* larger than maxSourceBytes */
+        PROTO_KEEP_MAX_SOURCES_PER_INVOCATION, /* the registry is full */
+        PROTO_KEEP_MAX_INVOCATION_BYTES,       /* the registry's bytes would pass the bound */
+        PROTO_KEEP_INVOCATION_CLOSED,          /* the invocation ended before the call did */
+        PROTO_KEEP_OUT_OF_MEMORY,
+        _PROTO_KEEP_MAX,
+} ProtoKeepRefusal;
+const char *proto_keep_refusal_to_string(ProtoKeepRefusal r);
+
+/* One entry of a result's keptOutputs. */
+typedef struct ProtoKept {
+        const char *name;
+        ProtoKeepRefusal refused; /* PROTO_KEEP_KEPT: kept, the fields below are set */
+        const char *source_id;
+        uint64_t bytes;
+        const char *sha256;
+} ProtoKept;
 
 /* The result of one call. The texts are fitted further (shrunk in place) to fit the
  * whole message into max_bytes. */
@@ -244,6 +279,10 @@ typedef struct ProtoResult {
         /* /outputs: NULL when the call had none (artifacts is nil then). Fitting moves
          * artifacts that do not fit into its omitted counts. */
         ArtifactSet *artifacts;
+        /* keepOutputs: has_kept false when the request had none (keptOutputs is nil). */
+        bool has_kept;
+        const ProtoKept *kept;
+        size_t n_kept;
 } ProtoResult;
 /* -E2BIG when even the texts cut to nothing do not fit max_bytes. Artifacts are kept in
  * name order while the message with the texts as they are fits; those that do not are

@@ -17,7 +17,7 @@
  * packages, paths, network settings, environment... are simply not in these lists. */
 static const char *const allowed_fields[_PROTO_OP_MAX][9] = {
         [PROTO_OP_HELLO] = { NULL },
-        [PROTO_OP_EXECUTE] = { "summary", "code", "sourceIds", "invocation", NULL },
+        [PROTO_OP_EXECUTE] = { "summary", "code", "sourceIds", "invocation", "keepOutputs", NULL },
         [PROTO_OP_CANCEL] = { "callId", NULL },
         [PROTO_OP_STATUS] = { NULL },
         [PROTO_OP_INVOCATION_OPEN] = { NULL },
@@ -108,6 +108,51 @@ static int decode_invocation(const msgpack_object *root, bool required, ProtoReq
         return 0;
 }
 
+/* A name keepOutputs may give: what out-<call>-<name> needs to be a source ID (the
+ * characters of one; the length is checked when the call number is known). */
+static bool keep_name_valid(const char *s, size_t len) {
+        return len > 0 && len <= PROTO_SOURCE_ID_MAX - strlen(PROTO_KEPT_PREFIX "1-") && proto_source_id_valid(s, len);
+}
+
+/* keepOutputs: "all", or an array of at most PROTO_MAX_KEEP_OUTPUTS unique names; only
+ * with an invocation, whose registry keeps them. */
+static int decode_keep(const msgpack_object *root, ProtoRequest *r, ProtoError *err) {
+        const msgpack_object *keep = mp_map_get(root, "keepOutputs");
+
+        if (!keep)
+                return 0;
+        if (r->invocation.len == 0)
+                return fail(err, OUTCOME_INVALID_INPUT,
+                            "field \"keepOutputs\" needs an \"invocation\" (kept outputs are its sources)");
+        r->keep_requested = true;
+        if (mp_str_eq(keep, "all")) {
+                r->keep_all = true;
+                return 0;
+        }
+        if (keep->type != MSGPACK_OBJECT_ARRAY)
+                return fail(err, OUTCOME_INVALID_INPUT,
+                            "field \"keepOutputs\" must be \"all\" or an array of artifact names");
+        if (keep->via.array.size > PROTO_MAX_KEEP_OUTPUTS)
+                return fail(err, OUTCOME_INVALID_INPUT, "keepOutputs has %u names, at most %d are allowed",
+                            keep->via.array.size, PROTO_MAX_KEEP_OUTPUTS);
+        for (uint32_t i = 0; i < keep->via.array.size; i++) {
+                const msgpack_object *o = &keep->via.array.ptr[i];
+                if (o->type != MSGPACK_OBJECT_STR || !keep_name_valid(o->via.str.ptr, o->via.str.size))
+                        return fail(err, OUTCOME_INVALID_INPUT,
+                                    "keepOutputs[%u] is not a name that can be kept (1-%zu of A-Z a-z 0-9 _ - ., "
+                                    "not starting with . or -)",
+                                    i, PROTO_SOURCE_ID_MAX - strlen(PROTO_KEPT_PREFIX "1-"));
+                for (uint32_t j = 0; j < i; j++)
+                        if (r->keep[j].len == o->via.str.size &&
+                            memcmp(r->keep[j].ptr, o->via.str.ptr, o->via.str.size) == 0)
+                                return fail(err, OUTCOME_INVALID_INPUT, "keepOutputs[%u] repeats keepOutputs[%u]", i,
+                                            j);
+                r->keep[i] = (ProtoBytes){ o->via.str.ptr, o->via.str.size };
+        }
+        r->n_keep = keep->via.array.size;
+        return 0;
+}
+
 static int decode_execute(const msgpack_object *root, const Policy *p, ProtoRequest *r, ProtoError *err) {
         const msgpack_object *ids;
         int k;
@@ -146,7 +191,7 @@ static int decode_execute(const msgpack_object *root, const Policy *p, ProtoRequ
                 r->source_ids[i] = (ProtoBytes){ o->via.str.ptr, o->via.str.size };
         }
         r->n_source_ids = ids->via.array.size;
-        return 0;
+        return decode_keep(root, r, err);
 }
 
 static int decode_source_put(const msgpack_object *root, const Policy *p, ProtoRequest *r, ProtoError *err) {
@@ -160,6 +205,10 @@ static int decode_source_put(const msgpack_object *root, const Policy *p, ProtoR
         if (!proto_source_id_valid(r->source_id.ptr, r->source_id.len))
                 return fail(err, OUTCOME_INVALID_INPUT,
                             "sourceId is not a valid source ID (1-64 of A-Z a-z 0-9 _ - ., not starting with . or -)");
+        if (r->source_id.len >= strlen(PROTO_KEPT_PREFIX) &&
+            memcmp(r->source_id.ptr, PROTO_KEPT_PREFIX, strlen(PROTO_KEPT_PREFIX)) == 0)
+                return fail(err, OUTCOME_INVALID_INPUT,
+                            "sourceId starts with \"" PROTO_KEPT_PREFIX "\", which is reserved for kept outputs");
         kind = mp_map_get(root, "kind");
         if (mp_str_eq(kind, "attachment"))
                 r->attachment = true;

@@ -86,6 +86,8 @@ static ProtoSourceInfo source_info(const Source *src) {
         return (ProtoSourceInfo){
                 .id = src->id,
                 .attachment = src->attachment,
+                .output = src->output,
+                .produced_by = src->produced_by,
                 .text_bytes = src->text_len,
                 .text_sha256 = src->text_sha256,
                 .original_bytes = src->original_len,
@@ -102,7 +104,75 @@ static int landlock_abi_cached(void) {
         return abi;
 }
 
-static void send_result(Connection *c, const Policy *p, Call *call, RunnerResult *res) {
+static const Artifact *find_artifact(const RunnerResult *res, const char *name) {
+        if (!res->has_outputs)
+                return NULL;
+        for (size_t i = 0; i < res->artifacts.n; i++)
+                if (strcmp(res->artifacts.items[i].name, name) == 0)
+                        return &res->artifacts.items[i];
+        return NULL;
+}
+
+/* What keepOutputs came to: one entry per name, the names copied (fitting the result
+ * may free the artifacts they came from). */
+typedef struct KeptList {
+        ProtoKept *items;
+        char **names;
+        size_t n;
+} KeptList;
+
+static void kept_list_done(KeptList *l) {
+        for (size_t i = 0; l->names && i < l->n; i++)
+                free(l->names[i]);
+        free(l->names);
+        free(l->items);
+        *l = (KeptList){};
+}
+
+/* keepOutputs: the named artifacts (or all the reader collected, in name order) become
+ * sources of the call's invocation, before fitting the result can omit any from it.
+ * -ENOMEM when the list itself cannot be made (then nothing was kept). */
+static int keep_outputs(Call *call, const RunnerResult *res, KeptList *ret) {
+        size_t n = call->keep_all ? (res->has_outputs ? res->artifacts.n : 0) : call->n_keep;
+        KeptList l = { .n = n };
+
+        l.items = calloc(MAX(n, 1u), sizeof *l.items);
+        l.names = calloc(MAX(n, 1u), sizeof *l.names);
+        if (!l.items || !l.names) {
+                kept_list_done(&l);
+                return -ENOMEM;
+        }
+        /* The names first: out of memory, nothing has been kept (and the list says so). */
+        for (size_t i = 0; i < n; i++) {
+                l.names[i] = strdup(call->keep_all ? res->artifacts.items[i].name : call->keep[i]);
+                if (!l.names[i]) {
+                        kept_list_done(&l);
+                        return -ENOMEM;
+                }
+                l.items[i].name = l.names[i];
+        }
+        for (size_t i = 0; i < n; i++) {
+                const Artifact *a = find_artifact(res, l.names[i]);
+                Source *src = NULL;
+
+                if (!a)
+                        l.items[i].refused = PROTO_KEEP_NOT_PRODUCED;
+                else if (!call->inv)
+                        l.items[i].refused = PROTO_KEEP_INVOCATION_CLOSED;
+                else
+                        l.items[i].refused = inv_keep_output(call->inv, call->inv_call_no, a, &src);
+                if (l.items[i].refused == PROTO_KEEP_KEPT) {
+                        l.items[i].source_id = src->id;
+                        l.items[i].bytes = src->text_len;
+                        l.items[i].sha256 = src->text_sha256;
+                }
+        }
+        *ret = l;
+        return 0;
+}
+
+static void send_result(Connection *c, const Policy *p, Call *call, RunnerResult *res, const ProtoKept *kept,
+                        size_t n_kept) {
         ProtoSourceInfo srcs[PLAN_MAX_INPUTS];
         bool show_result = res->has_result && res->outcome == OUTCOME_OK;
         char code_sha[65];
@@ -152,6 +222,9 @@ static void send_result(Connection *c, const Policy *p, Call *call, RunnerResult
                 .cgroup = cgroup_root_version(c->server->cgroups),
                 .rootless = userns_rootless(),
                 .artifacts = res->has_outputs ? &res->artifacts : NULL,
+                .has_kept = call->keep_requested,
+                .kept = kept,
+                .n_kept = n_kept,
         };
 
         mp_writer_init(&w, 0);
@@ -169,10 +242,16 @@ void on_call_finished(Call *call, RunnerResult *res, void *userdata) {
         Connection *c = call->conn;
         const char *outcome = outcome_to_string(res->outcome);
         char f_call[40], f_outcome[40], f_elapsed[40], f_uid[40];
+        _cleanup_(kept_list_done) KeptList kept = {};
+
+        /* Kept whether or not the result can still be sent: the registry is the truth. */
+        if (call->keep_requested && keep_outputs(call, res, &kept) < 0)
+                log_error("Could not list the kept outputs of call %llu: out of memory",
+                          (unsigned long long) call->call_id);
         if (c && !c->closing)
                 send_progress(c, call_policy(call), call, "finished", res, NULL);
         if (c && !c->closing)
-                send_result(c, call_policy(call), call, res);
+                send_result(c, call_policy(call), call, res, kept.items, kept.n);
         /* The journal gets the same line with fields to filter on; metadata only. */
         snprintf(f_call, sizeof f_call, "CALL_ID=%llu", (unsigned long long) call->call_id);
         snprintf(f_outcome, sizeof f_outcome, "OUTCOME=%s", outcome);
@@ -457,8 +536,13 @@ static void handle_execute(Connection *c, const ProtoRequest *req) {
                 return refuse_execute(c, err.has_id, err.id, err.code, err.message);
         if (call_new(s->snapshot, req->code.ptr, req->code.len, req->code_chars, adm.sources, adm.n_sources, &call) < 0)
                 return refuse_execute(c, true, req->id, OUTCOME_WORKER_ERROR, "out of memory");
+        if (call_set_keep(call, req) < 0)
+                return refuse_execute(c, true, req->id, OUTCOME_WORKER_ERROR, "out of memory");
         call->call_id = ++s->next_call_id;
         call->request_id = req->id;
+        /* Its number in its invocation: the one inv_charge() spends below (documented as
+         * the call number of kept outputs' IDs). */
+        call->inv_call_no = adm.inv ? adm.inv->calls_spent + 1 : 0;
         call->conn = c;
         call->uid = c->peer.uid;
         call->inv = adm.inv;

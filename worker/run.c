@@ -48,7 +48,8 @@ _Noreturn void worker_run(const WorkerPlan *plan) {
                 worker_fail(SETUP_STAGE_PYTHON_RUN, r);
         for (size_t i = 0; i < plan->sandbox.n_inputs; i++) {
                 const PlanInput *in = &plan->sandbox.inputs[i];
-                snprintf(paths[i][0], sizeof paths[i][0], "/inputs/%s.txt", in->id);
+                snprintf(paths[i][0], sizeof paths[i][0],
+                         in->kind == PLAN_INPUT_OUTPUT ? "/inputs/%s" : "/inputs/%s.txt", in->id);
                 snprintf(paths[i][1], sizeof paths[i][1], "/inputs/%s.original", in->id);
                 inputs[i] = (PyrunInput){
                         .id = in->id,

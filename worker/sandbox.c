@@ -249,7 +249,8 @@ static int setup_inputs(const PlanSandbox *plan, SetupStage *ret_stage) {
                  * check again: a slash here would be a supervisor bug, not a feature. */
                 if (!in->id[0] || in->id[0] == '.' || strchr(in->id, '/'))
                         FAIL(SETUP_STAGE_WRITE_INPUTS, EINVAL);
-                snprintf(name, sizeof name, "%s.txt", in->id);
+                /* A kept output keeps its own name (out-<call>-<name>): no suffix. */
+                snprintf(name, sizeof name, in->kind == PLAN_INPUT_OUTPUT ? "%s" : "%s.txt", in->id);
                 if ((r = write_input_file(dirfd, name, in->text, in->text_len)) < 0)
                         FAIL(SETUP_STAGE_WRITE_INPUTS, r);
                 if (in->kind == PLAN_INPUT_ATTACHMENT) {

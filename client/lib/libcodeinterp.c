@@ -312,10 +312,16 @@ int ci_source_put(CiClient *c, const char *invocation, const CiSource *s, CiMess
 }
 
 int ci_execute_send(CiClient *c, const CiExecute *x, uint64_t *ret_id) {
+        return ci_execute_keep_send(c, x, NULL, ret_id);
+}
+
+int ci_execute_keep_send(CiClient *c, const CiExecute *x, const CiKeep *keep, uint64_t *ret_id) {
         MpWriter w;
         int k;
 
-        begin(&w, c, "execute", x->invocation ? 4 : 3, ret_id);
+        if (keep && (!x->invocation || (!keep->all && keep->n_names > CI_KEEP_OUTPUTS_MAX)))
+                return -EINVAL;
+        begin(&w, c, "execute", 3 + !!x->invocation + !!keep, ret_id);
         mp_pack_kv_str(&w.pk, "summary", x->summary ?: "");
         mp_pack_cstr(&w.pk, "code");
         mp_pack_strn(&w.pk, x->code, x->code_len);
@@ -325,14 +331,30 @@ int ci_execute_send(CiClient *c, const CiExecute *x, uint64_t *ret_id) {
         msgpack_pack_array(&w.pk, x->n_source_ids);
         for (size_t i = 0; i < x->n_source_ids; i++)
                 mp_pack_cstr(&w.pk, x->source_ids[i]);
+        if (keep && keep->all)
+                mp_pack_kv_str(&w.pk, "keepOutputs", "all");
+        else if (keep) {
+                mp_pack_cstr(&w.pk, "keepOutputs");
+                msgpack_pack_array(&w.pk, keep->n_names);
+                for (size_t i = 0; i < keep->n_names; i++)
+                        mp_pack_cstr(&w.pk, keep->names[i]);
+        }
         k = send_writer(c, &w);
         return k;
 }
 
 int ci_execute(CiClient *c, const CiExecute *x, CiProgressFn cb, void *userdata, CiMessage *ret) {
-        uint64_t id;
-        int k = ci_execute_send(c, x, &id);
+        return ci_execute_keep(c, x, NULL, cb, userdata, ret);
+}
 
+int ci_execute_keep(CiClient *c, const CiExecute *x, const CiKeep *keep, CiProgressFn cb, void *userdata,
+                    CiMessage *ret) {
+        uint64_t id;
+        int k;
+
+        if (keep && (!x->invocation || (!keep->all && keep->n_names > CI_KEEP_OUTPUTS_MAX)))
+                return -EINVAL;
+        k = ci_execute_keep_send(c, x, keep, &id);
         if (k < 0)
                 return send_failed(c, k, ret);
         for (;;) {
@@ -442,6 +464,57 @@ int ci_artifact_get(const msgpack_object *result, size_t i, CiArtifact *ret) {
         sha256_hex(out.data, out.len, out.sha256);
         if (memcmp(out.sha256, sha->via.str.ptr, 64) != 0)
                 return -EBADMSG;
+        *ret = out;
+        return 0;
+}
+
+bool ci_kept_present(const msgpack_object *result) {
+        const msgpack_object *a = mp_map_get(result, "keptOutputs");
+        return a && a->type == MSGPACK_OBJECT_ARRAY;
+}
+
+size_t ci_kept_count(const msgpack_object *result) {
+        return ci_kept_present(result) ? mp_map_get(result, "keptOutputs")->via.array.size : 0;
+}
+
+static bool lower_hex(const char *s, size_t len) {
+        for (size_t i = 0; i < len; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+                        return false;
+        return true;
+}
+
+int ci_kept_get(const msgpack_object *result, size_t i, CiKept *ret) {
+        const msgpack_object *k, *name, *sid, *bytes, *sha, *refused;
+        CiKept out = {};
+
+        if (i >= ci_kept_count(result))
+                return -ENOENT;
+        k = &mp_map_get(result, "keptOutputs")->via.array.ptr[i];
+        name = mp_map_get(k, "name");
+        refused = mp_map_get(k, "refused");
+        if (!mp_is_str(name))
+                return -EBADMSG;
+        out.name = name->via.str.ptr;
+        out.name_len = name->via.str.size;
+        if (refused) {
+                if (!mp_is_str(refused) || refused->via.str.size == 0)
+                        return -EBADMSG;
+                out.refused = refused->via.str.ptr;
+                out.refused_len = refused->via.str.size;
+                *ret = out;
+                return 0;
+        }
+        sid = mp_map_get(k, "sourceId");
+        bytes = mp_map_get(k, "bytes");
+        sha = mp_map_get(k, "sha256");
+        if (!mp_is_str(sid) || sid->via.str.size == 0 || !mp_is_uint(bytes) || !mp_is_str(sha) ||
+            sha->via.str.size != 64 || !lower_hex(sha->via.str.ptr, 64))
+                return -EBADMSG;
+        out.source_id = sid->via.str.ptr;
+        out.source_id_len = sid->via.str.size;
+        out.bytes = bytes->via.u64;
+        memcpy(out.sha256, sha->via.str.ptr, 64);
         *ret = out;
         return 0;
 }

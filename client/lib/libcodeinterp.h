@@ -41,6 +41,16 @@ typedef struct CiExecute {
         size_t n_source_ids;
 } CiExecute;
 
+/* Which /outputs files an execute keeps as sources of its invocation (keepOutputs,
+ * docs/protocol.md#kept-outputs): all of them, or the names given (at most
+ * CI_KEEP_OUTPUTS_MAX). Only with an invocation. */
+#define CI_KEEP_OUTPUTS_MAX 16
+typedef struct CiKeep {
+        bool all;
+        const char *const *names;
+        size_t n_names;
+} CiKeep;
+
 /* Called for every progress message of the call; may be NULL. */
 typedef void (*CiProgressFn)(const msgpack_object *progress, void *userdata);
 
@@ -71,6 +81,12 @@ int ci_source_put(CiClient *c, const char *invocation, const CiSource *s, CiMess
 int ci_execute(CiClient *c, const CiExecute *x, CiProgressFn cb, void *userdata, CiMessage *ret);
 /* Send execute without waiting; returns the request id used. */
 int ci_execute_send(CiClient *c, const CiExecute *x, uint64_t *ret_id);
+/* The same with keepOutputs (keep NULL: none, as ci_execute()). -EINVAL, having sent
+ * nothing, for a keep list without x->invocation or with more than CI_KEEP_OUTPUTS_MAX
+ * names (the supervisor checks the names themselves). */
+int ci_execute_keep(CiClient *c, const CiExecute *x, const CiKeep *keep, CiProgressFn cb, void *userdata,
+                    CiMessage *ret);
+int ci_execute_keep_send(CiClient *c, const CiExecute *x, const CiKeep *keep, uint64_t *ret_id);
 int ci_cancel(CiClient *c, uint64_t call_id, uint64_t *ret_id);
 
 /* The canonical text of an attachment registered without one (docs/client.md): its
@@ -109,6 +125,26 @@ bool ci_artifact_name_safe(const char *name, size_t len);
  * O_NOFOLLOW, mode 0644), never over an existing file or through a symlink. -EINVAL for
  * a name that is not safe, -EEXIST, other -errno; a partly written file is removed. */
 int ci_artifact_save(int dir_fd, const CiArtifact *a);
+
+/* Kept outputs (docs/protocol.md#kept-outputs): what a result's keptOutputs says of each
+ * file asked for. Pointers point into the message; none is NUL-terminated. */
+typedef struct CiKept {
+        const char *name;
+        size_t name_len;
+        const char *source_id; /* NULL when refused */
+        size_t source_id_len;
+        uint64_t bytes;
+        char sha256[65];     /* kept: the bytes' digest, as the supervisor computed it */
+        const char *refused; /* NULL when kept, else the reason ("max_source_bytes", ...) */
+        size_t refused_len;
+} CiKept;
+
+/* Whether the result has keptOutputs (its request had keepOutputs), and how many entries. */
+bool ci_kept_present(const msgpack_object *result);
+size_t ci_kept_count(const msgpack_object *result);
+/* Entry i, checked: name a string, and either sourceId, bytes and sha256 (64 lowercase hex
+ * digits) or refused a string. -EBADMSG otherwise, -ENOENT past the end. */
+int ci_kept_get(const msgpack_object *result, size_t i, CiKept *ret);
 
 /* Exit status for an outcome name (documented in docs/client.md). */
 int ci_outcome_exit_status(const char *outcome);

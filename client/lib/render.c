@@ -55,6 +55,12 @@ static const char *const known_media_types[] = {
         "application/octet-stream",
 };
 
+/* Why a file was not kept (docs/protocol.md#kept-outputs). */
+static const char *const known_keep_refusals[] = {
+        "not_produced",         "invalid_name",      "max_source_bytes", "max_sources_per_invocation",
+        "max_invocation_bytes", "invocation_closed", "out_of_memory",
+};
+
 static const char *known_name(const msgpack_object *o, const char *const *names, size_t n) {
         for (size_t i = 0; i < n; i++)
                 if (mp_str_eq(o, names[i]))
@@ -197,6 +203,75 @@ static void render_artifacts(FILE *f, const msgpack_object *m) {
                         omitted_bytes);
 }
 
+/* A source ID as the supervisor gives them: 1..64 of A-Z a-z 0-9 _ - ., not starting
+ * with . or -. */
+static bool source_id_safe(const msgpack_object *o) {
+        if (!mp_is_str(o) || o->via.str.size == 0 || o->via.str.size > 64 || o->via.str.ptr[0] == '.' ||
+            o->via.str.ptr[0] == '-')
+                return false;
+        for (size_t i = 0; i < o->via.str.size; i++) {
+                char c = o->via.str.ptr[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                      c == '-' || c == '.'))
+                        return false;
+        }
+        return true;
+}
+
+static bool sha256_safe(const msgpack_object *o) {
+        if (!mp_is_str(o) || o->via.str.size != 64)
+                return false;
+        for (size_t i = 0; i < 64; i++) {
+                char c = o->via.str.ptr[i];
+                if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+                        return false;
+        }
+        return true;
+}
+
+static void render_safe(FILE *f, const msgpack_object *o, bool safe) {
+        if (safe)
+                fwrite(o->via.str.ptr, 1, o->via.str.size, f);
+        else
+                fputc('?', f);
+}
+
+/* An entry's refused, nil when absent or nil (kept). */
+static const msgpack_object *kept_refused(const msgpack_object *k) {
+        const msgpack_object *r = mp_map_get(k, "refused");
+        return r && r->type != MSGPACK_OBJECT_NIL ? r : NULL;
+}
+
+/* The files kept as sources of the invocation (keptOutputs): per file asked for, its
+ * source ID, size and digest, or why it was not kept. Nothing when the call asked for none. */
+static void render_kept(FILE *f, const msgpack_object *m) {
+        const msgpack_object *arr = mp_map_get(m, "keptOutputs");
+        uint32_t n, kept = 0;
+
+        if (!arr || arr->type != MSGPACK_OBJECT_ARRAY)
+                return;
+        n = arr->via.array.size;
+        for (uint32_t i = 0; i < n; i++)
+                kept += !kept_refused(&arr->via.array.ptr[i]);
+        fprintf(f, "--- kept outputs (%" PRIu32 " kept, %" PRIu32 " refused) ---\n", kept, n - kept);
+        for (uint32_t i = 0; i < n; i++) {
+                const msgpack_object *k = &arr->via.array.ptr[i], *name = mp_map_get(k, "name");
+                const msgpack_object *refused = kept_refused(k);
+
+                render_safe(f, name, mp_is_str(name) && ci_artifact_name_safe(name->via.str.ptr, name->via.str.size));
+                if (refused) {
+                        const char *why = known_name(refused, known_keep_refusals, ELEMENTSOF(known_keep_refusals));
+                        fprintf(f, ": not kept (%s)\n", why ?: "?");
+                        continue;
+                }
+                fputs(": ", f);
+                render_safe(f, mp_map_get(k, "sourceId"), source_id_safe(mp_map_get(k, "sourceId")));
+                fprintf(f, ", %" PRIu64 " bytes, sha256 ", uint_or0(mp_map_get(k, "bytes")));
+                render_safe(f, mp_map_get(k, "sha256"), sha256_safe(mp_map_get(k, "sha256")));
+                fputc('\n', f);
+        }
+}
+
 /* How a worker_error came about when the code itself ended its process: the supervisor's
  * detail (docs/operations.md, "Other worker_error details") together with the exit
  * status it describes, and no sandbox setup step reported. Anything else is left to
@@ -326,6 +401,7 @@ static void render_result(FILE *f, const msgpack_object *m) {
 
         render_output(f, m, outcome);
         render_artifacts(f, m);
+        render_kept(f, m);
 }
 
 static int finish(FILE *f, char **buf, char **ret) {

@@ -8,21 +8,21 @@
 
 Pure Python; needs only msgpack (Debian's python3-msgpack).
 """
-from .client import Client, Invocation
+from .client import Client, Invocation, KeepOutputs
 from .connection import Connection, default_socket
 from .errors import (Cancelled, ClientTimeout, CodeinterpError, ConnectFailed, ConnectionLost, InvalidInput, NotFound,
                      Overloaded, PermissionDenied, ProtocolError, QuotaExhausted, RequestNotEncodable, TransportError,
                      UnavailableSource, WorkerError)
 from .records import (Artifact, CallState, Channel, Evidence, ExceptionInfo, ExitStatus, Hello, Histogram,
-                      InvocationInfo, Limits, PolicyInfo, Progress, Result, Runtime, Source, Status, Timing,
-                      WorkerErrorInfo)
+                      InvocationInfo, KeptOutput, Limits, PolicyInfo, ProducedBy, Progress, Result, Runtime, Source,
+                      Status, Timing, WorkerErrorInfo)
 
 __all__ = [
-    "Client", "Invocation", "Connection", "default_socket",
+    "Client", "Invocation", "KeepOutputs", "Connection", "default_socket",
     "CodeinterpError", "InvalidInput", "UnavailableSource", "QuotaExhausted", "Overloaded", "NotFound",
     "PermissionDenied", "WorkerError", "Cancelled", "ProtocolError", "RequestNotEncodable", "TransportError",
     "ConnectFailed", "ConnectionLost", "ClientTimeout",
     "Artifact", "CallState", "Channel", "Evidence", "ExceptionInfo", "ExitStatus", "Hello", "Histogram",
-    "InvocationInfo", "Limits",
-    "PolicyInfo", "Progress", "Result", "Runtime", "Source", "Status", "Timing", "WorkerErrorInfo",
+    "InvocationInfo", "KeptOutput", "Limits",
+    "PolicyInfo", "ProducedBy", "Progress", "Result", "Runtime", "Source", "Status", "Timing", "WorkerErrorInfo",
 ]

@@ -22,7 +22,7 @@ import inspect
 import socket
 from typing import Any, AsyncGenerator, Awaitable, Callable, Dict, Mapping, Optional, Sequence, Union
 
-from .client import InvocationState, describe_fields, execute_answer, execute_fields, reply_fields
+from .client import InvocationState, KeepOutputs, describe_fields, execute_answer, execute_fields, reply_fields
 from .connection import decode_body, default_socket, encode_frame, frame_length
 from .errors import ClientTimeout, CodeinterpError, ConnectionLost, ProtocolError, error_from_message, transport_error
 from .records import Hello, Progress, Result, Source, Status, from_wire
@@ -316,11 +316,12 @@ class AsyncClient:
 
     async def execute(self, code: str, summary: str, source_ids: Sequence[str] = (),
                       on_progress: Optional[AsyncProgressCallback] = None, *,
-                      invocation: Optional[str] = None, timeout: Optional[float] = None) -> Result:
+                      invocation: Optional[str] = None, timeout: Optional[float] = None,
+                      keep_outputs: KeepOutputs = None) -> Result:
         """As :meth:`codeinterp.Client.execute`; other calls may run meanwhile.
         timeout: for this call (None: the client's)."""
         async with contextlib.aclosing(self.stream(code, summary, source_ids, invocation=invocation,
-                                                   timeout=timeout)) as events:
+                                                   timeout=timeout, keep_outputs=keep_outputs)) as events:
             async for event in events:
                 if isinstance(event, Result):
                     return event
@@ -331,7 +332,8 @@ class AsyncClient:
         raise ProtocolError("the call's messages ended without a result")
 
     async def stream(self, code: str, summary: str, source_ids: Sequence[str] = (), *,
-                     invocation: Optional[str] = None, timeout: Optional[float] = None) -> AsyncGenerator[CallEvent, None]:
+                     invocation: Optional[str] = None, timeout: Optional[float] = None,
+                     keep_outputs: KeepOutputs = None) -> AsyncGenerator[CallEvent, None]:
         """Run code: ``async for event in client.stream(code, summary)`` gets each
         :class:`Progress` as it arrives, then the :class:`Result`, last. The request is
         sent when the iteration starts; rejections are raised from it as by
@@ -339,7 +341,7 @@ class AsyncClient:
         (:meth:`cancel` does). Past timeout (None: the client's), ClientTimeout is
         raised and the call is cancelled in the supervisor."""
         deadline = self._deadline(timeout)
-        rid = await self._send("execute", execute_fields(code, summary, source_ids, invocation))
+        rid = await self._send("execute", execute_fields(code, summary, source_ids, invocation, keep_outputs))
         call_id: Optional[int] = None
         try:
             while True:
@@ -406,12 +408,13 @@ class AsyncInvocation(InvocationState):
 
     async def execute(self, code: str, summary: str, source_ids: Sequence[str] = (),
                       on_progress: Optional[AsyncProgressCallback] = None, *,
-                      timeout: Optional[float] = None) -> Result:
+                      timeout: Optional[float] = None, keep_outputs: KeepOutputs = None) -> Result:
         """As :meth:`codeinterp.Invocation.execute` (timeout as :meth:`AsyncClient.execute`)."""
         return await self.client.execute(code, summary, source_ids, on_progress, invocation=self.id,
-                                         timeout=timeout)
+                                         timeout=timeout, keep_outputs=keep_outputs)
 
     def stream(self, code: str, summary: str, source_ids: Sequence[str] = (), *,
-               timeout: Optional[float] = None) -> AsyncGenerator[CallEvent, None]:
+               timeout: Optional[float] = None, keep_outputs: KeepOutputs = None) -> AsyncGenerator[CallEvent, None]:
         """:meth:`AsyncClient.stream` in this invocation."""
-        return self.client.stream(code, summary, source_ids, invocation=self.id, timeout=timeout)
+        return self.client.stream(code, summary, source_ids, invocation=self.id, timeout=timeout,
+                                  keep_outputs=keep_outputs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 import select
 import socket
-from typing import Any, Callable, Deque, Dict, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Deque, Dict, Iterable, Literal, Mapping, Optional, Sequence, Union
 
 from .connection import Connection, default_socket
 from .errors import (CodeinterpError, ConnectionLost, ProtocolError, error_from_message, transport_error,
@@ -21,11 +21,22 @@ ProgressCallback = Callable[[Progress], Any]
 
 # ---- Requests: the request field names, for both clients. ----
 
-def execute_fields(code: str, summary: str, source_ids: Iterable[str], invocation: Optional[str]) -> dict[str, Any]:
-    """The fields of an ``execute`` request."""
+# keep_outputs of execute: "all", or the names of the /outputs files to keep as sources
+# of the invocation (docs/protocol.md#kept-outputs); None keeps nothing.
+KeepOutputs = Union[Literal["all"], Sequence[str], None]
+
+
+def execute_fields(code: str, summary: str, source_ids: Iterable[str], invocation: Optional[str],
+                   keep_outputs: KeepOutputs = None) -> dict[str, Any]:
+    """The fields of an ``execute`` request. keep_outputs is sent as given: the
+    supervisor checks it (InvalidInput without an invocation, or for a bad name)."""
     fields: dict[str, Any] = {"summary": summary, "code": code, "sourceIds": list(source_ids)}
     if invocation is not None:
         fields["invocation"] = invocation
+    if keep_outputs is not None:
+        if isinstance(keep_outputs, str) and keep_outputs != "all":
+            raise TypeError("keep_outputs: \"all\" or a sequence of names, not the string %r" % keep_outputs)
+        fields["keepOutputs"] = keep_outputs if isinstance(keep_outputs, str) else list(keep_outputs)
     return fields
 
 
@@ -228,12 +239,16 @@ class Client:
         return state
 
     def execute(self, code: str, summary: str, source_ids: Sequence[str] = (),
-                on_progress: Optional[ProgressCallback] = None, *, invocation: Optional[str] = None) -> Result:
+                on_progress: Optional[ProgressCallback] = None, *, invocation: Optional[str] = None,
+                keep_outputs: KeepOutputs = None) -> Result:
         """Run code in a fresh worker and wait for its Result (returned whatever the
         outcome). on_progress gets each Progress; it may call :meth:`cancel`.
-        Rejections before admission are raised (InvalidInput, UnavailableSource,
-        NotFound, QuotaExhausted, Overloaded, Cancelled, WorkerError)."""
-        rid = self._send("execute", execute_fields(code, summary, source_ids, invocation))
+        keep_outputs (with an invocation): ``"all"`` or names of /outputs files to keep
+        as sources of the invocation, ``out-<call>-<name>``; ``Result.kept_outputs``
+        says what became of each. Rejections before admission are raised
+        (InvalidInput, UnavailableSource, NotFound, QuotaExhausted, Overloaded,
+        Cancelled, WorkerError)."""
+        rid = self._send("execute", execute_fields(code, summary, source_ids, invocation, keep_outputs))
         try:
             while True:
                 answer = execute_answer(self._next_for(rid))
@@ -334,6 +349,8 @@ class Invocation(InvocationState):
             source_id, original, text, media_type, file_name)))
 
     def execute(self, code: str, summary: str, source_ids: Sequence[str] = (),
-                on_progress: Optional[ProgressCallback] = None) -> Result:
-        """:meth:`Client.execute` in this invocation (its sources, its quota)."""
-        return self.client.execute(code, summary, source_ids, on_progress, invocation=self.id)
+                on_progress: Optional[ProgressCallback] = None, *, keep_outputs: KeepOutputs = None) -> Result:
+        """:meth:`Client.execute` in this invocation (its sources, its quota, and the
+        files it keeps: keep_outputs)."""
+        return self.client.execute(code, summary, source_ids, on_progress, invocation=self.id,
+                                   keep_outputs=keep_outputs)

@@ -182,10 +182,20 @@ class WorkerErrorInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class ProducedBy:
+    """Which call of the invocation wrote a kept output (its number, 1-based) and the
+    digest of the bytes it kept (docs/protocol.md#kept-outputs)."""
+
+    call: int
+    sha256: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Source:
     """A registered source: the ``source.put`` reply, or one entry of
     ``evidence.inputs``. The attachment fields are None for a ``read_source``;
-    ``media_type`` is given in evidence only."""
+    ``media_type`` is given in evidence only. A kept output (kind ``"output"``)
+    has ``media_type`` and ``produced_by``."""
 
     source_id: str
     kind: str
@@ -194,6 +204,26 @@ class Source:
     original_bytes: Optional[int] = None
     original_sha256: Optional[str] = None
     media_type: Optional[str] = None
+    produced_by: Optional[ProducedBy] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class KeptOutput:
+    """What became of one file an execute asked to keep (``keep_outputs``): kept as the
+    source ``source_id`` of the invocation (``size``, the wire's ``bytes``, and
+    ``sha256`` of the bytes kept), or not, and why (``refused``, one of
+    docs/protocol.md#kept-outputs's reasons)."""
+
+    name: str
+    source_id: Optional[str] = None
+    size: Optional[int] = dataclasses.field(default=None, metadata={WIRE: "bytes"})
+    sha256: Optional[str] = None
+    refused: Optional[str] = None
+
+    @property
+    def kept(self) -> bool:
+        """True when the file became a source."""
+        return self.refused is None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,6 +309,8 @@ class Result:
     artifacts: Optional[tuple[Artifact, ...]] = None
     omitted_artifacts: int = 0
     omitted_artifact_bytes: int = 0
+    # None unless the request had keep_outputs; one entry per file asked for.
+    kept_outputs: Optional[tuple[KeptOutput, ...]] = None
     raw: Any = _raw()
 
     @property

@@ -9,6 +9,7 @@ message cannot pass text through a field that should hold a name.
 """
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
@@ -118,6 +119,35 @@ def artifacts_section(r: Result) -> str:
     return "".join(out)
 
 
+# Why a file was not kept (docs/protocol.md#kept-outputs).
+KEEP_REFUSALS = ("not_produced", "invalid_name", "max_source_bytes", "max_sources_per_invocation",
+                 "max_invocation_bytes", "invocation_closed", "out_of_memory")
+_SOURCE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _safe(value: object, pattern: re.Pattern[str]) -> str:
+    return value if isinstance(value, str) and pattern.fullmatch(value) else "?"
+
+
+def kept_section(r: Result) -> str:
+    """``--- kept outputs (N kept, R refused) ---``, then per file asked for
+    ``NAME: SOURCE_ID, N bytes, sha256 DIGEST`` or ``NAME: not kept (REASON)``; empty
+    when the call asked to keep nothing (libcodeinterp's render_kept())."""
+    if r.kept_outputs is None:
+        return ""
+    kept = sum(1 for k in r.kept_outputs if k.refused is None)
+    out = ["--- kept outputs (%d kept, %d refused) ---\n" % (kept, len(r.kept_outputs) - kept)]
+    for k in r.kept_outputs:
+        name = k.name if artifact_name_safe(k.name) else "?"
+        if k.refused is not None:
+            out.append("%s: not kept (%s)\n" % (name, _known(k.refused, KEEP_REFUSALS) or "?"))
+        else:
+            out.append("%s: %s, %d bytes, sha256 %s\n" % (name, _safe(k.source_id, _SOURCE_ID), k.size or 0,
+                                                           _safe(k.sha256, _SHA256)))
+    return "".join(out)
+
+
 def code_death(r: Result) -> Optional[str]:
     """The note for a worker_error the code itself caused by ending its process, or None
     (the sandbox's): the supervisor's detail together with the exit status it describes,
@@ -175,6 +205,7 @@ def model_text(r: Result) -> str:
             and r.exception is None):
         out.append((NO_VALUE_NOTE if outcome == "ok" else NO_OUTPUT_NOTE) + "\n")
     out.append(artifacts_section(r))
+    out.append(kept_section(r))
     return "".join(out)
 
 

@@ -47,6 +47,11 @@ def requests():
         "execute_unicode": {"op": "execute", "id": 9, "summary": "\u00e9t\u00e9",
                             "code": "print('\u00e9\u4e2d\U0001f600')", "sourceIds": []},
         "cancel": {"op": "cancel", "id": 10, "callId": 12345},
+        "execute_keep": {"op": "execute", "id": 11, "summary": "clean", "invocation": inv,
+                         "code": "open('/outputs/clean.csv', 'w').write('a')",
+                         "sourceIds": ["out-1-raw.csv"], "keepOutputs": ["clean.csv", "plot.png"]},
+        "execute_keep_all": {"op": "execute", "id": 12, "summary": "plot", "invocation": inv,
+                             "code": "1", "sourceIds": [], "keepOutputs": "all"},
     }
 
 
@@ -113,6 +118,8 @@ def plans():
                             [plan_input("runtimes", "read_source", CSV.encode())]),
         "attachment": plan("open(input_files['wb']).read()",
                            [plan_input("wb", "attachment", CSV.encode(), b"\x00\xffPK\x03\x04", "text/csv")]),
+        "output": plan("open(input_files['out-1-raw.csv']).read()",
+                       [plan_input("out-1-raw.csv", "output", CSV.encode(), None, "text/csv")]),
         "four_inputs": plan("len(input_files)",
                             [plan_input("a", "read_source", b"1"), plan_input("b.v2", "attachment", b"2", b"\x02",
                                                                                 "application/octet-stream"),

@@ -1,5 +1,6 @@
 """Core slice: the codeinterp command-line client, and codeinterpd's own lifecycle
 (policy errors at start, SIGTERM while a call runs)."""
+import hashlib
 import json
 import os
 import signal
@@ -131,6 +132,28 @@ def test_exec_usage_errors(shared_supervisor):
     assert msup.cli("exec").returncode == 2
     assert msup.cli("exec", "-c", "1", "extra-file").returncode == 2
     assert msup.cli("frobnicate").returncode == 2
+
+
+def test_exec_keep(shared_supervisor):
+    msup = shared_supervisor()
+    code = "open('/outputs/a.csv','w').write('x,y\\n1,2\\n')\nopen('/outputs/b c','w').write('z')"
+    out = msup.cli("exec", "--keep", "a.csv", "--keep", "gone.txt", "-c", code)
+    assert out.returncode == 0, out.stderr
+    digest = hashlib.sha256(b"x,y\n1,2\n").hexdigest()
+    assert ("codeinterp: kept a.csv as out-1-a.csv (8 bytes, sha256 %s)\n" % digest) in text(out.stderr)
+    assert "codeinterp: gone.txt not kept: not_produced\n" in text(out.stderr)
+    out = msup.cli("exec", "--keep-all", "--json", "-c", code)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["keptOutputs"] == [
+        {"name": "a.csv", "sourceId": "out-1-a.csv", "bytes": 8, "sha256": digest},
+        {"name": "b c", "refused": "invalid_name"}]
+    out = msup.cli("exec", "--keep-all", "--model-text", "-c", code)
+    assert "--- kept outputs (1 kept, 1 refused) ---\n" in text(out.stdout)
+    # The command checks the count; the supervisor the names.
+    out = msup.cli("exec", *sum((["--keep", "f%d" % i] for i in range(17)), []), "-c", "1")
+    assert out.returncode == 2 and "at most 16 --keep" in text(out.stderr)
+    out = msup.cli("exec", "--keep", "../x", "-c", "1")
+    assert out.returncode == 6 and "keepOutputs[0] is not a name that can be kept" in text(out.stderr)
 
 
 def test_exec_no_supervisor():

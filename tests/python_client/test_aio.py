@@ -200,3 +200,23 @@ def test_call_timeout_raises_and_cancels_the_call(shared_supervisor, where):
             assert (await c.execute("6 * 7", "the connection goes on")).result.text == "42"
 
     run(main())
+
+
+def test_keep_outputs_async(shared_supervisor):
+    sup = shared_supervisor()
+
+    async def main():
+        async with AsyncClient(sup.socket) as c:
+            async with c.invocation() as inv:
+                r1 = await inv.execute("open('/outputs/n.txt', 'w').write('21')", "write", keep_outputs=["n.txt"])
+                events = [e async for e in inv.stream("int(open(input_files['out-1-n.txt']).read()) * 2", "double",
+                                                      ["out-1-n.txt"], keep_outputs="all")]
+            with pytest.raises(InvalidInput):
+                await c.execute("1", "anonymous", keep_outputs=["n.txt"])
+            return r1, events[-1]
+
+    r1, r2 = run(main())
+    (k,) = r1.kept_outputs
+    assert k.source_id == "out-1-n.txt" and k.size == 2
+    assert isinstance(r2, Result) and r2.result.text == "42" and r2.kept_outputs == ()
+    assert r2.evidence.inputs[0].produced_by.call == 1 and r2.evidence.inputs[0].produced_by.sha256 == k.sha256

@@ -359,3 +359,37 @@ def test_artifact_check_refuses_a_lie():
     with pytest.raises(ProtocolError):
         Artifact(name="x", media_type="text/plain", size=2, sha256=sha256(b"x"), data=b"x").check()
     Artifact(name="x", media_type="text/plain", size=1, sha256=sha256(b"x"), data=b"x").check()
+
+
+# ---- kept outputs (docs/protocol.md#kept-outputs) ----
+
+def test_keep_outputs_chain_typed(shared_supervisor):
+    client = shared_supervisor().client()
+    with client.invocation() as inv:
+        r1 = inv.execute("open('/outputs/a.csv', 'w').write('x,y\\n1,2\\n')\nopen('/outputs/b.txt', 'w').write('b')",
+                         "write", keep_outputs=["a.csv", "missing.txt"])
+        assert r1.kept_outputs == (
+            codeinterp.KeptOutput(name="a.csv", source_id="out-1-a.csv", size=8, sha256=sha256("x,y\n1,2\n")),
+            codeinterp.KeptOutput(name="missing.txt", refused="not_produced"))
+        assert r1.kept_outputs[0].kept and not r1.kept_outputs[1].kept
+        r2 = inv.execute("open(input_files['out-1-a.csv']).read()", "read", ["out-1-a.csv"], keep_outputs="all")
+        assert r2.result.text == repr("x,y\n1,2\n")
+        (src,) = r2.evidence.inputs
+        assert src.kind == "output" and src.media_type == "text/csv"
+        assert src.produced_by == codeinterp.ProducedBy(call=1, sha256=sha256("x,y\n1,2\n"))
+        assert r2.kept_outputs == ()
+        # A call that does not ask keeps nothing and says nothing.
+        assert inv.execute("1", "plain").kept_outputs is None
+    with pytest.raises(InvalidInput, match="needs an \"invocation\""):
+        client.execute("1", "anonymous", keep_outputs="all")
+    with pytest.raises(TypeError):
+        client.execute("1", "bad", keep_outputs="some")
+
+
+def test_registering_out_prefix_is_invalid_input(shared_supervisor):
+    client = shared_supervisor().client()
+    with client.invocation() as inv:
+        with pytest.raises(InvalidInput, match="reserved for kept outputs"):
+            inv.put_source("out-1-x", "t")
+        with pytest.raises(UnavailableSource):
+            inv.execute("1", "not kept", ["out-1-x"])

@@ -84,6 +84,23 @@ def recorded(client, small_client):
     forged = [dict(a) for a in files["artifacts"]]
     forged[0].update(name="evil\x1b[2Jname", mediaType="text/html; x")
     calls.append(([], dict(files, artifacts=forged)))
+    # Kept outputs: kept, refused, and forged entries (a name, an ID, a digest, a reason
+    # that are not what the supervisor sends show as "?").
+    with client.invocation() as inv:
+        progress = []
+        r = inv.execute("open('/outputs/t.csv', 'w').write('a,b\\n1,2\\n')\nopen('/outputs/a b', 'w').write('x')",
+                        "render", on_progress=progress.append, keep_outputs="all")
+        kept = dict(r.raw)
+        assert [k.refused for k in r.kept_outputs or ()] == ["invalid_name", None], r.kept_outputs
+        calls.append(([p.raw for p in progress], kept))
+        r = inv.execute("print(open('/inputs/out-1-t.csv').read())", "render", ["out-1-t.csv"],
+                        keep_outputs=["none.txt"])
+        calls.append(([], dict(r.raw)))
+    calls.append(([], dict(kept, keptOutputs=[
+        {"name": "evil\x1b[2J", "sourceId": "out-1-x\nid", "bytes": 3, "sha256": "not hex"},
+        {"name": "t.csv", "refused": "because\nI said so"},
+        {"name": "t.csv", "refused": None, "sourceId": "out-1-t.csv", "bytes": 1, "sha256": "a" * 64}])))
+    calls.append(([], dict(kept, keptOutputs=[])))
     run(small_client, "print(''.join(str(i % 10) for i in range(300)), end='')\n'\u00e9' * 150")
     run(small_client, "print('x' * 99)\nprint('\u00e9' * 300)")
     # The code ending its own process: an exit status, a crash (a forced SIGSEGV).

@@ -314,6 +314,37 @@ static void test_plan_packages(void **state) {
         mp_writer_done(&w);
 }
 
+/* A kept output travels as kind "output": its bytes, no original (mounted at
+ * /inputs/<id> by the worker, worker/sandbox.c). */
+static void test_plan_output_input(void **state) {
+        PlanInput in = { .id = "out-1-raw.csv",
+                         .kind = PLAN_INPUT_OUTPUT,
+                         .text = "a,b\n",
+                         .text_len = 4,
+                         .media_type = "text/csv" };
+        Policy p;
+        MpWriter w;
+        WorkerPlan plan;
+        void *buf;
+        (void) state;
+
+        policy_init_defaults(&p);
+        mp_writer_init(&w, 1 << 20);
+        assert_int_equal(plan_encode("1", 1, &p, &in, 1, &w), 0);
+        buf = malloc(w.sb.size);
+        assert_non_null(buf);
+        memcpy(buf, w.sb.data, w.sb.size);
+        assert_int_equal(plan_decode(buf, w.sb.size, &plan), 0);
+        assert_int_equal(plan.sandbox.n_inputs, 1);
+        assert_string_equal(plan.sandbox.inputs[0].id, "out-1-raw.csv");
+        assert_int_equal(plan.sandbox.inputs[0].kind, PLAN_INPUT_OUTPUT);
+        assert_int_equal(plan.sandbox.inputs[0].text_len, 4);
+        assert_memory_equal(plan.sandbox.inputs[0].text, "a,b\n", 4);
+        assert_int_equal(plan.sandbox.inputs[0].original_len, 0);
+        plan_done(&plan);
+        mp_writer_done(&w);
+}
+
 UNIT_MAIN(NULL, NULL, TEST(test_runtime_paths), TEST(test_validate), TEST(test_round_trip_with_fds),
           TEST(test_garbage_closes_fds), TEST(test_fdpass_extra_fds_closed), TEST(test_mp_writer_sticky),
-          TEST(test_runtime_packages), TEST(test_plan_packages))
+          TEST(test_runtime_packages), TEST(test_plan_output_input), TEST(test_plan_packages))

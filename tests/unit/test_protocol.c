@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -384,13 +385,218 @@ static void test_artifacts_fitting(void **state) {
         mp_writer_done(&w);
 }
 
+#define INV "s:0123456789abcdef0123456789abcdef"
+
+static void test_keep_outputs(void **state) {
+        static const char *const names[] = { "clean.csv", "plot.png", NULL };
+        static const char *const dup[] = { "a", "b", "a", NULL };
+        static const char *const seventeen[] = { "a", "b", "c", "d", "e", "f", "g", "h", "i",
+                                                 "j", "k", "l", "m", "n", "o", "p", "q", NULL };
+        static const char *const sixteen[] = { "a", "b", "c", "d", "e", "f", "g", "h", "i",
+                                               "j", "k", "l", "m", "n", "o", "p", NULL };
+        static const char *const bad[][2] = { { "", NULL },   { "a/b", NULL }, { ".x", NULL },
+                                              { "-x", NULL }, { "é", NULL },   { "a b", NULL } };
+        /* out-1- and 58 characters make a 64-character ID: the longest name; 59 is not. */
+        static const char *const longest[] = { "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn", NULL };
+        static const char *const too_long[] = { "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn", NULL };
+        msgpack_sbuffer sb;
+        ProtoRequest req;
+        ProtoError err;
+        (void) state;
+
+        /* Absent: nothing requested. */
+        pack_request(&sb, 6, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV);
+        assert_int_equal(decode(&sb, &req, &err), 0);
+        assert_false(req.keep_requested);
+        assert_int_equal(req.n_keep, 0);
+        proto_request_done(&req);
+        msgpack_sbuffer_destroy(&sb);
+        /* Names, in order. */
+        pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV, "keepOutputs", "A", names);
+        assert_int_equal(decode(&sb, &req, &err), 0);
+        assert_true(req.keep_requested);
+        assert_false(req.keep_all);
+        assert_int_equal(req.n_keep, 2);
+        assert_int_equal(req.keep[1].len, 8);
+        assert_memory_equal(req.keep[1].ptr, "plot.png", 8);
+        proto_request_done(&req);
+        msgpack_sbuffer_destroy(&sb);
+        /* "all"; an empty array; sixteen names; the longest name. */
+        pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV, "keepOutputs", "s:all");
+        assert_int_equal(decode(&sb, &req, &err), 0);
+        assert_true(req.keep_requested && req.keep_all);
+        proto_request_done(&req);
+        msgpack_sbuffer_destroy(&sb);
+        pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV, "keepOutputs", "A", no_ids);
+        assert_int_equal(decode(&sb, &req, &err), 0);
+        assert_true(req.keep_requested && !req.keep_all && req.n_keep == 0);
+        proto_request_done(&req);
+        msgpack_sbuffer_destroy(&sb);
+        pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV, "keepOutputs", "A", sixteen);
+        assert_int_equal(decode(&sb, &req, &err), 0);
+        assert_int_equal(req.n_keep, 16);
+        proto_request_done(&req);
+        msgpack_sbuffer_destroy(&sb);
+        pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV, "keepOutputs", "A", longest);
+        assert_int_equal(decode(&sb, &req, &err), 0);
+        proto_request_done(&req);
+        msgpack_sbuffer_destroy(&sb);
+
+        /* Without an invocation. */
+        pack_request(&sb, 6, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "keepOutputs", "s:all");
+        expect_invalid(&sb, "needs an \"invocation\"");
+        pack_request(&sb, 6, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "keepOutputs", "A", names);
+        expect_invalid(&sb, "needs an \"invocation\"");
+        /* Not "all" or an array; too many; repeated; names that cannot be kept. */
+        pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV, "keepOutputs", "s:ALL");
+        expect_invalid(&sb, "must be \"all\" or an array");
+        pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV, "keepOutputs", "u:1");
+        expect_invalid(&sb, "must be \"all\" or an array");
+        pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV, "keepOutputs", "n");
+        expect_invalid(&sb, "must be \"all\" or an array");
+        pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV, "keepOutputs", "A", seventeen);
+        expect_invalid(&sb, "at most 16");
+        pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV, "keepOutputs", "A", dup);
+        expect_invalid(&sb, "keepOutputs[2] repeats keepOutputs[0]");
+        pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
+                     "invocation", INV, "keepOutputs", "A", too_long);
+        expect_invalid(&sb, "keepOutputs[0] is not a name that can be kept");
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A",
+                             no_ids, "invocation", INV, "keepOutputs", "A", bad[i]);
+                expect_invalid(&sb, "keepOutputs[0] is not a name that can be kept");
+        }
+        /* keepOutputs is an execute field only. */
+        pack_request(&sb, 4, "op", "s:invocation.close", "id", "u:1", "invocation", INV, "keepOutputs", "s:all");
+        expect_invalid(&sb, "keepOutputs");
+}
+
+static void test_out_prefix_reserved(void **state) {
+        static const char *const ids[] = { "out-", "out-1-x.csv", "out-anything", NULL };
+        msgpack_sbuffer sb;
+        ProtoRequest req;
+        ProtoError err;
+        (void) state;
+
+        for (size_t i = 0; ids[i]; i++) {
+                char spec[80];
+                snprintf(spec, sizeof spec, "s:%s", ids[i]);
+                pack_request(&sb, 6, "op", "s:source.put", "id", "u:1", "invocation", "s:00", "sourceId", spec, "kind",
+                             "s:read_source", "text", "s:x");
+                expect_invalid(&sb, "reserved for kept outputs");
+        }
+        /* Only the exact prefix is reserved. */
+        static const char *const fine[] = { "s:out", "s:output", "s:Out-1-x", "s:outs-1", NULL };
+        for (size_t i = 0; fine[i]; i++) {
+                pack_request(&sb, 6, "op", "s:source.put", "id", "u:1", "invocation", "s:00", "sourceId", fine[i],
+                             "kind", "s:read_source", "text", "s:x");
+                assert_int_equal(decode(&sb, &req, &err), 0);
+                proto_request_done(&req);
+                msgpack_sbuffer_destroy(&sb);
+        }
+}
+
+static void test_kept_outputs_packed(void **state) {
+        static const char sha_a[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        ProtoKept kept[] = {
+                { .name = "clean.csv",
+                  .refused = PROTO_KEEP_KEPT,
+                  .source_id = "out-2-clean.csv",
+                  .bytes = 42,
+                  .sha256 = sha_a },
+                { .name = "big.bin", .refused = PROTO_KEEP_MAX_SOURCE_BYTES },
+        };
+        ProtoSourceInfo src = { .id = "out-1-raw.csv",
+                                .output = true,
+                                .produced_by = 1,
+                                .text_bytes = 9,
+                                .text_sha256 = sha_a,
+                                .media_type = "text/csv" };
+        ProtoResult r = {
+                .request_id = 1,
+                .call_id = 1,
+                .outcome = OUTCOME_OK,
+                .code_sha256 = "c",
+                .policy = &policy,
+                .worker_start = "zygote",
+                .sources = &src,
+                .n_sources = 1,
+                .has_kept = true,
+                .kept = kept,
+                .n_kept = 2,
+        };
+        const msgpack_object *arr, *in, *by;
+        msgpack_unpacked u;
+        MpWriter w;
+        (void) state;
+
+        mp_writer_init(&w, 0);
+        assert_int_equal(proto_pack_result(&w, &r, 1 << 20), 0);
+        msgpack_unpacked_init(&u);
+        assert_int_equal(msgpack_unpack_next(&u, w.sb.data, w.sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+        arr = mp_map_get(&u.data, "keptOutputs");
+        assert_non_null(arr);
+        assert_int_equal(arr->type, MSGPACK_OBJECT_ARRAY);
+        assert_int_equal(arr->via.array.size, 2);
+        assert_int_equal(arr->via.array.ptr[0].via.map.size, 4);
+        assert_true(mp_str_eq(mp_map_get(&arr->via.array.ptr[0], "name"), "clean.csv"));
+        assert_true(mp_str_eq(mp_map_get(&arr->via.array.ptr[0], "sourceId"), "out-2-clean.csv"));
+        assert_int_equal(mp_map_get(&arr->via.array.ptr[0], "bytes")->via.u64, 42);
+        assert_true(mp_str_eq(mp_map_get(&arr->via.array.ptr[0], "sha256"), sha_a));
+        assert_int_equal(arr->via.array.ptr[1].via.map.size, 2);
+        assert_true(mp_str_eq(mp_map_get(&arr->via.array.ptr[1], "refused"), "max_source_bytes"));
+        in = &mp_map_get(mp_map_get(&u.data, "evidence"), "inputs")->via.array.ptr[0];
+        assert_int_equal(in->via.map.size, 6);
+        assert_true(mp_str_eq(mp_map_get(in, "kind"), "output"));
+        assert_true(mp_str_eq(mp_map_get(in, "mediaType"), "text/csv"));
+        by = mp_map_get(in, "producedBy");
+        assert_non_null(by);
+        assert_int_equal(mp_map_get(by, "call")->via.u64, 1);
+        assert_true(mp_str_eq(mp_map_get(by, "sha256"), sha_a));
+        msgpack_unpacked_destroy(&u);
+        mp_writer_done(&w);
+
+        /* Not requested: nil. */
+        r.has_kept = false;
+        r.n_sources = 0;
+        mp_writer_init(&w, 0);
+        assert_int_equal(proto_pack_result(&w, &r, 1 << 20), 0);
+        msgpack_unpacked_init(&u);
+        assert_int_equal(msgpack_unpack_next(&u, w.sb.data, w.sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+        assert_int_equal(mp_map_get(&u.data, "keptOutputs")->type, MSGPACK_OBJECT_NIL);
+        msgpack_unpacked_destroy(&u);
+        mp_writer_done(&w);
+
+        /* Every refusal has a wire name of its own. */
+        for (int i = 0; i < _PROTO_KEEP_MAX; i++) {
+                assert_non_null(proto_keep_refusal_to_string((ProtoKeepRefusal) i));
+                for (int j = 0; j < i; j++)
+                        assert_string_not_equal(proto_keep_refusal_to_string((ProtoKeepRefusal) i),
+                                                proto_keep_refusal_to_string((ProtoKeepRefusal) j));
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_execute_ok),        cmocka_unit_test(test_execute_rejections),
-                cmocka_unit_test(test_code_characters),   cmocka_unit_test(test_envelope),
-                cmocka_unit_test(test_source_put),        cmocka_unit_test(test_mp_validate),
-                cmocka_unit_test(test_mutations),         cmocka_unit_test(test_source_id_pattern),
-                cmocka_unit_test(test_artifacts_fitting),
+                cmocka_unit_test(test_execute_ok),          cmocka_unit_test(test_execute_rejections),
+                cmocka_unit_test(test_code_characters),     cmocka_unit_test(test_envelope),
+                cmocka_unit_test(test_source_put),          cmocka_unit_test(test_mp_validate),
+                cmocka_unit_test(test_mutations),           cmocka_unit_test(test_source_id_pattern),
+                cmocka_unit_test(test_artifacts_fitting),   cmocka_unit_test(test_keep_outputs),
+                cmocka_unit_test(test_out_prefix_reserved), cmocka_unit_test(test_kept_outputs_packed),
         };
         return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/* Kept outputs across the wire's two ends (docs/protocol.md#kept-outputs): the client's
+ * ci_execute_keep_send() decoded by the supervisor's proto_decode_request(), and a
+ * result packed by proto_pack_result() read by ci_kept_*() and rendered by
+ * ci_render_model_text(). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client/lib/libcodeinterp.h"
+#include "common/mp.h"
+#include "policy/policy.h"
+#include "supervisor/protocol.h"
+
+#define INV "0123456789abcdef0123456789abcdef"
+
+static Policy policy;
+
+static int setup(void **state) {
+        (void) state;
+        policy_init_defaults(&policy);
+        return 0;
+}
+
+/* A listening socket at a fresh path, a client connected to it, the accepted end. */
+typedef struct Pair {
+        char dir[64], path[96];
+        int listen_fd, peer_fd;
+        CiClient *client;
+} Pair;
+
+static void pair_open(Pair *p) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        snprintf(p->dir, sizeof p->dir, "/tmp/ci-keep-XXXXXX");
+        assert_non_null(mkdtemp(p->dir));
+        snprintf(p->path, sizeof p->path, "%s/s", p->dir);
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", p->path);
+        p->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(p->listen_fd >= 0);
+        assert_int_equal(bind(p->listen_fd, (struct sockaddr *) &sa, sizeof sa), 0);
+        assert_int_equal(listen(p->listen_fd, 1), 0);
+        assert_int_equal(ci_connect(p->path, &p->client), 0);
+        p->peer_fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(p->peer_fd >= 0);
+}
+
+static void pair_close(Pair *p) {
+        ci_close(p->client);
+        close(p->peer_fd);
+        close(p->listen_fd);
+        unlink(p->path);
+        rmdir(p->dir);
+}
+
+static void read_full(int fd, void *buf, size_t len) {
+        size_t off = 0;
+        while (off < len) {
+                ssize_t n = read(fd, (char *) buf + off, len - off);
+                assert_true(n > 0);
+                off += (size_t) n;
+        }
+}
+
+/* The next frame the client sent, decoded as the supervisor does. */
+static int recv_request(Pair *p, void **buf, ProtoRequest *req, ProtoError *err) {
+        uint8_t hdr[4];
+        uint32_t len;
+
+        read_full(p->peer_fd, hdr, 4);
+        len = (uint32_t) hdr[0] << 24 | (uint32_t) hdr[1] << 16 | (uint32_t) hdr[2] << 8 | hdr[3];
+        *buf = malloc(len);
+        assert_non_null(*buf);
+        read_full(p->peer_fd, *buf, len);
+        return proto_decode_request(*buf, len, &policy, req, err);
+}
+
+static void test_execute_keep_encodes(void **state) {
+        static const char *const names[] = { "clean.csv", "plot.png" };
+        static const char *const ids[] = { "out-1-raw.csv" };
+        CiExecute x = {
+                .summary = "s", .code = "1", .code_len = 1, .invocation = INV, .source_ids = ids, .n_source_ids = 1
+        };
+        CiKeep keep = { .names = names, .n_names = 2 };
+        ProtoRequest req;
+        ProtoError err;
+        uint64_t id;
+        void *buf;
+        Pair p;
+        (void) state;
+
+        pair_open(&p);
+        /* Names, in order. */
+        assert_int_equal(ci_execute_keep_send(p.client, &x, &keep, &id), 0);
+        assert_int_equal(recv_request(&p, &buf, &req, &err), 0);
+        assert_int_equal(req.op, PROTO_OP_EXECUTE);
+        assert_int_equal(req.id, id);
+        assert_true(req.keep_requested && !req.keep_all);
+        assert_int_equal(req.n_keep, 2);
+        assert_memory_equal(req.keep[0].ptr, "clean.csv", 9);
+        assert_memory_equal(req.keep[1].ptr, "plot.png", 8);
+        assert_int_equal(req.n_source_ids, 1);
+        proto_request_done(&req);
+        free(buf);
+        /* "all". */
+        keep.all = true;
+        assert_int_equal(ci_execute_keep_send(p.client, &x, &keep, &id), 0);
+        assert_int_equal(recv_request(&p, &buf, &req, &err), 0);
+        assert_true(req.keep_requested && req.keep_all && req.n_keep == 0);
+        proto_request_done(&req);
+        free(buf);
+        /* No keep: the request ci_execute_send() makes, without keepOutputs. */
+        assert_int_equal(ci_execute_keep_send(p.client, &x, NULL, &id), 0);
+        assert_int_equal(recv_request(&p, &buf, &req, &err), 0);
+        assert_false(req.keep_requested);
+        proto_request_done(&req);
+        free(buf);
+        assert_int_equal(ci_execute_send(p.client, &x, &id), 0);
+        assert_int_equal(recv_request(&p, &buf, &req, &err), 0);
+        assert_false(req.keep_requested);
+        proto_request_done(&req);
+        free(buf);
+
+        /* Refused here, nothing sent: no invocation; more than 16 names. */
+        const char *many[CI_KEEP_OUTPUTS_MAX + 1];
+        for (size_t i = 0; i < CI_KEEP_OUTPUTS_MAX + 1; i++)
+                many[i] = "a";
+        CiKeep too_many = { .names = many, .n_names = CI_KEEP_OUTPUTS_MAX + 1 };
+        assert_int_equal(ci_execute_keep_send(p.client, &x, &too_many, &id), -EINVAL);
+        CiMessage m = {};
+        assert_int_equal(ci_execute_keep(p.client, &x, &too_many, NULL, NULL, &m), -EINVAL);
+        CiExecute anon = x;
+        anon.invocation = NULL;
+        anon.n_source_ids = 0;
+        assert_int_equal(ci_execute_keep_send(p.client, &anon, &keep, &id), -EINVAL);
+        /* Sixteen go. */
+        CiKeep sixteen = { .names = many, .n_names = CI_KEEP_OUTPUTS_MAX };
+        assert_int_equal(ci_execute_keep_send(p.client, &x, &sixteen, &id), 0);
+        /* The supervisor decodes that one (a repeated name: its invalid_input), and it is
+         * the next frame: the refused ones sent nothing. */
+        assert_int_equal(recv_request(&p, &buf, &req, &err), -EINVAL);
+        assert_true(strstr(err.message, "keepOutputs[1] repeats keepOutputs[0]") != NULL);
+        assert_int_equal(err.id, id);
+        free(buf);
+        pair_close(&p);
+}
+
+static void pack(ProtoResult *r, MpWriter *w, msgpack_unpacked *u) {
+        mp_writer_init(w, 0);
+        assert_int_equal(proto_pack_result(w, r, 1 << 20), 0);
+        msgpack_unpacked_init(u);
+        assert_int_equal(msgpack_unpack_next(u, w->sb.data, w->sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+}
+
+static void test_kept_read_and_rendered(void **state) {
+        static const char sha[] = "5d0e0000000000000000000000000000000000000000000000000000000000ff";
+        ProtoKept kept[] = {
+                { .name = "summary.csv",
+                  .refused = PROTO_KEEP_KEPT,
+                  .source_id = "out-2-summary.csv",
+                  .bytes = 33,
+                  .sha256 = sha },
+                { .name = "plot.png", .refused = PROTO_KEEP_MAX_SOURCE_BYTES },
+        };
+        FitText out = {}, errt = {};
+        ProtoResult r = {
+                .request_id = 1,
+                .call_id = 1,
+                .outcome = OUTCOME_OK,
+                .out = &out,
+                .err = &errt,
+                .code_sha256 = "c",
+                .policy = &policy,
+                .worker_start = "zygote",
+                .has_kept = true,
+                .kept = kept,
+                .n_kept = 2,
+        };
+        msgpack_unpacked u;
+        MpWriter w;
+        CiKept k;
+        char *text;
+        (void) state;
+
+        pack(&r, &w, &u);
+        assert_true(ci_kept_present(&u.data));
+        assert_int_equal(ci_kept_count(&u.data), 2);
+        assert_int_equal(ci_kept_get(&u.data, 0, &k), 0);
+        assert_int_equal(k.name_len, 11);
+        assert_memory_equal(k.name, "summary.csv", 11);
+        assert_int_equal(k.source_id_len, 17);
+        assert_memory_equal(k.source_id, "out-2-summary.csv", 17);
+        assert_int_equal(k.bytes, 33);
+        assert_string_equal(k.sha256, sha);
+        assert_null(k.refused);
+        assert_int_equal(ci_kept_get(&u.data, 1, &k), 0);
+        assert_null(k.source_id);
+        assert_int_equal(k.refused_len, strlen("max_source_bytes"));
+        assert_memory_equal(k.refused, "max_source_bytes", k.refused_len);
+        assert_int_equal(ci_kept_get(&u.data, 2, &k), -ENOENT);
+        assert_int_equal(ci_render_model_text(&u.data, &text), 0);
+        assert_non_null(strstr(text, "--- kept outputs (1 kept, 1 refused) ---\n"
+                                     "summary.csv: out-2-summary.csv, 33 bytes, sha256 5d0e0000000000000000000000000000"
+                                     "000000000000000000000000000000ff\n"
+                                     "plot.png: not kept (max_source_bytes)\n"));
+        free(text);
+        msgpack_unpacked_destroy(&u);
+        mp_writer_done(&w);
+
+        /* A malformed digest is refused by the reader. */
+        kept[0].sha256 = "5D0E";
+        pack(&r, &w, &u);
+        assert_int_equal(ci_kept_get(&u.data, 0, &k), -EBADMSG);
+        assert_int_equal(ci_render_model_text(&u.data, &text), 0);
+        assert_non_null(strstr(text, "summary.csv: out-2-summary.csv, 33 bytes, sha256 ?\n"));
+        free(text);
+        msgpack_unpacked_destroy(&u);
+        mp_writer_done(&w);
+
+        /* Not asked for: nil, no section. */
+        r.has_kept = false;
+        pack(&r, &w, &u);
+        assert_false(ci_kept_present(&u.data));
+        assert_int_equal(ci_kept_count(&u.data), 0);
+        assert_int_equal(ci_kept_get(&u.data, 0, &k), -ENOENT);
+        assert_int_equal(ci_render_model_text(&u.data, &text), 0);
+        assert_null(strstr(text, "kept outputs"));
+        free(text);
+        msgpack_unpacked_destroy(&u);
+        mp_writer_done(&w);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_execute_keep_encodes),
+                cmocka_unit_test(test_kept_read_and_rendered),
+        };
+        return cmocka_run_group_tests(tests, setup, NULL);
+}
