@@ -13,22 +13,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 
-int write_full(int fd, const void *buf, size_t len) {
+/* write(2), or send(2) with MSG_NOSIGNAL on a socket, until all of buf is out. */
+static int out_full(int fd, const void *buf, size_t len, bool socket) {
         const uint8_t *p = buf;
 
         while (len > 0) {
-                ssize_t n = write(fd, p, len);
+                ssize_t n = socket ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
                         if (errno == EAGAIN) {
-                                /* Someone made the fd non-blocking (in a worker, user code can). */
+                                /* Someone made the fd non-blocking (in a worker, user code can;
+                                 * a client library's caller can). */
                                 struct pollfd pfd = { .fd = fd, .events = POLLOUT };
                                 if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
                                         return -errno;
@@ -40,6 +43,14 @@ int write_full(int fd, const void *buf, size_t len) {
                 len -= (size_t) n;
         }
         return 0;
+}
+
+int write_full(int fd, const void *buf, size_t len) {
+        return out_full(fd, buf, len, false);
+}
+
+int send_full(int fd, const void *buf, size_t len) {
+        return out_full(fd, buf, len, true);
 }
 
 int read_full(int fd, void *buf, size_t len) {

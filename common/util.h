@@ -10,6 +10,9 @@
 /* Write all of buf (retrying on EINTR and short writes, waiting if the fd is
  * non-blocking and full). 0 or -errno. */
 int write_full(int fd, const void *buf, size_t len);
+/* The same over a connected socket, with MSG_NOSIGNAL: a peer that went away is -EPIPE,
+ * never SIGPIPE, whatever the program's disposition of that signal. */
+int send_full(int fd, const void *buf, size_t len);
 /* Read exactly len bytes; -EPIPE on early EOF. */
 int read_full(int fd, void *buf, size_t len);
 /* Read a whole fd, up to max bytes (-EFBIG beyond): a regular file or memfd from offset

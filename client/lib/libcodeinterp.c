@@ -65,32 +65,6 @@ int ci_fd(const CiClient *c) {
         return c->fd;
 }
 
-/* All of buf on the socket. MSG_NOSIGNAL: a supervisor that has closed the connection
- * (it refused this peer, say) makes the send fail with -EPIPE; it never raises SIGPIPE,
- * whatever the program's disposition of that signal. */
-static int send_full(int fd, const void *buf, size_t len) {
-        const uint8_t *p = buf;
-
-        while (len > 0) {
-                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == EAGAIN) {
-                                /* The caller made the descriptor (ci_fd()) non-blocking. */
-                                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-                                if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-                                        return -errno;
-                                continue;
-                        }
-                        return -errno;
-                }
-                p += n;
-                len -= (size_t) n;
-        }
-        return 0;
-}
-
 int ci_send(CiClient *c, const msgpack_sbuffer *sb) {
         uint8_t hdr[4];
         int k;

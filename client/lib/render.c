@@ -417,7 +417,8 @@ static int finish(FILE *f, char **buf, char **ret) {
         return 0;
 }
 
-int ci_render_model_text(const msgpack_object *m, char **ret) {
+/* body's text about m into a new string: 0, -EINVAL (m is not a map) or -ENOMEM. */
+static int render(const msgpack_object *m, void (*body)(FILE *f, const msgpack_object *m), char **ret) {
         char *buf = NULL;
         size_t len;
         FILE *f;
@@ -427,11 +428,19 @@ int ci_render_model_text(const msgpack_object *m, char **ret) {
         f = open_memstream(&buf, &len);
         if (!f)
                 return -ENOMEM;
+        body(f, m);
+        return finish(f, &buf, ret);
+}
+
+static void model_text(FILE *f, const msgpack_object *m) {
         if (mp_str_eq(mp_map_get(m, "type"), "error"))
                 render_error(f, m);
         else
                 render_result(f, m);
-        return finish(f, &buf, ret);
+}
+
+int ci_render_model_text(const msgpack_object *m, char **ret) {
+        return render(m, model_text, ret);
 }
 
 static void card_sizes(FILE *f, const char *name, uint64_t chars, uint64_t omitted) {
@@ -446,16 +455,7 @@ static void card_files(FILE *f, uint64_t n, uint64_t bytes, uint64_t omitted) {
                 fprintf(f, " (%" PRIu64 " omitted)", omitted);
 }
 
-int ci_render_progress_card(const msgpack_object *m, char **ret) {
-        char *buf = NULL;
-        size_t len;
-        FILE *f;
-
-        if (!is_map(m))
-                return -EINVAL;
-        f = open_memstream(&buf, &len);
-        if (!f)
-                return -ENOMEM;
+static void progress_card(FILE *f, const msgpack_object *m) {
         uint64_t ms = uint_or0(mp_map_get(m, "elapsedMs"));
         fputs("code_interpreter: ", f);
         if (mp_str_eq(mp_map_get(m, "type"), "result")) {
@@ -490,5 +490,8 @@ int ci_render_progress_card(const msgpack_object *m, char **ret) {
                         card_files(f, uint_or0(mp_map_get(m, "artifacts")), uint_or0(mp_map_get(m, "artifactBytes")),
                                    0);
         }
-        return finish(f, &buf, ret);
+}
+
+int ci_render_progress_card(const msgpack_object *m, char **ret) {
+        return render(m, progress_card, ret);
 }

@@ -80,25 +80,6 @@ def sha(b):
     return hashlib.sha256(b).hexdigest()
 
 
-@pytest.fixture
-def connect():
-    conns = []
-
-    def make(sup):
-        c = Conn(sup.socket)
-        conns.append(c)
-        return c
-
-    yield make
-    for c in conns:
-        c.close()
-
-
-@pytest.fixture
-def c(shared_supervisor, connect):
-    return connect(shared_supervisor())
-
-
 def open_inv(c):
     r = c.call("invocation.open")
     assert r["type"] == "reply", r

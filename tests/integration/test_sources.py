@@ -14,7 +14,7 @@ import time
 import msgpack
 import pytest
 
-from testlib import Conn, ok, raw_frame, wait_idle, worker_pids_of
+from testlib import ok, raw_frame, wait_idle, worker_pids_of
 from testlib.waits import start_held
 
 pytestmark = pytest.mark.asan
@@ -153,25 +153,6 @@ QUOTA_POLICY = "maxCalls: 3\ntimeoutMs: 1500\n"
 TTL_POLICY = "invocationIdleTtlMs: 1000\n"
 BOUNDS_POLICY = ("maxSourceBytes: 100\nmaxSourcesPerInvocation: 3\nmaxInvocationBytes: 250\n"
                  "maxInvocationsPerConnection: 2\n")
-
-
-@pytest.fixture
-def connect():
-    conns = []
-
-    def make(sup):
-        c = Conn(sup.socket)
-        conns.append(c)
-        return c
-
-    yield make
-    for c in conns:
-        c.close()
-
-
-@pytest.fixture
-def c(shared_supervisor, connect):
-    return connect(shared_supervisor())
 
 
 # ---- the chapter's sequence ----

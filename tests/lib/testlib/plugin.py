@@ -11,6 +11,8 @@ Fixtures (one name per kind of supervisor):
   the test waits until it is idle, so the next test finds it as new (apart from
   counters).
 - shared_conn: a Conn to shared_supervisor().
+- connect(sup): a new Conn to sup, closed after the test (for tests that hold several
+  connections, e.g. invocations of different connections); c: connect(shared_supervisor()).
 - fault_env: a testlib.faults.FaultEnv, whose supervisors are tracked in pids cgroups
   and whose faults are undone after the test; no tracking cgroup may be left.
 A supervisor's log is printed with the failure of a test that used it. Each must exit 0
@@ -29,7 +31,7 @@ import os
 import pytest
 
 from . import cgroups, env, faults
-from .supervisor import Installed, require_sandbox, start
+from .supervisor import Conn, Installed, require_sandbox, start
 from .waits import wait_idle
 
 MARKERS = {
@@ -189,6 +191,25 @@ def shared_supervisor(request, _shared_supervisors):
 @pytest.fixture
 def shared_conn(shared_supervisor):
     return shared_supervisor().connect()
+
+
+@pytest.fixture
+def connect():
+    conns = []
+
+    def make(sup):
+        c = Conn(sup.socket)
+        conns.append(c)
+        return c
+
+    yield make
+    for c in conns:
+        c.close()
+
+
+@pytest.fixture
+def c(shared_supervisor, connect):
+    return connect(shared_supervisor())
 
 
 @pytest.fixture
