@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The packing of every message the supervisor sends (protocol.h), from plain data: the
- * names of outcomes and ops, replies, progress, status, results with their evidence and
- * artifacts fitted to maxResultBytes, and the describe reply. Requests are decoded in
+ * names of outcomes and ops, replies, progress, status, results (their evidence,
+ * timing and exit status packed by evidence.c) with artifacts fitted to
+ * maxResultBytes, and the describe reply. Requests are decoded in
  * protocol_decode.c. */
 #include "supervisor/protocol.h"
 
@@ -13,6 +14,7 @@
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/util.h"
+#include "supervisor/evidence.h"
 
 static const char *const outcome_names[_OUTCOME_MAX] = {
         [OUTCOME_OK] = "ok",
@@ -84,7 +86,7 @@ static void pack_reply_head(msgpack_packer *pk, uint64_t id, ProtoOp op, size_t 
 }
 
 /* The call's limits, from the policy's key table (and the protocol's own bound). */
-static void pack_limits(msgpack_packer *pk, const Policy *p) {
+void proto_pack_limits(msgpack_packer *pk, const Policy *p) {
         PolicyLimit limits[POLICY_MAX_LIMITS];
         size_t n = policy_limits(p, limits);
 
@@ -138,7 +140,7 @@ int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p, CgroupVersion cg
         mp_pack_kv_str(pk, "name", p->name);
         mp_pack_kv_str(pk, "sha256", p->sha256);
         mp_pack_kv_str(pk, "workerStart", policy_worker_start_to_string(p->worker_start));
-        pack_limits(pk, p);
+        proto_pack_limits(pk, p);
         mp_pack_cstr(pk, "outcomes");
         msgpack_pack_array(pk, _OUTCOME_MAX);
         for (int i = 0; i < _OUTCOME_MAX; i++)
@@ -357,105 +359,6 @@ static void pack_channel(msgpack_packer *pk, const char *key, const FitText *t) 
         mp_pack_kv_uint(pk, "replacedCharacters", t->replaced);
 }
 
-static const char *source_kind_name(const ProtoSourceInfo *s) {
-        return s->output ? "output" : s->attachment ? "attachment" : "read_source";
-}
-
-static void pack_source_info(msgpack_packer *pk, const ProtoSourceInfo *s) {
-        msgpack_pack_map(pk, s->attachment ? 7 : s->output ? 6 : 4);
-        mp_pack_kv_str(pk, "sourceId", s->id);
-        mp_pack_kv_str(pk, "kind", source_kind_name(s));
-        mp_pack_kv_uint(pk, "bytes", s->text_bytes);
-        mp_pack_kv_str(pk, "sha256", s->text_sha256);
-        if (s->attachment) {
-                mp_pack_kv_uint(pk, "originalBytes", s->original_bytes);
-                mp_pack_kv_str(pk, "originalSha256", s->original_sha256);
-                mp_pack_kv_str(pk, "mediaType", s->media_type);
-        } else if (s->output) {
-                /* The chain's link: which call of the invocation made these bytes. */
-                mp_pack_kv_str(pk, "mediaType", s->media_type);
-                mp_pack_cstr(pk, "producedBy");
-                msgpack_pack_map(pk, 2);
-                mp_pack_kv_uint(pk, "call", s->produced_by);
-                mp_pack_kv_str(pk, "sha256", s->text_sha256);
-        }
-}
-
-static void pack_evidence(msgpack_packer *pk, const ProtoResult *r) {
-        const Policy *p = r->policy;
-
-        mp_pack_cstr(pk, "evidence");
-        msgpack_pack_map(pk, 6);
-        mp_pack_kv_str(pk, "codeSha256", r->code_sha256);
-        mp_pack_kv_uint(pk, "codeCharacters", r->code_chars);
-        mp_pack_cstr(pk, "inputs");
-        msgpack_pack_array(pk, r->n_sources);
-        for (size_t i = 0; i < r->n_sources; i++)
-                pack_source_info(pk, &r->sources[i]);
-        mp_pack_cstr(pk, "runtime");
-        msgpack_pack_map(pk, 7);
-        mp_pack_kv_str(pk, "codeinterp", CODEINTERP_VERSION);
-        mp_pack_kv_str(pk, "python", CODEINTERP_PY_VERSION);
-        mp_pack_kv_str(pk, "workerStart", r->worker_start);
-        mp_pack_kv_str(pk, "seccomp", policy_deny_action_to_string(p->seccomp_deny));
-        mp_pack_kv_uint(pk, "landlock", (uint64_t) r->landlock_abi);
-        mp_pack_kv_str(pk, "cgroup", proto_cgroup_name(r->cgroup));
-        mp_pack_kv_bool(pk, "rootless", r->rootless);
-        mp_pack_cstr(pk, "policy");
-        msgpack_pack_map(pk, 2);
-        mp_pack_kv_str(pk, "name", p->name);
-        mp_pack_kv_str(pk, "sha256", p->sha256);
-        pack_limits(pk, p);
-}
-
-static uint64_t usec_to_ms(uint64_t a, uint64_t b) {
-        return b > a ? (b - a) / 1000 : 0;
-}
-
-static void pack_timing(msgpack_packer *pk, const ProtoResult *r) {
-        /* The contract's elapsedMs at the top level; the breakdown is in timing. */
-        mp_pack_kv_uint(pk, "elapsedMs", usec_to_ms(r->admit_usec, r->end_usec));
-        mp_pack_cstr(pk, "timing");
-        msgpack_pack_map(pk, 5);
-        mp_pack_kv_uint(pk, "elapsedMs", usec_to_ms(r->admit_usec, r->end_usec));
-        mp_pack_kv_uint(pk, "elapsedUs", r->end_usec > r->admit_usec ? r->end_usec - r->admit_usec : 0);
-        mp_pack_kv_uint(pk, "queueMs", usec_to_ms(r->admit_usec, r->started ? r->start_usec : r->end_usec));
-        mp_pack_kv_uint(pk, "runMs", r->started ? usec_to_ms(r->start_usec, r->end_usec) : 0);
-        mp_pack_kv_bool(pk, "workerStarted", r->started);
-}
-
-static void pack_exit_status(msgpack_packer *pk, const ProtoResult *r) {
-        mp_pack_cstr(pk, "exitStatus");
-        if (!r->has_exit) {
-                msgpack_pack_nil(pk);
-                return;
-        }
-        msgpack_pack_map(pk, 7);
-        mp_pack_kv_uint(pk, "pid", (uint64_t) r->pid);
-        mp_pack_cstr(pk, "hostUid");
-        if (r->has_host_uid)
-                msgpack_pack_uint32(pk, r->host_uid);
-        else
-                msgpack_pack_nil(pk);
-        mp_pack_cstr(pk, "code");
-        if (r->exit_code >= 0)
-                msgpack_pack_int(pk, r->exit_code);
-        else
-                msgpack_pack_nil(pk);
-        mp_pack_cstr(pk, "signal");
-        if (r->signal)
-                msgpack_pack_int(pk, r->signal);
-        else
-                msgpack_pack_nil(pk);
-        mp_pack_kv_uint(pk, "cpuMs", r->cpu_usec / 1000);
-        mp_pack_kv_uint(pk, "maxRssKb", r->max_rss_kb);
-        mp_pack_cstr(pk, "memoryPeakBytes");
-        if (r->has_memory_peak)
-                msgpack_pack_uint64(pk, r->memory_peak_bytes);
-        else
-                msgpack_pack_nil(pk);
-}
-
 static void pack_artifact(msgpack_packer *pk, const Artifact *a) {
         msgpack_pack_map(pk, 5);
         mp_pack_kv_str(pk, "name", a->name);
@@ -537,8 +440,8 @@ static void pack_result(msgpack_packer *pk, const ProtoResult *r) {
                 pack_channel(pk, "traceback", r->exc_traceback);
         } else
                 msgpack_pack_nil(pk);
-        pack_timing(pk, r);
-        pack_exit_status(pk, r);
+        evidence_pack_timing(pk, r);
+        evidence_pack_exit_status(pk, r);
         mp_pack_cstr(pk, "workerError");
         if (r->stage) {
                 msgpack_pack_map(pk, 2);
@@ -548,7 +451,7 @@ static void pack_result(msgpack_packer *pk, const ProtoResult *r) {
                 msgpack_pack_nil(pk);
         pack_artifacts(pk, r->artifacts);
         pack_kept(pk, r);
-        pack_evidence(pk, r);
+        evidence_pack(pk, r);
 }
 
 /* Artifacts, in name order, while they fit beside the rest as it is (w holds the whole

@@ -111,6 +111,8 @@ int proto_pack_error(MpWriter *w, bool has_id, uint64_t id, Outcome code, const 
 int proto_pack_hello(MpWriter *w, uint64_t id, const Policy *p, CgroupVersion cgroup, bool rootless);
 /* The wire name of a cgroup version: "v2", "v1" or "none" (hello, evidence, --check-config). */
 const char *proto_cgroup_name(CgroupVersion v);
+/* The "limits" pair, from the policy's key table: in hello, describe and the evidence. */
+void proto_pack_limits(msgpack_packer *pk, const Policy *p);
 /* The one code_interpreter tool definition (name, description, guidance, inputSchema)
  * with this policy's bounds; docs/protocol.md#describe. */
 int proto_pack_describe(MpWriter *w, uint64_t id, const Policy *p);
