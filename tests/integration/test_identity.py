@@ -45,6 +45,20 @@ def test_concurrent_workers_have_their_own_host_uids(make_supervisor):
     assert from_wire(ExitStatus, results[0]["exitStatus"]).host_uid == results[0]["exitStatus"]["hostUid"]
 
 
+def sharing(pid):
+    """What else on the host runs as pid's uid, and pid's limits: why a worker may not
+    have reached its thread limit."""
+    uid = proc.ids(pid)[0]
+    others = {}
+    for p in proc.all_pids():
+        try:
+            if p != pid and uid in [int(x) for x in proc.status(p)["Uid"].split()]:
+                others[p] = (proc.name(p), proc.threads(p))
+        except (OSError, KeyError, ValueError):
+            pass
+    return {"uid": uid, "others": others, "limits": proc.limits(pid, "Max processes")}
+
+
 def test_a_worker_at_its_process_limit_does_not_stop_another(make_supervisor):
     """RLIMIT_NPROC counts the tasks of a user: a worker that has used up maxProcesses
     must not take the budget of a worker running beside it. The first holds its threads
@@ -62,7 +76,7 @@ def test_a_worker_at_its_process_limit_does_not_stop_another(make_supervisor):
                                   "    n += 1\n"),
                      after="stop.set()\nn\n")
     pid = hog.wait_holding()
-    assert proc.threads(pid) >= procs, "the first worker did not reach its thread limit"
+    assert proc.threads(pid) >= procs, ("the first worker did not reach its thread limit", sharing(pid))
     r = sup.connect().execute("import threading\n"
                               "ts = [threading.Thread(target=lambda: None) for _ in range(4)]\n"
                               "for t in ts: t.start()\n"
