@@ -268,3 +268,14 @@ def test_a_dead_supervisors_ids_wait_for_its_workers(make_supervisor):
             os.rmdir(frozen)
     # The next start removes the dead supervisor's subtree, now empty.
     ok(make_supervisor(policy).connect().execute("1"), "1")
+
+
+def test_the_fixtures_stop_reaches_a_supervisor_behind_unshare():
+    """What a failed test's teardown does to a supervisor started under unshare --fork:
+    the supervisor itself gets SIGTERM and exits 0, and nothing of it is left running."""
+    require_sandbox()
+    s = Supervisor(POLICY, prefix=["unshare", "--pid", "--fork", "--mount-proc"])
+    kids = proc.children(s.proc.pid)
+    assert len(kids) == 1 and proc.name(kids[0]) == "codeinterpd", kids
+    assert s.stop() == 0, s.read_log()[-4000:]
+    assert proc.wait_exit(kids[0]), "the supervisor outlived its stop"

@@ -201,6 +201,7 @@ class Supervisor(_Endpoint, Daemon):
                 policy += "workerHostIdCount: %d\n" % HOST_ID_BLOCK
         m = re.search(r"^workerHostIdBase:\s*(\d+)\s*$", policy, re.M)
         self.host_id_base = int(m.group(1)) if m else _DEFAULT_HOST_ID_BASE  # its block's first id
+        self.prefixed = bool(prefix)
         super().__init__(binary, policy, extra_args, start_timeout=WAIT_LIMIT, user=user, prefix=prefix)
         try:
             self.wait_ready(WAIT_LIMIT)
@@ -225,6 +226,21 @@ class Supervisor(_Endpoint, Daemon):
                 pass
         self.conns.clear()
 
+    def stop(self, timeout=15.0):
+        """Behind a prefix that forks (unshare --fork), the supervisor is the prefix's
+        child and the prefix holds SIGTERM until it ends: the supervisor gets SIGTERM
+        itself, and SIGKILL if it outlives the prefix, so that no stop (a failed test's
+        included) leaves it running."""
+        kids = proc.children(self.proc.pid) if self.prefixed and self.proc.poll() is None else []
+        for pid in kids:
+            proc.kill_quietly(pid, signal.SIGTERM)
+        rc = super().stop(timeout)
+        for pid in kids:
+            if proc.alive(pid):
+                proc.kill_quietly(pid)
+                proc.wait_exit(pid)
+        return rc
+
 
 class Installed(_Endpoint):
     """The installed supervisor (CODEINTERP_TEST_SOCKET): connect() and client() as a
@@ -242,6 +258,7 @@ class Installed(_Endpoint):
     def stop(self):
         self.close_connections()
         return 0
+
 
 
 def start(policy=None, extra_args=(), prefix=()):
