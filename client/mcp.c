@@ -107,7 +107,70 @@ static int on_progress(Mcp *m, McpCall *call, const msgpack_object *msg) {
         return k == -ENOMEM ? 0 : k; /* progress is best effort */
 }
 
-static int on_final(const Mcp *m, McpCall *call, const msgpack_object *msg) {
+/* The tool as offered now: the describe reply's, with the offered sources and the kept
+ * files listed at the end of its description. */
+static int rebuild_tool(Mcp *m) {
+        size_t n = m->n_offered + m->n_kept, len;
+        ToolSource *all = calloc(n + 1, sizeof *all);
+        _cleanup_free_ char *extra = NULL;
+        json_object *tool = NULL;
+        FILE *f;
+        int k;
+
+        if (!all)
+                return -ENOMEM;
+        if (m->n_offered)
+                memcpy(all, m->offered, m->n_offered * sizeof *all);
+        if (m->n_kept)
+                memcpy(all + m->n_offered, m->kept, m->n_kept * sizeof *all);
+        f = open_memstream(&extra, &len);
+        if (f)
+                tool_write_sources(f, all, n);
+        free(all);
+        if (!f || fclose(f) != 0)
+                return -ENOMEM;
+        k = tool_export(ci_get(&m->describe.unpacked.data, "tool"), TOOL_FORMAT_MCP, 0, extra, &tool);
+        if (k < 0)
+                return k;
+        json_object_put(m->tool);
+        m->tool = tool;
+        return 0;
+}
+
+/* The files a result says were kept become sources the tool lists; when there are new
+ * ones, the client is told the tool changed (notifications/tools/list_changed). */
+static int note_kept(Mcp *m, const msgpack_object *msg) {
+        size_t n = ci_kept_count(msg), added = 0;
+        int k;
+
+        for (size_t i = 0; i < n; i++) {
+                CiKept kept;
+                ToolSource *more;
+                if (ci_kept_get(msg, i, &kept) < 0 || kept.refused || !kept.source_id)
+                        continue;
+                more = realloc(m->kept, (m->n_kept + 1) * sizeof *more);
+                if (!more)
+                        return -ENOMEM;
+                m->kept = more;
+                m->kept[m->n_kept] = (ToolSource){ .output = true, .bytes = kept.bytes };
+                if (!(m->kept[m->n_kept].id = strndup(kept.source_id, kept.source_id_len)))
+                        return -ENOMEM;
+                m->n_kept++, added++;
+        }
+        if (added == 0)
+                return 0;
+        if ((k = rebuild_tool(m)) < 0)
+                return k;
+        json_object *note = json_object_new_object();
+        if (!note || tool_json_set(note, "jsonrpc", json_object_new_string("2.0")) < 0 ||
+            tool_json_set(note, "method", json_object_new_string("notifications/tools/list_changed")) < 0) {
+                json_object_put(note);
+                return -ENOMEM;
+        }
+        return mcp_send_json(note); /* takes note */
+}
+
+static int on_final(Mcp *m, McpCall *call, const msgpack_object *msg) {
         _cleanup_free_ char *text = NULL;
         int k = 0;
 
@@ -132,6 +195,13 @@ static int on_final(const Mcp *m, McpCall *call, const msgpack_object *msg) {
                 k = mcp_answer_oom(call->rpc_id, k);
         }
         call_free(call);
+        if (k >= 0 && mp_str_eq(ci_get(msg, "type"), "result")) {
+                int r = note_kept(m, msg);
+                if (r == -ENOMEM) /* the files are kept all the same; the list is not updated */
+                        fprintf(stderr, "codeinterp mcp: out of memory: the tool's source list was not updated\n");
+                else if (r < 0)
+                        k = r;
+        }
         return k;
 }
 
@@ -219,7 +289,7 @@ static int handle_initialize(Mcp *m, json_object *id, json_object *params) {
         for (size_t i = 0; is_string(v) && i < ELEMENTSOF(protocol_versions); i++)
                 if (!strcmp(json_object_get_string(v), protocol_versions[i]))
                         version = protocol_versions[i];
-        if (!r || !caps || !tools || !info || tool_json_set(tools, "listChanged", json_object_new_boolean(false)) < 0 ||
+        if (!r || !caps || !tools || !info || tool_json_set(tools, "listChanged", json_object_new_boolean(true)) < 0 ||
             tool_json_set(info, "name", json_object_new_string("codeinterp")) < 0 ||
             tool_json_set(info, "version", json_object_new_string(CODEINTERP_VERSION)) < 0)
                 goto fail;
@@ -340,7 +410,9 @@ static int handle_tools_call(Mcp *m, json_object *id, json_object *params) {
                 .source_ids = source_ids,
                 .n_source_ids = n_ids,
         };
-        k = ci_execute_send(m->client, &x, &call->request_id);
+        /* Every file a call leaves in /outputs is kept as a source of the session (its
+         * invocation), for later calls to name (docs/client.md, "Kept outputs"). */
+        k = ci_execute_keep_send(m->client, &x, &(CiKeep){ .all = true }, &call->request_id);
         if (k == -ENOMEM)
                 return k; /* nothing was sent: mcp_answer_oom() */
         if (k < 0)
@@ -437,8 +509,8 @@ int mcp_handle_message(Mcp *m, const char *line, size_t len) {
 
 /* ---- start ---- */
 
-/* Register the sources in the session's invocation; append their list to *desc. */
-static int register_sources(Mcp *m, ToolSource *sources, size_t n, FILE *desc) {
+/* Register the sources in the session's invocation (their sizes noted for the tool's list). */
+static int register_sources(Mcp *m, ToolSource *sources, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 ToolSource *src = &sources[i];
                 _cleanup_free_ char *data = NULL, *text = NULL;
@@ -479,7 +551,6 @@ static int register_sources(Mcp *m, ToolSource *sources, size_t n, FILE *desc) {
                 ci_message_done(&rep);
                 src->bytes = len;
         }
-        tool_write_sources(desc, sources, n);
         return 0;
 }
 
@@ -500,10 +571,7 @@ static int refused(const char *what, const CiMessage *err) {
 /* Connect, describe, open the session's invocation and register its sources. Returns 0,
  * or the exit status (> 0) after saying why on stderr. */
 int mcp_session_start(Mcp *m, const char *socket, ToolSource *sources, size_t n) {
-        _cleanup_free_ char *extra = NULL;
-        size_t extra_len;
         CiMessage d = {}, err = {};
-        FILE *f;
         int k;
 
         if ((k = ci_connect(socket, &m->client)) < 0) {
@@ -532,21 +600,14 @@ int mcp_session_start(Mcp *m, const char *socket, ToolSource *sources, size_t n)
                 ci_message_done(&d);
                 return k;
         }
-        f = open_memstream(&extra, &extra_len);
-        if (!f) {
-                ci_message_done(&d);
-                fprintf(stderr, "codeinterp mcp: %s\n", strerror(ENOMEM));
-                return EXIT_CONNECT;
-        }
-        k = register_sources(m, sources, n, f);
-        if (fclose(f) != 0 && k >= 0)
-                k = -ENOMEM;
-        const msgpack_object *tool = ci_get(&d.unpacked.data, "tool");
-        if (k >= 0 && !(m->tool_name = mp_strdup(ci_get(tool, "name"))))
+        m->describe = d; /* the session's from now on (mcp_session_end()) */
+        m->offered = sources;
+        m->n_offered = n;
+        k = register_sources(m, sources, n);
+        if (k >= 0 && !(m->tool_name = mp_strdup(ci_get(ci_get(&d.unpacked.data, "tool"), "name"))))
                 k = -EPROTO;
         if (k >= 0)
-                k = tool_export(tool, TOOL_FORMAT_MCP, 0, extra, &m->tool);
-        ci_message_done(&d);
+                k = rebuild_tool(m);
         if (k == -EINVAL)
                 return EXIT_USAGE; /* a source that cannot be read or was refused: said already */
         if (k < 0) {
@@ -566,6 +627,10 @@ void mcp_session_end(Mcp *m, bool lost) {
                         call_free(&m->calls[i]);
                 }
         json_object_put(m->tool);
+        ci_message_done(&m->describe);
+        for (size_t i = 0; i < m->n_kept; i++)
+                free(m->kept[i].id);
+        free(m->kept);
         free(m->tool_name);
         free(m->in);
         ci_close(m->client);
@@ -596,6 +661,8 @@ static void help(void) {
                "(JSON-RPC 2.0, one message per line). The session is one invocation: the sources\n"
                "are registered at start and offered to the model by id; maxCalls counts per session.\n"
                "An --attach file that is not UTF-8 gets a one-line text naming its original, as in exec.\n"
+               "Each call's /outputs files are kept as sources of the session (out-CALL-NAME), listed\n"
+               "in the tool's description for later calls to name.\n"
                "MCP protocol versions 2025-11-25 (the newest), 2025-06-18, 2025-03-26, 2024-11-05.\n"
                "\n"
                "With --http, serve the Streamable HTTP transport at http://ADDRESS:PORT" MCP_HTTP_PATH " instead:\n"

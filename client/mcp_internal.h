@@ -45,7 +45,12 @@ typedef struct McpCall {
 typedef struct Mcp {
         CiClient *client;
         char invocation[CI_INVOCATION_ID_MAX + 1];
-        json_object *tool; /* the tools/list entry, for the newest protocol version */
+        json_object *tool;   /* the tools/list entry, for the newest protocol version */
+        CiMessage describe;  /* the describe reply the tool is made from (kept: rebuilt as files are kept) */
+        ToolSource *offered; /* the --source/--attach sources (borrowed) */
+        size_t n_offered;
+        ToolSource *kept; /* the files the session's calls kept (owned ids), in order */
+        size_t n_kept;
         char *tool_name;
         const char *version; /* the session's protocol version; NULL until initialize */
         bool structured;     /* the version has titles, outputSchema and structuredContent */

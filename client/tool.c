@@ -512,7 +512,10 @@ void tool_write_sources(FILE *f, const ToolSource *sources, size_t n) {
         }
         fputs("Sources offered in this session (name them in sourceIds):", f);
         for (size_t i = 0; i < n; i++)
-                if (sources[i].attachment)
+                if (sources[i].output)
+                        fprintf(f, "\n- %s: a file an earlier call kept, %zu bytes, mounted at /inputs/%s",
+                                sources[i].id, sources[i].bytes, sources[i].id);
+                else if (sources[i].attachment)
                         fprintf(f, "\n- %s: attachment, %s, %zu bytes", sources[i].id,
                                 sources[i].media_type ?: "application/octet-stream", sources[i].bytes);
                 else

@@ -50,6 +50,7 @@ typedef struct ToolSource {
         char *file;
         char *media_type; /* attachments; NULL: application/octet-stream */
         bool attachment;
+        bool output; /* a file an earlier call of the session kept (mcp: kept outputs) */
         size_t bytes;
 } ToolSource;
 

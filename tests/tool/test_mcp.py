@@ -172,6 +172,7 @@ class RawMcp:
         self.p = subprocess.Popen([CLIENT, "--socket", sup.socket, "mcp", *args], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
         self.buf = b""
+        self.changes = []
 
     def initialize(self, version="2025-11-25"):
         r = self.request(0, "initialize", {"protocolVersion": version, "capabilities": {},
@@ -201,11 +202,17 @@ class RawMcp:
         return json.loads(line)
 
     def request(self, rid, method, params=None):
+        """The answer to the request; notifications/tools/list_changed that come first
+        are kept in self.changes."""
         m = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             m["params"] = params
         self.send(m)
-        return self.recv()
+        while True:
+            r = self.recv()
+            if r.get("method") != "notifications/tools/list_changed":
+                return r
+            self.changes.append(r)
 
     def call(self, rid, arguments, name="code_interpreter"):
         return self.request(rid, "tools/call", {"name": name, "arguments": arguments})
@@ -238,7 +245,7 @@ def test_initialize_negotiates_the_version(msup, asked, got):
     try:
         res = r.initialize(asked)
         assert res["protocolVersion"] == got
-        assert res["capabilities"] == {"tools": {"listChanged": False}}
+        assert res["capabilities"] == {"tools": {"listChanged": True}}
         (t,) = r.request(1, "tools/list")["result"]["tools"]
         structured = got >= "2025-06-18"
         assert ("outputSchema" in t, "title" in t) == (structured, structured)
@@ -373,6 +380,38 @@ def test_quota_counts_per_session(make_supervisor):
     second.initialize()
     assert second.call(1, {"summary": "s", "code": "1"})["result"]["isError"] is False
     assert second.close() == 0
+
+
+def test_kept_outputs_become_the_sessions_sources(msup):
+    """Every file a call leaves in /outputs is kept as a source of the session: the
+    result names its ID, the tool's description lists it (and the client is told the
+    list changed), a later call mounts it by that ID; another session cannot."""
+    r = RawMcp(msup)
+    r.initialize()
+    res = r.call(1, {"summary": "s", "code": "open('/outputs/clean.csv', 'w').write('a,b\\n1,2\\n')\n'done'"})
+    assert res["result"]["isError"] is False, res
+    text = res["result"]["content"][0]["text"]  # and the file itself, as a resource
+    assert "out-1-clean.csv" in text, text
+    (t,) = r.request(2, "tools/list")["result"]["tools"]
+    assert [c["method"] for c in r.changes] == ["notifications/tools/list_changed"], r.changes  # after the result
+    assert "- out-1-clean.csv: a file an earlier call kept, 8 bytes, mounted at /inputs/out-1-clean.csv" \
+        in t["description"], t["description"]
+    res = r.call(3, {"summary": "s", "code": "open('/inputs/out-1-clean.csv').read()",
+                     "sourceIds": ["out-1-clean.csv"]})
+    assert res["result"]["isError"] is False and res["result"]["structuredContent"]["value"]["text"] == \
+        "'a,b\\n1,2\\n'", res
+    # A call that leaves nothing changes nothing.
+    r.call(4, {"summary": "s", "code": "1"})
+    r.request(5, "ping")
+    assert len(r.changes) == 1, r.changes
+    other = RawMcp(msup)
+    other.initialize()
+    res = other.call(1, {"summary": "s", "code": "1", "sourceIds": ["out-1-clean.csv"]})
+    assert res["result"]["isError"] is True and text_of(res["result"]).startswith("outcome: unavailable_source"), res
+    (t,) = other.request(2, "tools/list")["result"]["tools"]
+    assert "out-1-clean.csv" not in t["description"]
+    assert other.close() == 0
+    assert r.close() == 0
 
 
 def test_binary_attachment(msup, tmp_path):
