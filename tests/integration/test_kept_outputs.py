@@ -7,14 +7,13 @@ kept sources obey the registry's bounds and end with the invocation, like any ot
 
 The registry is the supervisor's (asan); what a worker finds under /inputs is mounted
 by each start mode's sandbox setup (start_mode: the chain and the read-only copy)."""
-import hashlib
 import os
 import time
 
 import msgpack
 import pytest
 
-from testlib import MUST_SANDBOX, PYTHON, WAIT_LIMIT, Conn, ok
+from testlib import MUST_SANDBOX, PYTHON, WAIT_LIMIT, Conn, ok, sha
 
 pytestmark = pytest.mark.asan
 
@@ -72,12 +71,6 @@ def require_matplotlib():
         if MUST_SANDBOX and PYTHON.get("interpreter") == "/usr/bin/python3":
             pytest.fail("this build's Python lacks matplotlib, but CODEINTERP_MUST_SANDBOX=1 with /usr/bin/python3")
         pytest.skip("this build's Python lacks matplotlib (BUILD/python.json)")
-
-
-def sha(b):
-    if isinstance(b, str):
-        b = b.encode("utf-8")
-    return hashlib.sha256(b).hexdigest()
 
 
 def open_inv(c):

@@ -14,7 +14,7 @@ import time
 import msgpack
 import pytest
 
-from testlib import ok, raw_frame, wait_idle, worker_pids_of
+from testlib import ok, raw_frame, sha, wait_idle, worker_pids_of
 from testlib.waits import start_held
 
 pytestmark = pytest.mark.asan
@@ -49,12 +49,6 @@ print(json.dumps({
 """
 
 UNAVAILABLE_0 = "sourceIds[0] is not available to this call"
-
-
-def sha(b):
-    if isinstance(b, str):
-        b = b.encode("utf-8")
-    return hashlib.sha256(b).hexdigest()
 
 
 # ---- protocol helpers ----

@@ -8,8 +8,8 @@ from .env import (ALL_TESTS, ASAN, BUILD, CLIENT, DAEMON, MUST_SANDBOX, PYTHON, 
 from .frames import (collect_outcomes, count, describe, drain, execute_frame, frame, of, one_result, pump, raw_frame,
                      recv_result_frame)
 from .supervisor import (CORE_OUTCOMES, NORTHSTAR, Conn, Supervisor, UsernsSupervisor, ask, calls, check_northstar,
-                         execute_once, ok, raised, require_sandbox, running_supervisor, sandbox_available, status,
-                         terminate, unavailable, value, worker_pids, worker_pids_of)
+                         execute_once, ok, raised, require_sandbox, running_supervisor, sandbox_available, sha,
+                         status, terminate, unavailable, value, worker_pids, worker_pids_of)
 from .waits import HeldCall, held, start_held, wait_call, wait_for, wait_idle, wait_running, wait_states
 
 __all__ = [
@@ -19,7 +19,7 @@ __all__ = [
     "collect_outcomes", "count", "describe", "drain", "execute_frame", "frame", "of", "one_result", "pump",
     "raw_frame", "recv_result_frame",
     "CORE_OUTCOMES", "NORTHSTAR", "Conn", "Supervisor", "UsernsSupervisor", "ask", "calls", "check_northstar",
-    "execute_once", "ok", "raised", "require_sandbox", "running_supervisor", "sandbox_available", "status",
+    "execute_once", "ok", "raised", "require_sandbox", "running_supervisor", "sandbox_available", "sha", "status",
     "terminate", "unavailable", "value", "worker_pids", "worker_pids_of",
     "HeldCall", "held", "start_held", "wait_call", "wait_for", "wait_idle", "wait_running", "wait_states",
 ]

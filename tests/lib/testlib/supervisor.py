@@ -5,6 +5,7 @@ with request ids and a backlog."""
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import re
 import signal
@@ -409,6 +410,14 @@ def check_northstar(sup):
     assert r.get("type") == "result" and r.get("outcome") == "ok", r
     assert r["result"]["text"] == "8.25"
     return r
+
+
+def sha(b):
+    """The sha256 hex digest of bytes, or of a str's UTF-8: the digests results and
+    evidence carry."""
+    if isinstance(b, str):
+        b = b.encode("utf-8")
+    return hashlib.sha256(b).hexdigest()
 
 
 def ok(r, text=None):
