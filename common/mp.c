@@ -249,3 +249,19 @@ void mp_pack_kv_nil(msgpack_packer *pk, const char *key) {
         mp_pack_cstr(pk, key);
         msgpack_pack_nil(pk);
 }
+
+void mp_pack_kv_uint_or_nil(msgpack_packer *pk, const char *key, bool has, uint64_t v) {
+        mp_pack_cstr(pk, key);
+        if (has)
+                msgpack_pack_uint64(pk, v);
+        else
+                msgpack_pack_nil(pk);
+}
+
+void mp_pack_kv_int_or_nil(msgpack_packer *pk, const char *key, bool has, int64_t v) {
+        mp_pack_cstr(pk, key);
+        if (has)
+                msgpack_pack_int64(pk, v);
+        else
+                msgpack_pack_nil(pk);
+}

@@ -54,3 +54,6 @@ void mp_pack_kv_uint(msgpack_packer *pk, const char *key, uint64_t v);
 void mp_pack_kv_int(msgpack_packer *pk, const char *key, int64_t v);
 void mp_pack_kv_bool(msgpack_packer *pk, const char *key, bool v);
 void mp_pack_kv_nil(msgpack_packer *pk, const char *key);
+/* key and v when has, else key and nil (a value that may be unknown). */
+void mp_pack_kv_uint_or_nil(msgpack_packer *pk, const char *key, bool has, uint64_t v);
+void mp_pack_kv_int_or_nil(msgpack_packer *pk, const char *key, bool has, int64_t v);

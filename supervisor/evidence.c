@@ -81,26 +81,10 @@ void evidence_pack_exit_status(msgpack_packer *pk, const ProtoResult *r) {
         }
         msgpack_pack_map(pk, 7);
         mp_pack_kv_uint(pk, "pid", (uint64_t) r->pid);
-        mp_pack_cstr(pk, "hostUid");
-        if (r->has_host_uid)
-                msgpack_pack_uint32(pk, r->host_uid);
-        else
-                msgpack_pack_nil(pk);
-        mp_pack_cstr(pk, "code");
-        if (r->exit_code >= 0)
-                msgpack_pack_int(pk, r->exit_code);
-        else
-                msgpack_pack_nil(pk);
-        mp_pack_cstr(pk, "signal");
-        if (r->signal)
-                msgpack_pack_int(pk, r->signal);
-        else
-                msgpack_pack_nil(pk);
+        mp_pack_kv_uint_or_nil(pk, "hostUid", r->has_host_uid, r->host_uid);
+        mp_pack_kv_int_or_nil(pk, "code", r->exit_code >= 0, r->exit_code);
+        mp_pack_kv_int_or_nil(pk, "signal", r->signal != 0, r->signal);
         mp_pack_kv_uint(pk, "cpuMs", r->cpu_usec / 1000);
         mp_pack_kv_uint(pk, "maxRssKb", r->max_rss_kb);
-        mp_pack_cstr(pk, "memoryPeakBytes");
-        if (r->has_memory_peak)
-                msgpack_pack_uint64(pk, r->memory_peak_bytes);
-        else
-                msgpack_pack_nil(pk);
+        mp_pack_kv_uint_or_nil(pk, "memoryPeakBytes", r->has_memory_peak, r->memory_peak_bytes);
 }

@@ -334,16 +334,8 @@ int proto_pack_progress(MpWriter *w, const ProtoProgress *pr) {
         mp_pack_kv_uint(pk, "stderrOmittedCharacters",
                         pr->stderr_chars > pr->ceiling ? pr->stderr_chars - pr->ceiling : 0);
         mp_pack_kv_str(pk, "outcome", pr->outcome);
-        mp_pack_cstr(pk, "artifacts");
-        if (pr->has_outputs)
-                msgpack_pack_uint64(pk, pr->artifacts);
-        else
-                msgpack_pack_nil(pk);
-        mp_pack_cstr(pk, "artifactBytes");
-        if (pr->has_outputs)
-                msgpack_pack_uint64(pk, pr->artifact_bytes);
-        else
-                msgpack_pack_nil(pk);
+        mp_pack_kv_uint_or_nil(pk, "artifacts", pr->has_outputs, pr->artifacts);
+        mp_pack_kv_uint_or_nil(pk, "artifactBytes", pr->has_outputs, pr->artifact_bytes);
         return mp_writer_error(w);
 }
 

@@ -193,6 +193,8 @@ class Supervisor(_Endpoint, Daemon):
     cli() runs the codeinterp command against it. dir, socket, log_path, policy_path,
     proc, log, conns, read_log() and stop() come from codeinterp.testing.Daemon."""
 
+    prefixed = False  # started behind a command that forks (see stop())
+
     def __init__(self, policy=None, extra_args=(), prefix=(), user=ROOTLESS_USER, binary=DAEMON):
         if policy is None or "workerStart" not in policy:
             policy = "workerStart: %s\n" % WORKER_START + (policy or "")
