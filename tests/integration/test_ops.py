@@ -14,6 +14,7 @@ import socket
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -369,6 +370,21 @@ def test_call_finished_journal_fields():
     script = ('if [ -d /run/systemd ]; then mount -t tmpfs tmpfs /run/systemd; '
               'else mount -t tmpfs tmpfs /run && mkdir /run/systemd; fi && mkdir /run/systemd/journal && '
               'mount --bind "$0" /run/systemd/journal && exec "$@"')
+    # The journal is read while the supervisor runs, as journald does: the kernel
+    # queues only net.unix.max_dgram_qlen datagrams (10 here) before a sender blocks,
+    # and a supervisor that finds other supervisors' orphaned host ids logs more than
+    # that before its first result.
+    datagrams, stop = [], threading.Event()
+    journal.settimeout(0.2)
+
+    def drain():
+        while not stop.is_set():
+            try:
+                datagrams.append(journal.recv(65536))
+            except socket.timeout:
+                pass
+    reader = threading.Thread(target=drain)
+    reader.start()
     p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, journal_dir,
                           DAEMON, "--socket", sock, "--policy", policy], env=env, stdout=err, stderr=err)
     try:
@@ -381,22 +397,19 @@ def test_call_finished_journal_fields():
         r2 = c.execute("raise ValueError('%s')" % marker)
         c.close()
         assert r1["outcome"] == "ok" and r2["outcome"] == "python_exception"
-        entries, raw = [], b""
-        # Both entries are written before the results are sent: they are there. Then
-        # whatever else arrived.
-        journal.settimeout(WAIT_LIMIT)
-        while len([e for e in entries if "CALL_ID" in e]) < 2:
-            data = journal.recv(65536)
-            raw += data
-            entries.append(parse_journal_datagram(data))
+        # Both entries are written before the results are sent: they are there once the
+        # reader has taken them. Then whatever else arrived.
+        wait_for(lambda: sum(b"CALL_ID=" in x for x in datagrams) >= 2, "both calls' journal entries")
+        stop.set()
+        reader.join()
         journal.setblocking(False)
         while True:
             try:
-                data = journal.recv(65536)
+                datagrams.append(journal.recv(65536))
             except BlockingIOError:
                 break
-            raw += data
-            entries.append(parse_journal_datagram(data))
+        raw = b"".join(datagrams)
+        entries = [parse_journal_datagram(x) for x in datagrams]
         assert marker.encode() not in raw
         finished = [e for e in entries if "CALL_ID" in e]
         assert len(finished) == 2, entries
@@ -414,6 +427,8 @@ def test_call_finished_journal_fields():
             assert b"codeinterpd[" not in f.read()
     finally:
         terminate(p)
+        stop.set()
+        reader.join()
         err.close()
         journal.close()
         subprocess.run(["rm", "-rf", d])
