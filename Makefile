@@ -51,8 +51,8 @@ sanitize: deps
 # Every stage, timed (docs/testing.md has the times): the format check, cppcheck,
 # pyflakes, mypy on the Python client, the unit tests, the tool face, the integration suite (every test in the
 # reference configuration, then the tests marked for exec mode), the Python client, the
-# deployment manifests, the adversarial suite, rootless and the other CPythons.
-# The sanitizer builds and the fuzzers are `make test-deep`, which CI runs after this.
+# deployment manifests, the adversarial suite and rootless. The sanitizer builds, the
+# fuzzers and the other CPythons are `make test-deep`, which CI runs after this.
 test: deps
 	@$(TIMED) start
 	@$(TIMED) build $(MAKE) build
@@ -70,19 +70,20 @@ test: deps
 	@$(TIMED) deployment-test $(MAKE) deployment-test
 	@$(TIMED) adversarial $(MAKE) adversarial
 	@$(TIMED) test-rootless $(MAKE) test-rootless
-	@$(TIMED) test-python-versions $(MAKE) test-python-versions
 	@$(TIMED) end
 
-# What takes the sanitizer builds and the fuzzers, timed like make test (its table in
+# What takes builds of its own, timed like make test (its table in
 # BUILD/test-deep-times): the unit tests under ASan/UBSan, a bounded run of every fuzz
-# target, and the integration tests marked asan against the ASan/UBSan supervisor.
-# CI runs it after make test (.ci/run); it keeps make test within its 15 minutes.
+# target, the integration tests marked asan against the ASan/UBSan supervisor, and the
+# tests marked python against every other CPython (a build each). CI runs it after
+# make test (.ci/run); it keeps make test within its 15 minutes.
 .PHONY: test-deep
 test-deep: deps
 	@$(TIMED_DEEP) start
 	@$(TIMED_DEEP) sanitize $(MAKE) sanitize
 	@$(TIMED_DEEP) fuzz-smoke $(MAKE) fuzz-smoke
 	@$(TIMED_DEEP) integration-asan $(MAKE) integration-asan
+	@$(TIMED_DEEP) test-python-versions $(MAKE) test-python-versions
 	@$(TIMED_DEEP) end
 
 # The fast tier (make fresh-system-check runs it on a fresh root after make demo): the
