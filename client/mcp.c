@@ -412,7 +412,8 @@ static int handle_tools_call(Mcp *m, json_object *id, json_object *params) {
         };
         /* Every file a call leaves in /outputs is kept as a source of the session (its
          * invocation), for later calls to name (docs/client.md, "Kept outputs"). */
-        k = ci_execute_keep_send(m->client, &x, &(CiKeep){ .all = true }, &call->request_id);
+        static const CiKeep keep_all = { .all = true };
+        k = ci_execute_keep_send(m->client, &x, &keep_all, &call->request_id);
         if (k == -ENOMEM)
                 return k; /* nothing was sent: mcp_answer_oom() */
         if (k < 0)

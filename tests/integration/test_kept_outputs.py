@@ -8,7 +8,6 @@ kept sources obey the registry's bounds and end with the invocation, like any ot
 The registry is the supervisor's (asan); what a worker finds under /inputs is mounted
 by each start mode's sandbox setup (start_mode: the chain and the read-only copy)."""
 import os
-import time
 
 import msgpack
 import pytest
@@ -56,8 +55,6 @@ len(rows)
 """
 
 BOUNDS_POLICY = "maxSourceBytes: 100\nmaxSourcesPerInvocation: 4\nmaxInvocationBytes: 250\n"
-TTL_POLICY = "invocationIdleTtlMs: 1000\n"
-TTL = 1.0
 
 # The chain plots with matplotlib: the data policy as shipped, with room for an exec-mode
 # worker's first import of it (test_datastack.py does the same).
@@ -284,25 +281,6 @@ def test_foreign_connection_cannot_mount(shared_supervisor, connect):
     assert r["message"] == UNAVAILABLE_0
     inv2 = open_inv(c2)
     rejected(c2, "unavailable_source", "1", ["out-1-x.txt"], inv2)
-
-
-def test_expiry_drops_kept_sources(shared_supervisor, connect):
-    c = connect(shared_supervisor(TTL_POLICY))
-    inv = open_inv(c)
-    sent = time.monotonic()
-    ok(run(c, "open('/outputs/x.txt','w').write('x')", [], inv, ["x.txt"]))
-
-    def alive():
-        # A duplicate ID (invalid_input) while the invocation lives; not_found after.
-        r = c.call("source.put", invocation=inv, sourceId="probe", kind="read_source", text="p")
-        assert r["type"] == "error" or r["sourceId"] == "probe", r
-        return r["type"] == "reply" or r["code"] == "invalid_input"
-
-    while alive():
-        time.sleep(0.05)
-    assert time.monotonic() - sent >= TTL
-    r = rejected(c, "unavailable_source", "1", ["out-1-x.txt"], inv)
-    assert r["message"] == UNAVAILABLE_0
 
 
 def test_out_prefix_is_reserved(c):

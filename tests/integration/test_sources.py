@@ -821,6 +821,10 @@ def test_idle_ttl_expires_invocation(shared_supervisor, connect):
     assert r["idleTtlMs"] == 1000, r
     inv = r["invocation"]
     put_read(c, inv, "wb", NORTHSTAR_CSV)
+    # A file kept from a call is a source of the invocation like the others, and goes
+    # with it (docs/protocol.md, "Kept outputs").
+    rid = c.submit("open('/outputs/x.txt', 'w').write('x')", [], inv, keepOutputs=["x.txt"])
+    assert ok(c.wait(rid, types=("error", "result")))["keptOutputs"][0]["sourceId"] == "out-1-x.txt"
     sent = time.monotonic()
     put_read(c, inv, "probe", "p")  # the last activity: processed after `sent`
     # A probe answered before sent + TTL was processed before the invocation could
@@ -833,6 +837,8 @@ def test_idle_ttl_expires_invocation(shared_supervisor, connect):
     # Found expired: the answer came at least a TTL after the activity was sent.
     assert time.monotonic() - sent >= TTL
     r = rejected(c, "unavailable_source", MEAN_FROM_CSV % "wb", ["wb"], inv)
+    assert r["message"] == UNAVAILABLE_0
+    r = rejected(c, "unavailable_source", "1", ["out-1-x.txt"], inv)
     assert r["message"] == UNAVAILABLE_0
     rejected(c, "not_found", "1", [], inv)
     r = c.call("invocation.close", invocation=inv)

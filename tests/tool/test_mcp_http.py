@@ -17,6 +17,7 @@ import time
 import pytest
 
 from testlib import CLIENT, WAIT_LIMIT, running_supervisor, status, wait_for, wait_idle
+from testlib.waits import held, release
 from toolharness import ROOT, SDK_DIR, require_node
 
 NORTHSTAR = "measured_runtime_hours = [9.0, 7.5]\nsum(measured_runtime_hours) / len(measured_runtime_hours)"
@@ -322,7 +323,7 @@ def test_client_gone_mid_call_wedges_nothing(sup, server):
     ending the session cancels the call."""
     srv = server()
     sid = srv.initialize()
-    body = json.dumps(tool_call(1, "import time\ntime.sleep(3600)")).encode()
+    body = json.dumps(tool_call(1, held())).encode()
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT_LIMIT)
     s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\n"
               b"Mcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s" % (srv.token.encode(), sid.encode(), len(body), body))
@@ -341,7 +342,7 @@ def test_cancelled_call_answers_its_post(sup, server):
     result = {}
 
     def call():
-        result["r"] = srv.post(tool_call(7, "import time\ntime.sleep(3600)"), session=sid)
+        result["r"] = srv.post(tool_call(7, held()), session=sid)
 
     t = threading.Thread(target=call)
     t.start()
@@ -364,7 +365,7 @@ def test_supervisor_lost_ends_its_sessions_not_the_server(token_file):
             sid = srv.initialize()
             result = {}
             t = threading.Thread(target=lambda: result.update(
-                r=srv.post(tool_call(1, "import time\ntime.sleep(3600)"), session=sid)))
+                r=srv.post(tool_call(1, held()), session=sid)))
             t.start()
             wait_for(lambda: status(own)["running"] == 1, "the call to run")
             assert own.stop() == 0
@@ -488,12 +489,12 @@ def test_start_failures_are_said(sup, tmp_path, token_file, case):
 
 def test_concurrent_calls_get_their_own_answers(sup, server):
     """Calls running at once in one session, over separate connections: each POST gets
-    the result of its own call (answers are routed by JSON-RPC id). The first call posted
-    finishes first, while a later POST waits too."""
+    the result of its own call (answers are routed by JSON-RPC id). The first call
+    released finishes first, while the later POST waits on."""
     srv = server()
     sid = srv.initialize()
     results = {}
-    codes = {"first": "import time\ntime.sleep(0.5)\n'first'", "second": "import time\ntime.sleep(3)\n'second'"}
+    codes = {"first": held(after="'first'"), "second": held(after="'second'")}
 
     def post(name):
         results[name] = srv.post(tool_call(name, codes[name]), session=sid)
@@ -502,9 +503,14 @@ def test_concurrent_calls_get_their_own_answers(sup, server):
     threads["first"].start()
     wait_for(lambda: status(sup)["running"] == 1, "the first call to run")
     threads["second"].start()
-    wait_for(lambda: status(sup)["running"] == 2 or "first" in results, "the second call to run")
-    for t in threads.values():
-        t.join(WAIT_LIMIT)
+    # Both confined and running (each with its worker's pid), in the order posted.
+    wait_for(lambda: [c["state"] for c in status(sup)["calls"]] == ["running", "running"], "both calls to run")
+    first, second = status(sup)["calls"]  # in callId order
+    release(first["workerPid"])
+    threads["first"].join(WAIT_LIMIT)
+    assert "first" in results and "second" not in results, results
+    release(second["workerPid"])
+    threads["second"].join(WAIT_LIMIT)
     for name in codes:
         st, _, body = results[name]
         assert st == 200 and body["id"] == name, body
