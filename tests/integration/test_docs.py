@@ -264,7 +264,7 @@ def help_options(text):
 # The client's commands and the C function that parses each one's options (None: the
 # global options, parsed in main). A new struct option table elsewhere fails the test.
 CLIENT_PARSERS = {None: ("client/codeinterp.c", "int main"), "exec": ("client/exec.c", "static int exec_parse_argv"),
-                  "tool": ("client/tool.c", "int tool_main"), "mcp": ("client/mcp.c", "int mcp_main"),
+                  "tool": ("client/tool.c", "int tool_main"), "mcp": ("client/mcp_main.c", "int mcp_main"),
                   "replay": ("client/replay.c", "int replay_main")}
 
 
