@@ -1,24 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /* The log: journald's native fields when stderr is the journal, plain lines on stderr
- * otherwise, with a level filter and a prefix (log.h). */
+ * otherwise, with a level filter and a prefix (log.h). The journal is written without
+ * blocking: a journald that does not read costs entries (counted, and said in the next
+ * entry that goes through), never the supervisor's loop. */
 #include "common/log.h"
 
+#include <endian.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
-/* The entry names the caller's file and line itself (CODE_FILE, CODE_LINE): without this,
- * sd-journal adds this file's as a second value of each. */
-#define SD_JOURNAL_SUPPRESS_LOCATION
-#include <systemd/sd-journal.h>
+#define JOURNAL_SOCKET "/run/systemd/journal/socket"
+/* How long one entry may wait for room in journald's queue before it is dropped. */
+#define JOURNAL_WAIT_MS 5
 
 static int max_level = LOG_INFO;
 static const char *prefix = "codeinterp";
 static int use_journal = -1;
+static int journal_fd = -1;
+static unsigned long long journal_dropped;
 
 void log_set_max_level(int level) {
         max_level = level;
@@ -75,17 +84,115 @@ int log_journal_fields(int level, const char *file, int line, const char *messag
         return (int) n;
 }
 
+size_t log_journal_datagram(const struct iovec *iov, size_t n, char *buf, size_t buflen) {
+        size_t used = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const char *item = iov[i].iov_base, *eq = memchr(item, '=', iov[i].iov_len);
+                size_t len = iov[i].iov_len;
+
+                if (!eq)
+                        return 0;
+                if (!memchr(item, '\n', len)) {
+                        /* KEY=value\n */
+                        if (buflen - used < len + 1)
+                                return 0;
+                        memcpy(buf + used, item, len);
+                        buf[used + len] = '\n';
+                        used += len + 1;
+                } else {
+                        /* A value with a newline: KEY\n, its length (64-bit little endian), value\n. */
+                        size_t key = (size_t) (eq - item), vlen = len - key - 1;
+                        uint64_t le = htole64(vlen);
+
+                        if (memchr(item, '\n', key) || buflen - used < key + 1 + sizeof le + vlen + 1)
+                                return 0;
+                        memcpy(buf + used, item, key);
+                        buf[used + key] = '\n';
+                        memcpy(buf + used + key + 1, &le, sizeof le);
+                        memcpy(buf + used + key + 1 + sizeof le, eq + 1, vlen);
+                        buf[used + key + 1 + sizeof le + vlen] = '\n';
+                        used += key + 1 + sizeof le + vlen + 1;
+                }
+        }
+        return used;
+}
+
+static int journal_connect(void) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
+        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+        if (fd < 0)
+                return -errno;
+        /* Connected, so that poll() waits for room in journald's queue. */
+        if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                int k = -errno;
+                close(fd);
+                return k;
+        }
+        return fd;
+}
+
+/* One datagram to journald without blocking: room in its queue is waited for
+ * JOURNAL_WAIT_MS at most. 0, or -errno (-EAGAIN: journald is not reading). */
+static int journal_send(const char *data, size_t len) {
+        for (int attempt = 0; attempt < 2; attempt++) {
+                if (journal_fd < 0 && (journal_fd = journal_connect()) < 0)
+                        return journal_fd;
+                if (send(journal_fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
+                        return 0;
+                if (errno == EAGAIN) {
+                        struct pollfd p = { .fd = journal_fd, .events = POLLOUT };
+                        if (poll(&p, 1, JOURNAL_WAIT_MS) > 0 &&
+                            send(journal_fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
+                                return 0;
+                        return -EAGAIN;
+                }
+                if (errno != ECONNREFUSED && errno != ENOTCONN)
+                        return -errno;
+                /* journald restarted (its socket is a new one): connect again, once. */
+                close(journal_fd);
+                journal_fd = -1;
+        }
+        return -ECONNREFUSED;
+}
+
+/* One entry to journald: 0, or -errno (-EAGAIN: dropped, journald is not reading). */
+static int journal_entry(int level, const char *file, int line, const char *const *fields, const char *message) {
+        char buf[2048 + 512]; /* the message and the four fixed fields */
+        char dgram[sizeof buf + LOG_MAX_FIELDS * 256 + 64];
+        struct iovec iov[5 + LOG_MAX_FIELDS];
+        int n = log_journal_fields(level, file, line, message, fields, buf, sizeof buf, iov, 5 + LOG_MAX_FIELDS);
+        size_t len = n > 0 ? log_journal_datagram(iov, (size_t) n, dgram, sizeof dgram) : 0;
+
+        return len > 0 ? journal_send(dgram, len) : -ENOBUFS;
+}
+
+/* Whether the entry went to the journal (or was dropped there); false: write it to stderr. */
+static bool journal_emit(int level, const char *file, int line, const char *const *fields, const char *message) {
+        int k;
+
+        if (journal_dropped > 0) {
+                char note[128];
+
+                snprintf(note, sizeof note, "%llu log entries were dropped: the journal was not reading",
+                         journal_dropped);
+                if (journal_entry(LOG_WARNING, __FILE__, __LINE__, NULL, note) == 0)
+                        journal_dropped = 0;
+        }
+        k = journal_entry(level, file, line, fields, message);
+        if (k == -EAGAIN) {
+                journal_dropped++;
+                return true; /* not to stderr either: that is journald's too */
+        }
+        return k == 0;
+}
+
 static void log_emit(int level, const char *file, int line, const char *const *fields, const char *message) {
         if (use_journal < 0)
                 use_journal = detect_journal();
-        if (use_journal) {
-                char buf[2048 + 512]; /* the message and the four fixed fields */
-                struct iovec iov[5 + LOG_MAX_FIELDS];
-                int n = log_journal_fields(level, file, line, message, fields, buf, sizeof buf, iov,
-                                           5 + LOG_MAX_FIELDS);
-                if (n > 0 && sd_journal_sendv(iov, n) >= 0)
-                        return;
-        }
+        if (use_journal && journal_emit(level, file, line, fields, message))
+                return;
         fprintf(stderr, "%s[%d]: %s\n", prefix, (int) getpid(), message);
 }
 

@@ -33,6 +33,11 @@ struct iovec;
 int log_journal_fields(int level, const char *file, int line, const char *message, const char *const *fields, char *buf,
                        size_t buflen, struct iovec *iov, size_t n_iov);
 
+/* Those items in journald's native protocol (KEY=value lines; a value holding a newline
+ * as KEY, newline, its 64-bit little-endian length, the value, newline), in buf. Returns
+ * the length, or 0 if buf is too small or an item has no '='. Exposed for the unit test. */
+size_t log_journal_datagram(const struct iovec *iov, size_t n, char *buf, size_t buflen);
+
 #define log_full_errno(level, error, ...) log_internal(level, error, __FILE__, __LINE__, __VA_ARGS__)
 #define log_debug(...) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
 #define log_info(...) log_full_errno(LOG_INFO, 0, __VA_ARGS__)

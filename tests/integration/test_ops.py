@@ -7,6 +7,7 @@ Time: the watchdog's pings are timed by the kernel (SO_TIMESTAMPNS: when each da
 was queued, i.e. sent), not by when this test got round to reading them; how often
 they come is bounded from below only (a starved loop pings late, never early)."""
 import array
+import contextlib
 import os
 import re
 import signal
@@ -350,7 +351,11 @@ def parse_journal_datagram(data):
     return fields
 
 
-def test_call_finished_journal_fields():
+@contextlib.contextmanager
+def journal_supervisor():
+    """A supervisor whose stderr is a journal stream (JOURNAL_STREAM names it) and whose
+    /run/systemd/journal/socket is the test's datagram socket; yields (process, its
+    socket path, the journal socket, the stderr file's path)."""
     require_sandbox()
     d = tempfile.mkdtemp(prefix="codeinterp-journal-")
     journal_dir = os.path.join(d, "journal")
@@ -364,44 +369,56 @@ def test_call_finished_journal_fields():
     err = open(os.path.join(d, "stderr"), "wb")
     st = os.fstat(err.fileno())
     env = dict(os.environ, JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
-    # sd_journal_send() writes to /run/systemd/journal/socket: in a private mount
-    # namespace of the supervisor's own, that is the test's socket. The host's /run is
-    # not touched.
+    # The journal's socket is /run/systemd/journal/socket: in a private mount namespace
+    # of the supervisor's own, that is the test's socket. The host's /run is not touched.
     script = ('if [ -d /run/systemd ]; then mount -t tmpfs tmpfs /run/systemd; '
               'else mount -t tmpfs tmpfs /run && mkdir /run/systemd; fi && mkdir /run/systemd/journal && '
               'mount --bind "$0" /run/systemd/journal && exec "$@"')
-    # The journal is read while the supervisor runs, as journald does: the kernel
-    # queues only net.unix.max_dgram_qlen datagrams (10 here) before a sender blocks,
-    # and a supervisor that finds other supervisors' orphaned host ids logs more than
-    # that before its first result.
-    datagrams, stop = [], threading.Event()
-    journal.settimeout(0.2)
-
-    def drain():
-        while not stop.is_set():
-            try:
-                datagrams.append(journal.recv(65536))
-            except socket.timeout:
-                pass
-    reader = threading.Thread(target=drain)
-    reader.start()
     p = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, journal_dir,
                           DAEMON, "--socket", sock, "--policy", policy], env=env, stdout=err, stderr=err)
     try:
         # The socket appears when it listens (bind, listen, then rename into place).
         wait_for(lambda: os.path.exists(sock) or p.poll() is not None, "the socket")
         assert p.poll() is None, open(os.path.join(d, "stderr"), "rb").read()
-        c = Conn(sock)
-        marker = "SECRET_%d" % os.getpid()
-        r1 = c.execute("x = '%s'\nprint(x)" % marker)
-        r2 = c.execute("raise ValueError('%s')" % marker)
-        c.close()
-        assert r1["outcome"] == "ok" and r2["outcome"] == "python_exception"
-        # Both entries are written before the results are sent: they are there once the
-        # reader has taken them. Then whatever else arrived.
-        wait_for(lambda: sum(b"CALL_ID=" in x for x in datagrams) >= 2, "both calls' journal entries")
-        stop.set()
-        reader.join()
+        yield p, sock, journal, os.path.join(d, "stderr")
+    finally:
+        terminate(p)
+        err.close()
+        journal.close()
+        subprocess.run(["rm", "-rf", d])
+    assert p.returncode == 0
+
+
+def drain_journal(journal, datagrams, stop):
+    """Read the journal socket into datagrams until stop is set, as journald does."""
+    journal.settimeout(0.2)
+    while not stop.is_set():
+        try:
+            datagrams.append(journal.recv(65536))
+        except socket.timeout:
+            pass
+
+
+def test_call_finished_journal_fields():
+    # The journal is read while the supervisor runs, as journald does: the kernel queues
+    # only net.unix.max_dgram_qlen datagrams (10 here) before the queue is full.
+    datagrams, stop = [], threading.Event()
+    with journal_supervisor() as (p, sock, journal, stderr_path):
+        reader = threading.Thread(target=drain_journal, args=(journal, datagrams, stop))
+        reader.start()
+        try:
+            c = Conn(sock)
+            marker = "SECRET_%d" % os.getpid()
+            r1 = c.execute("x = '%s'\nprint(x)" % marker)
+            r2 = c.execute("raise ValueError('%s')" % marker)
+            c.close()
+            assert r1["outcome"] == "ok" and r2["outcome"] == "python_exception"
+            # Both entries are written before the results are sent: they are there once the
+            # reader has taken them. Then whatever else arrived.
+            wait_for(lambda: sum(b"CALL_ID=" in x for x in datagrams) >= 2, "both calls' journal entries")
+        finally:
+            stop.set()
+            reader.join()
         journal.setblocking(False)
         while True:
             try:
@@ -423,16 +440,45 @@ def test_call_finished_journal_fields():
         # Other messages go there too, without the call fields.
         assert any(e.get("MESSAGE", [""])[0].startswith("Listening on") for e in entries)
         # Nothing went to stderr but the zygote's own lines, if any.
-        with open(os.path.join(d, "stderr"), "rb") as f:
+        with open(stderr_path, "rb") as f:
             assert b"codeinterpd[" not in f.read()
-    finally:
-        terminate(p)
-        stop.set()
-        reader.join()
-        err.close()
-        journal.close()
-        subprocess.run(["rm", "-rf", d])
-    assert p.returncode == 0
+
+
+def test_a_journal_that_does_not_read_costs_entries_not_calls():
+    """journald stuck: its socket's queue fills and nobody reads it. The supervisor does
+    not wait on it (a blocking send would stop its loop and every call with it): each
+    call is answered, the entries that found no room are dropped and counted, and the
+    count is the first thing logged once the journal reads again. Nothing goes to
+    stderr instead, which is journald's too."""
+    calls = 25  # each logs an entry: well past the queue's 10
+    with journal_supervisor() as (p, sock, journal, stderr_path):
+        c = Conn(sock)
+        for i in range(calls):
+            assert c.execute("%d" % i)["outcome"] == "ok"
+        # The queue holds what it took; the rest was dropped.
+        journal.setblocking(False)
+        queued = []
+        while True:
+            try:
+                queued.append(journal.recv(65536))
+            except BlockingIOError:
+                break
+        assert 0 < len(queued) < calls, len(queued)
+        # The journal reads again: the next entry is preceded by the count of the lost ones.
+        assert c.execute("print('after')")["outcome"] == "ok"
+        c.close()
+        journal.setblocking(True)
+        journal.settimeout(WAIT_LIMIT)
+        note = parse_journal_datagram(journal.recv(65536))
+        dropped = re.fullmatch(r"(\d+) log entries were dropped: the journal was not reading", note["MESSAGE"][0])
+        assert dropped and note["PRIORITY"] == ["4"], note
+        assert int(dropped.group(1)) >= calls - len(queued), (note, len(queued))
+        after = parse_journal_datagram(journal.recv(65536))
+        while "CALL_ID" not in after:
+            after = parse_journal_datagram(journal.recv(65536))
+        assert after["OUTCOME"] == ["ok"], after
+        with open(stderr_path, "rb") as f:
+            assert b"codeinterpd[" not in f.read()
 
 
 # ---- status counters and OpenMetrics ----

@@ -63,4 +63,22 @@ static void test_journal_fields(void **state) {
         assert_int_equal(log_journal_fields(LOG_ERR, "f.c", 1, "m", fields, buf, sizeof buf, iov, 6), -ENOBUFS);
 }
 
-UNIT_MAIN(NULL, NULL, TEST(test_histogram_bounds), TEST(test_journal_fields))
+/* journald's native protocol: KEY=value lines, and a value with a newline as KEY, newline,
+ * its length in 64-bit little endian, the value, newline. */
+static void test_journal_datagram(void **state) {
+        struct iovec iov[] = { { (void *) "MESSAGE=two\nlines", 17 }, { (void *) "PRIORITY=6", 10 } };
+        static const char want[] = "MESSAGE\n\x09\0\0\0\0\0\0\0two\nlines\nPRIORITY=6\n";
+        char buf[64];
+
+        assert_int_equal(log_journal_datagram(iov, 2, buf, sizeof buf), sizeof want - 1);
+        assert_memory_equal(buf, want, sizeof want - 1);
+        assert_int_equal(log_journal_datagram(&iov[1], 1, buf, sizeof buf), 11);
+        assert_memory_equal(buf, "PRIORITY=6\n", 11);
+        /* Too small a buffer, or an item without '=': 0, never a cut datagram. */
+        assert_int_equal(log_journal_datagram(iov, 2, buf, sizeof want - 2), 0);
+        assert_int_equal(log_journal_datagram(&iov[1], 1, buf, 10), 0);
+        iov[1] = (struct iovec){ (void *) "PRIORITY", 8 };
+        assert_int_equal(log_journal_datagram(iov, 2, buf, sizeof buf), 0);
+}
+
+UNIT_MAIN(NULL, NULL, TEST(test_histogram_bounds), TEST(test_journal_fields), TEST(test_journal_datagram))
