@@ -419,3 +419,17 @@ def test_bad_chain_record_is_an_error(msup, tmp_path, calls):
     status, report, err = replay(msup, record)
     assert status == 2 and report == ""
     assert err.startswith("codeinterp: replay:"), err
+
+
+def test_chain_save_artifacts_keeps_the_first_file(msup, tmp_path):
+    """Each call writes into DIR; a name an earlier call wrote is refused (status 13 when
+    every call was ok), and the chain goes on."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    again = "n = open('/outputs/raw.csv', 'w').write('second\\n')\n"
+    out = msup.cli("exec", "--save-artifacts", str(out_dir), "-c", STEP1, "-c", again, "-c", "print('third')")
+    assert out.returncode == 13, out.stderr
+    assert out.stdout == b"third\n"
+    assert (out_dir / "raw.csv").read_text() == "v\n1\n2\nbad\n4\n"
+    assert b"cannot save artifact \"raw.csv\"" in out.stderr and b"codeinterp: call 3 of 3" in out.stderr
+
