@@ -28,7 +28,7 @@ static const char *arg_socket = NULL;
 
 /* The usage texts: each command's lines appear in codeinterp --help and in that command's
  * own --help, from these strings. */
-#define EXEC_SYNOPSIS "exec [OPTIONS] (-c CODE | FILE | -)"
+#define EXEC_SYNOPSIS "exec [OPTIONS] (-c CODE... | FILE... | -)"
 static const char exec_options[] =
         "      --summary TEXT       the user-visible one-line summary (default \"codeinterp exec\")\n"
         "      --json               print the result message as one JSON object, no progress\n"
@@ -38,11 +38,11 @@ static const char exec_options[] =
         "      --text ID=FILE       the canonical text for attachment ID (default: the file itself)\n"
         "      --model-text         print what the model sees: outcome, output, omissions (text)\n"
         "      --cards              print the user's progress cards on stderr (metadata only)\n"
-        "      --save FILE          also write a replay record of the call to FILE (JSON)\n"
+        "      --save FILE          also write a replay record of the call (or chain) to FILE (JSON)\n"
         "      --save-artifacts DIR write the files the code left in /outputs into DIR (new files\n"
         "                           only, never over existing ones); each is named on stderr\n"
-        "      --keep NAME          keep /outputs file NAME as source out-1-NAME of the call's\n"
-        "                           invocation (repeatable, at most 16) and say so on stderr\n"
+        "      --keep NAME          keep /outputs file NAME as source out-K-NAME of the invocation\n"
+        "                           (K: the call's number; repeatable, at most 16), say so on stderr\n"
         "      --keep-all           keep every file the code left in /outputs (as --keep)\n";
 static const char status_options[] =
         "      --ready              say whether it is ready: exit 0 ready, 14 not ready (the cause is\n"
@@ -97,9 +97,9 @@ void cli_help(void) {
                "      --max-body BYTES     with --http: largest request body (1048576)\n"
                "      --idle-timeout SECS  with --http: end a session idle this long (1800)\n"
                "      --session-calls N    with --http: tools/call per session (1000)\n"
-               "  replay FILE              run a call saved with exec --save again and report whether the\n"
-               "                           code, inputs, outcome and channels are identical (exit 0 identical,\n"
-               "                           1 not, 2 error)\n",
+               "  replay FILE              run a call or chain saved with exec --save again and report\n"
+               "                           whether the code, inputs, outcome, channels and kept files are\n"
+               "                           identical (exit 0 identical, 1 not, 2 error)\n",
                exec_options);
         for (size_t i = 0; i < ELEMENTSOF(simple_commands); i++)
                 printf("  %-24s %s\n%s", simple_commands[i].name, simple_commands[i].what, simple_commands[i].options);
@@ -118,7 +118,13 @@ void cli_exec_help(void) {
                "Run code (-c CODE, the file FILE, or - for standard input) in a fresh sandboxed worker\n"
                "and print what it printed and its value. Options come before FILE.\n"
                "\n"
-               "  -c CODE                  the code to run\n"
+               "Several steps (-c repeated, or several FILEs, at most 16) make a chain: the calls run in\n"
+               "order in one invocation, each with the same --keep options, each mounting the sources and\n"
+               "the files the call before it kept (call 2 reads /inputs/out-1-NAME). \"codeinterp: call K\n"
+               "of N\" on stderr precedes each (with --json: one JSON line per call). The chain stops at\n"
+               "the first call that is not ok, with that call's exit status.\n"
+               "\n"
+               "  -c CODE                  the code to run (repeatable: one step each)\n"
                "%s"
                "  -h, --help               show this help\n"
                "\n"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* codeinterp exec: reads the options, the code and the files to mount, makes the call
- * over libcodeinterp (opening an invocation and putting the sources first when there are
- * any) and prints the result: as text, --json, --model-text or --cards, with --save and
+/* codeinterp exec: reads the options, the code (one step, or a chain of them) and the
+ * files to mount, makes the calls over libcodeinterp (opening an invocation and putting
+ * the sources first when there are any, or when a chain or --keep needs one) and prints
+ * each result: as text, --json, --model-text or --cards, with --save and
  * --save-artifacts. */
 #include <errno.h>
 #include <fcntl.h>
@@ -159,7 +160,9 @@ static int save_artifacts(const msgpack_object *m, int dir_fd, const char *dir) 
 
 /* What the options asked for. */
 typedef struct ExecArgs {
-        const char *summary, *code_arg, *save_path, *artifacts_dir;
+        const char *summary, *save_path, *artifacts_dir;
+        const char *code_args[REPLAY_MAX_CALLS]; /* each -c */
+        size_t n_code_args;
         bool json, model_text, cards;
         Mount mounts[MAX_SOURCES];
         size_t n_mounts;
@@ -209,6 +212,16 @@ static int exec_add_keep(ExecArgs *a, const char *name) {
         return EXEC_GO;
 }
 
+/* -c CODE: one more step, or EXIT_USAGE. */
+static int exec_add_code(ExecArgs *a, const char *code) {
+        if (a->n_code_args == ELEMENTSOF(a->code_args)) {
+                fprintf(stderr, "codeinterp: at most %d steps (-c or FILE) per exec\n", REPLAY_MAX_CALLS);
+                return EXIT_USAGE;
+        }
+        a->code_args[a->n_code_args++] = code;
+        return EXEC_GO;
+}
+
 /* The options into a: EXEC_GO, or the status to exit with (0 after --help). */
 static int exec_parse_argv(int argc, char **argv, ExecArgs *a) {
         enum {
@@ -246,7 +259,7 @@ static int exec_parse_argv(int argc, char **argv, ExecArgs *a) {
         while (k == EXEC_GO && (opt = getopt_long(argc, argv, "+c:h", options, NULL)) >= 0)
                 switch (opt) {
                 case 'c':
-                        a->code_arg = optarg;
+                        k = exec_add_code(a, optarg);
                         break;
                 case ARG_SUMMARY:
                         a->summary = optarg;
@@ -288,24 +301,63 @@ static int exec_parse_argv(int argc, char **argv, ExecArgs *a) {
         return k;
 }
 
-/* The code: -c CODE, or the FILE (- for standard input) left after the options. 0 or EXIT_USAGE. */
-static int exec_read_code(const ExecArgs *a, int argc, char **argv, char **code, size_t *code_len) {
-        if (a->code_arg) {
-                if (optind != argc) {
-                        fprintf(stderr, "codeinterp: give either -c CODE or a FILE, not both\n");
+/* The steps of the chain: each code to run, in order. */
+typedef struct Steps {
+        char *code[REPLAY_MAX_CALLS];
+        size_t len[REPLAY_MAX_CALLS];
+        size_t n;
+} Steps;
+
+static void steps_done(Steps *st) {
+        for (size_t i = 0; i < st->n; i++)
+                free(st->code[i]);
+}
+
+/* The FILEs (- for standard input, at most once) left after the options, one step each.
+ * 0 or EXIT_USAGE. */
+static int exec_read_files(int argc, char **argv, Steps *st) {
+        bool stdin_read = false;
+
+        if (argc - optind > REPLAY_MAX_CALLS) {
+                fprintf(stderr, "codeinterp: at most %d steps (-c or FILE) per exec\n", REPLAY_MAX_CALLS);
+                return EXIT_USAGE;
+        }
+        for (int i = optind; i < argc; i++) {
+                if (!strcmp(argv[i], "-") && stdin_read) {
+                        fprintf(stderr, "codeinterp: - (standard input) can be one step only\n");
                         return EXIT_USAGE;
                 }
-                *code = strdup(a->code_arg);
-                *code_len = strlen(a->code_arg);
-        } else if (optind + 1 == argc) {
-                int k = read_file(argv[optind], code, code_len);
+                stdin_read = stdin_read || !strcmp(argv[i], "-");
+                int k = read_file(argv[i], &st->code[st->n], &st->len[st->n]);
                 if (k < 0) {
-                        fprintf(stderr, "codeinterp: cannot read \"%s\": %s\n", argv[optind], strerror(-k));
+                        fprintf(stderr, "codeinterp: cannot read \"%s\": %s\n", argv[i], strerror(-k));
                         return EXIT_USAGE;
                 }
-        } else {
+                st->n++;
+        }
+        return 0;
+}
+
+/* The code of each step: every -c CODE, or every FILE left after the options. 0 or
+ * EXIT_USAGE. */
+static int exec_read_code(const ExecArgs *a, int argc, char **argv, Steps *st) {
+        if (a->n_code_args > 0 && optind != argc) {
+                fprintf(stderr, "codeinterp: give either -c CODE or a FILE, not both\n");
+                return EXIT_USAGE;
+        }
+        if (a->n_code_args == 0 && optind == argc) {
                 fprintf(stderr, "codeinterp: exec needs -c CODE, a FILE, or - for standard input\n");
                 return EXIT_USAGE;
+        }
+        if (optind != argc)
+                return exec_read_files(argc, argv, st);
+        for (; st->n < a->n_code_args; st->n++) {
+                st->code[st->n] = strdup(a->code_args[st->n]);
+                if (!st->code[st->n]) {
+                        fprintf(stderr, "codeinterp: %s\n", strerror(ENOMEM));
+                        return EXIT_USAGE;
+                }
+                st->len[st->n] = strlen(a->code_args[st->n]);
         }
         return 0;
 }
@@ -377,14 +429,16 @@ static int exec_put_source(CiClient *c, const char *inv, const Mount *m) {
         return status;
 }
 
-/* With mounts: an invocation opened, each mount put as its source, and x told of them.
- * 0 or the status to exit with. */
-static int exec_open_sources(CiClient *c, const ExecArgs *a, char *inv, const char **ids, CiExecute *x) {
+/* With mounts, a chain or --keep: an invocation opened (*opened), each mount put as its
+ * source, its ID in ids. 0 or the status to exit with. */
+static int exec_open_sources(CiClient *c, const ExecArgs *a, size_t n_steps, char *inv, const char **ids,
+                             bool *opened) {
         CiMessage err = {};
         int k, status;
 
-        /* Kept outputs are an invocation's sources: --keep needs one too. */
-        if (a->n_mounts == 0 && a->n_keep == 0 && !a->keep_all)
+        /* Kept outputs are an invocation's sources: --keep needs one too, and so do the
+         * calls of a chain (they share it). */
+        if (a->n_mounts == 0 && a->n_keep == 0 && !a->keep_all && n_steps == 1)
                 return 0;
         k = ci_invocation_open(c, inv, &err);
         if (k < 0) {
@@ -403,9 +457,7 @@ static int exec_open_sources(CiClient *c, const ExecArgs *a, char *inv, const ch
                         return status;
                 ids[i] = a->mounts[i].id;
         }
-        x->invocation = inv;
-        x->source_ids = ids;
-        x->n_source_ids = a->n_mounts;
+        *opened = true;
         return 0;
 }
 
@@ -432,13 +484,18 @@ static void exec_print_kept(const msgpack_object *m) {
         }
 }
 
-/* --save: the call's record. 0 or EXIT_USAGE. */
-static int exec_save_record(const ExecArgs *a, const char *code, size_t code_len, const msgpack_object *m) {
+/* --save: the record of the calls so far (res[0..n-1]), rewritten after each call. 0 or
+ * EXIT_USAGE. */
+static int exec_save_record(const ExecArgs *a, const Steps *st, const CiKeep *keep, const CiMessage *res, size_t n) {
         ReplaySource rs[MAX_SOURCES];
+        ReplayCall calls[REPLAY_MAX_CALLS];
+
         for (size_t i = 0; i < a->n_mounts; i++)
                 rs[i] = (ReplaySource){ a->mounts[i].id, a->mounts[i].attachment, a->mounts[i].file,
                                         a->mounts[i].text_file, a->mounts[i].media_type };
-        int k = replay_save(a->save_path, a->summary, code, code_len, rs, a->n_mounts, m);
+        for (size_t i = 0; i < n; i++)
+                calls[i] = (ReplayCall){ a->summary, st->code[i], st->len[i], keep, &res[i].unpacked.data };
+        int k = replay_save(a->save_path, rs, a->n_mounts, calls, n);
         if (k < 0) {
                 fprintf(stderr, "codeinterp: cannot save the record to \"%s\": %s\n", a->save_path, strerror(-k));
                 return EXIT_USAGE;
@@ -531,63 +588,144 @@ static int exec_report(const ExecArgs *a, const CiMessage *res, int artifacts_fd
         return artifacts_failed && status == 0 ? EXIT_ARTIFACTS : status;
 }
 
-int exec_main(const char *socket_path, int argc, char **argv) {
-        ExecArgs a = {};
-        _cleanup_close_ int artifacts_fd = -1;
-        _cleanup_free_ char *code = NULL;
-        size_t code_len;
-        CiClient *c = NULL;
-        CiMessage res = {};
-        char inv[CI_INVOCATION_ID_MAX + 1];
-        const char *ids[MAX_SOURCES];
+/* What a chain's calls share: the connection, the invocation and each answer. */
+typedef struct Chain {
+        CiClient *c;
+        const char *socket_path;
+        const char *inv;               /* NULL: no invocation (one step without sources or --keep) */
+        const char *const *registered; /* the --source/--attach IDs */
+        const CiKeep *keep;            /* NULL: no --keep */
+        int artifacts_fd;
+        CiMessage res[REPLAY_MAX_CALLS];
+        size_t n_done; /* how many of res[] hold an answer */
+} Chain;
+
+/* Whether the chain goes on after this answer: a result whose outcome is ok. */
+static bool exec_answer_ok(const CiMessage *res, char *outcome, size_t n) {
+        bool error = !strcmp(ci_message_type(res) ?: "", "error");
+        cli_str_or(ci_get(&res->unpacked.data, error ? "code" : "outcome"), outcome, n, "?");
+        return !error && !strcmp(outcome, "ok");
+}
+
+/* The sourceIds of call i: the sources, then what call i-1 kept. 0 or the status. */
+static int exec_step_ids(const Chain *ch, const ExecArgs *a, size_t i, size_t n, ReplayChainIds *ids) {
+        int k = replay_chain_ids(ch->registered, a->n_mounts, i > 0 ? &ch->res[i - 1].unpacked.data : NULL, ids);
+        if (k == -E2BIG) {
+                fprintf(stderr,
+                        "codeinterp: call %zu of %zu would mount %zu sources (the sources and the files call %zu "
+                        "kept), an execute names at most %d: keep fewer files (--keep NAME)\n",
+                        i + 1, n, ids->wanted, i, REPLAY_MAX_SOURCE_IDS);
+                return EXIT_USAGE;
+        }
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: the keptOutputs of call %zu are malformed\n", i);
+                return EXIT_CONNECT;
+        }
+        return 0;
+}
+
+/* Call i of the chain's n: sent, answered, recorded (--save, the calls so far) and
+ * printed. The status it gives; *stop when the chain ends here. */
+static int exec_step(Chain *ch, const ExecArgs *a, const Steps *st, size_t i, bool *stop) {
+        ProgressState ps = { .cards = a->cards,
+                             .live = !a->json && !a->model_text && !a->cards && isatty(STDERR_FILENO) };
+        ReplayChainIds ids;
+        char outcome[32];
         int k, status;
 
-        k = exec_parse_argv(argc, argv, &a);
+        *stop = true;
+        if (st->n > 1 && !a->json)
+                fprintf(stderr, "codeinterp: call %zu of %zu\n", i + 1, st->n);
+        status = exec_step_ids(ch, a, i, st->n, &ids);
+        if (status != 0)
+                return status;
+        CiExecute x = { .summary = a->summary,
+                        .code = st->code[i],
+                        .code_len = st->len[i],
+                        .invocation = ch->inv,
+                        .source_ids = ids.ids,
+                        .n_source_ids = ids.n };
+        k = ci_execute_keep(ch->c, &x, ch->keep, on_progress, &ps, &ch->res[i]);
+        if (ps.shown)
+                fputs("\r\033[K", stderr);
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: lost the supervisor at %s: %s\n", ci_socket_path(ch->socket_path),
+                        strerror(-k));
+                return EXIT_CONNECT;
+        }
+        ch->n_done = i + 1;
+        status = a->save_path ? exec_save_record(a, st, ch->keep, ch->res, i + 1) : 0;
+        if (status != 0)
+                return status;
+        status = exec_report(a, &ch->res[i], ch->artifacts_fd);
+        *stop = !exec_answer_ok(&ch->res[i], outcome, sizeof outcome);
+        if (*stop && i + 1 < st->n)
+                fprintf(stderr, "codeinterp: the chain stopped at call %zu of %zu (%s); %zu call%s not run\n", i + 1,
+                        st->n, outcome, st->n - i - 1, st->n - i - 1 == 1 ? "" : "s");
+        return status;
+}
+
+/* The options, the code and the files read; the artifacts directory opened. 0, or the
+ * status to exit with (0 after --help: *done). */
+static int exec_prepare(int argc, char **argv, ExecArgs *a, Steps *st, int *artifacts_fd, bool *done) {
+        int k = exec_parse_argv(argc, argv, a);
+
+        *done = k != EXEC_GO;
         if (k != EXEC_GO)
                 return k;
-        k = exec_read_code(&a, argc, argv, &code, &code_len);
+        k = exec_read_code(a, argc, argv, st);
         if (k == 0)
-                k = exec_match_texts(&a);
+                k = exec_match_texts(a);
         if (k != 0)
                 return k;
-
         /* The directory is opened before the call: a wrong one costs no call. */
-        if (a.artifacts_dir) {
-                artifacts_fd = open(a.artifacts_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (artifacts_fd < 0) {
-                        fprintf(stderr, "codeinterp: cannot open the artifacts directory \"%s\": %s\n", a.artifacts_dir,
-                                strerror(errno));
+        if (a->artifacts_dir) {
+                *artifacts_fd = open(a->artifacts_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (*artifacts_fd < 0) {
+                        fprintf(stderr, "codeinterp: cannot open the artifacts directory \"%s\": %s\n",
+                                a->artifacts_dir, strerror(errno));
                         return EXIT_USAGE;
                 }
         }
+        return 0;
+}
 
-        k = ci_connect(socket_path, &c);
+int exec_main(const char *socket_path, int argc, char **argv) {
+        ExecArgs a = {};
+        _cleanup_(steps_done) Steps st = {};
+        _cleanup_close_ int artifacts_fd = -1;
+        char inv[CI_INVOCATION_ID_MAX + 1];
+        const char *ids[MAX_SOURCES];
+        bool opened = false, done, stop = false;
+        int k, status, artifacts_status = 0;
+
+        status = exec_prepare(argc, argv, &a, &st, &artifacts_fd, &done);
+        if (done || status != 0)
+                return status;
+        Chain ch = { .socket_path = socket_path, .registered = ids, .artifacts_fd = artifacts_fd };
+        k = ci_connect(socket_path, &ch.c);
         if (k < 0) {
                 fprintf(stderr, "codeinterp: cannot connect to the supervisor at %s: %s\n", ci_socket_path(socket_path),
                         strerror(-k));
                 return EXIT_CONNECT;
         }
-        CiExecute x = { .summary = a.summary, .code = code, .code_len = code_len };
-        status = exec_open_sources(c, &a, inv, ids, &x);
-        if (status != 0) {
-                ci_close(c);
-                return status;
-        }
-
-        ProgressState ps = { .cards = a.cards, .live = !a.json && !a.model_text && !a.cards && isatty(STDERR_FILENO) };
+        status = exec_open_sources(ch.c, &a, st.n, inv, ids, &opened);
+        ch.inv = opened ? inv : NULL;
         CiKeep keep = { .all = a.keep_all, .names = a.keep, .n_names = a.n_keep };
-        k = ci_execute_keep(c, &x, a.keep_all || a.n_keep ? &keep : NULL, on_progress, &ps, &res);
-        if (ps.shown)
-                fputs("\r\033[K", stderr);
-        ci_close(c);
-        if (k < 0) {
-                fprintf(stderr, "codeinterp: lost the supervisor at %s: %s\n", ci_socket_path(socket_path),
-                        strerror(-k));
-                return EXIT_CONNECT;
+        ch.keep = a.keep_all || a.n_keep ? &keep : NULL;
+        /* A call that ends ok but could not save its artifacts (13) does not stop the
+         * chain; the status is then 13 unless a later call stops it with its own. */
+        for (size_t i = 0; status == 0 && !stop && i < st.n; i++) {
+                k = exec_step(&ch, &a, &st, i, &stop);
+                if (stop)
+                        status = k;
+                else if (k != 0)
+                        artifacts_status = k;
         }
-        status = a.save_path ? exec_save_record(&a, code, code_len, &res.unpacked.data) : 0;
         if (status == 0)
-                status = exec_report(&a, &res, artifacts_fd);
-        ci_message_done(&res);
+                status = artifacts_status;
+        ci_close(ch.c);
+        for (size_t i = 0; i < ch.n_done; i++)
+                ci_message_done(&ch.res[i]);
         return status;
 }

@@ -1,188 +1,33 @@
 /* SPDX-License-Identifier: MIT */
-/* Replay records: codeinterp exec --save FILE writes one, codeinterp replay FILE
- * runs the call again and says whether the code, the inputs, the outcome and
- * every channel are identical. The record is one JSON object:
- *
- *   {"codeinterpReplay": 1, "summary": ..., "code": ..., "codeSha256": ...,
- *    "sources": [{"id", "kind", "file", "textFile", "mediaType", "fileName",
- *                 "bytes", "sha256", "originalBytes", "originalSha256"}, ...],
- *    "message": <the result or error message, as exec --json prints it>}
- *
- * Sources are recorded by file and digest, not by content: replay reads the
- * files again, so a changed file shows up as a differing input. The message's
- * artifacts (files the code left in /outputs) are in it as exec --json prints them,
- * data in base64; replay compares them whole (names, media types, sizes, digests,
- * bytes and the omitted counts) when the record has them. */
+/* codeinterp replay FILE: registers the record's sources again in a fresh invocation,
+ * runs the recorded call (or each call of a recorded chain, with its keepOutputs and the
+ * sources the call before it kept) and says, call by call, whether the code, the inputs,
+ * the outcome, every channel, the artifacts and the kept files are identical. The record
+ * itself (its format, writing and reading it) is client/replay_record.c's. */
 #include "client/replay.h"
 
-#include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <json-c/json.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "client/cli.h"
 #include "client/lib/json.h"
 #include "client/lib/libcodeinterp.h"
+#include "client/replay_internal.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/sha256.h"
 #include "common/util.h"
 
-#define REPLAY_VERSION 1
 #define MAX_FILE (256u << 20) /* as exec's */
-/* A record holds one message (the client takes up to 64 MiB) written as JSON,
- * where escapes and base64 make it larger. */
-#define MAX_RECORD (256u << 20)
-/* How deep the record's values may nest, in json-c's count (the record object
- * is the first level); a record written by exec --save nests about 6 deep. */
-#define MAX_RECORD_DEPTH 64
-#define MAX_SOURCES 8 /* what exec accepts on its command line */
+#define MAX_SOURCES 8         /* registered sources a record may hold */
 #define EXIT_IDENTICAL 0
 #define EXIT_DIFFERENT 1
 #define EXIT_ERROR 2
-
-static_assert(MAX_RECORD < INT_MAX, "json_tokener_parse_ex() takes an int length");
-
-static inline void json_tokener_freep(json_tokener **t) {
-        if (*t)
-                json_tokener_free(*t);
-}
-
-static inline void json_object_putp(json_object **o) {
-        if (*o)
-                json_object_put(*o);
-}
-
-/* The digest and size of a file's bytes now. */
-static int digest_file(const char *path, char hex[65], size_t *ret_len) {
-        _cleanup_free_ char *data = NULL;
-        size_t len;
-        int k = read_file_all(path, MAX_FILE, &data, &len);
-
-        if (k < 0)
-                return k;
-        sha256_hex(data, len, hex);
-        *ret_len = len;
-        return 0;
-}
-
-/* The digest of the canonical text as exec registered it: the --text file, the file
- * itself, or for a binary attachment without --text its description. */
-static int digest_text(const ReplaySource *s, const char *file, const char *text_file, char hex[65], size_t *ret_len) {
-        _cleanup_free_ char *data = NULL, *desc = NULL;
-        size_t len, desc_len;
-        int k;
-
-        if (!s->attachment || text_file)
-                return digest_file(text_file ?: file, hex, ret_len);
-        k = read_file_all(file, MAX_FILE, &data, &len);
-        if (k < 0)
-                return k;
-        k = ci_attachment_text(s->id, data, len, s->media_type, &desc, &desc_len);
-        if (k < 0)
-                return k;
-        sha256_hex(desc ?: data, desc ? desc_len : len, hex);
-        *ret_len = desc ? desc_len : len;
-        return 0;
-}
-
-static void pack_str_or_nil(msgpack_packer *pk, const char *s) {
-        if (s)
-                mp_pack_cstr(pk, s);
-        else
-                msgpack_pack_nil(pk);
-}
-
-int replay_save(const char *path, const char *summary, const char *code, size_t code_len, const ReplaySource *sources,
-                size_t n_sources, const msgpack_object *message) {
-        _cleanup_free_ char *tmp = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
-        MpWriter w;
-        msgpack_unpacked up;
-        char hex[65];
-        int k;
-
-        if (!path || !code || (!sources && n_sources > 0) || !message)
-                return -EINVAL;
-        mp_writer_init(&w, 0);
-        msgpack_pack_map(&w.pk, 6);
-        mp_pack_kv_uint(&w.pk, "codeinterpReplay", REPLAY_VERSION);
-        mp_pack_kv_str(&w.pk, "summary", summary ?: "");
-        mp_pack_cstr(&w.pk, "code");
-        mp_pack_strn(&w.pk, code, code_len);
-        sha256_hex(code, code_len, hex);
-        mp_pack_kv_str(&w.pk, "codeSha256", hex);
-        mp_pack_cstr(&w.pk, "sources");
-        msgpack_pack_array(&w.pk, n_sources);
-        for (size_t i = 0; i < n_sources; i++) {
-                const ReplaySource *s = &sources[i];
-                _cleanup_free_ char *file = realpath(s->file, NULL);
-                _cleanup_free_ char *text_file = s->text_file ? realpath(s->text_file, NULL) : NULL;
-                const char *base = strrchr(s->file, '/');
-                char text_hex[65], orig_hex[65] = "";
-                size_t text_len = 0, orig_len = 0;
-
-                if (!file || (s->text_file && !text_file)) {
-                        k = -errno;
-                        goto finish;
-                }
-                k = digest_text(s, file, text_file, text_hex, &text_len);
-                if (k >= 0 && s->attachment)
-                        k = digest_file(file, orig_hex, &orig_len);
-                if (k < 0)
-                        goto finish;
-                msgpack_pack_map(&w.pk, s->attachment ? 10 : 5);
-                mp_pack_kv_str(&w.pk, "id", s->id);
-                mp_pack_kv_str(&w.pk, "kind", s->attachment ? "attachment" : "read_source");
-                mp_pack_kv_str(&w.pk, "file", file);
-                mp_pack_kv_uint(&w.pk, "bytes", text_len);
-                mp_pack_kv_str(&w.pk, "sha256", text_hex);
-                if (s->attachment) {
-                        mp_pack_cstr(&w.pk, "textFile");
-                        pack_str_or_nil(&w.pk, text_file);
-                        mp_pack_cstr(&w.pk, "mediaType");
-                        pack_str_or_nil(&w.pk, s->media_type);
-                        mp_pack_kv_str(&w.pk, "fileName", base ? base + 1 : s->file);
-                        mp_pack_kv_uint(&w.pk, "originalBytes", orig_len);
-                        mp_pack_kv_str(&w.pk, "originalSha256", orig_hex);
-                }
-        }
-        mp_pack_cstr(&w.pk, "message");
-        msgpack_pack_object(&w.pk, *message);
-
-        if ((k = mp_writer_error(&w)) < 0)
-                goto finish;
-        msgpack_unpacked_init(&up);
-        if (msgpack_unpack_next(&up, w.sb.data, w.sb.size, NULL) != MSGPACK_UNPACK_SUCCESS) {
-                msgpack_unpacked_destroy(&up);
-                k = -ENOMEM;
-                goto finish;
-        }
-        k = -ENOMEM;
-        if (asprintf(&tmp, "%s.tmp", path) >= 0 && (f = fopen(tmp, "we"))) {
-                ci_json_write(f, &up.data);
-                fputc('\n', f);
-                k = fflush(f) == 0 && !ferror(f) ? 0 : -errno;
-                if (k == 0 && rename(tmp, path) < 0)
-                        k = -errno;
-                if (k < 0)
-                        (void) unlink(tmp);
-        } else if (tmp)
-                k = -errno;
-        msgpack_unpacked_destroy(&up);
-finish:
-        mp_writer_done(&w);
-        return k;
-}
-
-/* ---- replay ---- */
 
 typedef struct Source {
         char *id;
@@ -277,134 +122,7 @@ static void describe_channel(const msgpack_object *ch, char *buf, size_t n) {
                 snprintf(buf, n, "a map");
 }
 
-/* A json-c value as a msgpack object in zone, the form replay compares with the
- * message it gets now: objects become maps (str keys, in the record's order),
- * arrays arrays, strings str (bytes as they are: base64 stays a string),
- * integers positive or negative integers (uint64 ids keep their range), other
- * numbers float64, booleans booleans, null nil. The tokener bounds the depth. */
-static int mp_from_json(json_object *j, msgpack_zone *zone, msgpack_object *ret) {
-        msgpack_object o = { .type = MSGPACK_OBJECT_NIL };
-        size_t n, i = 0;
-        int k;
-
-        switch (json_object_get_type(j)) {
-        case json_type_null:
-                break;
-        case json_type_boolean:
-                o.type = MSGPACK_OBJECT_BOOLEAN;
-                o.via.boolean = json_object_get_boolean(j);
-                break;
-        case json_type_int:
-                o.via.i64 = json_object_get_int64(j);
-                if (o.via.i64 < 0)
-                        o.type = MSGPACK_OBJECT_NEGATIVE_INTEGER;
-                else {
-                        o.type = MSGPACK_OBJECT_POSITIVE_INTEGER;
-                        o.via.u64 = json_object_get_uint64(j); /* beyond INT64_MAX too */
-                }
-                break;
-        case json_type_double:
-                o.type = MSGPACK_OBJECT_FLOAT64;
-                o.via.f64 = json_object_get_double(j);
-                break;
-        case json_type_string:
-                n = (size_t) json_object_get_string_len(j);
-                o.type = MSGPACK_OBJECT_STR;
-                o.via.str.size = (uint32_t) n;
-                o.via.str.ptr = msgpack_zone_malloc(zone, n + 1);
-                if (!o.via.str.ptr)
-                        return -ENOMEM;
-                memcpy((char *) o.via.str.ptr, json_object_get_string(j), n + 1);
-                break;
-        case json_type_array:
-                n = json_object_array_length(j);
-                if (n > UINT32_MAX)
-                        return -EBADMSG;
-                o.type = MSGPACK_OBJECT_ARRAY;
-                o.via.array.size = (uint32_t) n;
-                if (n == 0)
-                        break;
-                o.via.array.ptr = msgpack_zone_malloc(zone, n * sizeof *o.via.array.ptr);
-                if (!o.via.array.ptr)
-                        return -ENOMEM;
-                for (i = 0; i < n; i++) {
-                        k = mp_from_json(json_object_array_get_idx(j, i), zone, &o.via.array.ptr[i]);
-                        if (k < 0)
-                                return k;
-                }
-                break;
-        case json_type_object:
-                n = (size_t) json_object_object_length(j);
-                o.type = MSGPACK_OBJECT_MAP;
-                o.via.map.size = (uint32_t) n;
-                if (n == 0)
-                        break;
-                o.via.map.ptr = msgpack_zone_malloc(zone, n * sizeof *o.via.map.ptr);
-                if (!o.via.map.ptr)
-                        return -ENOMEM;
-                json_object_object_foreach(j, key, val) {
-                        msgpack_object_kv *kv = &o.via.map.ptr[i++];
-                        size_t key_len = strlen(key);
-
-                        kv->key.type = MSGPACK_OBJECT_STR;
-                        kv->key.via.str.size = (uint32_t) key_len;
-                        kv->key.via.str.ptr = msgpack_zone_malloc(zone, key_len + 1);
-                        if (!kv->key.via.str.ptr)
-                                return -ENOMEM;
-                        memcpy((char *) kv->key.via.str.ptr, key, key_len + 1);
-                        k = mp_from_json(val, zone, &kv->val);
-                        if (k < 0)
-                                return k;
-                }
-                break;
-        }
-        *ret = o;
-        return 0;
-}
-
-/* The record: JSON (json-c's strict grammar, one value, surrounding whitespace
- * allowed) with the fields replay needs, as msgpack objects in zone. */
-static int load_record(const char *path, msgpack_zone *zone, msgpack_object *ret) {
-        _cleanup_(json_tokener_freep) json_tokener *tok = NULL;
-        _cleanup_(json_object_putp) json_object *root = NULL;
-        _cleanup_free_ char *text = NULL;
-        size_t len;
-        int k = read_file_all(path, MAX_RECORD, &text, &len);
-
-        if (k < 0) {
-                fprintf(stderr, "codeinterp: replay: cannot read \"%s\": %s\n", path, strerror(-k));
-                return k;
-        }
-        tok = json_tokener_new_ex(MAX_RECORD_DEPTH);
-        if (!tok) {
-                fprintf(stderr, "codeinterp: replay: cannot read \"%s\": %s\n", path, strerror(ENOMEM));
-                return -ENOMEM;
-        }
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-        /* The length includes the final NUL, so the tokener knows the input ends
-         * there (a NUL before it ends the parse early and is caught below). */
-        root = json_tokener_parse_ex(tok, text, (int) (len + 1));
-        if (json_tokener_get_error(tok) != json_tokener_success || json_tokener_get_parse_end(tok) != len) {
-                fprintf(stderr, "codeinterp: replay: \"%s\" is not JSON\n", path);
-                return -EBADMSG;
-        }
-        k = mp_from_json(root, zone, ret);
-        if (k < 0) {
-                fprintf(stderr, "codeinterp: replay: cannot read \"%s\": %s\n", path, strerror(-k));
-                return k;
-        }
-        const msgpack_object *v = ci_get(ret, "codeinterpReplay");
-        if (!mp_is_uint(v) || v->via.u64 != REPLAY_VERSION || !mp_is_str(ci_get(ret, "code")) ||
-            !mp_is_str(ci_get(ret, "summary")) || !ci_get(ret, "sources") ||
-            ci_get(ret, "sources")->type != MSGPACK_OBJECT_ARRAY || !ci_get(ret, "message") ||
-            ci_get(ret, "message")->type != MSGPACK_OBJECT_MAP) {
-                fprintf(stderr, "codeinterp: replay: \"%s\" is not a codeinterp replay record (version %d)\n", path,
-                        REPLAY_VERSION);
-                return -EBADMSG;
-        }
-        return 0;
-}
-
+/* A source of the record: its entry read (the files are read by read_source()). */
 static int load_source(const msgpack_object *rec, Source *s) {
         s->rec = rec;
         if (rec->type != MSGPACK_OBJECT_MAP || !mp_is_str(ci_get(rec, "id")) || !mp_is_str(ci_get(rec, "file")))
@@ -443,69 +161,147 @@ static int read_source(Source *s) {
         return 0;
 }
 
-/* Open an invocation and register the sources (if any), then execute. 0, or the
- * exit status EXIT_ERROR after saying why. */
-static int run_call(CiClient *c, const char *summary, const char *code, size_t code_len, Source *sources, size_t n,
-                    CiMessage *ret) {
-        char inv[CI_INVOCATION_ID_MAX + 1], code_buf[32], msg[512];
-        const char *ids[MAX_SOURCES];
-        CiExecute x = { .summary = summary, .code = code, .code_len = code_len };
+/* The record's sources into sources (*n of them), each file read. 0, or -1 after saying why. */
+static int load_sources(const msgpack_object *recs, Source *sources, size_t *n) {
         int k;
 
-        if (n > 0) {
-                CiMessage err = {};
-                k = ci_invocation_open(c, inv, &err);
+        if (recs->via.array.size > MAX_SOURCES) {
+                fprintf(stderr, "codeinterp: replay: more than %d sources in the record\n", MAX_SOURCES);
+                return -1;
+        }
+        for (uint32_t i = 0; i < recs->via.array.size; i++) {
+                Source *s = &sources[(*n)++];
+                k = load_source(&recs->via.array.ptr[i], s);
                 if (k < 0) {
-                        fprintf(stderr, "codeinterp: replay: invocation.open failed: %s\n",
-                                err.buf ? str_or(ci_get(&err.unpacked.data, "code"), code_buf, sizeof code_buf, "?")
-                                        : strerror(-k));
-                        ci_message_done(&err);
+                        fprintf(stderr, "codeinterp: replay: source %" PRIu32 " of the record is malformed\n", i + 1);
+                        return -1;
+                }
+                k = read_source(s);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: replay: cannot read the file for input %s (%s): %s\n", s->id,
+                                s->file, strerror(-k));
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+int replay_chain_ids(const char *const *registered, size_t n, const msgpack_object *prev, ReplayChainIds *ret) {
+        size_t n_kept = 0;
+
+        *ret = (ReplayChainIds){};
+        for (size_t i = 0; i < n; i++) {
+                if (ret->n < REPLAY_MAX_SOURCE_IDS)
+                        ret->ids[ret->n++] = registered[i];
+                ret->wanted++;
+        }
+        for (size_t i = 0; prev && i < ci_kept_count(prev); i++) {
+                CiKept kept;
+                if (ci_kept_get(prev, i, &kept) < 0 || kept.refused)
+                        continue;
+                if (kept.source_id_len > REPLAY_SOURCE_ID_MAX || memchr(kept.source_id, 0, kept.source_id_len))
+                        return -EBADMSG;
+                if (ret->n < REPLAY_MAX_SOURCE_IDS) {
+                        char *slot = ret->kept[n_kept++];
+                        memcpy(slot, kept.source_id, kept.source_id_len);
+                        slot[kept.source_id_len] = 0;
+                        ret->ids[ret->n++] = slot;
+                }
+                ret->wanted++;
+        }
+        return ret->wanted > REPLAY_MAX_SOURCE_IDS ? -E2BIG : 0;
+}
+
+/* An invocation opened and the sources registered in it. 0, or EXIT_ERROR after saying why. */
+static int register_sources(CiClient *c, char inv[static CI_INVOCATION_ID_MAX + 1], const Source *sources, size_t n) {
+        char code_buf[32], msg[512];
+        CiMessage err = {};
+        int k = ci_invocation_open(c, inv, &err);
+
+        if (k < 0) {
+                fprintf(stderr, "codeinterp: replay: invocation.open failed: %s\n",
+                        err.buf ? str_or(ci_get(&err.unpacked.data, "code"), code_buf, sizeof code_buf, "?")
+                                : strerror(-k));
+                ci_message_done(&err);
+                return EXIT_ERROR;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const Source *s = &sources[i];
+                CiSource cs = {
+                        .id = s->id,
+                        .attachment = s->attachment,
+                        .text = s->text,
+                        .text_len = s->text_len,
+                        .original = s->original,
+                        .original_len = s->original_len,
+                        .media_type = s->media_type,
+                        .file_name = s->file_name,
+                };
+                CiMessage rep;
+
+                k = ci_source_put(c, inv, &cs, &rep);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: replay: source.put failed: %s\n", strerror(-k));
                         return EXIT_ERROR;
                 }
-                for (size_t i = 0; i < n; i++) {
-                        Source *s = &sources[i];
-                        CiSource cs = {
-                                .id = s->id,
-                                .attachment = s->attachment,
-                                .text = s->text,
-                                .text_len = s->text_len,
-                                .original = s->original,
-                                .original_len = s->original_len,
-                                .media_type = s->media_type,
-                                .file_name = s->file_name,
-                        };
-                        CiMessage rep;
-
-                        k = ci_source_put(c, inv, &cs, &rep);
-                        if (k < 0) {
-                                fprintf(stderr, "codeinterp: replay: source.put failed: %s\n", strerror(-k));
-                                return EXIT_ERROR;
-                        }
-                        if (strcmp(ci_message_type(&rep) ?: "", "reply") != 0) {
-                                fprintf(stderr, "codeinterp: replay: source %s rejected (%s): %s\n", s->id,
-                                        str_or(ci_get(&rep.unpacked.data, "code"), code_buf, sizeof code_buf, "?"),
-                                        str_or(ci_get(&rep.unpacked.data, "message"), msg, sizeof msg, ""));
-                                ci_message_done(&rep);
-                                return EXIT_ERROR;
-                        }
+                if (strcmp(ci_message_type(&rep) ?: "", "reply") != 0) {
+                        fprintf(stderr, "codeinterp: replay: source %s rejected (%s): %s\n", s->id,
+                                str_or(ci_get(&rep.unpacked.data, "code"), code_buf, sizeof code_buf, "?"),
+                                str_or(ci_get(&rep.unpacked.data, "message"), msg, sizeof msg, ""));
                         ci_message_done(&rep);
-                        ids[i] = s->id;
+                        return EXIT_ERROR;
                 }
-                x.invocation = inv;
-                x.source_ids = ids;
-                x.n_source_ids = n;
+                ci_message_done(&rep);
         }
-        k = ci_execute(c, &x, NULL, NULL, ret);
-        if (k < 0) {
-                fprintf(stderr, "codeinterp: replay: lost the supervisor: %s\n", strerror(-k));
+        return 0;
+}
+
+/* Each recorded call again, in order, into now[]: a version 1 record as exec ran it (an
+ * invocation only with sources), a version 2 one in one invocation, each call with its
+ * keepOutputs and naming the sources, then what the call before it kept. A call whose
+ * outcome is not ok does not stop the others: they run and are compared. 0, or EXIT_ERROR
+ * after saying why. */
+static int run_calls(CiClient *c, const Record *rec, const Source *sources, size_t n, CiMessage *now) {
+        char inv[CI_INVOCATION_ID_MAX + 1];
+        const char *registered[MAX_SOURCES];
+        int k;
+
+        if ((n > 0 || rec->version == 2) && register_sources(c, inv, sources, n) != 0)
                 return EXIT_ERROR;
+        for (size_t i = 0; i < n; i++)
+                registered[i] = sources[i].id;
+        for (size_t i = 0; i < rec->n_calls; i++) {
+                const RecordCall *call = &rec->calls[i];
+                _cleanup_free_ char *summary = mp_strdup(call->summary);
+                ReplayChainIds ids;
+
+                if (!summary)
+                        return EXIT_ERROR;
+                k = replay_chain_ids(registered, n, i > 0 ? &now[i - 1].unpacked.data : NULL, &ids);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: replay: call %zu would name %zu sources, at most %d\n", i + 1,
+                                ids.wanted, REPLAY_MAX_SOURCE_IDS);
+                        return EXIT_ERROR;
+                }
+                CiExecute x = { .summary = summary,
+                                .code = call->code->via.str.ptr,
+                                .code_len = call->code->via.str.size,
+                                .invocation = n > 0 || rec->version == 2 ? inv : NULL,
+                                .source_ids = ids.ids,
+                                .n_source_ids = ids.n };
+                k = ci_execute_keep(c, &x, call->has_keep ? &call->keep : NULL, NULL, NULL, &now[i]);
+                if (k < 0) {
+                        fprintf(stderr, "codeinterp: replay: lost the supervisor: %s\n", strerror(-k));
+                        return EXIT_ERROR;
+                }
         }
         return 0;
 }
 
 typedef struct Report {
-        char differing[512];
+        char differing[2048];
         bool different;
+        char prefix[32]; /* "call 2 " in a chain's summary line, else "" */
 } Report;
 
 static void verdict(Report *r, const char *name, bool identical, const char *fmt, ...)
@@ -524,7 +320,8 @@ static void verdict(Report *r, const char *name, bool identical, const char *fmt
         fputc('\n', stdout);
         if (!identical) {
                 size_t len = strlen(r->differing);
-                snprintf(r->differing + len, sizeof r->differing - len, "%s%s", r->different ? ", " : "", name);
+                snprintf(r->differing + len, sizeof r->differing - len, "%s%s%s", r->different ? ", " : "", r->prefix,
+                         name);
                 r->different = true;
         }
 }
@@ -541,22 +338,25 @@ static void note(const char *name, const msgpack_object *rec, const msgpack_obje
                 printf("%-10s not the same (noted, not judged): recorded %s, replayed %s\n", name, a, b);
 }
 
-static void compare(const msgpack_object *record, const Source *sources, size_t n, const msgpack_object *now,
-                    Report *r) {
-        const msgpack_object *was = ci_get(record, "message");
-        const msgpack_object *code = ci_get(record, "code");
-        char rec_hex[65], now_hex[65], hex[65], a[128], b[128];
+/* The code: what the record says was run, against what was run now. */
+static void compare_code(const RecordCall *call, const msgpack_object *now, Report *r) {
+        const msgpack_object *was = call->message;
+        char rec_hex[65], now_hex[65], hex[65], a[128];
 
-        /* The code: what the record says was run, against what was run now. */
-        sha256_hex(code->via.str.ptr, code->via.str.size, hex);
-        digest_of(ci_get(was, "evidence"), "codeSha256", rec_hex,
-                  str_or(ci_get(record, "codeSha256"), a, sizeof a, "(none)"));
+        sha256_hex(call->code->via.str.ptr, call->code->via.str.size, hex);
+        digest_of(ci_get(was, "evidence"), "codeSha256", rec_hex, str_or(call->code_sha256, a, sizeof a, "(none)"));
         digest_of(ci_get(now, "evidence"), "codeSha256", now_hex, hex);
         if (strcmp(rec_hex, now_hex) == 0)
                 verdict(r, "code", true, "sha256 %s", now_hex);
         else
                 verdict(r, "code", false, "sha256 %s recorded, %s replayed (the record's code was changed?)", rec_hex,
                         now_hex);
+}
+
+/* Each registered source: what was mounted then against what was mounted now. */
+static void compare_inputs(const msgpack_object *was, const Source *sources, size_t n, const msgpack_object *now,
+                           Report *r) {
+        char rec_hex[65], now_hex[65], a[128], b[128];
 
         for (size_t i = 0; i < n; i++) {
                 const Source *s = &sources[i];
@@ -584,6 +384,12 @@ static void compare(const msgpack_object *record, const Source *sources, size_t 
                 else
                         verdict(r, name, false, "sha256 %s recorded, %s replayed (file %s)", rec_hex, now_hex, s->file);
         }
+}
+
+/* The outcome and each channel object whole. */
+static void compare_channels(const msgpack_object *was, const msgpack_object *now, Report *r) {
+        static const char *const channels[] = { "stdout", "stderr", "result", "exception" };
+        char a[128], b[128];
 
         outcome_of(was, a, sizeof a);
         outcome_of(now, b, sizeof b);
@@ -592,7 +398,6 @@ static void compare(const msgpack_object *record, const Source *sources, size_t 
         else
                 verdict(r, "outcome", false, "%s recorded, %s replayed", a, b);
 
-        static const char *const channels[] = { "stdout", "stderr", "result", "exception" };
         for (size_t i = 0; i < ELEMENTSOF(channels); i++) {
                 const msgpack_object *cw = ci_get(was, channels[i]), *cn = ci_get(now, channels[i]);
                 if (same(cw, cn))
@@ -610,22 +415,101 @@ static void compare(const msgpack_object *record, const Source *sources, size_t 
                                 verdict(r, channels[i], false, "%s recorded, %s replayed", a, b);
                 }
         }
+}
 
-        /* Records made before artifacts existed have none: nothing to judge. */
-        if (ci_get(was, "artifacts")) {
-                const msgpack_object *aw = ci_get(was, "artifacts"), *an = ci_get(now, "artifacts");
-                uint32_t nw = aw->type == MSGPACK_OBJECT_ARRAY ? aw->via.array.size : 0;
-                uint32_t nn = an && an->type == MSGPACK_OBJECT_ARRAY ? an->via.array.size : 0;
-                if (same(aw, an) && same(ci_get(was, "omittedArtifacts"), ci_get(now, "omittedArtifacts")) &&
-                    same(ci_get(was, "omittedArtifactBytes"), ci_get(now, "omittedArtifactBytes")))
-                        verdict(r, "artifacts", true, NULL);
-                else if (nw == nn)
-                        verdict(r, "artifacts", false, "%" PRIu32 " files each, not the same", nw);
-                else
-                        verdict(r, "artifacts", false, "%" PRIu32 " files recorded, %" PRIu32 " replayed", nw, nn);
+static uint32_t array_size(const msgpack_object *o) {
+        return o && o->type == MSGPACK_OBJECT_ARRAY ? o->via.array.size : 0;
+}
+
+/* The files left in /outputs; records made before artifacts existed have none: nothing
+ * to judge. */
+static void compare_artifacts(const msgpack_object *was, const msgpack_object *now, Report *r) {
+        const msgpack_object *aw = ci_get(was, "artifacts"), *an = ci_get(now, "artifacts");
+        uint32_t nw = array_size(aw), nn = array_size(an);
+
+        if (!aw)
+                return;
+        if (same(aw, an) && same(ci_get(was, "omittedArtifacts"), ci_get(now, "omittedArtifacts")) &&
+            same(ci_get(was, "omittedArtifactBytes"), ci_get(now, "omittedArtifactBytes")))
+                verdict(r, "artifacts", true, NULL);
+        else if (nw == nn)
+                verdict(r, "artifacts", false, "%" PRIu32 " files each, not the same", nw);
+        else
+                verdict(r, "artifacts", false, "%" PRIu32 " files recorded, %" PRIu32 " replayed", nw, nn);
+}
+
+/* keptOutputs whole (names, source IDs, bytes, sha256, refusals), for a call that asked. */
+static void compare_kept(const RecordCall *call, const msgpack_object *now, Report *r) {
+        const msgpack_object *kw = ci_get(call->message, "keptOutputs"), *kn = ci_get(now, "keptOutputs");
+        uint32_t nw = array_size(kw), nn = array_size(kn);
+
+        if (!call->has_keep)
+                return;
+        if (same(kw, kn))
+                verdict(r, "kept outputs", true, "%" PRIu32 " entries", nw);
+        else if (nw == nn)
+                verdict(r, "kept outputs", false, "%" PRIu32 " entries each, not the same", nw);
+        else
+                verdict(r, "kept outputs", false, "%" PRIu32 " entries recorded, %" PRIu32 " replayed", nw, nn);
+}
+
+static bool is_kept_input(const msgpack_object *entry) {
+        const msgpack_object *id = ci_get(entry, "sourceId");
+        return mp_is_str(id) && id->via.str.size > 4 && memcmp(id->via.str.ptr, "out-", 4) == 0;
+}
+
+/* One kept file a call mounted (sourceId out-...): its sha256 and producedBy. */
+static void compare_kept_input(const msgpack_object *ew, const msgpack_object *en, const char *id, Report *r) {
+        char name[96], rec_hex[65], now_hex[65];
+        uint64_t rec_call = cli_uint_or0(ci_get(ci_get(ew, "producedBy"), "call"));
+        uint64_t now_call = cli_uint_or0(ci_get(ci_get(en, "producedBy"), "call"));
+
+        snprintf(name, sizeof name, "kept input %s", id);
+        if (!ew || !en) {
+                verdict(r, name, false, "%s", ew ? "not mounted in the replay" : "not mounted when recorded");
+                return;
         }
+        digest_of(ew, "sha256", rec_hex, "(none)");
+        digest_of(en, "sha256", now_hex, "(none)");
+        if (strcmp(rec_hex, now_hex) == 0 && same(ci_get(ew, "producedBy"), ci_get(en, "producedBy")))
+                verdict(r, name, true, "sha256 %s, produced by call %" PRIu64, now_hex, now_call);
+        else
+                verdict(r, name, false,
+                        "sha256 %s recorded, %s replayed; produced by call %" PRIu64 " recorded, %" PRIu64 " replayed",
+                        rec_hex, now_hex, rec_call, now_call);
+}
 
+/* Every kept file mounted then or now. */
+static void compare_kept_inputs(const msgpack_object *was, const msgpack_object *now, Report *r) {
+        const msgpack_object *iw = ci_get(ci_get(was, "evidence"), "inputs");
+        const msgpack_object *in = ci_get(ci_get(now, "evidence"), "inputs");
+        char id[REPLAY_SOURCE_ID_MAX + 1];
+
+        for (uint32_t i = 0; i < array_size(iw); i++)
+                if (is_kept_input(&iw->via.array.ptr[i])) {
+                        str_or(ci_get(&iw->via.array.ptr[i], "sourceId"), id, sizeof id, "?");
+                        compare_kept_input(&iw->via.array.ptr[i], evidence_input(now, id), id, r);
+                }
+        for (uint32_t i = 0; i < array_size(in); i++)
+                if (is_kept_input(&in->via.array.ptr[i])) {
+                        str_or(ci_get(&in->via.array.ptr[i], "sourceId"), id, sizeof id, "?");
+                        if (!evidence_input(was, id))
+                                compare_kept_input(NULL, &in->via.array.ptr[i], id, r);
+                }
+}
+
+/* One call: its verdicts, then runtime, policy and limits noted. */
+static void compare_call(const RecordCall *call, const Source *sources, size_t n, const msgpack_object *now,
+                         Report *r) {
         static const char *const notes[] = { "runtime", "policy", "limits" };
+        const msgpack_object *was = call->message;
+
+        compare_code(call, now, r);
+        compare_inputs(was, sources, n, now, r);
+        compare_kept_inputs(was, now, r);
+        compare_channels(was, now, r);
+        compare_artifacts(was, now, r);
+        compare_kept(call, now, r);
         for (size_t i = 0; i < ELEMENTSOF(notes); i++)
                 note(notes[i], ci_get(ci_get(was, "evidence"), notes[i]), ci_get(ci_get(now, "evidence"), notes[i]));
 }
@@ -637,33 +521,30 @@ static void replay_help(void) {
                "digest, each input digest, the outcome, every channel (stdout, stderr, result,\n"
                "exception) and the files left in /outputs are identical. Runtime, policy and limits are shown, not "
                "judged.\n"
+               "A chain (exec with several steps, or --keep) is replayed call by call in one invocation, each\n"
+               "with its keepOutputs and the files the call before it kept; each call is reported under\n"
+               "\"== call K of N ==\", with its kept outputs and the kept inputs it mounted (sha256,\n"
+               "producedBy). A call that is not ok does not stop the replay of the ones after it.\n"
                "Exit status: 0 identical, 1 not identical, 2 error.\n");
 }
 
-/* The record's sources into sources (*n of them), each file read. 0, or -1 after saying why. */
-static int load_sources(const msgpack_object *record, Source *sources, size_t *n) {
-        const msgpack_object *recs = ci_get(record, "sources");
-        int k;
+/* Every call compared, then the verdict line. The exit status. */
+static int report_calls(const Record *rec, const Source *sources, size_t n, const CiMessage *now) {
+        Report report = {};
 
-        if (recs->via.array.size > MAX_SOURCES) {
-                fprintf(stderr, "codeinterp: replay: more than %d sources in the record\n", MAX_SOURCES);
-                return -1;
-        }
-        for (uint32_t i = 0; i < recs->via.array.size; i++) {
-                Source *s = &sources[(*n)++];
-                k = load_source(&recs->via.array.ptr[i], s);
-                if (k < 0) {
-                        fprintf(stderr, "codeinterp: replay: source %" PRIu32 " of the record is malformed\n", i + 1);
-                        return -1;
+        for (size_t i = 0; i < rec->n_calls; i++) {
+                if (rec->version == 2) {
+                        printf("== call %zu of %zu ==\n", i + 1, rec->n_calls);
+                        snprintf(report.prefix, sizeof report.prefix, "call %zu ", i + 1);
                 }
-                k = read_source(s);
-                if (k < 0) {
-                        fprintf(stderr, "codeinterp: replay: cannot read the file for input %s (%s): %s\n", s->id,
-                                s->file, strerror(-k));
-                        return -1;
-                }
+                compare_call(&rec->calls[i], sources, n, &now[i].unpacked.data, &report);
         }
-        return 0;
+        if (report.different)
+                printf("replay: NOT identical: %s\n", report.differing);
+        else
+                printf("replay: identical\n");
+        fflush(stdout);
+        return report.different ? EXIT_DIFFERENT : EXIT_IDENTICAL;
 }
 
 int replay_main(const char *socket, int argc, char **argv) {
@@ -672,13 +553,11 @@ int replay_main(const char *socket, int argc, char **argv) {
                 {},
         };
         msgpack_zone *zone = NULL;
-        msgpack_object record;
+        Record rec = {};
         Source sources[MAX_SOURCES] = {};
         size_t n = 0;
         CiClient *c = NULL;
-        CiMessage now = {};
-        Report report = {};
-        _cleanup_free_ char *summary = NULL;
+        CiMessage now[REPLAY_MAX_CALLS] = {};
         int opt, k, status = EXIT_ERROR;
 
         optind = 1;
@@ -698,10 +577,7 @@ int replay_main(const char *socket, int argc, char **argv) {
         zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
         if (!zone)
                 return EXIT_ERROR;
-        if (load_record(argv[optind], zone, &record) < 0)
-                goto finish;
-
-        if (load_sources(&record, sources, &n) < 0)
+        if (replay_load_record(argv[optind], zone, &rec) < 0 || load_sources(rec.sources, sources, &n) < 0)
                 goto finish;
 
         k = ci_connect(socket, &c);
@@ -710,23 +586,12 @@ int replay_main(const char *socket, int argc, char **argv) {
                         ci_socket_path(socket), strerror(-k));
                 goto finish;
         }
-        const msgpack_object *code = ci_get(&record, "code");
-        summary = mp_strdup(ci_get(&record, "summary"));
-        if (!summary)
-                goto finish;
-        if (run_call(c, summary, code->via.str.ptr, code->via.str.size, sources, n, &now) != 0)
-                goto finish;
-
-        compare(&record, sources, n, &now.unpacked.data, &report);
-        if (report.different)
-                printf("replay: NOT identical: %s\n", report.differing);
-        else
-                printf("replay: identical\n");
-        fflush(stdout);
-        status = report.different ? EXIT_DIFFERENT : EXIT_IDENTICAL;
+        if (run_calls(c, &rec, sources, n, now) == 0)
+                status = report_calls(&rec, sources, n, now);
 
 finish:
-        ci_message_done(&now);
+        for (size_t i = 0; i < ELEMENTSOF(now); i++)
+                ci_message_done(&now[i]);
         ci_close(c);
         for (size_t i = 0; i < n; i++)
                 source_done(&sources[i]);
