@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +22,12 @@
 #include "common/util.h"
 
 struct IdLeases {
+        int top;        /* the lease directory */
         int ids;        /* "host-ids": one OFD lock per leased uid */
         int state;      /* "state-<base>-<count>": a record per id of the block (below) */
         int registered; /* our "blocks/…" file, flock'ed */
+        int blocks;     /* the directory of registrations */
+        char registration[NAME_MAX + 1], state_name[64];
         uint32_t base, count;
         uint64_t quarantine_ns;
 };
@@ -118,7 +122,7 @@ static int check_blocks(int blocks, uint32_t base, uint32_t count, char *why, si
 
 int id_leases_open(const char *dir, uint32_t base, uint32_t count, IdLeases **ret, char *why, size_t why_len) {
         _cleanup_close_ int top = -1, blocks = -1, ids = -1, state = -1, reg = -1;
-        char name[64], sub[PATH_MAX + 16];
+        char name[NAME_MAX + 1], state_name[64], sub[PATH_MAX + 16];
         IdLeases *l;
         int k;
 
@@ -132,19 +136,20 @@ int id_leases_open(const char *dir, uint32_t base, uint32_t count, IdLeases **re
                 set_why(why, why_len, "cannot open %s/host-ids: %s", dir, strerror(-ids));
                 return ids;
         }
-        snprintf(name, sizeof name, "state-%" PRIu32 "-%" PRIu32, base, count);
-        if ((state = open_file(top, name)) < 0) {
-                set_why(why, why_len, "cannot open %s/%s: %s", dir, name, strerror(-state));
-                return state;
-        }
-        /* Registrations are checked and made under the directory's lock: two supervisors
-         * starting at once cannot both miss each other. */
+        /* Registrations are checked and made, and the state file opened, under the
+         * directory's lock: two supervisors starting at once cannot both miss each other,
+         * and the last of a block to stop removes the state file under it too. */
         if (flock(top, LOCK_EX) < 0) {
                 k = -errno;
                 set_why(why, why_len, "cannot lock %s: %s", dir, strerror(-k));
                 return k;
         }
-        k = check_blocks(blocks, base, count, why, why_len);
+        snprintf(state_name, sizeof state_name, "state-%" PRIu32 "-%" PRIu32, base, count);
+        if ((state = open_file(top, state_name)) < 0) {
+                k = state;
+                set_why(why, why_len, "cannot open %s/%s: %s", dir, state_name, strerror(-k));
+        } else
+                k = check_blocks(blocks, base, count, why, why_len);
         if (k == 0) {
                 uint64_t r = 0;
                 /* The pid says who to an operator; the random part keeps two supervisors
@@ -164,9 +169,13 @@ int id_leases_open(const char *dir, uint32_t base, uint32_t count, IdLeases **re
         l = calloc(1, sizeof *l);
         if (!l)
                 return -ENOMEM;
+        l->top = TAKE_FD(top);
+        l->blocks = TAKE_FD(blocks);
         l->ids = TAKE_FD(ids);
         l->state = TAKE_FD(state);
         l->registered = TAKE_FD(reg);
+        strcpy(l->registration, name);
+        strcpy(l->state_name, state_name);
         l->base = base;
         l->count = count;
         l->quarantine_ns = ID_ORPHAN_QUARANTINE_NS;
@@ -174,13 +183,70 @@ int id_leases_open(const char *dir, uint32_t base, uint32_t count, IdLeases **re
         return 0;
 }
 
-IdLeases *id_leases_free(IdLeases *l) {
-        if (l) {
-                close(l->ids); /* every lease goes with it */
-                close(l->state);
-                close(l->registered);
-                free(l);
+/* Whether a live supervisor other than us has the block registered. */
+static bool block_in_use(const IdLeases *l) {
+        int fd = fcntl(l->blocks, F_DUPFD_CLOEXEC, 3);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *de;
+        bool used = false;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return true; /* cannot tell: keep the file */
         }
+        rewinddir(d); /* the descriptor's offset is shared with l->blocks, read before */
+        while (!used && (de = readdir(d))) {
+                _cleanup_close_ int f = -1;
+                uint32_t b, c;
+
+                if (sscanf(de->d_name, "%" SCNu32 "-%" SCNu32 "-", &b, &c) != 2 || b != l->base || c != l->count)
+                        continue;
+                f = openat(l->blocks, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                used = f >= 0 && flock(f, LOCK_EX | LOCK_NB) < 0; /* its supervisor holds it */
+        }
+        closedir(d);
+        return used;
+}
+
+/* Whether every id of the block was given back: each record FREE (or never written). */
+static bool all_free(const IdLeases *l) {
+        uint64_t rec;
+
+        for (uint32_t i = 0; i < l->count; i++) {
+                ssize_t n = pread(l->state, &rec, sizeof rec, (off_t) i * (off_t) sizeof rec);
+                if (n < 0)
+                        return false;
+                if (n < (ssize_t) sizeof rec)
+                        return true; /* the rest were never written */
+                if (rec != ID_FREE)
+                        return false;
+        }
+        return true;
+}
+
+IdLeases *id_leases_free(IdLeases *l) {
+        if (!l)
+                return NULL;
+        /* The last supervisor of a block to stop, with every id given back, removes the
+         * block's state file: it holds nothing a later one needs (a record that is not
+         * FREE, a dead holder's id in quarantine, keeps it). Under the directory's lock,
+         * which a starting supervisor takes before it opens the file. */
+        if (flock(l->top, LOCK_EX) == 0) {
+                (void) unlinkat(l->blocks, l->registration, 0);
+                close(l->registered);
+                l->registered = -1;
+                if (!block_in_use(l) && all_free(l))
+                        (void) unlinkat(l->top, l->state_name, 0);
+                (void) flock(l->top, LOCK_UN);
+        }
+        close(l->ids); /* every lease goes with it */
+        close(l->state);
+        if (l->registered >= 0)
+                close(l->registered);
+        close(l->blocks);
+        close(l->top);
+        free(l);
         return NULL;
 }
 

@@ -10,6 +10,8 @@
  * supervisor first finds it so, nor after that while a process this supervisor can see
  * still has it as a uid (a worker the host has frozen or stalled).
  *
+ * The last supervisor of a block to stop, with every record FREE, removes the state file.
+ *
  * At start each supervisor registers its block ("blocks/<base>-<count>-<pid>-<random>", flock'ed
  * while it lives) under the directory's flock: a block that overlaps a live supervisor's
  * without being the same is refused, naming both; a registration whose lock can be taken

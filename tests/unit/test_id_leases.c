@@ -162,5 +162,44 @@ static void test_records_that_cannot_be_written(void **state) {
         id_leases_free(b);
 }
 
+static bool state_file_exists(uint32_t base, uint32_t count) {
+        char path[128];
+
+        snprintf(path, sizeof path, "%s/state-%u-%u", dir, (unsigned) base, (unsigned) count);
+        return access(path, F_OK) == 0;
+}
+
+/* The last supervisor of a block to stop removes its state file when every id was given
+ * back (test processes and supervisors with blocks of their own left one per block);
+ * not while another supervisor of the block lives, nor while a record is not FREE. */
+static void test_the_last_to_stop_removes_the_state_file(void **state) {
+        const uint32_t base = BASE + 64;
+        IdLeases *a = open_block(base, COUNT), *b = open_block(base, COUNT);
+
+        (void) state;
+        assert_true(id_lease_take(a, base + 1));
+        id_lease_drop(a, base + 1);
+        assert_true(state_file_exists(base, COUNT));
+        id_leases_free(a); /* b lives */
+        assert_true(state_file_exists(base, COUNT));
+        assert_true(id_lease_take(b, base + 2));
+        id_leases_free(b); /* stops holding base + 2 (as if it died): the record says so */
+        assert_true(state_file_exists(base, COUNT));
+        a = open_block(base, COUNT);
+        id_leases_set_quarantine(a, 0);
+        assert_false(id_lease_take(a, base + 2)); /* found orphaned: stamped */
+        assert_true(id_lease_take(a, base + 2));
+        id_lease_drop(a, base + 2);
+        id_leases_free(a); /* every record FREE, nobody else: gone */
+        assert_false(state_file_exists(base, COUNT));
+        /* The next of the block starts from a new file. */
+        b = open_block(base, COUNT);
+        assert_true(id_lease_take(b, base + 2));
+        id_lease_drop(b, base + 2);
+        id_leases_free(b);
+        assert_false(state_file_exists(base, COUNT));
+}
+
 UNIT_MAIN(setup, teardown, TEST(test_leases_between_supervisors), TEST(test_a_dead_holders_ids_wait),
-          TEST(test_a_dead_holders_live_worker_keeps_its_id), TEST(test_records_that_cannot_be_written))
+          TEST(test_a_dead_holders_live_worker_keeps_its_id), TEST(test_records_that_cannot_be_written),
+          TEST(test_the_last_to_stop_removes_the_state_file))
