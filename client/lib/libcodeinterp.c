@@ -23,6 +23,7 @@
 struct CiClient {
         int fd;
         uint64_t next_id;
+        char *path; /* to connect again after an idle close */
 };
 
 const char *ci_socket_path(const char *path) {
@@ -31,12 +32,10 @@ const char *ci_socket_path(const char *path) {
         return path && *path ? path : CI_DEFAULT_SOCKET;
 }
 
-int ci_connect(const char *path, CiClient **ret) {
+static int connect_to(const char *path) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -1;
-        CiClient *c;
 
-        path = ci_socket_path(path);
         if (strlen(path) >= sizeof sa.sun_path)
                 return -ENAMETOOLONG;
         strcpy(sa.sun_path, path);
@@ -45,9 +44,25 @@ int ci_connect(const char *path, CiClient **ret) {
                 return -errno;
         if (connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
                 return -errno;
+        return TAKE_FD(fd);
+}
+
+int ci_connect(const char *path, CiClient **ret) {
+        _cleanup_close_ int fd = -1;
+        CiClient *c;
+
+        path = ci_socket_path(path);
+        fd = connect_to(path);
+        if (fd < 0)
+                return fd;
         c = calloc(1, sizeof *c);
         if (!c)
                 return -ENOMEM;
+        c->path = strdup(path);
+        if (!c->path) {
+                free(c);
+                return -ENOMEM;
+        }
         c->fd = TAKE_FD(fd);
         c->next_id = 1;
         *ret = c;
@@ -58,6 +73,7 @@ void ci_close(CiClient *c) {
         if (!c)
                 return;
         close(c->fd);
+        free(c->path);
         free(c);
 }
 
@@ -198,10 +214,56 @@ static void begin(MpWriter *w, CiClient *c, const char *op, size_t extra, uint64
         mp_pack_kv_uint(&w->pk, "id", *ret_id);
 }
 
+/* Whether buf (len bytes) is exactly one frame: the supervisor's parting error, an
+ * error without an id saying "closing": true. */
+static bool is_parting_frame(const uint8_t *buf, size_t len) {
+        msgpack_unpacked up;
+        size_t off = 0;
+        bool parting = false;
+
+        if (len < 4 || frame_get_len(buf) != len - 4 || mp_validate((const char *) buf + 4, len - 4, 16, NULL) < 0)
+                return false;
+        msgpack_unpacked_init(&up);
+        if (msgpack_unpack_next(&up, (const char *) buf + 4, len - 4, &off) == MSGPACK_UNPACK_SUCCESS &&
+            off == len - 4) {
+                const msgpack_object *m = &up.data, *id = mp_map_get(m, "id"), *closing = mp_map_get(m, "closing");
+                parting = mp_str_eq(mp_map_get(m, "type"), "error") && id && id->type == MSGPACK_OBJECT_NIL &&
+                          closing && closing->type == MSGPACK_OBJECT_BOOLEAN && closing->via.boolean;
+        }
+        msgpack_unpacked_destroy(&up);
+        return parting;
+}
+
+/* The supervisor closes a connection that has no invocation and no call after
+ * connectionIdleTimeoutMs, saying so first in a parting error (docs/protocol.md#idle-
+ * connections). Such a connection held nothing: the next request goes over a new one,
+ * as the Python client does. Anything else left to read (a message the caller has not
+ * taken yet) is the caller's: then the connection is left as it is, and the send fails
+ * as before. */
+static void reconnect_if_closed_idle(CiClient *c) {
+        struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
+        uint8_t buf[512];
+        ssize_t n;
+        int fd;
+
+        if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP)))
+                return;
+        n = recv(c->fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 || (n > 0 && !is_parting_frame(buf, (size_t) n)))
+                return;
+        fd = connect_to(c->path);
+        if (fd < 0)
+                return; /* the send on the old one says why (the parting error, or EPIPE) */
+        close(c->fd);
+        c->fd = fd;
+}
+
 /* Send what w holds unless packing it failed; frees w's buffer either way. */
 static int send_writer(CiClient *c, MpWriter *w) {
         int k = mp_writer_error(w);
 
+        if (k == 0)
+                reconnect_if_closed_idle(c);
         if (k == 0)
                 k = ci_send(c, &w->sb);
         mp_writer_done(w);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Kept outputs across the wire's two ends (docs/protocol.md#kept-outputs): the client's
- * ci_execute_keep_send() decoded by the supervisor's proto_decode_request(), and a
- * result packed by proto_pack_result() read by ci_kept_*() and rendered by
- * ci_render_model_text(). */
+/* The client library against a fake supervisor. Kept outputs across the wire's two ends
+ * (docs/protocol.md#kept-outputs): the client's ci_execute_keep_send() decoded by the
+ * supervisor's proto_decode_request(), and a result packed by proto_pack_result() read
+ * by ci_kept_*() and rendered by ci_render_model_text(). And a connection the
+ * supervisor closed while it was idle: the next request goes over a new one. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,8 +243,93 @@ static void test_kept_read_and_rendered(void **state) {
         mp_writer_done(&w);
 }
 
+/* The supervisor's parting frame: an error without an id, "closing": true (closing false:
+ * a connection-level error after which the connection goes on). */
+static void send_parting(int fd, bool closing) {
+        msgpack_sbuffer sb;
+        msgpack_packer pk;
+        uint8_t hdr[4];
+
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, 5);
+        mp_pack_kv_str(&pk, "type", "error");
+        mp_pack_cstr(&pk, "id");
+        msgpack_pack_nil(&pk);
+        mp_pack_kv_str(&pk, "code", "overloaded");
+        mp_pack_kv_str(&pk, "message", "connection closed: idle for connectionIdleTimeoutMs (100 ms)");
+        mp_pack_cstr(&pk, "closing");
+        if (closing)
+                msgpack_pack_true(&pk);
+        else
+                msgpack_pack_false(&pk);
+        hdr[0] = (uint8_t) (sb.size >> 24);
+        hdr[1] = (uint8_t) (sb.size >> 16);
+        hdr[2] = (uint8_t) (sb.size >> 8);
+        hdr[3] = (uint8_t) sb.size;
+        assert_int_equal(write(fd, hdr, 4), 4);
+        assert_int_equal(write(fd, sb.data, sb.size), (ssize_t) sb.size);
+        msgpack_sbuffer_destroy(&sb);
+}
+
+/* Whether a connection waits to be accepted (the client connected again). */
+static bool connection_waiting(int listen_fd) {
+        struct pollfd p = { .fd = listen_fd, .events = POLLIN };
+        return poll(&p, 1, 0) == 1;
+}
+
+static void test_a_connection_closed_idle_is_replaced(void **state) {
+        CiExecute x = { .summary = "s", .code = "1", .code_len = 1 };
+        ProtoRequest req;
+        ProtoError err;
+        uint64_t id;
+        void *buf;
+        Pair p;
+        (void) state;
+
+        /* Closed idle, with the parting error: the request goes over a new connection. */
+        pair_open(&p);
+        send_parting(p.peer_fd, true);
+        close(p.peer_fd);
+        assert_int_equal(ci_execute_send(p.client, &x, &id), 0);
+        assert_true(connection_waiting(p.listen_fd));
+        p.peer_fd = accept4(p.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(p.peer_fd >= 0);
+        assert_int_equal(recv_request(&p, &buf, &req, &err), 0);
+        assert_int_equal(req.op, PROTO_OP_EXECUTE);
+        assert_int_equal(req.id, id);
+        proto_request_done(&req);
+        free(buf);
+        /* Closed with nothing said (the supervisor stopped): a new one too. */
+        close(p.peer_fd);
+        assert_int_equal(ci_execute_send(p.client, &x, &id), 0);
+        p.peer_fd = accept4(p.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(p.peer_fd >= 0);
+        assert_int_equal(recv_request(&p, &buf, &req, &err), 0);
+        assert_int_equal(req.id, id);
+        proto_request_done(&req);
+        free(buf);
+        /* Closed with something else left to read (here an error that is not a parting
+         * one): that is the caller's, so no new connection; the send fails. */
+        send_parting(p.peer_fd, false);
+        close(p.peer_fd);
+        p.peer_fd = -1;
+        assert_int_equal(ci_execute_send(p.client, &x, &id), -EPIPE);
+        assert_false(connection_waiting(p.listen_fd));
+        /* Open and quiet: the same connection. */
+        pair_close(&p);
+        pair_open(&p);
+        assert_int_equal(ci_execute_send(p.client, &x, &id), 0);
+        assert_false(connection_waiting(p.listen_fd));
+        assert_int_equal(recv_request(&p, &buf, &req, &err), 0);
+        proto_request_done(&req);
+        free(buf);
+        pair_close(&p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_a_connection_closed_idle_is_replaced),
                 cmocka_unit_test(test_execute_keep_encodes),
                 cmocka_unit_test(test_kept_read_and_rendered),
         };
