@@ -51,7 +51,7 @@ sanitize: deps
 # Every stage, timed (docs/testing.md has the times): the format check, cppcheck,
 # pyflakes, mypy on the Python client, the unit tests, the tool face, the integration suite (every test in the
 # reference configuration, then the tests marked for exec mode), the Python client, the
-# deployment manifests, the adversarial suite and rootless. The sanitizer builds, the
+# deployment manifests, the adversarial suite (default configuration) and rootless. The sanitizer builds, the
 # fuzzers and the other CPythons are `make test-deep`, which CI runs after this.
 test: deps
 	@$(TIMED) start
@@ -68,14 +68,15 @@ test: deps
 	@$(TIMED) integration-exec $(MAKE) integration-exec
 	@$(TIMED) python-client $(MAKE) python-client
 	@$(TIMED) deployment-test $(MAKE) deployment-test
-	@$(TIMED) adversarial $(MAKE) adversarial
+	@$(TIMED) adversarial $(MAKE) adversarial-default
 	@$(TIMED) test-rootless $(MAKE) test-rootless
 	@$(TIMED) end
 
 # What takes builds of its own, timed like make test (its table in
 # BUILD/test-deep-times): the unit tests under ASan/UBSan, a bounded run of every fuzz
-# target, the integration tests marked asan against the ASan/UBSan supervisor, and the
-# tests marked python against every other CPython (a build each). CI runs it after
+# target, the integration tests marked asan against the ASan/UBSan supervisor, the
+# adversarial suite in exec mode and under the data policy, and the tests marked python
+# against every other CPython (a build each). CI runs it after
 # make test (.ci/run); it keeps make test within its 15 minutes.
 .PHONY: test-deep
 test-deep: deps
@@ -83,6 +84,7 @@ test-deep: deps
 	@$(TIMED_DEEP) sanitize $(MAKE) sanitize
 	@$(TIMED_DEEP) fuzz-smoke $(MAKE) fuzz-smoke
 	@$(TIMED_DEEP) integration-asan $(MAKE) integration-asan
+	@$(TIMED_DEEP) adversarial-more $(MAKE) adversarial-more
 	@$(TIMED_DEEP) test-python-versions $(MAKE) test-python-versions
 	@$(TIMED_DEEP) end
 
@@ -284,12 +286,18 @@ bench: build
 # each attempt outside the sandbox (root in a temp dir, or an unshare'd user namespace)
 # and checks that it escapes there.
 ADVERSARIAL = $(WITH_BUILD) $(PYTEST) -q -n 2 --dist loadgroup tests/adversarial
-.PHONY: adversarial adversarial-validate
-adversarial: build
-	@rc=0; for start in zygote exec; do \
-		echo "adversarial: workerStart $$start"; \
-		CODEINTERP_WORKER_START=$$start $(ADVERSARIAL) || rc=1; \
-	done; \
+.PHONY: adversarial adversarial-default adversarial-more adversarial-validate
+# adversarial-default (in make test): the default configuration, workerStart zygote;
+# adversarial-more (in make test-deep): exec mode, then the data policy.
+adversarial: adversarial-default adversarial-more
+
+adversarial-default: build
+	@echo "adversarial: workerStart zygote"
+	@CODEINTERP_WORKER_START=zygote $(ADVERSARIAL)
+
+adversarial-more: build
+	@rc=0; echo "adversarial: workerStart exec"; \
+	CODEINTERP_WORKER_START=exec $(ADVERSARIAL) || rc=1; \
 	echo "adversarial: workerStart zygote, packaging/policy-data.yaml"; \
 	CODEINTERP_WORKER_START=zygote CODEINTERP_ADVERSARIAL_POLICY=$(abspath packaging/policy-data.yaml) \
 		$(ADVERSARIAL) || rc=1; \
