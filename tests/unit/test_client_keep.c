@@ -3,11 +3,7 @@
  * ci_execute_keep_send() decoded by the supervisor's proto_decode_request(), and a
  * result packed by proto_pack_result() read by ci_kept_*() and rendered by
  * ci_render_model_text(). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "proto_result.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -155,13 +151,6 @@ static void test_execute_keep_encodes(void **state) {
         pair_close(&p);
 }
 
-static void pack(ProtoResult *r, MpWriter *w, msgpack_unpacked *u) {
-        mp_writer_init(w, 0);
-        assert_int_equal(proto_pack_result(w, r, 1 << 20), 0);
-        msgpack_unpacked_init(u);
-        assert_int_equal(msgpack_unpack_next(u, w->sb.data, w->sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
-}
-
 static void test_kept_read_and_rendered(void **state) {
         static const char sha[] = "5d0e0000000000000000000000000000000000000000000000000000000000ff";
         ProtoKept kept[] = {
@@ -174,17 +163,7 @@ static void test_kept_read_and_rendered(void **state) {
         };
         FitText out = {}, errt = {};
         ProtoResult r = {
-                .request_id = 1,
-                .call_id = 1,
-                .outcome = OUTCOME_OK,
-                .out = &out,
-                .err = &errt,
-                .code_sha256 = "c",
-                .policy = &policy,
-                .worker_start = "zygote",
-                .has_kept = true,
-                .kept = kept,
-                .n_kept = 2,
+                PROTO_RESULT_OK, .out = &out, .err = &errt, .has_kept = true, .kept = kept, .n_kept = 2,
         };
         msgpack_unpacked u;
         MpWriter w;
@@ -192,7 +171,7 @@ static void test_kept_read_and_rendered(void **state) {
         char *text;
         (void) state;
 
-        pack(&r, &w, &u);
+        pack_result(&r, 1 << 20, &w, &u);
         assert_true(ci_kept_present(&u.data));
         assert_int_equal(ci_kept_count(&u.data), 2);
         assert_int_equal(ci_kept_get(&u.data, 0, &k), 0);
@@ -214,36 +193,27 @@ static void test_kept_read_and_rendered(void **state) {
                                      "000000000000000000000000000000ff\n"
                                      "plot.png: not kept (max_source_bytes)\n"));
         free(text);
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
+        packed_done(&w, &u);
 
         /* A malformed digest is refused by the reader. */
         kept[0].sha256 = "5D0E";
-        pack(&r, &w, &u);
+        pack_result(&r, 1 << 20, &w, &u);
         assert_int_equal(ci_kept_get(&u.data, 0, &k), -EBADMSG);
         assert_int_equal(ci_render_model_text(&u.data, &text), 0);
         assert_non_null(strstr(text, "summary.csv: out-2-summary.csv, 33 bytes, sha256 ?\n"));
         free(text);
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
+        packed_done(&w, &u);
 
         /* Not asked for: nil, no section. */
         r.has_kept = false;
-        pack(&r, &w, &u);
+        pack_result(&r, 1 << 20, &w, &u);
         assert_false(ci_kept_present(&u.data));
         assert_int_equal(ci_kept_count(&u.data), 0);
         assert_int_equal(ci_kept_get(&u.data, 0, &k), -ENOENT);
         assert_int_equal(ci_render_model_text(&u.data, &text), 0);
         assert_null(strstr(text, "kept outputs"));
         free(text);
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
+        packed_done(&w, &u);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_execute_keep_encodes),
-                cmocka_unit_test(test_kept_read_and_rendered),
-        };
-        return cmocka_run_group_tests(tests, setup, NULL);
-}
+UNIT_MAIN(setup, NULL, TEST(test_execute_keep_encodes), TEST(test_kept_read_and_rendered));
