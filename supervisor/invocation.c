@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/list.h"
 #include "common/sha256.h"
 #include "common/util.h"
 
@@ -114,10 +115,7 @@ int inv_open(InvRegistry *reg, Connection *conn, uid_t uid, bool anonymous, Invo
                         return k;
                 }
         }
-        inv->next = reg->head;
-        if (reg->head)
-                reg->head->prev = inv;
-        reg->head = inv;
+        LIST_PREPEND(prev, next, reg->head, inv);
         *ret = inv;
         return 0;
 }
@@ -127,12 +125,7 @@ void inv_close(Invocation *inv) {
 
         if (reg->on_close)
                 reg->on_close(inv, reg->userdata);
-        if (inv->prev)
-                inv->prev->next = inv->next;
-        else
-                reg->head = inv->next;
-        if (inv->next)
-                inv->next->prev = inv->prev;
+        LIST_REMOVE(prev, next, reg->head, inv);
         sd_event_source_disable_unref(inv->ttl);
         for (size_t i = 0; i < inv->n_sources; i++)
                 source_unref(inv->sources[i]);
