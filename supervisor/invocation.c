@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/cleanup.h"
 #include "common/list.h"
 #include "common/sha256.h"
 #include "common/util.h"
@@ -22,23 +23,16 @@ struct InvRegistry {
         Invocation *head;
 };
 
-Source *source_ref(Source *s) {
-        if (s)
-                s->n_ref++;
-        return s;
-}
-
-Source *source_unref(Source *s) {
-        if (!s || --s->n_ref > 0)
-                return NULL;
+static void source_free(Source *s) {
         free(s->text);
         free(s->original);
         free(s->media_type);
         free(s->file_name);
         free(s->origin);
         free(s);
-        return NULL;
 }
+
+DEFINE_TRIVIAL_REF_UNREF_FUNC(Source, source, source_free);
 
 int inv_registry_new(sd_event *e, const Policy *p, InvCloseFn on_close, void *userdata, InvRegistry **ret) {
         InvRegistry *reg = calloc(1, sizeof *reg);
