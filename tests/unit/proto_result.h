@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What the unit tests that pack results (test_protocol.c, test_client_keep.c) share: the
- * fields of a plain ok result, and a result packed by proto_pack_result() and read back. */
+ * fields of a plain ok result, kept outputs, and a result packed by proto_pack_result()
+ * and read back. */
 #pragma once
 
 #include "unit.h"
@@ -12,6 +13,20 @@
 #define PROTO_RESULT_OK                                                                                                \
         .request_id = 1, .call_id = 1, .outcome = OUTCOME_OK, .code_sha256 = "c", .policy = &policy,                   \
         .worker_start = "zygote"
+
+/* A keptOutputs answer of two: kept_name kept as source kept_id (kept_bytes long, digest
+ * kept_sha), and refused_name not kept, over maxSourceBytes. */
+#define PROTO_KEPT_ONE_REFUSED_ONE(kept_name, kept_id, kept_bytes, kept_sha, refused_name)                             \
+        {                                                                                                              \
+                { .name = kept_name,                                                                                   \
+                  .refused = PROTO_KEEP_KEPT,                                                                          \
+                  .source_id = kept_id,                                                                                \
+                  .bytes = kept_bytes,                                                                                 \
+                  .sha256 = kept_sha },                                                                                \
+                {                                                                                                      \
+                        .name = refused_name, .refused = PROTO_KEEP_MAX_SOURCE_BYTES                                   \
+                }                                                                                                      \
+        }
 
 /* r packed into w (within max_bytes) and unpacked into u; packed_done() frees both. */
 static inline void pack_result(ProtoResult *r, size_t max_bytes, MpWriter *w, msgpack_unpacked *u) {

@@ -153,14 +153,7 @@ static void test_execute_keep_encodes(void **state) {
 
 static void test_kept_read_and_rendered(void **state) {
         static const char sha[] = "5d0e0000000000000000000000000000000000000000000000000000000000ff";
-        ProtoKept kept[] = {
-                { .name = "summary.csv",
-                  .refused = PROTO_KEEP_KEPT,
-                  .source_id = "out-2-summary.csv",
-                  .bytes = 33,
-                  .sha256 = sha },
-                { .name = "plot.png", .refused = PROTO_KEEP_MAX_SOURCE_BYTES },
-        };
+        ProtoKept kept[] = PROTO_KEPT_ONE_REFUSED_ONE("summary.csv", "out-2-summary.csv", 33, sha, "plot.png");
         FitText out = {}, errt = {};
         ProtoResult r = {
                 PROTO_RESULT_OK, .out = &out, .err = &errt, .has_kept = true, .kept = kept, .n_kept = 2,

@@ -488,14 +488,7 @@ static void test_out_prefix_reserved(void **state) {
 
 static void test_kept_outputs_packed(void **state) {
         static const char sha_a[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-        ProtoKept kept[] = {
-                { .name = "clean.csv",
-                  .refused = PROTO_KEEP_KEPT,
-                  .source_id = "out-2-clean.csv",
-                  .bytes = 42,
-                  .sha256 = sha_a },
-                { .name = "big.bin", .refused = PROTO_KEEP_MAX_SOURCE_BYTES },
-        };
+        ProtoKept kept[] = PROTO_KEPT_ONE_REFUSED_ONE("clean.csv", "out-2-clean.csv", 42, sha_a, "big.bin");
         ProtoSourceInfo src = { .id = "out-1-raw.csv",
                                 .output = true,
                                 .produced_by = 1,
