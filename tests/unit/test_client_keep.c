@@ -28,35 +28,37 @@ static int setup(void **state) {
         return 0;
 }
 
-/* A listening socket at a fresh path, a client connected to it, the accepted end. */
+/* A client connected to a listening socket at a fresh path, and the accepted end; the
+ * listener and its path go once the connection stands. */
 typedef struct Pair {
-        char dir[64], path[96];
-        int listen_fd, peer_fd;
+        int peer_fd;
         CiClient *client;
 } Pair;
 
 static void pair_open(Pair *p) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        char dir[64], path[96];
+        int listen_fd;
 
-        snprintf(p->dir, sizeof p->dir, "/tmp/ci-keep-XXXXXX");
-        assert_non_null(mkdtemp(p->dir));
-        snprintf(p->path, sizeof p->path, "%s/s", p->dir);
-        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", p->path);
-        p->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        assert_true(p->listen_fd >= 0);
-        assert_int_equal(bind(p->listen_fd, (struct sockaddr *) &sa, sizeof sa), 0);
-        assert_int_equal(listen(p->listen_fd, 1), 0);
-        assert_int_equal(ci_connect(p->path, &p->client), 0);
-        p->peer_fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        snprintf(dir, sizeof dir, "/tmp/ci-keep-XXXXXX");
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/s", dir);
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+        listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(listen_fd >= 0);
+        assert_int_equal(bind(listen_fd, (struct sockaddr *) &sa, sizeof sa), 0);
+        assert_int_equal(listen(listen_fd, 1), 0);
+        assert_int_equal(ci_connect(path, &p->client), 0);
+        p->peer_fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
         assert_true(p->peer_fd >= 0);
+        close(listen_fd);
+        unlink(path);
+        rmdir(dir);
 }
 
 static void pair_close(Pair *p) {
         ci_close(p->client);
         close(p->peer_fd);
-        close(p->listen_fd);
-        unlink(p->path);
-        rmdir(p->dir);
 }
 
 static void read_full(int fd, void *buf, size_t len) {
