@@ -5,7 +5,6 @@
 #include "supervisor/protocol.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,15 +26,9 @@ static const char *const allowed_fields[_PROTO_OP_MAX][9] = {
         [PROTO_OP_DESCRIBE] = { NULL },
 };
 
-static int fail(ProtoError *err, Outcome code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(ProtoError *err, Outcome code, const char *fmt, ...) {
-        va_list ap;
-        err->code = code;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        return -EINVAL;
-}
+/* The refusal's outcome and its message (printf-style, cut to fit) into *err; -EINVAL. */
+#define fail(err, outcome, ...)                                                                                        \
+        ((err)->code = (outcome), set_why((err)->message, sizeof((err)->message), __VA_ARGS__), -EINVAL)
 
 bool proto_source_id_valid(const char *s, size_t len) {
         if (len == 0 || len > PROTO_SOURCE_ID_MAX || s[0] == '.' || s[0] == '-')
