@@ -190,6 +190,13 @@ static void assert_fit_equal(const FitText *a, const FitText *b) {
         assert_int_equal(a->omitted_at, b->omitted_at);
 }
 
+/* What t omits: chars code points of bytes bytes, cut at character at of the text. */
+static void assert_omitted(const FitText *t, uint64_t chars, uint64_t bytes, uint64_t at) {
+        assert_int_equal(t->omitted_chars, chars);
+        assert_int_equal(t->omitted_bytes, bytes);
+        assert_int_equal(t->omitted_at, at);
+}
+
 static char *repeat(const char *unit, size_t times, const char *suffix, size_t *ret_len) {
         size_t u = strlen(unit), sl = strlen(suffix);
         char *s = malloc(u * times + sl + 1);
@@ -215,9 +222,7 @@ static void check_ascii(const char *in, uint64_t ceiling, const char *text, uint
         assert_int_equal(t.text_chars, strlen(text));
         assert_int_equal(t.total_chars, strlen(in));
         assert_int_equal(t.total_bytes, strlen(in));
-        assert_int_equal(t.omitted_chars, strlen(in) - strlen(text));
-        assert_int_equal(t.omitted_bytes, strlen(in) - strlen(text));
-        assert_int_equal(t.omitted_at, omitted_at);
+        assert_omitted(&t, strlen(in) - strlen(text), strlen(in) - strlen(text), omitted_at);
         assert_int_equal(t.replaced, 0);
         fit_text_done(&t);
 }
@@ -255,9 +260,7 @@ static void test_fit_ceiling_zero(void **state) {
         assert_int_equal(t.text_chars, 0);
         assert_int_equal(t.total_chars, 4);
         assert_int_equal(t.total_bytes, 5);
-        assert_int_equal(t.omitted_chars, 4);
-        assert_int_equal(t.omitted_bytes, 5);
-        assert_int_equal(t.omitted_at, 0);
+        assert_omitted(&t, 4, 5, 0);
         fit_text_done(&t);
 
         check_ascii("", 0, "", 0);
@@ -287,10 +290,8 @@ static void test_fit_multibyte_e_acute(void **state) {
         assert_int_equal(t.total_chars, 70001);
         assert_int_equal(t.total_bytes, 140001);
         assert_int_equal(t.text_chars, 64000);
-        assert_int_equal(t.omitted_chars, 6001);
-        assert_int_equal(t.omitted_bytes, 12002); /* head 48000 é, tail 15999 é + '\n' */
         assert_int_equal(t.text_bytes, 48000 * 2 + 15999 * 2 + 1);
-        assert_int_equal(t.omitted_at, 48000);
+        assert_omitted(&t, 6001, 12002, 48000); /* head 48000 é, tail 15999 é + '\n' */
         assert_int_equal(t.replaced, 0);
         assert_int_equal(t.text[t.text_bytes - 1], '\n');
 
@@ -311,9 +312,7 @@ static void test_fit_four_byte_tail(void **state) {
 
         assert_int_equal(t.text_chars, 4);
         assert_int_equal(t.text_bytes, 16);
-        assert_int_equal(t.omitted_chars, 6);
-        assert_int_equal(t.omitted_bytes, 24);
-        assert_int_equal(t.omitted_at, 3);
+        assert_omitted(&t, 6, 24, 3);
 
         FitText b = fit_bytewise(in, len, 4);
         assert_fit_equal(&t, &b);
@@ -505,9 +504,7 @@ static void test_fit_stream_progress(void **state) {
         assert_int_equal(fit_stream_bytes(s), 7);
         assert_int_equal(fit_stream_finish(s, &t), 0);
         assert_string_equal(t.text, "\xc3\xa9\xc3\xa9");
-        assert_int_equal(t.omitted_chars, 3);
-        assert_int_equal(t.omitted_bytes, 3);
-        assert_int_equal(t.omitted_at, 2);
+        assert_omitted(&t, 3, 3, 2);
         fit_text_done(&t);
         fit_stream_free(s);
 }
@@ -568,18 +565,14 @@ static void test_fit_shrink_basic(void **state) {
         assert_true(t.text_bytes <= 401);
         /* 301 / 100 byte shares, rounded down to whole é: 150 + 50 characters. */
         assert_int_equal(t.text_chars, 200);
-        assert_int_equal(t.omitted_at, 150);
-        assert_int_equal(t.omitted_chars, 800);
-        assert_int_equal(t.omitted_bytes, 1600);
+        assert_omitted(&t, 800, 1600, 150);
         assert_int_equal(t.total_chars, 1000);
 
         assert_int_equal(fit_text_shrink(&t, 0), 0);
         assert_invariants(&t);
         assert_int_equal(t.text_bytes, 0);
         assert_string_equal(t.text, "");
-        assert_int_equal(t.omitted_chars, 1000);
-        assert_int_equal(t.omitted_bytes, 2000);
-        assert_int_equal(t.omitted_at, 0);
+        assert_omitted(&t, 1000, 2000, 0);
 
         fit_text_done(&t);
         free(in);
