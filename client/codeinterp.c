@@ -216,10 +216,7 @@ static int cmd_simple(const char *what, StatusHow how) {
 
 /* hello, describe or status (argv[0]) with its arguments. */
 static int simple_main(const SimpleCommand *cmd, int argc, char **argv) {
-        static const struct {
-                const char *flag;
-                StatusHow how;
-        } hows[] = {
+        static const NameValue hows[] = {
                 { "--ready", STATUS_READY },
                 { "--prometheus", STATUS_PROMETHEUS },
                 { "--openmetrics", STATUS_OPENMETRICS },
@@ -229,10 +226,11 @@ static int simple_main(const SimpleCommand *cmd, int argc, char **argv) {
                 simple_help(cmd);
                 return 0;
         }
-        if (argc == 2 && !strcmp(cmd->name, "status"))
-                for (size_t i = 0; i < ELEMENTSOF(hows); i++)
-                        if (!strcmp(argv[1], hows[i].flag))
-                                return cmd_simple(cmd->name, hows[i].how);
+        if (argc == 2 && !strcmp(cmd->name, "status")) {
+                int how = name_to_value(hows, ELEMENTSOF(hows), argv[1]);
+                if (how >= 0)
+                        return cmd_simple(cmd->name, (StatusHow) how);
+        }
         if (argc > 1) {
                 fprintf(stderr, "codeinterp: unexpected argument \"%s\" after %s; see %s --help\n", argv[1], cmd->name,
                         cmd->name);

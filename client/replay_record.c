@@ -235,6 +235,19 @@ int replay_save(const char *path, const ReplaySource *sources, size_t n_sources,
 
 /* ---- reading ---- */
 
+/* A copy of s[0..n] (its NUL included) in zone, as a msgpack string of n bytes. */
+static int zone_str(msgpack_zone *zone, const char *s, size_t n, msgpack_object *ret) {
+        char *p = msgpack_zone_malloc(zone, n + 1);
+
+        if (!p)
+                return -ENOMEM;
+        memcpy(p, s, n + 1);
+        ret->type = MSGPACK_OBJECT_STR;
+        ret->via.str.size = (uint32_t) n;
+        ret->via.str.ptr = p;
+        return 0;
+}
+
 /* A json-c value as a msgpack object in zone, the form replay compares with the
  * message it gets now: objects become maps (str keys, in the record's order),
  * arrays arrays, strings str (bytes as they are: base64 stays a string),
@@ -266,13 +279,9 @@ static int mp_from_json(json_object *j, msgpack_zone *zone, msgpack_object *ret)
                 o.via.f64 = json_object_get_double(j);
                 break;
         case json_type_string:
-                n = (size_t) json_object_get_string_len(j);
-                o.type = MSGPACK_OBJECT_STR;
-                o.via.str.size = (uint32_t) n;
-                o.via.str.ptr = msgpack_zone_malloc(zone, n + 1);
-                if (!o.via.str.ptr)
-                        return -ENOMEM;
-                memcpy((char *) o.via.str.ptr, json_object_get_string(j), n + 1);
+                k = zone_str(zone, json_object_get_string(j), (size_t) json_object_get_string_len(j), &o);
+                if (k < 0)
+                        return k;
                 break;
         case json_type_array:
                 n = json_object_array_length(j);
@@ -280,10 +289,7 @@ static int mp_from_json(json_object *j, msgpack_zone *zone, msgpack_object *ret)
                         return -EBADMSG;
                 o.type = MSGPACK_OBJECT_ARRAY;
                 o.via.array.size = (uint32_t) n;
-                if (n == 0)
-                        break;
-                o.via.array.ptr = msgpack_zone_malloc(zone, n * sizeof *o.via.array.ptr);
-                if (!o.via.array.ptr)
+                if (n > 0 && !(o.via.array.ptr = msgpack_zone_malloc(zone, n * sizeof *o.via.array.ptr)))
                         return -ENOMEM;
                 for (i = 0; i < n; i++) {
                         k = mp_from_json(json_object_array_get_idx(j, i), zone, &o.via.array.ptr[i]);
@@ -295,21 +301,14 @@ static int mp_from_json(json_object *j, msgpack_zone *zone, msgpack_object *ret)
                 n = (size_t) json_object_object_length(j);
                 o.type = MSGPACK_OBJECT_MAP;
                 o.via.map.size = (uint32_t) n;
-                if (n == 0)
-                        break;
-                o.via.map.ptr = msgpack_zone_malloc(zone, n * sizeof *o.via.map.ptr);
-                if (!o.via.map.ptr)
+                if (n > 0 && !(o.via.map.ptr = msgpack_zone_malloc(zone, n * sizeof *o.via.map.ptr)))
                         return -ENOMEM;
                 json_object_object_foreach(j, key, val) {
                         msgpack_object_kv *kv = &o.via.map.ptr[i++];
-                        size_t key_len = strlen(key);
 
-                        kv->key.type = MSGPACK_OBJECT_STR;
-                        kv->key.via.str.size = (uint32_t) key_len;
-                        kv->key.via.str.ptr = msgpack_zone_malloc(zone, key_len + 1);
-                        if (!kv->key.via.str.ptr)
-                                return -ENOMEM;
-                        memcpy((char *) kv->key.via.str.ptr, key, key_len + 1);
+                        k = zone_str(zone, key, strlen(key), &kv->key);
+                        if (k < 0)
+                                return k;
                         k = mp_from_json(val, zone, &kv->val);
                         if (k < 0)
                                 return k;

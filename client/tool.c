@@ -21,10 +21,7 @@
 #define EXIT_USAGE 2
 #define EXIT_CONNECT 12
 
-static const struct {
-        const char *name;
-        ToolFormat format;
-} formats[] = {
+static const NameValue formats[] = {
         { "codeinterp", TOOL_FORMAT_CODEINTERP },
         { "openai", TOOL_FORMAT_OPENAI },
         { "openai-chat", TOOL_FORMAT_OPENAI_CHAT },
@@ -34,12 +31,12 @@ static const struct {
 };
 
 int tool_format_from_string(const char *s, ToolFormat *ret) {
-        for (size_t i = 0; i < ELEMENTSOF(formats); i++)
-                if (!strcmp(s, formats[i].name)) {
-                        *ret = formats[i].format;
-                        return 0;
-                }
-        return -EINVAL;
+        int f = name_to_value(formats, ELEMENTSOF(formats), s);
+
+        if (f < 0)
+                return f;
+        *ret = (ToolFormat) f;
+        return 0;
 }
 
 /* json-c represents null as a NULL pointer, hence the separate status. */

@@ -13,6 +13,22 @@
 
 #include "common/proc.h"
 
+/* type *name_ref(type *p) and type *name_unref(type *p) for a struct counted by its
+ * unsigned n_ref (systemd's DEFINE_TRIVIAL_REF_UNREF_FUNC): _ref() counts one more,
+ * _unref() one less and, at 0, hands p to free_func(); both accept NULL, _unref()
+ * returns NULL. */
+#define DEFINE_TRIVIAL_REF_UNREF_FUNC(type, name, free_func)                                                           \
+        type *name##_ref(type *p) {                                                                                    \
+                if (p)                                                                                                 \
+                        p->n_ref++;                                                                                    \
+                return p;                                                                                              \
+        }                                                                                                              \
+        type *name##_unref(type *p) {                                                                                  \
+                if (p && --p->n_ref == 0)                                                                              \
+                        free_func(p);                                                                                  \
+                return NULL;                                                                                           \
+        }
+
 static inline void freep(void *p) {
         free(*(void **) p);
 }

@@ -209,3 +209,10 @@ bool file_name_safe(const char *name, size_t len) {
         }
         return utf8_count(name, len, &chars) >= 0;
 }
+
+int name_to_value(const NameValue *table, size_t n, const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (!strcmp(table[i].name, name))
+                        return table[i].value;
+        return -EINVAL;
+}

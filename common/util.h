@@ -41,6 +41,14 @@ static inline uint32_t frame_get_len(const uint8_t in[4]) {
 /* Format a reason into why (why_len bytes, truncated to fit, always NUL-terminated):
  * the "char *why, size_t why_len" out-parameter of the supervisor's setup steps. */
 void set_why(char *why, size_t why_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A name and the (non-negative) value it stands for: an entry of a table that
+ * name_to_value() searches, such as a command line's words for an enum. */
+typedef struct NameValue {
+        const char *name;
+        int value;
+} NameValue;
+/* The value of the first entry of table[0..n) named name; -EINVAL if none is. */
+int name_to_value(const NameValue *table, size_t n, const char *name);
 /* Monotonic clock in microseconds. */
 uint64_t now_usec(void);
 /* Count Unicode code points in valid UTF-8; -EILSEQ if invalid. */

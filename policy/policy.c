@@ -337,17 +337,7 @@ int policy_snapshot_new(const Policy *p, PolicySnapshot **ret) {
         return 0;
 }
 
-PolicySnapshot *policy_snapshot_ref(PolicySnapshot *s) {
-        if (s)
-                s->n_ref++;
-        return s;
-}
-
-PolicySnapshot *policy_snapshot_unref(PolicySnapshot *s) {
-        if (s && --s->n_ref == 0)
-                free(s);
-        return NULL;
-}
+DEFINE_TRIVIAL_REF_UNREF_FUNC(PolicySnapshot, policy_snapshot, free);
 
 /* ---- digest ---- */
 

@@ -287,7 +287,8 @@ static int parse_group(Loader *l, const KeyDef *d) {
 /* A sequence's entries, one scalar at a time: sequence_start() checks that the loader
  * stands at a sequence (of `entries`, for the message), then each sequence_next()
  * leaves the next entry in l->ev and returns 1, or returns 0 at the sequence's end. An
- * entry that is not a scalar fails as not being `entry`. */
+ * entry that is not a scalar fails as not being `entry`. The loop:
+ * `r = sequence_start(); while (r >= 0 && (r = sequence_next()) > 0) ...; if (r < 0) ...`. */
 static int sequence_start(Loader *l, const KeyDef *d, const char *entries) {
         if (l->ev.type != YAML_SEQUENCE_START_EVENT)
                 return fail(l, ev_line(&l->ev), d->key, "expected a sequence of %s, got %s", entries,
@@ -313,12 +314,9 @@ static int sequence_next(Loader *l, const KeyDef *d, const char *entry) {
 static int parse_id_list(Loader *l, const KeyDef *d, uint32_t *ids, size_t *n_ids) {
         uint32_t tmp[POLICY_MAX_PEERS];
         size_t n = 0;
-        int r;
+        int r = sequence_start(l, d, "integers");
 
-        r = sequence_start(l, d, "integers");
-        if (r < 0)
-                return r;
-        while ((r = sequence_next(l, d, "an integer list entry")) > 0) {
+        while (r >= 0 && (r = sequence_next(l, d, "an integer list entry")) > 0) {
                 uint64_t v;
 
                 if (n >= POLICY_MAX_PEERS)
@@ -342,12 +340,9 @@ static int parse_id_list(Loader *l, const KeyDef *d, uint32_t *ids, size_t *n_id
 /* A sequence of allow-listed package names, each at most once. */
 static int parse_packages(Loader *l, const KeyDef *d) {
         uint32_t mask = 0;
-        int r;
+        int r = sequence_start(l, d, "package names");
 
-        r = sequence_start(l, d, "package names");
-        if (r < 0)
-                return r;
-        while ((r = sequence_next(l, d, "a package name")) > 0) {
+        while (r >= 0 && (r = sequence_next(l, d, "a package name")) > 0) {
                 const char *s = (const char *) l->ev.data.scalar.value;
                 size_t n = l->ev.data.scalar.length;
                 char buf[48];

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cleanup.h"
 #include "supervisor/runner.h"
 
 int call_new(PolicySnapshot *policy, const char *code, size_t code_len, uint64_t code_chars, Source *const *sources,
@@ -61,15 +62,7 @@ int call_set_keep(Call *c, const ProtoRequest *req) {
         return 0;
 }
 
-Call *call_ref(Call *c) {
-        if (c)
-                c->n_ref++;
-        return c;
-}
-
-Call *call_unref(Call *c) {
-        if (!c || --c->n_ref > 0)
-                return NULL;
+static void call_free(Call *c) {
         sd_event_source_disable_unref(c->deadline);
         sd_event_source_disable_unref(c->heartbeat);
         /* The runner reads the call's policy: it goes first. */
@@ -81,5 +74,6 @@ Call *call_unref(Call *c) {
                 free(c->keep[i]);
         free(c->code);
         free(c);
-        return NULL;
 }
+
+DEFINE_TRIVIAL_REF_UNREF_FUNC(Call, call, call_free);

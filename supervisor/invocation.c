@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/cleanup.h"
+#include "common/list.h"
 #include "common/sha256.h"
 #include "common/util.h"
 
@@ -21,23 +23,16 @@ struct InvRegistry {
         Invocation *head;
 };
 
-Source *source_ref(Source *s) {
-        if (s)
-                s->n_ref++;
-        return s;
-}
-
-Source *source_unref(Source *s) {
-        if (!s || --s->n_ref > 0)
-                return NULL;
+static void source_free(Source *s) {
         free(s->text);
         free(s->original);
         free(s->media_type);
         free(s->file_name);
         free(s->origin);
         free(s);
-        return NULL;
 }
+
+DEFINE_TRIVIAL_REF_UNREF_FUNC(Source, source, source_free);
 
 int inv_registry_new(sd_event *e, const Policy *p, InvCloseFn on_close, void *userdata, InvRegistry **ret) {
         InvRegistry *reg = calloc(1, sizeof *reg);
@@ -114,10 +109,7 @@ int inv_open(InvRegistry *reg, Connection *conn, uid_t uid, bool anonymous, Invo
                         return k;
                 }
         }
-        inv->next = reg->head;
-        if (reg->head)
-                reg->head->prev = inv;
-        reg->head = inv;
+        LIST_PREPEND(prev, next, reg->head, inv);
         *ret = inv;
         return 0;
 }
@@ -127,12 +119,7 @@ void inv_close(Invocation *inv) {
 
         if (reg->on_close)
                 reg->on_close(inv, reg->userdata);
-        if (inv->prev)
-                inv->prev->next = inv->next;
-        else
-                reg->head = inv->next;
-        if (inv->next)
-                inv->next->prev = inv->prev;
+        LIST_REMOVE(prev, next, reg->head, inv);
         sd_event_source_disable_unref(inv->ttl);
         for (size_t i = 0; i < inv->n_sources; i++)
                 source_unref(inv->sources[i]);

@@ -5,7 +5,6 @@
 #include "supervisor/protocol.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,15 +26,9 @@ static const char *const allowed_fields[_PROTO_OP_MAX][9] = {
         [PROTO_OP_DESCRIBE] = { NULL },
 };
 
-static int fail(ProtoError *err, Outcome code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(ProtoError *err, Outcome code, const char *fmt, ...) {
-        va_list ap;
-        err->code = code;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        return -EINVAL;
-}
+/* The refusal's outcome and its message (printf-style, cut to fit) into *err; -EINVAL. */
+#define fail(err, outcome, ...)                                                                                        \
+        ((err)->code = (outcome), set_why((err)->message, sizeof((err)->message), __VA_ARGS__), -EINVAL)
 
 bool proto_source_id_valid(const char *s, size_t len) {
         if (len == 0 || len > PROTO_SOURCE_ID_MAX || s[0] == '.' || s[0] == '-')
@@ -114,10 +107,28 @@ static bool keep_name_valid(const char *s, size_t len) {
         return len > 0 && len <= PROTO_SOURCE_ID_MAX - strlen(PROTO_KEPT_PREFIX "1-") && proto_source_id_valid(s, len);
 }
 
+/* The strings of arr (an array whose size the caller bounded by out's) into out, in
+ * order: each one valid() (else "FIELD[i] is not WHAT"), none repeating an earlier one. */
+static int decode_names(const msgpack_object *arr, const char *field, bool (*valid)(const char *s, size_t len),
+                        const char *what, ProtoBytes *out, ProtoError *err) {
+        for (uint32_t i = 0; i < arr->via.array.size; i++) {
+                const msgpack_object *o = &arr->via.array.ptr[i];
+                if (o->type != MSGPACK_OBJECT_STR || !valid(o->via.str.ptr, o->via.str.size))
+                        return fail(err, OUTCOME_INVALID_INPUT, "%s[%u] is not %s", field, i, what);
+                for (uint32_t j = 0; j < i; j++)
+                        if (out[j].len == o->via.str.size && memcmp(out[j].ptr, o->via.str.ptr, o->via.str.size) == 0)
+                                return fail(err, OUTCOME_INVALID_INPUT, "%s[%u] repeats %s[%u]", field, i, field, j);
+                out[i] = (ProtoBytes){ o->via.str.ptr, o->via.str.size };
+        }
+        return 0;
+}
+
 /* keepOutputs: "all", or an array of at most PROTO_MAX_KEEP_OUTPUTS unique names; only
  * with an invocation, whose registry keeps them. */
 static int decode_keep(const msgpack_object *root, ProtoRequest *r, ProtoError *err) {
         const msgpack_object *keep = mp_map_get(root, "keepOutputs");
+        char what[128];
+        int k;
 
         if (!keep)
                 return 0;
@@ -135,20 +146,10 @@ static int decode_keep(const msgpack_object *root, ProtoRequest *r, ProtoError *
         if (keep->via.array.size > PROTO_MAX_KEEP_OUTPUTS)
                 return fail(err, OUTCOME_INVALID_INPUT, "keepOutputs has %u names, at most %d are allowed",
                             keep->via.array.size, PROTO_MAX_KEEP_OUTPUTS);
-        for (uint32_t i = 0; i < keep->via.array.size; i++) {
-                const msgpack_object *o = &keep->via.array.ptr[i];
-                if (o->type != MSGPACK_OBJECT_STR || !keep_name_valid(o->via.str.ptr, o->via.str.size))
-                        return fail(err, OUTCOME_INVALID_INPUT,
-                                    "keepOutputs[%u] is not a name that can be kept (1-%zu of A-Z a-z 0-9 _ - ., "
-                                    "not starting with . or -)",
-                                    i, PROTO_SOURCE_ID_MAX - strlen(PROTO_KEPT_PREFIX "1-"));
-                for (uint32_t j = 0; j < i; j++)
-                        if (r->keep[j].len == o->via.str.size &&
-                            memcmp(r->keep[j].ptr, o->via.str.ptr, o->via.str.size) == 0)
-                                return fail(err, OUTCOME_INVALID_INPUT, "keepOutputs[%u] repeats keepOutputs[%u]", i,
-                                            j);
-                r->keep[i] = (ProtoBytes){ o->via.str.ptr, o->via.str.size };
-        }
+        snprintf(what, sizeof what, "a name that can be kept (1-%zu of A-Z a-z 0-9 _ - ., not starting with . or -)",
+                 PROTO_SOURCE_ID_MAX - strlen(PROTO_KEPT_PREFIX "1-"));
+        if ((k = decode_names(keep, "keepOutputs", keep_name_valid, what, r->keep, err)) < 0)
+                return k;
         r->n_keep = keep->via.array.size;
         return 0;
 }
@@ -177,19 +178,10 @@ static int decode_execute(const msgpack_object *root, const Policy *p, ProtoRequ
         if (ids->via.array.size > PROTO_MAX_SOURCE_IDS)
                 return fail(err, OUTCOME_INVALID_INPUT, "%u source IDs, at most %d are allowed", ids->via.array.size,
                             PROTO_MAX_SOURCE_IDS);
-        for (uint32_t i = 0; i < ids->via.array.size; i++) {
-                const msgpack_object *o = &ids->via.array.ptr[i];
-                if (o->type != MSGPACK_OBJECT_STR || !proto_source_id_valid(o->via.str.ptr, o->via.str.size))
-                        return fail(err, OUTCOME_INVALID_INPUT,
-                                    "sourceIds[%u] is not a valid source ID (1-64 of A-Z a-z 0-9 _ - ., "
-                                    "not starting with . or -)",
-                                    i);
-                for (uint32_t j = 0; j < i; j++)
-                        if (r->source_ids[j].len == o->via.str.size &&
-                            memcmp(r->source_ids[j].ptr, o->via.str.ptr, o->via.str.size) == 0)
-                                return fail(err, OUTCOME_INVALID_INPUT, "sourceIds[%u] repeats sourceIds[%u]", i, j);
-                r->source_ids[i] = (ProtoBytes){ o->via.str.ptr, o->via.str.size };
-        }
+        if ((k = decode_names(ids, "sourceIds", proto_source_id_valid,
+                              "a valid source ID (1-64 of A-Z a-z 0-9 _ - ., not starting with . or -)", r->source_ids,
+                              err)) < 0)
+                return k;
         r->n_source_ids = ids->via.array.size;
         return decode_keep(root, r, err);
 }

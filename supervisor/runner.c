@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,15 +198,8 @@ static int on_channel(sd_event_source *s, int fd, uint32_t revents, void *userda
         return 0;
 }
 
-static void set_detail(RunnerResult *res, Outcome o, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_detail(RunnerResult *res, Outcome o, const char *fmt, ...) {
-        va_list ap;
-
-        res->outcome = o;
-        va_start(ap, fmt);
-        vsnprintf(res->detail, sizeof res->detail, fmt, ap);
-        va_end(ap);
-}
+/* The outcome and its detail (printf-style, cut to fit) into *res. */
+#define set_detail(res, o, ...) ((res)->outcome = (o), set_why((res)->detail, sizeof((res)->detail), __VA_ARGS__))
 
 /* Killed from outside: the reason is the outcome, whatever the worker did. */
 static bool classify_kill(const Runner *r, RunnerResult *res) {

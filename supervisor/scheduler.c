@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -66,13 +67,7 @@ struct Scheduler {
 };
 
 static void list_remove(Call **head, Call *c) {
-        if (c->q_prev)
-                c->q_prev->q_next = c->q_next;
-        else if (*head == c)
-                *head = c->q_next;
-        if (c->q_next)
-                c->q_next->q_prev = c->q_prev;
-        c->q_prev = c->q_next = NULL;
+        LIST_REMOVE(q_prev, q_next, *head, c);
 }
 
 static void list_append(Call **head, Call *c) {

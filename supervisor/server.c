@@ -18,6 +18,7 @@
 
 #include "common/cleanup.h"
 #include "common/landlock.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "common/mp.h"
 #include "common/proc.h"
@@ -287,12 +288,7 @@ static void conn_free(Connection *c) {
         c->closing = true;
         conn_cancel_calls(c, NULL);
         inv_close_connection(s->invocations, c);
-        if (c->prev)
-                c->prev->next = c->next;
-        else if (s->conns == c)
-                s->conns = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        LIST_REMOVE(prev, next, s->conns, c);
         s->n_conns--;
         sd_event_source_disable_unref(c->idle_timer);
         sd_event_source_disable_unref(c->source);
@@ -409,10 +405,7 @@ static int on_accept(sd_event_source *src, int fd, uint32_t revents, void *userd
                         continue;
                 }
                 c->fd = TAKE_FD(cfd);
-                c->next = s->conns;
-                if (s->conns)
-                        s->conns->prev = c;
-                s->conns = c;
+                LIST_PREPEND(prev, next, s->conns, c);
                 s->n_conns++;
 
                 /* The new connection counts itself, among all and among its peer's. When

@@ -13,6 +13,7 @@
 
 #include "common/cleanup.h"
 #include "common/landlock.h"
+#include "common/list.h"
 #include "common/log.h"
 #include "common/mp.h"
 #include "common/sha256.h"
@@ -22,20 +23,11 @@
 /* ---- calls ---- */
 
 static void conn_call_add(Connection *c, Call *call) {
-        call->c_next = c->calls;
-        if (c->calls)
-                c->calls->c_prev = call;
-        c->calls = call;
+        LIST_PREPEND(c_prev, c_next, c->calls, call);
 }
 
 static void conn_call_remove(Connection *c, Call *call) {
-        if (call->c_prev)
-                call->c_prev->c_next = call->c_next;
-        else if (c->calls == call)
-                c->calls = call->c_next;
-        if (call->c_next)
-                call->c_next->c_prev = call->c_prev;
-        call->c_prev = call->c_next = NULL;
+        LIST_REMOVE(c_prev, c_next, c->calls, call);
 }
 
 /* Metadata only: never code, output, source IDs, paths or exception text. Sizes come

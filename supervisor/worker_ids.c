@@ -88,29 +88,29 @@ static int check_mapped(const char *path, uint32_t base, uint32_t count, char *w
         return -ERANGE;
 }
 
+/* -EEXIST, and why says so, if id (a user's uid or a group's gid) is inside the block. */
+static int id_taken(const char *kind, const char *name, const char *id_kind, uint32_t id, uint32_t base, uint32_t count,
+                    char *why, size_t why_len) {
+        if (!in_block(id, base, count))
+                return 0;
+        set_why(why, why_len, "%s %s has %s %u, inside the block", kind, name, id_kind, (unsigned) id);
+        return -EEXIST;
+}
+
 int worker_ids_check(uint32_t base, uint32_t count, const char *subuid, const char *subgid, char *why, size_t why_len) {
         struct passwd *pw;
         struct group *gr;
         int k = 0;
 
         why[0] = 0;
+        /* The users, then (if none is inside) the groups. */
         setpwent();
         while (k == 0 && (pw = getpwent()))
-                if (in_block(pw->pw_uid, base, count)) {
-                        set_why(why, why_len, "user %s has uid %u, inside the block", pw->pw_name,
-                                (unsigned) pw->pw_uid);
-                        k = -EEXIST;
-                }
+                k = id_taken("user", pw->pw_name, "uid", pw->pw_uid, base, count, why, why_len);
         endpwent();
-        if (k < 0)
-                return k;
         setgrent();
         while (k == 0 && (gr = getgrent()))
-                if (in_block(gr->gr_gid, base, count)) {
-                        set_why(why, why_len, "group %s has gid %u, inside the block", gr->gr_name,
-                                (unsigned) gr->gr_gid);
-                        k = -EEXIST;
-                }
+                k = id_taken("group", gr->gr_name, "gid", gr->gr_gid, base, count, why, why_len);
         endgrent();
         if (k < 0)
                 return k;

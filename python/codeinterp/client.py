@@ -11,7 +11,7 @@ import select
 import socket
 from typing import Any, Callable, Deque, Dict, Iterable, Literal, Mapping, Optional, Sequence, Union
 
-from .connection import Connection, default_socket
+from .connection import Closing, Connection, default_socket
 from .errors import (CodeinterpError, ConnectionLost, ProtocolError, error_from_message, transport_error,
                      transport_errors)
 from .records import Hello, InvocationInfo, Progress, Result, Source, Status, from_wire
@@ -85,7 +85,7 @@ def execute_answer(m: Any) -> Union[Progress, Result]:
     raise ProtocolError("unexpected %r message for an execute" % (kind,))
 
 
-class Client:
+class Client(Closing):
     """A blocking connection to ``codeinterpd``.
 
     ``socket_path`` None means ``$CODEINTERP_SOCKET``, else
@@ -112,12 +112,6 @@ class Client:
     def close(self) -> None:
         """Close the connection: the supervisor cancels its calls and invocations."""
         self.connection.close()
-
-    def __enter__(self) -> "Client":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- plumbing --
 

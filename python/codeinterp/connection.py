@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 import msgpack  # type: ignore[import]  # (Debian's python3-msgpack has no type hints)
 
@@ -49,7 +49,23 @@ def decode_body(body: bytes) -> Any:
         raise ProtocolError("the supervisor sent a frame that is not one msgpack object: %s" % e) from e
 
 
-class Connection:
+_Closes = TypeVar("_Closes", bound="Closing")
+
+
+class Closing:
+    """A context manager that calls ``close()`` on the way out: ``with X(...) as x:``."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Closes) -> _Closes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Connection(Closing):
     """One blocking connection to the supervisor, speaking frames and nothing more:
     no request ids, no waiting for answers (:class:`codeinterp.Client` does that).
     Meant for tools and tests that need the wire itself (``send_raw``).
@@ -88,12 +104,6 @@ class Connection:
     def close(self) -> None:
         """Close the socket; the supervisor cancels this connection's calls."""
         self.sock.close()
-
-    def __enter__(self) -> "Connection":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def send_raw(self, data: bytes) -> None:
         """Send bytes as they are (no framing). MSG_NOSIGNAL: a supervisor that has

@@ -80,11 +80,15 @@ def test_pandas_northstar(dsup):
 
 @needs_stack
 def test_matplotlib_png(dsup):
-    r = run(dsup, "import matplotlib\nimport matplotlib.pyplot as plt\n"
-                  "fig, ax = plt.subplots()\nax.plot([1, 2, 3], [1, 4, 9])\n"
-                  "fig.savefig('/tmp/plot.png')\n"
-                  "data = open('/tmp/plot.png', 'rb').read()\n"
-                  "(matplotlib.get_backend(), data[:8], len(data) > 1000)\n")
+    r = run(dsup, """\
+import matplotlib
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots()
+ax.plot([1, 2, 3], [1, 4, 9])
+fig.savefig('/tmp/plot.png')
+data = open('/tmp/plot.png', 'rb').read()
+(matplotlib.get_backend(), data[:8], len(data) > 1000)
+""")
     assert value(r) == "('agg', b'\\x89PNG\\r\\n\\x1a\\n', True)"
     assert r["stderr"]["text"] == "", r["stderr"]
 
@@ -251,15 +255,17 @@ def test_single_threaded_after_matmul(dsup):
 
 @needs_stack
 def test_package_directories_are_read_only(dsup):
-    r = run(dsup, "import errno, os, numpy, matplotlib\n"
-                  "out = []\n"
-                  "for d in (os.path.dirname(numpy.__file__), matplotlib.get_data_path()):\n"
-                  "    try:\n"
-                  "        open(os.path.join(d, 'evil.py'), 'w')\n"
-                  "        out.append('written')\n"
-                  "    except OSError as e:\n"
-                  "        out.append(errno.errorcode[e.errno])\n"
-                  "out\n")
+    r = run(dsup, """\
+import errno, os, numpy, matplotlib
+out = []
+for d in (os.path.dirname(numpy.__file__), matplotlib.get_data_path()):
+    try:
+        open(os.path.join(d, 'evil.py'), 'w')
+        out.append('written')
+    except OSError as e:
+        out.append(errno.errorcode[e.errno])
+out
+""")
     assert value(r) == "['EROFS', 'EROFS']"
 
 

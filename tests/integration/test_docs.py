@@ -275,7 +275,7 @@ def client_options_in_code():
     tables = sum(len(re.findall(r"struct option \w+\[\]", read(p))) for p in glob.glob(os.path.join(ROOT, "client/*.c")))
     assert tables == len(CLIENT_PARSERS), "a struct option table this test does not know: add it to CLIENT_PARSERS"
     # status takes one flag, matched by hand in main.
-    status = re.search(r"\} hows\[\] = \{(.*?)\};", read("client/codeinterp.c"), re.S)
+    status = re.search(r"NameValue hows\[\] = \{(.*?)\};", read("client/codeinterp.c"), re.S)
     assert status, "client/codeinterp.c: status's flags (hows[]) not found"
     out["status"] = set(re.findall(r'\{ "--([a-z-]+)",', status.group(1)))
     return out

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from testlib import DAEMON, NORTHSTAR, WAIT_LIMIT, WORKER_START, Conn, Supervisor, ask, proc, require_sandbox, status, terminate
+from testlib import DAEMON, NORTHSTAR, WAIT_LIMIT, WORKER_START, Conn, Supervisor, ask, proc, require_sandbox, status, stops_cleanly, terminate
 from testlib.waits import sleep_past, start_held, wait_call, wait_for
 
 pytestmark = pytest.mark.asan
@@ -147,8 +147,7 @@ def test_watchdog_pings_at_half_the_interval_and_stop_with_the_loop():
     """WATCHDOG_USEC 0.4 s: WATCHDOG=1 from the loop, never more often than a quarter of
     it (sd-event pings between a quarter and a half), none while the loop is stopped,
     and again once it runs."""
-    m = Managed(watchdog_usec=400000)
-    try:
+    with stops_cleanly(Managed(watchdog_usec=400000)) as m:
         m.wait_for("READY=1")
         pings = []
         while len(pings) < 8:
@@ -169,17 +168,12 @@ def test_watchdog_pings_at_half_the_interval_and_stop_with_the_loop():
         c = Conn(m.socket)
         assert c.execute(NORTHSTAR)["result"]["text"] == "8.25"
         c.close()
-    finally:
-        assert m.stop() == 0
 
 
 def test_no_watchdog_unless_systemd_asks():
-    m = Managed()
-    try:
+    with stops_cleanly(Managed()) as m:
         m.wait_for("READY=1")
         assert count(m.messages(1.0), "WATCHDOG=1") == 0
-    finally:
-        assert m.stop() == 0
 
 
 # ---- reload ----
@@ -200,8 +194,7 @@ def test_reload_changes_new_calls_and_keeps_running_and_queued_ones():
     """A call running and one queued at the reload keep the old deadline and CPU limit;
     new calls get the new ones. The running call holds until the queued one is past the
     new deadline, then each does 1.5 s of CPU: over the new cpuSeconds, within the old."""
-    s = Supervisor("timeoutMs: 120000\ncpuSeconds: 10\nmaxCalls: 10\nmaxActiveWorkers: 1\n")
-    try:
+    with stops_cleanly(Supervisor("timeoutMs: 120000\ncpuSeconds: 10\nmaxCalls: 10\nmaxActiveWorkers: 1\n")) as s:
         old = hello(s.socket)
         assert old["limits"]["timeoutMs"] == 120000 and old["limits"]["cpuSeconds"] == 10
         running, queued = s.connect(), s.connect()
@@ -247,13 +240,10 @@ def test_reload_changes_new_calls_and_keeps_running_and_queued_ones():
         assert c.execute("print(2)", invocation=inv["invocation"])["outcome"] == "ok"
         r = c.execute("print(3)", invocation=inv["invocation"])
         assert r.get("code") == "quota_exhausted" or r.get("outcome") == "quota_exhausted", r
-    finally:
-        assert s.stop() == 0
 
 
 def test_reload_with_an_invalid_file_keeps_the_old_policy():
-    s = Supervisor("timeoutMs: 20000\n")
-    try:
+    with stops_cleanly(Supervisor("timeoutMs: 20000\n")) as s:
         before = hello(s.socket)["policy"]["sha256"]
         write_policy(s.policy_path, "timeoutMs: 20000\nmaxCalls: banana\n")
         s.proc.send_signal(signal.SIGHUP)
@@ -265,13 +255,10 @@ def test_reload_with_an_invalid_file_keeps_the_old_policy():
         c = s.connect()
         r = c.execute(NORTHSTAR)
         assert r["outcome"] == "ok" and r["evidence"]["policy"]["sha256"] == before
-    finally:
-        assert s.stop() == 0
 
 
 def test_reload_tells_systemd_reloading_then_ready():
-    m = Managed("timeoutMs: 20000\n")
-    try:
+    with stops_cleanly(Managed("timeoutMs: 20000\n")) as m:
         m.wait_for("READY=1")
         wait_for(lambda: os.path.exists(m.socket), "the socket")
         before = hello(m.socket)["policy"]["sha256"]
@@ -282,15 +269,12 @@ def test_reload_tells_systemd_reloading_then_ready():
         assert "RELOADING=1" in text and re.search(r"MONOTONIC_USEC=\d+", text), seen
         assert text.index("RELOADING=1") < text.rindex("READY=1")
         assert hello(m.socket)["policy"]["sha256"] != before
-    finally:
-        assert m.stop() == 0
 
 
 # ---- idle exit ----
 
 def test_idle_exit_under_socket_activation():
-    m = Managed("idleExitSeconds: 1\n", activated=True)
-    try:
+    with stops_cleanly(Managed("idleExitSeconds: 1\n", activated=True)) as m:
         m.wait_for("READY=1")
         # An open connection is use: no exit while it stays, even with nothing running
         # (checked over two seconds: a slow machine can only make that pass vacuously).
@@ -316,18 +300,13 @@ def test_idle_exit_under_socket_activation():
         assert waiting.wait(rid)["type"] == "reply"
         assert waiting.execute(NORTHSTAR)["result"]["text"] == "8.25"
         waiting.close()
-    finally:
-        assert m.stop() == 0
 
 
 def test_no_idle_exit_with_its_own_socket():
-    m = Managed("idleExitSeconds: 1\n")
-    try:
+    with stops_cleanly(Managed("idleExitSeconds: 1\n")) as m:
         m.wait_for("READY=1")
         time.sleep(2.5)
         assert m.proc.poll() is None, m.read_log()
-    finally:
-        assert m.stop() == 0
 
 
 # ---- journal fields ----
@@ -541,8 +520,7 @@ def parse_openmetrics(text):
 
 
 def test_status_counts_outcomes_and_histograms(tmp_path):
-    s = Supervisor("timeoutMs: 3000\nmaxQueuedCalls: 0\nmaxActiveWorkers: 1\n")
-    try:
+    with stops_cleanly(Supervisor("timeoutMs: 3000\nmaxQueuedCalls: 0\nmaxActiveWorkers: 1\n")) as s:
         c = s.connect()
         results = [c.execute("print(1)"), c.execute("print(2)"), c.execute("1/0"), c.execute("while True: pass")]
         assert [r["outcome"] for r in results[:3]] == ["ok", "ok", "python_exception"], results
@@ -600,8 +578,6 @@ def test_status_counts_outcomes_and_histograms(tmp_path):
             assert abs(sm - st[key]["sumMs"] / 1000) < 0.001
         assert fams["codeinterp_worker_start_failures"]["samples"] == [
             ("codeinterp_worker_start_failures_total", {}, 0.0)]
-    finally:
-        assert s.stop() == 0
 
 
 def test_openmetrics_parser_refuses_what_the_format_forbids():

@@ -237,6 +237,40 @@ def _strings_in(value):
             yield from _strings_in(v)
 
 
+# The calls' programs (str.format templates): each marker is named by _rev(), reversed,
+# so that the code itself does not contain it.
+OK_CODE = """\
+# {comment}
+import sys, time
+literal = {literal}
+sid = {sid}
+aid = {aid}
+src_path = input_files[sid]
+assert src_path == '/inputs/' + sid + '.txt', src_path
+src_text = open(src_path, encoding='utf-8').read()
+att = open('/inputs/' + aid + '.original', 'rb').read()
+assert src_text == {src_text}
+assert att == {att_orig}.encode()
+assert input_assets[aid]['original'] == '/inputs/' + aid + '.original'
+assert open(input_assets[aid]['text'], encoding='utf-8').read() == {att_text}
+tmp = '/tmp/' + {tmp}
+open(tmp, 'w').write(src_text)
+for i in range(3):
+    print({stdout}, i, flush=True)
+    sys.stderr.write({stderr} + '\\n'); sys.stderr.flush()
+    time.sleep(0.15)
+{result} + ' ' + tmp"""
+
+EXC_CODE = """\
+# {comment}
+import time
+class {exc_type}(Exception):
+    pass
+print({stdout}, flush=True)
+time.sleep(0.3)
+raise {exc_type}({exc_msg})"""
+
+
 def test_progress_and_log_carry_no_user_content(make_supervisor):
     core, full = _canaries()
     sup = make_supervisor("heartbeatMs: 50\ntimeoutMs: 30000\n")
@@ -258,37 +292,13 @@ def test_progress_and_log_carry_no_user_content(make_supervisor):
              original=full["AttOrig"].encode(), mediaType="text/" + core["MediaType"], fileName=full["FileName"])
     assert r["type"] == "reply", r
 
-    ok_code = "\n".join([
-        "# " + full["Comment"],
-        "import sys, time",
-        "literal = %r" % full["Literal"],
-        "sid = %s" % _rev(core["SrcId"]),
-        "aid = %s" % _rev(core["AttId"]),
-        "src_path = input_files[sid]",
-        "assert src_path == '/inputs/' + sid + '.txt', src_path",
-        "src_text = open(src_path, encoding='utf-8').read()",
-        "att = open('/inputs/' + aid + '.original', 'rb').read()",
-        "assert src_text == %s" % _rev(full["SrcText"]),
-        "assert att == %s.encode()" % _rev(full["AttOrig"]),
-        "assert input_assets[aid]['original'] == '/inputs/' + aid + '.original'",
-        "assert open(input_assets[aid]['text'], encoding='utf-8').read() == %s" % _rev(full["AttText"]),
-        "tmp = '/tmp/' + %s" % _rev(core["TmpPath"]),
-        "open(tmp, 'w').write(src_text)",
-        "for i in range(3):",
-        "    print(%s, i, flush=True)" % _rev(full["Stdout"]),
-        "    sys.stderr.write(%s + '\\n'); sys.stderr.flush()" % _rev(full["Stderr"]),
-        "    time.sleep(0.15)",
-        "%s + ' ' + tmp" % _rev(full["Result"]),
-    ])
-    exc_code = "\n".join([
-        "# " + full["Comment"],
-        "import time",
-        "class %s(Exception):" % core["ExcType"],
-        "    pass",
-        "print(%s, flush=True)" % _rev(full["StdoutExc"]),
-        "time.sleep(0.3)",
-        "raise %s(%s)" % (core["ExcType"], _rev(full["ExcMsg"])),
-    ])
+    ok_code = OK_CODE.format(
+        comment=full["Comment"], literal=repr(full["Literal"]), sid=_rev(core["SrcId"]), aid=_rev(core["AttId"]),
+        src_text=_rev(full["SrcText"]), att_orig=_rev(full["AttOrig"]), att_text=_rev(full["AttText"]),
+        tmp=_rev(core["TmpPath"]), stdout=_rev(full["Stdout"]), stderr=_rev(full["Stderr"]),
+        result=_rev(full["Result"]))
+    exc_code = EXC_CODE.format(comment=full["Comment"], exc_type=core["ExcType"], stdout=_rev(full["StdoutExc"]),
+                               exc_msg=_rev(full["ExcMsg"]))
     partial_code = "\n".join([
         "import time",
         "print(%s, flush=True)" % _rev(full["Partial"]),

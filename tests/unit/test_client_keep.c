@@ -4,11 +4,7 @@
  * supervisor's proto_decode_request(), and a result packed by proto_pack_result() read
  * by ci_kept_*() and rendered by ci_render_model_text(). And a connection the
  * supervisor closed while it was idle: the next request goes over a new one. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "proto_result.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -35,7 +31,8 @@ static int setup(void **state) {
         return 0;
 }
 
-/* A listening socket at a fresh path, a client connected to it, the accepted end. */
+/* A listening socket at a fresh path, a client connected to it, the accepted end (the
+ * listener stays, for a client that connects again). */
 typedef struct Pair {
         char dir[64], path[96];
         int listen_fd, peer_fd;
@@ -158,36 +155,12 @@ static void test_execute_keep_encodes(void **state) {
         pair_close(&p);
 }
 
-static void pack(ProtoResult *r, MpWriter *w, msgpack_unpacked *u) {
-        mp_writer_init(w, 0);
-        assert_int_equal(proto_pack_result(w, r, 1 << 20), 0);
-        msgpack_unpacked_init(u);
-        assert_int_equal(msgpack_unpack_next(u, w->sb.data, w->sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
-}
-
 static void test_kept_read_and_rendered(void **state) {
         static const char sha[] = "5d0e0000000000000000000000000000000000000000000000000000000000ff";
-        ProtoKept kept[] = {
-                { .name = "summary.csv",
-                  .refused = PROTO_KEEP_KEPT,
-                  .source_id = "out-2-summary.csv",
-                  .bytes = 33,
-                  .sha256 = sha },
-                { .name = "plot.png", .refused = PROTO_KEEP_MAX_SOURCE_BYTES },
-        };
+        ProtoKept kept[] = PROTO_KEPT_ONE_REFUSED_ONE("summary.csv", "out-2-summary.csv", 33, sha, "plot.png");
         FitText out = {}, errt = {};
         ProtoResult r = {
-                .request_id = 1,
-                .call_id = 1,
-                .outcome = OUTCOME_OK,
-                .out = &out,
-                .err = &errt,
-                .code_sha256 = "c",
-                .policy = &policy,
-                .worker_start = "zygote",
-                .has_kept = true,
-                .kept = kept,
-                .n_kept = 2,
+                PROTO_RESULT_OK, .out = &out, .err = &errt, .has_kept = true, .kept = kept, .n_kept = 2,
         };
         msgpack_unpacked u;
         MpWriter w;
@@ -195,7 +168,7 @@ static void test_kept_read_and_rendered(void **state) {
         char *text;
         (void) state;
 
-        pack(&r, &w, &u);
+        pack_result(&r, 1 << 20, &w, &u);
         assert_true(ci_kept_present(&u.data));
         assert_int_equal(ci_kept_count(&u.data), 2);
         assert_int_equal(ci_kept_get(&u.data, 0, &k), 0);
@@ -217,30 +190,27 @@ static void test_kept_read_and_rendered(void **state) {
                                      "000000000000000000000000000000ff\n"
                                      "plot.png: not kept (max_source_bytes)\n"));
         free(text);
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
+        packed_done(&w, &u);
 
         /* A malformed digest is refused by the reader. */
         kept[0].sha256 = "5D0E";
-        pack(&r, &w, &u);
+        pack_result(&r, 1 << 20, &w, &u);
         assert_int_equal(ci_kept_get(&u.data, 0, &k), -EBADMSG);
         assert_int_equal(ci_render_model_text(&u.data, &text), 0);
         assert_non_null(strstr(text, "summary.csv: out-2-summary.csv, 33 bytes, sha256 ?\n"));
         free(text);
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
+        packed_done(&w, &u);
 
         /* Not asked for: nil, no section. */
         r.has_kept = false;
-        pack(&r, &w, &u);
+        pack_result(&r, 1 << 20, &w, &u);
         assert_false(ci_kept_present(&u.data));
         assert_int_equal(ci_kept_count(&u.data), 0);
         assert_int_equal(ci_kept_get(&u.data, 0, &k), -ENOENT);
         assert_int_equal(ci_render_model_text(&u.data, &text), 0);
         assert_null(strstr(text, "kept outputs"));
         free(text);
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
+        packed_done(&w, &u);
 }
 
 /* The supervisor's parting frame: an error without an id, "closing": true (closing false:
@@ -327,11 +297,5 @@ static void test_a_connection_closed_idle_is_replaced(void **state) {
         pair_close(&p);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_a_connection_closed_idle_is_replaced),
-                cmocka_unit_test(test_execute_keep_encodes),
-                cmocka_unit_test(test_kept_read_and_rendered),
-        };
-        return cmocka_run_group_tests(tests, setup, NULL);
-}
+UNIT_MAIN(setup, NULL, TEST(test_a_connection_closed_idle_is_replaced), TEST(test_execute_keep_encodes),
+          TEST(test_kept_read_and_rendered));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cleanup.h"
 #include "contract/fit.h"
 
 #define T_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -190,6 +191,19 @@ static void assert_fit_equal(const FitText *a, const FitText *b) {
         assert_int_equal(a->omitted_at, b->omitted_at);
 }
 
+/* What t keeps: chars code points in bytes bytes. */
+static void assert_kept(const FitText *t, uint64_t chars, size_t bytes) {
+        assert_int_equal(t->text_chars, chars);
+        assert_int_equal(t->text_bytes, bytes);
+}
+
+/* What t omits: chars code points of bytes bytes, cut at character at of the text. */
+static void assert_omitted(const FitText *t, uint64_t chars, uint64_t bytes, uint64_t at) {
+        assert_int_equal(t->omitted_chars, chars);
+        assert_int_equal(t->omitted_bytes, bytes);
+        assert_int_equal(t->omitted_at, at);
+}
+
 static char *repeat(const char *unit, size_t times, const char *suffix, size_t *ret_len) {
         size_t u = strlen(unit), sl = strlen(suffix);
         char *s = malloc(u * times + sl + 1);
@@ -211,13 +225,10 @@ static void check_ascii(const char *in, uint64_t ceiling, const char *text, uint
         FitText t = fit_one(in, strlen(in), ceiling);
 
         assert_string_equal(t.text, text);
-        assert_int_equal(t.text_bytes, strlen(text));
-        assert_int_equal(t.text_chars, strlen(text));
+        assert_kept(&t, strlen(text), strlen(text));
         assert_int_equal(t.total_chars, strlen(in));
         assert_int_equal(t.total_bytes, strlen(in));
-        assert_int_equal(t.omitted_chars, strlen(in) - strlen(text));
-        assert_int_equal(t.omitted_bytes, strlen(in) - strlen(text));
-        assert_int_equal(t.omitted_at, omitted_at);
+        assert_omitted(&t, strlen(in) - strlen(text), strlen(in) - strlen(text), omitted_at);
         assert_int_equal(t.replaced, 0);
         fit_text_done(&t);
 }
@@ -251,13 +262,10 @@ static void test_fit_ceiling_zero(void **state) {
         FitText t = fit_one("abc\xc3\xa9", 5, 0);
 
         assert_string_equal(t.text, "");
-        assert_int_equal(t.text_bytes, 0);
-        assert_int_equal(t.text_chars, 0);
+        assert_kept(&t, 0, 0);
         assert_int_equal(t.total_chars, 4);
         assert_int_equal(t.total_bytes, 5);
-        assert_int_equal(t.omitted_chars, 4);
-        assert_int_equal(t.omitted_bytes, 5);
-        assert_int_equal(t.omitted_at, 0);
+        assert_omitted(&t, 4, 5, 0);
         fit_text_done(&t);
 
         check_ascii("", 0, "", 0);
@@ -281,52 +289,38 @@ static void test_fit_small_ceilings(void **state) {
 
 static void test_fit_multibyte_e_acute(void **state) {
         size_t len;
-        char *in = repeat("\xc3\xa9", 70000, "\n", &len);
-        FitText t = fit_one(in, len, 64000);
+        _cleanup_free_ char *in = repeat("\xc3\xa9", 70000, "\n", &len);
+        _cleanup_(fit_text_done) FitText t = fit_one(in, len, 64000);
 
         assert_int_equal(t.total_chars, 70001);
         assert_int_equal(t.total_bytes, 140001);
-        assert_int_equal(t.text_chars, 64000);
-        assert_int_equal(t.omitted_chars, 6001);
-        assert_int_equal(t.omitted_bytes, 12002); /* head 48000 é, tail 15999 é + '\n' */
-        assert_int_equal(t.text_bytes, 48000 * 2 + 15999 * 2 + 1);
-        assert_int_equal(t.omitted_at, 48000);
+        assert_kept(&t, 64000, 48000 * 2 + 15999 * 2 + 1);
+        assert_omitted(&t, 6001, 12002, 48000); /* head 48000 é, tail 15999 é + '\n' */
         assert_int_equal(t.replaced, 0);
         assert_int_equal(t.text[t.text_bytes - 1], '\n');
 
         /* Odd chunking splits é across feeds. */
-        FitText b = fit_split(in, len, 12345, 64000);
+        _cleanup_(fit_text_done) FitText b = fit_split(in, len, 12345, 64000);
         assert_fit_equal(&t, &b);
-        fit_text_done(&b);
-
-        fit_text_done(&t);
-        free(in);
 }
 
 static void test_fit_four_byte_tail(void **state) {
         /* U+1F600 x 10 with ceiling 4: head 3, tail 1; omitted 6 x 4 bytes. */
         size_t len;
-        char *in = repeat("\xf0\x9f\x98\x80", 10, "", &len);
-        FitText t = fit_one(in, len, 4);
+        _cleanup_free_ char *in = repeat("\xf0\x9f\x98\x80", 10, "", &len);
+        _cleanup_(fit_text_done) FitText t = fit_one(in, len, 4);
 
-        assert_int_equal(t.text_chars, 4);
-        assert_int_equal(t.text_bytes, 16);
-        assert_int_equal(t.omitted_chars, 6);
-        assert_int_equal(t.omitted_bytes, 24);
-        assert_int_equal(t.omitted_at, 3);
+        assert_kept(&t, 4, 16);
+        assert_omitted(&t, 6, 24, 3);
 
-        FitText b = fit_bytewise(in, len, 4);
+        _cleanup_(fit_text_done) FitText b = fit_bytewise(in, len, 4);
         assert_fit_equal(&t, &b);
-        fit_text_done(&b);
-        fit_text_done(&t);
-        free(in);
 }
 
 static void test_fit_nul_bytes(void **state) {
         FitText t = fit_one("a\0b\0", 4, 10);
 
-        assert_int_equal(t.text_bytes, 4);
-        assert_int_equal(t.text_chars, 4);
+        assert_kept(&t, 4, 4);
         assert_memory_equal(t.text, "a\0b\0", 5);
         assert_int_equal(t.replaced, 0);
         fit_text_done(&t);
@@ -505,9 +499,7 @@ static void test_fit_stream_progress(void **state) {
         assert_int_equal(fit_stream_bytes(s), 7);
         assert_int_equal(fit_stream_finish(s, &t), 0);
         assert_string_equal(t.text, "\xc3\xa9\xc3\xa9");
-        assert_int_equal(t.omitted_chars, 3);
-        assert_int_equal(t.omitted_bytes, 3);
-        assert_int_equal(t.omitted_at, 2);
+        assert_omitted(&t, 3, 3, 2);
         fit_text_done(&t);
         fit_stream_free(s);
 }
@@ -519,9 +511,9 @@ static void test_fit_large_stream(void **state) {
         enum { REPS = 200000, COPIES = 200 };
         const size_t ul = sizeof(unit) - 1;
         size_t len;
-        char *buf = repeat(unit, COPIES, "", &len);
+        _cleanup_free_ char *buf = repeat(unit, COPIES, "", &len);
         FitStream *s = NULL;
-        FitText t = {};
+        _cleanup_(fit_text_done) FitText t = {};
 
         assert_int_equal(ul, 17);
         assert_int_equal(fit_stream_new(1000, &s), 0);
@@ -541,14 +533,10 @@ static void test_fit_large_stream(void **state) {
         assert_int_equal(t.omitted_chars, 11ULL * REPS - 1000);
         assert_int_equal(t.omitted_at, 750);
 
-        FitText ref = fit_one(buf, len, 1000);
+        _cleanup_(fit_text_done) FitText ref = fit_one(buf, len, 1000);
         assert_int_equal(ref.text_bytes, t.text_bytes);
         assert_memory_equal(ref.text, t.text, t.text_bytes);
         assert_int_equal(t.omitted_bytes - ref.omitted_bytes, 19ULL * (REPS - COPIES));
-
-        fit_text_done(&ref);
-        fit_text_done(&t);
-        free(buf);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -556,8 +544,8 @@ static void test_fit_large_stream(void **state) {
 
 static void test_fit_shrink_basic(void **state) {
         size_t len;
-        char *in = repeat("\xc3\xa9", 1000, "", &len);
-        FitText t = fit_one(in, len, 400); /* head 300 é, tail 100 é */
+        _cleanup_free_ char *in = repeat("\xc3\xa9", 1000, "", &len);
+        _cleanup_(fit_text_done) FitText t = fit_one(in, len, 400); /* head 300 é, tail 100 é */
 
         assert_int_equal(t.text_bytes, 800);
         assert_int_equal(fit_text_shrink(&t, 800), 0); /* already fits */
@@ -568,21 +556,14 @@ static void test_fit_shrink_basic(void **state) {
         assert_true(t.text_bytes <= 401);
         /* 301 / 100 byte shares, rounded down to whole é: 150 + 50 characters. */
         assert_int_equal(t.text_chars, 200);
-        assert_int_equal(t.omitted_at, 150);
-        assert_int_equal(t.omitted_chars, 800);
-        assert_int_equal(t.omitted_bytes, 1600);
+        assert_omitted(&t, 800, 1600, 150);
         assert_int_equal(t.total_chars, 1000);
 
         assert_int_equal(fit_text_shrink(&t, 0), 0);
         assert_invariants(&t);
         assert_int_equal(t.text_bytes, 0);
         assert_string_equal(t.text, "");
-        assert_int_equal(t.omitted_chars, 1000);
-        assert_int_equal(t.omitted_bytes, 2000);
-        assert_int_equal(t.omitted_at, 0);
-
-        fit_text_done(&t);
-        free(in);
+        assert_omitted(&t, 1000, 2000, 0);
 }
 
 static void test_fit_shrink_nothing_omitted(void **state) {
@@ -773,8 +754,7 @@ static void test_fit_random(void **state) {
                 assert_int_equal(t.total_chars, d.n);
                 assert_int_equal(t.total_bytes, d.bytes);
                 assert_int_equal(t.replaced, d.replaced);
-                assert_int_equal(t.text_chars, h + tl);
-                assert_int_equal(t.text_bytes, el);
+                assert_kept(&t, h + tl, el);
                 assert_memory_equal(t.text, expect, el);
                 assert_int_equal(t.omitted_chars, d.n - h - tl);
                 assert_int_equal(t.omitted_at, d.n - h - tl > 0 ? h : h + tl);

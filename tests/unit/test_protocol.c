@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Request decoding and validation (supervisor/protocol.c) and the msgpack
  * pre-validator (common/mp.c), on hand-built frames. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "proto_result.h"
 
 #include <errno.h>
 #include <regex.h>
@@ -64,6 +60,11 @@ static int decode(const msgpack_sbuffer *sb, ProtoRequest *req, ProtoError *err)
         return proto_decode_request(sb->data, sb->size, &policy, req, err);
 }
 
+static void decoded_done(ProtoRequest *req, msgpack_sbuffer *sb) {
+        proto_request_done(req);
+        msgpack_sbuffer_destroy(sb);
+}
+
 static const char *const no_ids[] = { NULL };
 
 static void expect_invalid(msgpack_sbuffer *sb, const char *needle) {
@@ -91,8 +92,7 @@ static void test_execute_ok(void **state) {
         assert_int_equal(req.n_source_ids, 2);
         assert_memory_equal(req.source_ids[1].ptr, "a.b-c_1", 7);
         assert_int_equal(req.invocation.len, 32);
-        proto_request_done(&req);
-        msgpack_sbuffer_destroy(&sb);
+        decoded_done(&req, &sb);
 }
 
 static void test_execute_rejections(void **state) {
@@ -147,8 +147,7 @@ static void test_code_characters(void **state) {
                      no_ids);
         assert_int_equal(decode(&sb, &req, &err), 0);
         assert_int_equal(req.code_chars, 10);
-        proto_request_done(&req);
-        msgpack_sbuffer_destroy(&sb);
+        decoded_done(&req, &sb);
         pack_request(&sb, 5, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:ééééééééééé", "sourceIds",
                      "A", no_ids);
         expect_invalid(&sb, "maxCodeCharacters");
@@ -203,16 +202,14 @@ static void test_source_put(void **state) {
                      "s:read_source", "text", "s:A,9\nB,7.5\n");
         assert_int_equal(decode(&sb, &req, &err), 0);
         assert_false(req.attachment);
-        proto_request_done(&req);
-        msgpack_sbuffer_destroy(&sb);
+        decoded_done(&req, &sb);
         pack_request(&sb, 9, "op", "s:source.put", "id", "u:1", "invocation", "s:00", "sourceId", "s:wb", "kind",
                      "s:attachment", "text", "s:A,9", "original", "b:", "mediaType", "s:text/csv", "fileName",
                      "s:wb.csv");
         assert_int_equal(decode(&sb, &req, &err), 0);
         assert_true(req.attachment);
         assert_int_equal(req.original.len, 1);
-        proto_request_done(&req);
-        msgpack_sbuffer_destroy(&sb);
+        decoded_done(&req, &sb);
         pack_request(&sb, 6, "op", "s:source.put", "id", "u:1", "invocation", "s:00", "sourceId", "s:../x", "kind",
                      "s:read_source", "text", "s:x");
         expect_invalid(&sb, "sourceId");
@@ -327,20 +324,10 @@ static Artifact make_artifact(const char *name, size_t len) {
 }
 
 static void pack_with(ArtifactSet *set, size_t max_bytes, msgpack_unpacked *u, MpWriter *w) {
-        ProtoResult r = {
-                .request_id = 1,
-                .call_id = 1,
-                .outcome = OUTCOME_OK,
-                .code_sha256 = "c",
-                .policy = &policy,
-                .worker_start = "zygote",
-                .artifacts = set,
-        };
-        mp_writer_init(w, 0);
-        assert_int_equal(proto_pack_result(w, &r, max_bytes), 0);
+        ProtoResult r = { PROTO_RESULT_OK, .artifacts = set };
+
+        pack_result(&r, max_bytes, w, u);
         assert_true(w->sb.size <= max_bytes);
-        msgpack_unpacked_init(u);
-        assert_int_equal(msgpack_unpack_next(u, w->sb.data, w->sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
 }
 
 static void test_artifacts_fitting(void **state) {
@@ -362,8 +349,7 @@ static void test_artifacts_fitting(void **state) {
         assert_int_equal(mp_map_get(&arr->via.array.ptr[0], "data")->via.bin.size, 30000);
         assert_int_equal(mp_map_get(&u.data, "omittedArtifacts")->via.u64, 2);
         assert_int_equal(mp_map_get(&u.data, "omittedArtifactBytes")->via.u64, 7 + 30000);
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
+        packed_done(&w, &u);
 
         /* Fitting changed the set (b is counted now); at 8 KiB a goes too, c stays. */
         assert_int_equal(set.n, 2);
@@ -373,16 +359,14 @@ static void test_artifacts_fitting(void **state) {
         assert_true(mp_str_eq(mp_map_get(&arr->via.array.ptr[0], "name"), "c"));
         assert_int_equal(mp_map_get(&u.data, "omittedArtifacts")->via.u64, 3);
         assert_int_equal(mp_map_get(&u.data, "omittedArtifactBytes")->via.u64, 7 + 60000);
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
+        packed_done(&w, &u);
         artifact_set_done(&set);
 
         /* No /outputs: nil and zero counts. */
         pack_with(NULL, 8192, &u, &w);
         assert_int_equal(mp_map_get(&u.data, "artifacts")->type, MSGPACK_OBJECT_NIL);
         assert_int_equal(mp_map_get(&u.data, "omittedArtifacts")->via.u64, 0);
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
+        packed_done(&w, &u);
 }
 
 #define INV "s:0123456789abcdef0123456789abcdef"
@@ -410,8 +394,7 @@ static void test_keep_outputs(void **state) {
         assert_int_equal(decode(&sb, &req, &err), 0);
         assert_false(req.keep_requested);
         assert_int_equal(req.n_keep, 0);
-        proto_request_done(&req);
-        msgpack_sbuffer_destroy(&sb);
+        decoded_done(&req, &sb);
         /* Names, in order. */
         pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
                      "invocation", INV, "keepOutputs", "A", names);
@@ -421,32 +404,27 @@ static void test_keep_outputs(void **state) {
         assert_int_equal(req.n_keep, 2);
         assert_int_equal(req.keep[1].len, 8);
         assert_memory_equal(req.keep[1].ptr, "plot.png", 8);
-        proto_request_done(&req);
-        msgpack_sbuffer_destroy(&sb);
+        decoded_done(&req, &sb);
         /* "all"; an empty array; sixteen names; the longest name. */
         pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
                      "invocation", INV, "keepOutputs", "s:all");
         assert_int_equal(decode(&sb, &req, &err), 0);
         assert_true(req.keep_requested && req.keep_all);
-        proto_request_done(&req);
-        msgpack_sbuffer_destroy(&sb);
+        decoded_done(&req, &sb);
         pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
                      "invocation", INV, "keepOutputs", "A", no_ids);
         assert_int_equal(decode(&sb, &req, &err), 0);
         assert_true(req.keep_requested && !req.keep_all && req.n_keep == 0);
-        proto_request_done(&req);
-        msgpack_sbuffer_destroy(&sb);
+        decoded_done(&req, &sb);
         pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
                      "invocation", INV, "keepOutputs", "A", sixteen);
         assert_int_equal(decode(&sb, &req, &err), 0);
         assert_int_equal(req.n_keep, 16);
-        proto_request_done(&req);
-        msgpack_sbuffer_destroy(&sb);
+        decoded_done(&req, &sb);
         pack_request(&sb, 7, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
                      "invocation", INV, "keepOutputs", "A", longest);
         assert_int_equal(decode(&sb, &req, &err), 0);
-        proto_request_done(&req);
-        msgpack_sbuffer_destroy(&sb);
+        decoded_done(&req, &sb);
 
         /* Without an invocation. */
         pack_request(&sb, 6, "op", "s:execute", "id", "u:1", "summary", "s:x", "code", "s:1", "sourceIds", "A", no_ids,
@@ -504,21 +482,13 @@ static void test_out_prefix_reserved(void **state) {
                 pack_request(&sb, 6, "op", "s:source.put", "id", "u:1", "invocation", "s:00", "sourceId", fine[i],
                              "kind", "s:read_source", "text", "s:x");
                 assert_int_equal(decode(&sb, &req, &err), 0);
-                proto_request_done(&req);
-                msgpack_sbuffer_destroy(&sb);
+                decoded_done(&req, &sb);
         }
 }
 
 static void test_kept_outputs_packed(void **state) {
         static const char sha_a[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-        ProtoKept kept[] = {
-                { .name = "clean.csv",
-                  .refused = PROTO_KEEP_KEPT,
-                  .source_id = "out-2-clean.csv",
-                  .bytes = 42,
-                  .sha256 = sha_a },
-                { .name = "big.bin", .refused = PROTO_KEEP_MAX_SOURCE_BYTES },
-        };
+        ProtoKept kept[] = PROTO_KEPT_ONE_REFUSED_ONE("clean.csv", "out-2-clean.csv", 42, sha_a, "big.bin");
         ProtoSourceInfo src = { .id = "out-1-raw.csv",
                                 .output = true,
                                 .produced_by = 1,
@@ -526,27 +496,14 @@ static void test_kept_outputs_packed(void **state) {
                                 .text_sha256 = sha_a,
                                 .media_type = "text/csv" };
         ProtoResult r = {
-                .request_id = 1,
-                .call_id = 1,
-                .outcome = OUTCOME_OK,
-                .code_sha256 = "c",
-                .policy = &policy,
-                .worker_start = "zygote",
-                .sources = &src,
-                .n_sources = 1,
-                .has_kept = true,
-                .kept = kept,
-                .n_kept = 2,
+                PROTO_RESULT_OK, .sources = &src, .n_sources = 1, .has_kept = true, .kept = kept, .n_kept = 2,
         };
         const msgpack_object *arr, *in, *by;
         msgpack_unpacked u;
         MpWriter w;
         (void) state;
 
-        mp_writer_init(&w, 0);
-        assert_int_equal(proto_pack_result(&w, &r, 1 << 20), 0);
-        msgpack_unpacked_init(&u);
-        assert_int_equal(msgpack_unpack_next(&u, w.sb.data, w.sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+        pack_result(&r, 1 << 20, &w, &u);
         arr = mp_map_get(&u.data, "keptOutputs");
         assert_non_null(arr);
         assert_int_equal(arr->type, MSGPACK_OBJECT_ARRAY);
@@ -566,19 +523,14 @@ static void test_kept_outputs_packed(void **state) {
         assert_non_null(by);
         assert_int_equal(mp_map_get(by, "call")->via.u64, 1);
         assert_true(mp_str_eq(mp_map_get(by, "sha256"), sha_a));
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
+        packed_done(&w, &u);
 
         /* Not requested: nil. */
         r.has_kept = false;
         r.n_sources = 0;
-        mp_writer_init(&w, 0);
-        assert_int_equal(proto_pack_result(&w, &r, 1 << 20), 0);
-        msgpack_unpacked_init(&u);
-        assert_int_equal(msgpack_unpack_next(&u, w.sb.data, w.sb.size, NULL), MSGPACK_UNPACK_SUCCESS);
+        pack_result(&r, 1 << 20, &w, &u);
         assert_int_equal(mp_map_get(&u.data, "keptOutputs")->type, MSGPACK_OBJECT_NIL);
-        msgpack_unpacked_destroy(&u);
-        mp_writer_done(&w);
+        packed_done(&w, &u);
 
         /* Every refusal has a wire name of its own. */
         for (int i = 0; i < _PROTO_KEEP_MAX; i++) {

@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* client/lib/render.c: the model-visible text and the progress card, from messages built
  * here, including forged ones that put secrets where names belong. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
+#include "unit.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,31 +44,48 @@ static void pack_channel(msgpack_packer *pk, const char *key, const char *text, 
         mp_pack_kv_uint(pk, "omittedAt", at);
 }
 
-/* noinline: GCC 12 otherwise reports a dangling pointer to the local it fills. */
-__attribute__((noinline)) static char *model_text(const msgpack_object *o) {
+/* The message m holds, rendered as model text or as a progress card; m is done with.
+ * noinline: GCC 12 otherwise reports a dangling pointer to the local it fills. */
+__attribute__((noinline)) static char *msg_model_text(Msg *m) {
         char *s = NULL;
-        assert_int_equal(ci_render_model_text(o, &s), 0);
+        assert_int_equal(ci_render_model_text(msg_end(m), &s), 0);
+        msg_done(m);
         return s;
 }
 
-static char *card(const msgpack_object *o) {
+static char *msg_card(Msg *m) {
         char *s = NULL;
-        assert_int_equal(ci_render_progress_card(o, &s), 0);
+        assert_int_equal(ci_render_progress_card(msg_end(m), &s), 0);
+        msg_done(m);
         return s;
+}
+
+/* m begun as a result with outcome, of n entries (type and outcome among them). */
+static void pack_result_head(Msg *m, size_t n, const char *outcome) {
+        msg_begin(m, n);
+        mp_pack_kv_str(&m->pk, "type", "result");
+        mp_pack_kv_str(&m->pk, "outcome", outcome);
+}
+
+/* m begun as an error reply to request 3. */
+static void pack_error(Msg *m, const char *code, const char *message) {
+        msg_begin(m, 4);
+        mp_pack_kv_uint(&m->pk, "id", 3);
+        mp_pack_kv_str(&m->pk, "type", "error");
+        mp_pack_kv_str(&m->pk, "code", code);
+        mp_pack_kv_str(&m->pk, "message", message);
 }
 
 /* A cancelled call with partial output: a runtime outcome, never Python output. */
 static void test_cancelled(void **state) {
         Msg m;
-        msg_begin(&m, 7);
-        mp_pack_kv_str(&m.pk, "type", "result");
-        mp_pack_kv_str(&m.pk, "outcome", "cancelled");
+        pack_result_head(&m, 7, "cancelled");
         mp_pack_kv_str(&m.pk, "detail", "cancelled by a cancel request");
         mp_pack_kv_bool(&m.pk, "partial", true);
         mp_pack_kv_uint(&m.pk, "elapsedMs", 1234);
         pack_channel(&m.pk, "stdout", "so far\n", 7, 0, 7);
         pack_channel(&m.pk, "stderr", "", 0, 0, 0);
-        char *s = model_text(msg_end(&m));
+        char *s = msg_model_text(&m);
         assert_string_equal(s, "outcome: cancelled\n"
                                "elapsed: 1234 ms\n"
                                "The runtime cancelled the call before it finished. This is not Python output.\n"
@@ -81,18 +94,15 @@ static void test_cancelled(void **state) {
                                "--- stdout (7 characters) ---\n"
                                "so far\n");
         free(s);
-        msg_done(&m);
 }
 
 /* The cut is marked where omittedAt says, in characters (not bytes), with the exact count. */
 static void test_omitted_multibyte(void **state) {
         Msg m;
-        msg_begin(&m, 4);
-        mp_pack_kv_str(&m.pk, "type", "result");
-        mp_pack_kv_str(&m.pk, "outcome", "ok");
+        pack_result_head(&m, 4, "ok");
         pack_channel(&m.pk, "stdout", "ééé", 103, 100, 2); /* kept: "éé" + "é" */
         pack_channel(&m.pk, "result", "'x'", 3, 0, 3);
-        char *s = model_text(msg_end(&m));
+        char *s = msg_model_text(&m);
         assert_string_equal(s, "outcome: ok\n"
                                "elapsed: 0 ms\n"
                                "--- stdout (103 characters; 100 omitted where marked, not shown) ---\n"
@@ -102,33 +112,26 @@ static void test_omitted_multibyte(void **state) {
                                "--- value (3 characters) ---\n"
                                "'x'\n");
         free(s);
-        msg_done(&m);
+}
+
+/* An error reply with code: no code ran, the reason, and the hint for that code. */
+static void check_error_reply(const char *code, const char *hint) {
+        Msg m;
+        char *s;
+
+        pack_error(&m, code, "the reason");
+        s = msg_model_text(&m);
+        assert_non_null(strstr(s, "No code ran"));
+        assert_non_null(strstr(s, "reason: the reason\n"));
+        assert_non_null(strstr(s, hint));
+        assert_true(strncmp(s, "outcome: ", 9) == 0 && strncmp(s + 9, code, strlen(code)) == 0);
+        free(s);
 }
 
 static void test_error_replies(void **state) {
-        static const struct {
-                const char *code, *hint;
-        } cases[] = {
-                { "quota_exhausted", "No more calls are allowed in this session" },
-                { "unavailable_source", "Use only source ids this conversation offers." },
-                { "overloaded", "calling again later may work" },
-        };
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-                Msg m;
-                msg_begin(&m, 4);
-                mp_pack_kv_uint(&m.pk, "id", 3);
-                mp_pack_kv_str(&m.pk, "type", "error");
-                mp_pack_kv_str(&m.pk, "code", cases[i].code);
-                mp_pack_kv_str(&m.pk, "message", "the reason");
-                char *s = model_text(msg_end(&m));
-                assert_non_null(strstr(s, "No code ran"));
-                assert_non_null(strstr(s, "reason: the reason\n"));
-                assert_non_null(strstr(s, cases[i].hint));
-                assert_true(strncmp(s, "outcome: ", 9) == 0 &&
-                            strncmp(s + 9, cases[i].code, strlen(cases[i].code)) == 0);
-                free(s);
-                msg_done(&m);
-        }
+        check_error_reply("quota_exhausted", "No more calls are allowed in this session");
+        check_error_reply("unavailable_source", "Use only source ids this conversation offers.");
+        check_error_reply("overloaded", "calling again later may work");
 }
 
 /* A reason longer than the 1024 bytes shown is cut before a code point, never inside
@@ -140,32 +143,24 @@ static void test_cut_keeps_code_points_whole(void **state) {
 
         memset(reason, 'a', 1023);
         strcpy(reason + 1023, "\xc3\xa9 and more");
-        msg_begin(&m, 4);
-        mp_pack_kv_uint(&m.pk, "id", 3);
-        mp_pack_kv_str(&m.pk, "type", "error");
-        mp_pack_kv_str(&m.pk, "code", "invalid_input");
-        mp_pack_kv_str(&m.pk, "message", reason);
-        text = model_text(msg_end(&m));
+        pack_error(&m, "invalid_input", reason);
+        text = msg_model_text(&m);
         assert_non_null(strstr(text, "reason: "));
         at = (size_t) (strstr(text, "reason: ") - text) + strlen("reason: ");
         n = strcspn(text + at, "\n");
         assert_int_equal(n, 1023);
         assert_int_equal(strspn(text + at, "a"), 1023);
         free(text);
-        msg_done(&m);
 }
 
 static void test_worker_error(void **state) {
         Msg m;
-        msg_begin(&m, 3);
-        mp_pack_kv_str(&m.pk, "type", "result");
-        mp_pack_kv_str(&m.pk, "outcome", "worker_error");
+        pack_result_head(&m, 3, "worker_error");
         mp_pack_kv_str(&m.pk, "detail", "could not start a worker");
-        char *s = model_text(msg_end(&m));
+        char *s = msg_model_text(&m);
         assert_non_null(strstr(s, "The sandbox failed, not the code"));
         assert_non_null(strstr(s, "detail: could not start a worker\n"));
         free(s);
-        msg_done(&m);
 }
 
 /* A worker_error the code caused, as the supervisor reports it (detail and exit status),
@@ -174,9 +169,7 @@ static char *worker_death(const char *detail, int code, int sig, bool setup_step
         Msg m;
         char *s;
 
-        msg_begin(&m, 5);
-        mp_pack_kv_str(&m.pk, "type", "result");
-        mp_pack_kv_str(&m.pk, "outcome", "worker_error");
+        pack_result_head(&m, 5, "worker_error");
         mp_pack_kv_str(&m.pk, "detail", detail);
         mp_pack_cstr(&m.pk, "exitStatus");
         msgpack_pack_map(&m.pk, 2);
@@ -197,8 +190,7 @@ static char *worker_death(const char *detail, int code, int sig, bool setup_step
                 mp_pack_kv_int(&m.pk, "errno", 1);
         } else
                 msgpack_pack_nil(&m.pk);
-        s = model_text(msg_end(&m));
-        msg_done(&m);
+        s = msg_model_text(&m);
         return s;
 }
 
@@ -250,16 +242,13 @@ static void test_card_privacy(void **state) {
         mp_pack_cstr(&m.pk, "sourceIds");
         msgpack_pack_array(&m.pk, 1);
         mp_pack_cstr(&m.pk, "SECRET-ID");
-        char *s = card(msg_end(&m));
+        char *s = msg_card(&m);
         assert_string_equal(s, "code_interpreter: ? · 2.5 s · queue position 3 · stdout 70000 characters (6000 "
                                "omitted) · stderr 5 characters");
         free(s);
-        msg_done(&m);
 
         /* A result: everything in it but the outcome and the sizes stays out. */
-        msg_begin(&m, 8);
-        mp_pack_kv_str(&m.pk, "type", "result");
-        mp_pack_kv_str(&m.pk, "outcome", "python_exception");
+        pack_result_head(&m, 8, "python_exception");
         mp_pack_kv_str(&m.pk, "limit", "memory");
         mp_pack_kv_str(&m.pk, "detail", "SECRET-DETAIL");
         mp_pack_kv_uint(&m.pk, "elapsedMs", 40);
@@ -268,11 +257,10 @@ static void test_card_privacy(void **state) {
         mp_pack_cstr(&m.pk, "exception");
         msgpack_pack_map(&m.pk, 1);
         mp_pack_kv_str(&m.pk, "type", "SECRET-TYPE");
-        s = card(msg_end(&m));
+        s = msg_card(&m);
         assert_string_equal(s, "code_interpreter: finished: python_exception · 0.0 s · stdout 10 characters · "
                                "stderr 10 characters");
         free(s);
-        msg_done(&m);
 }
 
 static void test_not_a_map(void **state) {
@@ -283,16 +271,6 @@ static void test_not_a_map(void **state) {
         assert_null(s);
 }
 
-int main(void) {
-        const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cancelled),
-                cmocka_unit_test(test_omitted_multibyte),
-                cmocka_unit_test(test_error_replies),
-                cmocka_unit_test(test_worker_error),
-                cmocka_unit_test(test_worker_death_caused_by_the_code),
-                cmocka_unit_test(test_card_privacy),
-                cmocka_unit_test(test_not_a_map),
-                cmocka_unit_test(test_cut_keeps_code_points_whole),
-        };
-        return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(NULL, NULL, TEST(test_cancelled), TEST(test_omitted_multibyte), TEST(test_error_replies),
+          TEST(test_worker_error), TEST(test_worker_death_caused_by_the_code), TEST(test_card_privacy),
+          TEST(test_not_a_map), TEST(test_cut_keeps_code_points_whole));

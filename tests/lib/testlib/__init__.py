@@ -9,7 +9,7 @@ from .frames import (collect_outcomes, count, describe, drain, execute_frame, fr
                      recv_result_frame)
 from .supervisor import (CORE_OUTCOMES, NORTHSTAR, Conn, Supervisor, UsernsSupervisor, ask, calls, check_northstar,
                          execute_once, ok, raised, require_sandbox, running_supervisor, sandbox_available, sha,
-                         status, terminate, unavailable, value, worker_pids, worker_pids_of)
+                         status, stops_cleanly, terminate, unavailable, value, worker_pids, worker_pids_of)
 from .waits import HeldCall, held, start_held, wait_call, wait_for, wait_idle, wait_running, wait_states
 
 __all__ = [
@@ -20,6 +20,6 @@ __all__ = [
     "raw_frame", "recv_result_frame",
     "CORE_OUTCOMES", "NORTHSTAR", "Conn", "Supervisor", "UsernsSupervisor", "ask", "calls", "check_northstar",
     "execute_once", "ok", "raised", "require_sandbox", "running_supervisor", "sandbox_available", "sha", "status",
-    "terminate", "unavailable", "value", "worker_pids", "worker_pids_of",
+    "stops_cleanly", "terminate", "unavailable", "value", "worker_pids", "worker_pids_of",
     "HeldCall", "held", "start_held", "wait_call", "wait_for", "wait_idle", "wait_running", "wait_states",
 ]

@@ -401,6 +401,16 @@ def running_supervisor(policy=None, extra_args=()):
     assert rc == 0, "codeinterpd exited with %r" % rc
 
 
+@contextlib.contextmanager
+def stops_cleanly(s):
+    """s, a started supervisor (anything whose stop() returns its exit status), for a with
+    block: stopped when the block ends, however it ends, and it must have exited 0."""
+    try:
+        yield s
+    finally:
+        assert s.stop() == 0
+
+
 def check_northstar(sup):
     """Assert that a new connection to sup still gets 8.25 from the Northstar calculation."""
     assert sup.proc.poll() is None, "codeinterpd died: " + sup.read_log()[-2000:]
