@@ -177,7 +177,14 @@ static bool journal_emit(int level, const char *file, int line, const char *cons
 
                 snprintf(note, sizeof note, "%llu log entries were dropped: the journal was not reading",
                          journal_dropped);
-                if (journal_entry(LOG_WARNING, __FILE__, __LINE__, NULL, note) == 0)
+                k = journal_entry(LOG_WARNING, __FILE__, __LINE__, NULL, note);
+                if (k == -EAGAIN) {
+                        /* Still no room: this one goes too, so that none goes through
+                         * before the count of those lost before it. */
+                        journal_dropped++;
+                        return true;
+                }
+                if (k == 0)
                         journal_dropped = 0;
         }
         k = journal_entry(level, file, line, fields, message);
