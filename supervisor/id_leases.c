@@ -240,12 +240,11 @@ IdLeases *id_leases_free(IdLeases *l) {
                         (void) unlinkat(l->top, l->state_name, 0);
                 (void) flock(l->top, LOCK_UN);
         }
-        close(l->ids); /* every lease goes with it */
-        close(l->state);
-        if (l->registered >= 0)
-                close(l->registered);
-        close(l->blocks);
-        close(l->top);
+        /* Every lease goes with ids. */
+        const int fds[] = { l->ids, l->state, l->registered, l->blocks, l->top };
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
         free(l);
         return NULL;
 }

@@ -50,30 +50,29 @@ static int connect_to(const char *path) {
 int ci_connect(const char *path, CiClient **ret) {
         _cleanup_close_ int fd = -1;
         CiClient *c;
+        char *copy;
 
         path = ci_socket_path(path);
         fd = connect_to(path);
         if (fd < 0)
                 return fd;
-        c = calloc(1, sizeof *c);
-        if (!c)
-                return -ENOMEM;
-        c->path = strdup(path);
-        if (!c->path) {
+        c = malloc(sizeof *c);
+        copy = strdup(path);
+        if (!c || !copy) {
                 free(c);
+                free(copy);
                 return -ENOMEM;
         }
-        c->fd = TAKE_FD(fd);
-        c->next_id = 1;
+        *c = (CiClient){ .fd = TAKE_FD(fd), .next_id = 1, .path = copy };
         *ret = c;
         return 0;
 }
 
 void ci_close(CiClient *c) {
-        if (!c)
-                return;
-        close(c->fd);
-        free(c->path);
+        if (c) {
+                close(c->fd);
+                free(c->path);
+        }
         free(c);
 }
 

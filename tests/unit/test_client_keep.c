@@ -59,8 +59,7 @@ static void pair_close(Pair *p) {
         ci_close(p->client);
         close(p->peer_fd);
         close(p->listen_fd);
-        unlink(p->path);
-        rmdir(p->dir);
+        assert_int_equal(unlink(p->path) | rmdir(p->dir), 0);
 }
 
 static void read_full(int fd, void *buf, size_t len) {
@@ -248,12 +247,22 @@ static bool connection_waiting(int listen_fd) {
         return poll(&p, 1, 0) == 1;
 }
 
-static void test_a_connection_closed_idle_is_replaced(void **state) {
-        CiExecute x = { .summary = "s", .code = "1", .code_len = 1 };
+/* The next frame the client sent is execute request id. */
+static void expect_execute(Pair *p, uint64_t id) {
         ProtoRequest req;
         ProtoError err;
-        uint64_t id;
         void *buf;
+
+        assert_int_equal(recv_request(p, &buf, &req, &err), 0);
+        assert_int_equal(req.op, PROTO_OP_EXECUTE);
+        assert_int_equal(req.id, id);
+        proto_request_done(&req);
+        free(buf);
+}
+
+static void test_a_connection_closed_idle_is_replaced(void **state) {
+        CiExecute x = { .summary = "s", .code = "1", .code_len = 1 };
+        uint64_t id;
         Pair p;
         (void) state;
 
@@ -265,20 +274,13 @@ static void test_a_connection_closed_idle_is_replaced(void **state) {
         assert_true(connection_waiting(p.listen_fd));
         p.peer_fd = accept4(p.listen_fd, NULL, NULL, SOCK_CLOEXEC);
         assert_true(p.peer_fd >= 0);
-        assert_int_equal(recv_request(&p, &buf, &req, &err), 0);
-        assert_int_equal(req.op, PROTO_OP_EXECUTE);
-        assert_int_equal(req.id, id);
-        proto_request_done(&req);
-        free(buf);
+        expect_execute(&p, id);
         /* Closed with nothing said (the supervisor stopped): a new one too. */
         close(p.peer_fd);
         assert_int_equal(ci_execute_send(p.client, &x, &id), 0);
         p.peer_fd = accept4(p.listen_fd, NULL, NULL, SOCK_CLOEXEC);
         assert_true(p.peer_fd >= 0);
-        assert_int_equal(recv_request(&p, &buf, &req, &err), 0);
-        assert_int_equal(req.id, id);
-        proto_request_done(&req);
-        free(buf);
+        expect_execute(&p, id);
         /* Closed with something else left to read (here an error that is not a parting
          * one): that is the caller's, so no new connection; the send fails. */
         send_parting(p.peer_fd, false);
@@ -291,9 +293,7 @@ static void test_a_connection_closed_idle_is_replaced(void **state) {
         pair_open(&p);
         assert_int_equal(ci_execute_send(p.client, &x, &id), 0);
         assert_false(connection_waiting(p.listen_fd));
-        assert_int_equal(recv_request(&p, &buf, &req, &err), 0);
-        proto_request_done(&req);
-        free(buf);
+        expect_execute(&p, id);
         pair_close(&p);
 }
 
