@@ -207,6 +207,22 @@ def step_source_and_artifact(label):
     log("%s: a source mounted, an artifact (mode 0 in the worker) saved back" % label)
 
 
+def step_journal():
+    """The supervisor writes journald's native protocol itself (common/log.c): under
+    systemd its entries reach the journal whole, with the call's fields."""
+    def finished():
+        out = run("journalctl", "--no-pager", "-o", "json", "-u", UNIT, ok=False).stdout
+        entries = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        return [e for e in entries if e.get("CALL_ID") and e.get("SYSLOG_IDENTIFIER") == "codeinterpd"]
+    calls = wait_for("a call's entry in the journal", finished)
+    e = calls[-1]
+    check(e.get("OUTCOME") == "ok" and str(e.get("MESSAGE", "")).startswith("call %s finished: ok" % e["CALL_ID"])
+          and e.get("PRIORITY") == "6" and e.get("ELAPSED_MS", "").isdigit() and e.get("PEER_UID") == "0"
+          and e.get("CODE_FILE", "").endswith("server_requests.c"), "the journal entry: %r" % e)
+    log("journal: %d call entries from codeinterpd with CALL_ID, OUTCOME, ELAPSED_MS, PEER_UID (last: %s)" % (
+        len(calls), e["MESSAGE"]))
+
+
 def step_core_tests():
     """The integration suite's core against the installed socket: the tests' module
     supervisor is systemd's (CODEINTERP_TEST_SOCKET, tests/integration/conftest.py)."""
@@ -423,6 +439,7 @@ def main():
     h = step_northstar()
     old_version = h.version
     step_source_and_artifact("socket-activated service")
+    step_journal()
     step_core_tests()
     step_reload(original)
     step_timeout()
