@@ -50,7 +50,7 @@ sanitize: deps
 
 # Every stage, timed (docs/testing.md has the times): the format check, cppcheck,
 # pyflakes, mypy on the Python client, the unit tests, the tool face, the integration suite (every test in the
-# reference configuration, then the tests marked for exec mode), the Python client, the
+# reference configuration), the Python client, the
 # deployment manifests, the adversarial suite (default configuration) and rootless. The sanitizer builds, the
 # fuzzers and the other CPythons are `make test-deep`, which CI runs after this.
 test: deps
@@ -65,7 +65,6 @@ test: deps
 	@$(TIMED) unit ctest --test-dir $(BUILD) --output-on-failure
 	@$(TIMED) tool-test $(MAKE) tool-test
 	@$(TIMED) integration $(MAKE) integration
-	@$(TIMED) integration-exec $(MAKE) integration-exec
 	@$(TIMED) python-client $(MAKE) python-client
 	@$(TIMED) deployment-test $(MAKE) deployment-test
 	@$(TIMED) adversarial $(MAKE) adversarial-default
@@ -74,7 +73,8 @@ test: deps
 
 # What takes builds of its own, timed like make test (its table in
 # BUILD/test-deep-times): the unit tests under ASan/UBSan, a bounded run of every fuzz
-# target, the integration tests marked asan against the ASan/UBSan supervisor, the
+# target, the integration tests marked start_mode in exec mode, those marked asan against
+# the ASan/UBSan supervisor, the
 # adversarial suite in exec mode and under the data policy, and the tests marked python
 # against every other CPython (a build each). CI runs it after
 # make test (.ci/run); it keeps make test within its 15 minutes.
@@ -83,6 +83,7 @@ test-deep: deps
 	@$(TIMED_DEEP) start
 	@$(TIMED_DEEP) sanitize $(MAKE) sanitize
 	@$(TIMED_DEEP) fuzz-smoke $(MAKE) fuzz-smoke
+	@$(TIMED_DEEP) integration-exec $(MAKE) integration-exec
 	@$(TIMED_DEEP) integration-asan $(MAKE) integration-asan
 	@$(TIMED_DEEP) adversarial-more $(MAKE) adversarial-more
 	@$(TIMED_DEEP) test-python-versions $(MAKE) test-python-versions
