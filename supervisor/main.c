@@ -509,7 +509,10 @@ static bool check_self(bool bad) {
 }
 
 static int check_config(void) {
-        return check_self(host_check_report(&policy, arg_cgroup_fs, arg_lease_dir, &leases)) ? 1 : 0;
+        bool bad = check_self(host_check_report(&policy, arg_cgroup_fs, arg_lease_dir, &leases));
+
+        leases = id_leases_free(leases); /* the block's registration and state go with it */
+        return bad ? 1 : 0;
 }
 
 /* Listen, say READY=1 (or stop with exit status 1 if that fails). */
