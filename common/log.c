@@ -134,7 +134,9 @@ static int journal_connect(void) {
 }
 
 /* One datagram to journald without blocking: room in its queue is waited for
- * JOURNAL_WAIT_MS at most. 0, or -errno (-EAGAIN: journald is not reading). */
+ * JOURNAL_WAIT_MS at most, and not at all while entries are being dropped (a stuck
+ * journald costs the loop one wait, not one per entry). 0, or -errno (-EAGAIN:
+ * journald is not reading). */
 static int journal_send(const char *data, size_t len) {
         for (int attempt = 0; attempt < 2; attempt++) {
                 if (journal_fd < 0 && (journal_fd = journal_connect()) < 0)
@@ -143,7 +145,7 @@ static int journal_send(const char *data, size_t len) {
                         return 0;
                 if (errno == EAGAIN) {
                         struct pollfd p = { .fd = journal_fd, .events = POLLOUT };
-                        if (poll(&p, 1, JOURNAL_WAIT_MS) > 0 &&
+                        if (journal_dropped == 0 && poll(&p, 1, JOURNAL_WAIT_MS) > 0 &&
                             send(journal_fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
                                 return 0;
                         return -EAGAIN;

@@ -423,6 +423,35 @@ def test_call_finished_journal_fields():
             assert b"codeinterpd[" not in f.read()
 
 
+def read_call_entry(journal, call_id):
+    """The journal datagrams up to call call_id's entry (blocking, WAIT_LIMIT each)."""
+    journal.settimeout(WAIT_LIMIT)
+    while True:
+        e = parse_journal_datagram(journal.recv(65536))
+        if e.get("CALL_ID") == [str(call_id)]:
+            return e
+
+
+def test_a_restarted_journal_is_connected_again():
+    """journald restarted: its socket is a new one at the same path, and a send on the
+    old connection is refused. The supervisor connects again and the entry gets there,
+    not to stderr."""
+    with journal_supervisor() as (p, sock, journal, stderr_path):
+        c = Conn(sock)
+        r = c.execute("1")
+        assert read_call_entry(journal, r["callId"])["OUTCOME"] == ["ok"]
+        path = journal.getsockname()
+        journal.close()
+        os.unlink(path)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as new:
+            new.bind(path)
+            r = c.execute("2")
+            c.close()
+            assert read_call_entry(new, r["callId"])["OUTCOME"] == ["ok"]
+        with open(stderr_path, "rb") as f:
+            assert b"codeinterpd[" not in f.read()
+
+
 def test_a_journal_that_does_not_read_costs_entries_not_calls():
     """journald stuck: its socket's queue fills and nobody reads it. The supervisor does
     not wait on it (a blocking send would stop its loop and every call with it): each
