@@ -7,7 +7,7 @@
 #include "common/fdpass.h"
 
 _Static_assert(ZYGOTE_FDS_MAX <= FDPASS_MAX, "a spawn's descriptors and its slot's fit one message");
-_Static_assert(sizeof(ZygoteMsg) == 40, "no padding: every byte of a message is a field");
+_Static_assert(sizeof(ZygoteMsg) == 48, "no padding: every byte of a message is a field");
 
 ZygoteMsg zygote_msg_ready(void) {
         return (ZygoteMsg){ .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_READY };
@@ -30,13 +30,24 @@ ZygoteMsg zygote_msg_spawn(uint64_t token, const ZygoteSlot *slot) {
         return m;
 }
 
-ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid) {
+ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid, WorkerHow how) {
         return (ZygoteMsg){ .magic = ZYGOTE_MAGIC,
                             .kind = ZYGOTE_MSG_SPAWNED,
                             .token = token,
                             .error = error,
                             .pid = pid,
-                            .slot = slot };
+                            .slot = slot,
+                            .how = (uint32_t) how };
+}
+
+const char *worker_how_to_string(WorkerHow how) {
+        static const char *const names[_WORKER_HOW_MAX] = {
+                [WORKER_HOW_READY] = "ready",
+                [WORKER_HOW_PREPARING] = "preparing",
+                [WORKER_HOW_CLONED] = "cloned",
+                [WORKER_HOW_EXEC] = "exec",
+        };
+        return how < _WORKER_HOW_MAX ? names[how] : NULL;
 }
 
 ZygoteSlot zygote_msg_get_slot(const ZygoteMsg *m) {
@@ -62,7 +73,12 @@ static size_t fds_of(const ZygoteMsg *m) {
 }
 
 int zygote_msg_validate(const ZygoteMsg *m, size_t len, size_t n_fds) {
-        if (len != sizeof *m || m->magic != ZYGOTE_MAGIC)
+        if (len != sizeof *m || m->magic != ZYGOTE_MAGIC || m->reserved != 0)
+                return -EBADMSG;
+        /* Only a successful answer says how its worker came, and only as a zygote can. */
+        if (m->kind == ZYGOTE_MSG_SPAWNED && m->error == 0
+                    ? m->how < WORKER_HOW_READY || m->how > WORKER_HOW_CLONED
+                    : m->how != 0)
                 return -EBADMSG;
         switch (m->kind) {
         case ZYGOTE_MSG_READY:

@@ -8,7 +8,8 @@
  *                                                         a pre-started worker, with its cgroup
  *   SPAWN    supervisor -> zygote the call's _SPAWN_FD_MAX a request: a worker for this call,
  *                                 + n_cgroup_fds          and one more slot (as SLOT)
- *   SPAWNED  zygote -> supervisor the worker's pidfd       the answer, error 0 (pid set) ...
+ *   SPAWNED  zygote -> supervisor the worker's pidfd       the answer, error 0 (pid and how
+ *                                                         the worker came set) ...
  *                                 none                    ... or error = an errno, pid 0
  *   IDLE     supervisor -> zygote none                    a hint, no answer: no worker runs
  *                                                         and no call waits (refill the pool)
@@ -41,6 +42,20 @@
 /* The most descriptors a message carries: a spawn's and its slot's cgroup. */
 #define ZYGOTE_FDS_MAX (_SPAWN_FD_MAX + ZYGOTE_CGROUP_FDS_MAX)
 
+/* How a call got its worker (SPAWNED's `how`; the supervisor adds EXEC for exec mode).
+ * Reported per call (the result's timing.worker) and counted (status, metrics). */
+typedef enum WorkerHow {
+        WORKER_HOW_NONE = 0,      /* no worker (a failed answer) */
+        WORKER_HOW_READY = 1,     /* pre-started, and done preparing when the call reached it */
+        WORKER_HOW_PREPARING = 2, /* pre-started, still preparing: the call waited for the rest */
+        WORKER_HOW_CLONED = 3,    /* none was pre-started: cloned for this call */
+        WORKER_HOW_EXEC = 4,      /* exec mode: a new executable for this call */
+        _WORKER_HOW_MAX,
+} WorkerHow;
+
+/* "ready", "preparing", "cloned", "exec"; NULL for NONE or out of range. */
+const char *worker_how_to_string(WorkerHow how);
+
 typedef enum ZygoteMsgKind {
         ZYGOTE_MSG_READY = 1,
         ZYGOTE_MSG_SPAWN = 2,
@@ -59,6 +74,8 @@ typedef struct ZygoteMsg {
         int32_t pid;           /* SPAWNED with error 0: the worker's pid in the supervisor's namespace */
         uint32_t slot;         /* SLOT, SPAWN: the slot given; SPAWNED: the slot given back */
         uint32_t n_cgroup_fds; /* SLOT, SPAWN: the slot's cgroup.procs descriptors, last (0..3) */
+        uint32_t how;          /* SPAWNED with error 0: WorkerHow, READY..CLONED; otherwise 0 */
+        uint32_t reserved;     /* 0 */
 } ZygoteMsg;
 
 /* A slot as it travels: its number, host ids and how many cgroup.procs descriptors
@@ -74,7 +91,7 @@ typedef struct ZygoteSlot {
 ZygoteMsg zygote_msg_ready(void);
 ZygoteMsg zygote_msg_slot(const ZygoteSlot *slot);
 ZygoteMsg zygote_msg_spawn(uint64_t token, const ZygoteSlot *slot);
-ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid);
+ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid, WorkerHow how);
 ZygoteMsg zygote_msg_idle(void);
 ZygoteSlot zygote_msg_get_slot(const ZygoteMsg *m);
 

@@ -65,12 +65,13 @@ void evidence_pack_timing(msgpack_packer *pk, const ProtoResult *r) {
         /* The contract's elapsedMs at the top level; the breakdown is in timing. */
         mp_pack_kv_uint(pk, "elapsedMs", usec_to_ms(r->admit_usec, r->end_usec));
         mp_pack_cstr(pk, "timing");
-        msgpack_pack_map(pk, 5);
+        msgpack_pack_map(pk, 6);
         mp_pack_kv_uint(pk, "elapsedMs", usec_to_ms(r->admit_usec, r->end_usec));
         mp_pack_kv_uint(pk, "elapsedUs", r->end_usec > r->admit_usec ? r->end_usec - r->admit_usec : 0);
         mp_pack_kv_uint(pk, "queueMs", usec_to_ms(r->admit_usec, r->started ? r->start_usec : r->end_usec));
         mp_pack_kv_uint(pk, "runMs", r->started ? usec_to_ms(r->start_usec, r->end_usec) : 0);
         mp_pack_kv_bool(pk, "workerStarted", r->started);
+        mp_pack_kv_str(pk, "worker", r->worker_how);
 }
 
 void evidence_pack_exit_status(msgpack_packer *pk, const ProtoResult *r) {

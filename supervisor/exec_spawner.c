@@ -190,6 +190,7 @@ int exec_spawner_spawn(const ExecSpawner *x, const Policy *p, const int fds[_SPA
                 cgroup_free(cg);
                 return k;
         }
-        fn(ZYGOTE_ANSWER_WORKER, 0, NULL, pid, pidfd, &id, cg, userdata);
+        fn(ZYGOTE_ANSWER_WORKER, 0, NULL,
+           &(SpawnedWorker){ .pid = pid, .pidfd = pidfd, .id = id, .cgroup = cg, .how = WORKER_HOW_EXEC }, userdata);
         return 0;
 }

@@ -14,6 +14,7 @@
 #include "common/cleanup.h"
 #include "common/mp.h"
 #include "common/util.h"
+#include "contract/zygote_proto.h"
 #include "supervisor/evidence.h"
 
 static const char *const outcome_names[_OUTCOME_MAX] = {
@@ -225,7 +226,7 @@ static void pack_calls(msgpack_packer *pk, const ProtoCallInfo *calls, size_t n)
 int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
         msgpack_packer *pk = &w->pk;
 
-        pack_reply_head(pk, id, PROTO_OP_STATUS, 35);
+        pack_reply_head(pk, id, PROTO_OP_STATUS, 36);
         mp_pack_kv_bool(pk, "ready", st->not_ready == PROTO_READY);
         mp_pack_kv_str(pk, "notReadyCause", not_ready_name(st->not_ready));
         mp_pack_kv_str(pk, "notReadyDetail", st->not_ready == PROTO_READY ? NULL : st->not_ready_detail);
@@ -234,6 +235,11 @@ int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
         mp_pack_kv_uint(pk, "capacity", st->capacity);
         mp_pack_kv_uint(pk, "admittedTotal", st->admitted_total);
         mp_pack_kv_uint(pk, "startedTotal", st->started_total);
+        /* By how each call's worker came: every way, 0 included, so the set is stable. */
+        mp_pack_cstr(pk, "workersStartedBy");
+        msgpack_pack_map(pk, _WORKER_HOW_MAX - 1);
+        for (WorkerHow h = WORKER_HOW_READY; h < _WORKER_HOW_MAX; h++)
+                mp_pack_kv_uint(pk, worker_how_to_string(h), st->started_by_how[h]);
         mp_pack_kv_uint(pk, "finishedTotal", st->finished_total);
         mp_pack_kv_uint(pk, "maxRunningSeen", st->max_running_seen);
         mp_pack_kv_uint(pk, "workerStartFailures", st->start_failures_total);

@@ -161,6 +161,7 @@ typedef struct ProtoStatus {
         uint64_t admitted_total, started_total, finished_total;
         uint32_t max_running_seen;
         uint64_t start_failures_total;
+        const uint64_t *started_by_how; /* [_WORKER_HOW_MAX], indexed by WorkerHow */
         uint32_t start_failures_in_row;
         const char *last_start_error; /* NULL: none */
         uint32_t connections;
@@ -257,6 +258,7 @@ typedef struct ProtoResult {
         FitText *exc_message, *exc_traceback;
         uint64_t admit_usec, start_usec, end_usec;
         bool started;
+        const char *worker_how; /* timing.worker: "ready", "preparing", "cloned", "exec"; NULL: nil */
         bool has_exit; /* the worker existed and was reaped */
         pid_t pid;
         bool has_host_uid; /* the worker's own host uid, else hostUid is nil */

@@ -70,6 +70,7 @@ struct Runner {
         WorkerIds *ids;
         WorkerId id; /* the worker's host identity, while has_id */
         bool has_id;
+        WorkerHow how; /* how the worker came (ready, preparing, cloned, exec) */
 };
 
 /* The worker that had the runner's host id is reaped (reaped false: it may not be,
@@ -86,6 +87,10 @@ static void runner_put_id(Runner *r, bool reaped) {
 
 pid_t runner_pid(const Runner *r) {
         return r->pid;
+}
+
+WorkerHow runner_worker_how(const Runner *r) {
+        return r->pid > 0 ? r->how : WORKER_HOW_NONE;
 }
 
 bool runner_confined(const Runner *r) {
@@ -360,6 +365,7 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
 
         res.start_usec = r->start_usec;
         res.end_usec = now_usec();
+        res.worker_how = res.pid > 0 ? r->how : WORKER_HOW_NONE;
         /* The cgroup's account is read after the reap and before it is removed. */
         if (r->cgroup) {
                 CgroupStats st;
@@ -523,12 +529,13 @@ static void release_worker(Runner *r) {
 
 /* Where a worker arrives, whatever the mode (exec_spawner.h, zygote_client.h): its pid,
  * pidfd, host identity and cgroup are the runner's from here on. */
-static void take_worker(Runner *r, pid_t pid, int pidfd, const WorkerId *id, Cgroup *cgroup) {
-        r->id = *id;
+static void take_worker(Runner *r, const SpawnedWorker *w) {
+        r->id = w->id;
         r->has_id = true;
-        r->cgroup = cgroup; /* it runs in it already, or moves itself in once released */
-        r->pid = pid;
-        r->pidfd = pidfd;
+        r->cgroup = w->cgroup; /* it runs in it already, or moves itself in once released */
+        r->pid = w->pid;
+        r->pidfd = w->pidfd;
+        r->how = w->how;
 }
 
 /* A worker taken that cannot be run: nothing of the call ran; kill and reap it. */
@@ -566,8 +573,7 @@ static int ready_zygote_worker(Runner *r, const char **ret_cause) {
 }
 
 /* The zygote's answer. r may be freed by the callbacks called here. */
-static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd, const WorkerId *id,
-                       Cgroup *cgroup, void *userdata) {
+static void on_spawned(ZygoteAnswer answer, int error, const char *cause, const SpawnedWorker *w, void *userdata) {
         Runner *r = userdata;
         RunnerStartError err = { .error = error };
         int k;
@@ -575,11 +581,11 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
         r->spawning = false;
         r->killed_source = sd_event_source_disable_unref(r->killed_source);
         if (answer == ZYGOTE_ANSWER_WORKER) {
-                take_worker(r, pid, pidfd, id, cgroup);
+                take_worker(r, w);
                 k = ready_zygote_worker(r, &cause);
                 if (k >= 0) {
                         if (r->kill != RUNNER_KILL_NONE) /* cancelled or timed out meanwhile */
-                                pidfd_kill(pidfd);
+                                pidfd_kill(r->pidfd);
                         r->started(r, RUNNER_STARTED, NULL, r->userdata);
                         return;
                 }
@@ -597,10 +603,10 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t 
 }
 
 /* Exec mode's answer, before exec_spawner_spawn() returns: always a worker. */
-static void on_exec_spawned(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd, const WorkerId *id,
-                            Cgroup *cgroup, void *userdata) {
+static void on_exec_spawned(ZygoteAnswer answer, int error, const char *cause, const SpawnedWorker *w,
+                            void *userdata) {
         (void) answer, (void) error, (void) cause;
-        take_worker(userdata, pid, pidfd, id, cgroup);
+        take_worker(userdata, w);
 }
 
 static Runner *runner_new(sd_event *e, const Policy *p, WorkerIds *ids, RunnerDoneFn done, RunnerStartedFn started,

@@ -45,6 +45,7 @@ typedef struct RunnerResult {
         bool has_memory_peak; /* the worker had a cgroup that reports its peak */
         uint64_t memory_peak_bytes;
         uint64_t start_usec, end_usec; /* CLOCK_MONOTONIC */
+        WorkerHow worker_how;          /* how the worker came; NONE without one */
         bool has_outputs;              /* the call had an /outputs (maxArtifacts > 0) and a worker */
         ArtifactSet artifacts;         /* what the worker left there, read after the reap */
 } RunnerResult;
@@ -111,6 +112,8 @@ bool runner_finish_if_exited(Runner *r);
 bool runner_kill(Runner *r, RunnerKill why);
 Runner *runner_free(Runner *r);
 pid_t runner_pid(const Runner *r);
+/* How its worker came (WORKER_HOW_NONE before it has one). */
+WorkerHow runner_worker_how(const Runner *r);
 /* The worker has reported its sandbox complete (its "ready" frame): the code runs now. */
 bool runner_confined(const Runner *r);
 uint64_t runner_stdout_chars(const Runner *r);

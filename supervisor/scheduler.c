@@ -52,6 +52,7 @@ struct Scheduler {
         bool dispatching;
         /* worker-start failures */
         uint64_t start_failures_total;
+        uint64_t started_by_how[_WORKER_HOW_MAX]; /* started_total, by how the worker came */
         uint32_t start_failures_in_row;
         uint64_t backoff_until; /* CLOCK_MONOTONIC usec; no start before */
         char last_start_error[160];
@@ -214,6 +215,7 @@ static int on_heartbeat(sd_event_source *src, uint64_t usec, void *userdata) {
 static void call_started(Scheduler *s, Call *c) {
         c->started = true;
         s->started_total++;
+        s->started_by_how[runner_worker_how(c->runner)]++;
         if (s->n_running > s->max_running_seen)
                 s->max_running_seen = s->n_running;
         s->cb.progress(c, "started", s->userdata);
@@ -618,6 +620,7 @@ void sched_get_stats(const Scheduler *s, SchedStats *ret) {
                 .finished_total = s->finished_total,
                 .max_running_seen = s->max_running_seen,
                 .start_failures_total = s->start_failures_total,
+                .started_by_how = s->started_by_how,
                 .start_failures_in_row = s->start_failures_in_row,
                 .last_start_error = s->last_start_error[0] ? s->last_start_error : NULL,
                 .memory_gate_holds = s->memory_gate_holds,

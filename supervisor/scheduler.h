@@ -32,6 +32,7 @@ typedef struct SchedStats {
         uint64_t finished_total;
         uint32_t max_running_seen;
         uint64_t start_failures_total;  /* calls that ended because their worker could not start */
+        const uint64_t *started_by_how; /* [_WORKER_HOW_MAX]: started_total by how the worker came */
         uint32_t start_failures_in_row; /* > 0: starts are failing now (and backing off); trial
                                          * workers' failures count here too */
         const char *last_start_error;   /* the last such failure's detail, or NULL */

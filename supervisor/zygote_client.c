@@ -589,7 +589,7 @@ static void zygote_fail_pending(ZygoteClient *z, ZygoteAnswer answer, int error,
                 ZygotePending *p = list;
                 list = p->next;
                 if (p->fn)
-                        p->fn(answer, error, cause, 0, -1, NULL, NULL, p->userdata);
+                        p->fn(answer, error, cause, NULL, p->userdata);
                 free(p);
         }
         if (z->on_settled)
@@ -664,10 +664,11 @@ static void deliver(ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
         } else if (rep->error != 0) {
                 slot_free(z, rep->slot, cg);
                 log_warning("Zygote %u failed to start a worker: %s", z->generation, strerror(rep->error));
-                p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", 0, -1, NULL, NULL,
-                      p->userdata);
+                p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", NULL, p->userdata);
         } else
-                p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL, rep->pid, pidfd, &id, cg, p->userdata);
+                p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL,
+                      &(SpawnedWorker){ .pid = rep->pid, .pidfd = pidfd, .id = id, .cgroup = cg, .how = rep->how },
+                      p->userdata);
         free(p);
 }
 

@@ -10,6 +10,7 @@
 #include <systemd/sd-event.h>
 
 #include "contract/fds.h"
+#include "contract/zygote_proto.h"
 #include "policy/policy.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/worker_ids.h"
@@ -26,12 +27,22 @@ typedef enum ZygoteAnswer {
         ZYGOTE_ANSWER_FAILED, /* no worker: error (-errno) and cause say why */
 } ZygoteAnswer;
 
+/* A worker made for a call: pid and pidfd, its host identity, and its cgroup (NULL
+ * without cgroups: the one it already runs in, or moves itself into once released),
+ * all now the callee's: the id is released (worker_id_release()) and the cgroup freed
+ * once the worker is reaped. how: whether it was ready, preparing, cloned or exec'd. */
+typedef struct SpawnedWorker {
+        pid_t pid;
+        int pidfd;
+        WorkerId id;
+        Cgroup *cgroup;
+        WorkerHow how;
+} SpawnedWorker;
+
 /* cause: a short text naming what failed, no user content (for the result's detail).
- * With a worker, id is its host identity and cgroup (NULL without cgroups) the cgroup
- * it already runs in, both now the callee's: the id is released (worker_id_release())
- * and the cgroup freed once the worker is reaped. */
-typedef void (*ZygoteSpawnedFn)(ZygoteAnswer answer, int error, const char *cause, pid_t pid, int pidfd,
-                                const WorkerId *id, Cgroup *cgroup, void *userdata);
+ * w: the worker with ZYGOTE_ANSWER_WORKER, else NULL. */
+typedef void (*ZygoteSpawnedFn)(ZygoteAnswer answer, int error, const char *cause, const SpawnedWorker *w,
+                                void *userdata);
 /* No spawn request is in flight any more. */
 typedef void (*ZygoteSettledFn)(void *userdata);
 

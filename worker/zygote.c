@@ -190,6 +190,11 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
         }
         /* The supervisor is our parent (CLONE_PARENT): die with it. */
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        /* Prepared (or failed, which the call learns at once): the zygote, when it hands
+         * us a call, sees our end shut for writing and reports the worker as ready. No
+         * byte is sent: a socket closed with unread data makes its peer's read fail
+         * (ECONNRESET), and the zygote closes its end right after handing us the call. */
+        (void) shutdown(chan, SHUT_WR);
 
         if (recv_call_fds(chan, fds) < 0)
                 _exit(0); /* never assigned: the zygote went away */
@@ -284,11 +289,18 @@ static int pool_child_new(int ctl, Slot *slot, PoolChild *ret) {
         return 0;
 }
 
+/* A pre-started worker has said it is prepared: it shut its end of chan for writing. */
+static bool pool_child_prepared(const PoolChild *pc) {
+        struct pollfd pfd = { .fd = pc->chan, .events = POLLRDHUP };
+        return poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLRDHUP);
+}
+
 /* Hand the call's fds to a pre-started worker if there is one (oldest first), else to
  * a new one made now in a slot we hold. A worker that died while waiting fails the send
  * and is dropped (its slot with it: the supervisor gets it back when we are replaced).
- * On success *ret is the worker (its chan closed by the caller). */
-static int assign_worker(int ctl, const int fds[_SPAWN_FD_MAX], PoolChild *ret) {
+ * On success *ret is the worker (its chan closed by the caller) and *ret_how how it came. */
+static int assign_worker(int ctl, const int fds[_SPAWN_FD_MAX], PoolChild *ret, WorkerHow *ret_how) {
+        WorkerHow how;
         PoolChild pc;
         Slot slot;
         int k;
@@ -298,6 +310,7 @@ static int assign_worker(int ctl, const int fds[_SPAWN_FD_MAX], PoolChild *ret) 
                         pc = pool[0];
                         memmove(pool, pool + 1, (pool_len - 1) * sizeof *pool);
                         pool_len--;
+                        how = pool_child_prepared(&pc) ? WORKER_HOW_READY : WORKER_HOW_PREPARING;
                 } else if (n_slots == 0)
                         return -EUSERS;
                 else {
@@ -307,12 +320,14 @@ static int assign_worker(int ctl, const int fds[_SPAWN_FD_MAX], PoolChild *ret) 
                                 (void) slot_push(&slot.id, slot.cgroup_fds);
                                 return k;
                         }
+                        how = WORKER_HOW_CLONED;
                 }
                 if (fdpass_send(pc.chan, "c", 1, fds, _SPAWN_FD_MAX, 0) == 0)
                         break;
                 pool_child_close(&pc);
         }
         *ret = pc;
+        *ret_how = how;
         return 0;
 }
 
@@ -320,6 +335,7 @@ static int assign_worker(int ctl, const int fds[_SPAWN_FD_MAX], PoolChild *ret) 
 static int serve_one(int ctl) {
         ZygoteMsg req, rep;
         PoolChild pc = { .pidfd = -1, .chan = -1 };
+        WorkerHow how = WORKER_HOW_NONE;
         ZygoteSlot id;
         int fds[ZYGOTE_FDS_MAX];
         size_t n_fds = 0;
@@ -346,13 +362,13 @@ static int serve_one(int ctl) {
         may_refill = false;
         /* The request's slot is ours now; the answer gives one back. */
         if (!slot_push(&id, fds + _SPAWN_FD_MAX)) {
-                rep = zygote_msg_spawned(req.token, id.slot, EBADMSG, 0);
-        } else if ((k = assign_worker(ctl, fds, &pc)) < 0) {
+                rep = zygote_msg_spawned(req.token, id.slot, EBADMSG, 0, WORKER_HOW_NONE);
+        } else if ((k = assign_worker(ctl, fds, &pc, &how)) < 0) {
                 Slot unused = slot_pop();
                 slot_close(&unused);
-                rep = zygote_msg_spawned(req.token, unused.id.slot, -k, 0);
+                rep = zygote_msg_spawned(req.token, unused.id.slot, -k, 0, WORKER_HOW_NONE);
         } else
-                rep = zygote_msg_spawned(req.token, pc.slot.slot, 0, pc.pid);
+                rep = zygote_msg_spawned(req.token, pc.slot.slot, 0, pc.pid, how);
         fdpass_close_all(fds, _SPAWN_FD_MAX);
         k = zygote_msg_send(ctl, &rep, &pc.pidfd, rep.error ? 0 : 1, 0);
         pool_child_close(&pc);

@@ -120,6 +120,7 @@ typedef enum FamilyId {
         F_CALLS,
         F_CALLS_ADMITTED,
         F_WORKERS_STARTED,
+        F_WORKER_STARTS,
         F_MEMORY_GATE_HOLDING,
         F_MEMORY_GATE_HOLDS,
         F_MEMORY_GATE_HELD,
@@ -158,6 +159,10 @@ static const Family families[_F_MAX] = {
                       "Execute requests by outcome: finished calls, and refusals before admission." },
         [F_CALLS_ADMITTED] = { "codeinterp_calls_admitted", KIND_COUNTER, NULL, "Calls admitted into the queue." },
         [F_WORKERS_STARTED] = { "codeinterp_workers_started", KIND_COUNTER, NULL, "Workers started for calls." },
+        [F_WORKER_STARTS] = { "codeinterp_worker_starts", KIND_COUNTER, NULL,
+                              "Workers started for calls, by how the call got its worker: ready (pre-started "
+                              "and prepared), preparing (pre-started, still preparing), cloned (none was "
+                              "pre-started), exec (exec mode)." },
         [F_MEMORY_GATE_HOLDING] = { "codeinterp_memory_gate_holding", KIND_GAUGE, NULL,
                                     "1 while the memory gate (minAvailableMemoryBytes) holds queued calls back." },
         [F_MEMORY_GATE_HOLDS] = { "codeinterp_memory_gate_holds", KIND_COUNTER, NULL,
@@ -327,6 +332,8 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
         uint64_t values[ELEMENTSOF(uints)], zygote_generation, held_ms, uptime_ms, start_ms;
         char zygote_state[16], version[64], python[64], policy_name[64], sha256[65], worker_start[16];
         const msgpack_object *outcomes = ci_get(status, "outcomes"), *refused = ci_get(status, "connectionsRefused");
+        /* Optional: an older supervisor does not count them (the family is then left out). */
+        const msgpack_object *by_how = ci_get(status, "workersStartedBy");
         bool ready, zygote_ready, gate_holding;
         int k;
 
@@ -347,7 +354,8 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
             !get_str(status, "policySha256", false, sha256, sizeof sha256) ||
             !get_str(status, "workerStart", false, worker_start, sizeof worker_start))
                 return -EBADMSG;
-        if ((k = check_counts(outcomes)) < 0 || (k = check_counts(refused)) < 0)
+        if ((k = check_counts(outcomes)) < 0 || (k = check_counts(refused)) < 0 ||
+            (by_how && (k = check_counts(by_how)) < 0))
                 return k;
 
         write_uint(f, fmt, F_READY, ready);
@@ -359,6 +367,8 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
                 write_uint(f, fmt, uints[i].id, values[i]);
         write_counts(f, fmt, F_CONNECTIONS_REFUSED, "reason", refused);
         write_counts(f, fmt, F_CALLS, "outcome", outcomes);
+        if (by_how)
+                write_counts(f, fmt, F_WORKER_STARTS, "worker", by_how);
         write_uint(f, fmt, F_MEMORY_GATE_HOLDING, gate_holding);
         write_ms_as_seconds(f, fmt, F_MEMORY_GATE_HELD, held_ms);
         write_ms_as_seconds(f, fmt, F_UPTIME, uptime_ms);

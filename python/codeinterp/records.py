@@ -150,13 +150,16 @@ class ExceptionInfo:
 
 @dataclasses.dataclass(frozen=True)
 class Timing:
-    """Admission to finish (``elapsed_ms``/``elapsed_us``), queued and running time."""
+    """Admission to finish (``elapsed_ms``/``elapsed_us``), queued and running time;
+    ``worker``: how the call got its worker ("ready", "preparing", "cloned", "exec"),
+    None without one (or from a supervisor that predates it)."""
 
     elapsed_ms: int
     elapsed_us: int
     queue_ms: int
     run_ms: int
     worker_started: bool
+    worker: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -437,6 +440,8 @@ class Status:
     outcomes: Optional[dict[str, int]] = None
     queue_wait_ms: Optional[Histogram] = None
     run_time_ms: Optional[Histogram] = None
+    # started_total by how each call got its worker (ready, preparing, cloned, exec).
+    workers_started_by: Optional[dict[str, int]] = None
     raw: Any = _raw()
 
 

@@ -122,6 +122,9 @@ def test_prometheus_values_agree_with_status(served):
     assert fams["codeinterp_calls"].type == "counter"
     assert value("codeinterp_calls_admitted_total") == st["admittedTotal"] == 5
     assert value("codeinterp_workers_started_total") == st["startedTotal"]
+    by_how = {s.labels["worker"]: s.value for s in fams["codeinterp_worker_starts"].samples}
+    assert by_how == st["workersStartedBy"] and sum(by_how.values()) == st["startedTotal"], by_how
+    assert set(by_how) == {"ready", "preparing", "cloned", "exec"} and fams["codeinterp_worker_starts"].type == "counter"
     assert value("codeinterp_worker_start_failures_total") == 0
     assert value("codeinterp_worker_start_failures_in_row") == 0
     # Gauges now (the client's own connection is open while status is read).

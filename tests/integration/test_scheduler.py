@@ -248,6 +248,7 @@ def test_cancel_queued_call_never_starts_a_worker(shared_supervisor):
     assert r["detail"] == "cancelled while queued"
     assert r["partial"] is False
     assert r["timing"]["workerStarted"] is False and r["timing"]["runMs"] == 0
+    assert r["timing"]["worker"] is None  # no worker, so no way it came
     assert r["exitStatus"] is None
     assert r["stdout"]["text"] == ""
     phases = [e.m["phase"] for e in of(ev, rid=target, type="progress")]
@@ -582,7 +583,7 @@ def test_memory_gate_holds_calls_in_the_queue(make_supervisor):
     assert r["type"] == "result" and r["outcome"] == "timeout", r
     assert "queued" in r["detail"]
     t = r["timing"]
-    assert t["workerStarted"] is False and t["runMs"] == 0, t
+    assert t["workerStarted"] is False and t["runMs"] == 0 and t["worker"] is None, t
     assert t["queueMs"] == t["elapsedMs"] and t["elapsedMs"] >= 1000, t
     assert r["exitStatus"] is None
     assert [m["phase"] for m in p] == ["requested", "queued", "finished"], p

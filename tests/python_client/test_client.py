@@ -70,6 +70,8 @@ def test_status_has_every_field_of_the_reply(shared_supervisor):
     assert set(s.connections_refused) == {"peer_not_allowed", "max_connections", "max_connections_per_peer"}
     assert s.connections_idle_closed is not None and s.connections_idle_closed >= 0
     assert set(s.outcomes) == set(client.hello().outcomes)
+    assert set(s.workers_started_by) == {"ready", "preparing", "cloned", "exec"}
+    assert sum(s.workers_started_by.values()) == s.started_total
     assert isinstance(s.queue_wait_ms, Histogram) and len(s.queue_wait_ms.le_ms) == len(s.queue_wait_ms.counts)
     assert s.run_time_ms is not None and s.run_time_ms.count == s.raw["runTimeMs"]["count"]
 
@@ -92,6 +94,7 @@ def test_northstar_result_has_every_field(shared_supervisor):
     assert r.evidence.runtime.python.startswith("3.")
     assert r.evidence.runtime.rootless is False and r.evidence.runtime.cgroup == host_cgroup()
     assert r.timing.elapsed_ms == r.elapsed_ms and r.timing.worker_started
+    assert r.timing.worker in ("ready", "preparing", "cloned", "exec")
     assert r.exit_status is not None and r.exit_status.code == 0 and r.exit_status.signal is None
     assert r.id == 1 and r.call_id >= 1
     assert r.model_text() == "outcome: ok\nelapsed: %d ms\n--- value (4 characters) ---\n8.25\n" % r.elapsed_ms

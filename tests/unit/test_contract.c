@@ -77,23 +77,40 @@ static void test_validate(void **state) {
         m.token = 4; /* a slot is no request */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
 
-        m = zygote_msg_spawned(3, 9, 0, 1234);
+        m = zygote_msg_spawned(3, 9, 0, 1234, WORKER_HOW_READY);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), 0);
         m.uid = 5; /* an answer names its slot by number only */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
-        m = zygote_msg_spawned(3, 0, 0, 1234);
+        /* A worker came in one of the zygote's three ways; EXEC is the supervisor's own. */
+        for (uint32_t how = 0; how <= _WORKER_HOW_MAX; how++) {
+                m = zygote_msg_spawned(3, 9, 0, 1234, (WorkerHow) how);
+                assert_int_equal(zygote_msg_validate(&m, sizeof m, 1),
+                                 how >= WORKER_HOW_READY && how <= WORKER_HOW_CLONED ? 0 : -EBADMSG);
+        }
+        m = zygote_msg_spawned(3, 0, EAGAIN, 0, WORKER_HOW_CLONED); /* a failure names no way */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+        m = zygote_msg_idle();
+        m.how = WORKER_HOW_READY;
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+        m = zygote_msg_spawned(3, 9, 0, 1234, WORKER_HOW_CLONED);
+        m.reserved = 1;
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
+        assert_string_equal(worker_how_to_string(WORKER_HOW_PREPARING), "preparing");
+        assert_null(worker_how_to_string(WORKER_HOW_NONE));
+        assert_null(worker_how_to_string(_WORKER_HOW_MAX));
+        m = zygote_msg_spawned(3, 0, 0, 1234, WORKER_HOW_CLONED);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), 0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG); /* success without a pidfd */
-        m = zygote_msg_spawned(3, 0, EAGAIN, 0);
+        m = zygote_msg_spawned(3, 0, EAGAIN, 0, WORKER_HOW_NONE);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), 0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG); /* failure with a pidfd */
-        m = zygote_msg_spawned(3, 0, -EAGAIN, 0);                         /* the sign of error is checked */
+        m = zygote_msg_spawned(3, 0, -EAGAIN, 0, WORKER_HOW_NONE); /* the sign of error is checked */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
-        m = zygote_msg_spawned(3, 0, ZYGOTE_ERRNO_MAX + 1, 0);
+        m = zygote_msg_spawned(3, 0, ZYGOTE_ERRNO_MAX + 1, 0, WORKER_HOW_NONE);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
-        m = zygote_msg_spawned(3, 0, 0, -1); /* success names a real pid */
+        m = zygote_msg_spawned(3, 0, 0, -1, WORKER_HOW_READY); /* success names a real pid */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
-        m = zygote_msg_spawned(3, 0, EIO, 42); /* failure names none */
+        m = zygote_msg_spawned(3, 0, EIO, 42, WORKER_HOW_NONE); /* failure names none */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
 
         m = zygote_msg_idle();
@@ -148,7 +165,7 @@ static void test_garbage_closes_fds(void **state) {
         assert_int_equal(count_fds(), before);
 
         /* A well-formed SPAWNED with a negative error, as a buggy zygote might send. */
-        ZygoteMsg bad = zygote_msg_spawned(5, 0, 0, 0);
+        ZygoteMsg bad = zygote_msg_spawned(5, 0, 0, 0, WORKER_HOW_NONE);
         bad.error = -11;
         assert_int_equal(fdpass_send(sv[0], &bad, sizeof bad, NULL, 0, 0), 0);
         assert_int_equal(zygote_msg_recv(sv[1], &r, got, &n, 0), -EBADMSG);

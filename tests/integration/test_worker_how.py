@@ -1,0 +1,106 @@
+"""Issue 24: each result says how its call got a worker (timing.worker), and the status
+reply and the metrics count them (workersStartedBy, codeinterp_worker_starts_total):
+"ready" (a pre-started worker done preparing), "preparing" (a pre-started worker still
+preparing when the call reached it), "cloned" (none was pre-started) and "exec". Each
+way is provoked for real: "preparing" with the pre-started worker held stopped by
+ptrace from the moment the zygote clones it until the call has been handed to it."""
+import ctypes
+import os
+import threading
+
+import pytest
+
+from testlib import ok, status
+from testlib.waits import wait_for
+
+from test_prefault import warmed_up
+
+ZYGOTE_ONE = "workerStart: zygote\nzygotePoolSize: 1\nmaxActiveWorkers: 1\n"
+WAYS = ("ready", "preparing", "cloned", "exec")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.ptrace.restype = ctypes.c_long
+_libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p)
+PTRACE_CONT, PTRACE_DETACH, PTRACE_GETEVENTMSG, PTRACE_SEIZE = 7, 17, 0x4201, 0x4206
+PTRACE_O_TRACEFORK, PTRACE_O_TRACEVFORK, PTRACE_O_TRACECLONE = 2, 4, 8
+__WALL = 0x40000000
+
+
+def ptrace(req, pid, addr=None, data=None):
+    if _libc.ptrace(req, pid, addr, data) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "ptrace(%#x, %d): %s" % (req, pid, os.strerror(e)))
+
+
+def counts(sup):
+    st = status(sup)
+    return st["workersStartedBy"], st["startedTotal"]
+
+
+def test_a_call_on_a_prepared_worker_says_ready(make_supervisor):
+    sup = make_supervisor(ZYGOTE_ONE)
+    c = sup.connect()
+    for _ in range(3):
+        wait_for(lambda: warmed_up(sup.pid), what="the pre-started worker done preparing")
+        assert ok(c.execute("1"))["timing"]["worker"] == "ready"
+    by, total = counts(sup)
+    assert by == {"ready": 3, "preparing": 0, "cloned": 0, "exec": 0} and total == 3, by
+
+
+def test_without_a_pool_every_worker_is_cloned_for_its_call(make_supervisor):
+    sup = make_supervisor("workerStart: zygote\nzygotePoolSize: 0\n")
+    c = sup.connect()
+    assert [ok(c.execute("1"))["timing"]["worker"] for _ in range(3)] == ["cloned"] * 3
+    assert counts(sup) == ({"ready": 0, "preparing": 0, "cloned": 3, "exec": 0}, 3)
+
+
+def test_exec_mode_says_exec(make_supervisor):
+    """(A call that never had a worker says None: test_scheduler.py, cancelled and
+    timed out while queued.)"""
+    sup = make_supervisor("workerStart: exec\n")
+    c = sup.connect()
+    assert [ok(c.execute("1"))["timing"]["worker"] for _ in range(2)] == ["exec"] * 2
+    assert counts(sup) == ({"ready": 0, "preparing": 0, "cloned": 0, "exec": 2}, 2)
+
+
+def test_a_call_that_reaches_a_worker_still_preparing_says_preparing(make_supervisor):
+    """The zygote's refill after the first call is traced: its new worker starts
+    stopped, so it cannot have said it is prepared when the second call is handed to
+    it. Released once the call is running (status), the worker prepares, then runs it."""
+    sup = make_supervisor(ZYGOTE_ONE)
+    c = sup.connect()
+    wait_for(lambda: warmed_up(sup.pid), what="the first pre-started worker done preparing")
+    zpid = status(sup)["zygotePid"]
+    ptrace(PTRACE_SEIZE, zpid, None, PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE)
+    child = None
+    try:
+        assert ok(c.execute("1"))["timing"]["worker"] == "ready"
+        # The refill: the zygote stops at its clone; the new worker starts stopped.
+        _, st = os.waitpid(zpid, __WALL)
+        assert os.WIFSTOPPED(st) and st >> 16 in (1, 2, 3), "not a fork/vfork/clone event: %#x" % st
+        msg = ctypes.c_ulong()
+        ptrace(PTRACE_GETEVENTMSG, zpid, None, ctypes.addressof(msg))
+        child = msg.value
+        ptrace(PTRACE_DETACH, zpid)
+        zpid = None
+        pid, st = os.waitpid(child, __WALL)
+        assert pid == child and os.WIFSTOPPED(st), st
+
+        got = {}
+        t = threading.Thread(target=lambda: got.update(r=sup.connect().execute("6 * 7")))
+        t.start()
+        wait_for(lambda: status(sup)["running"] == 1, what="the second call handed to the stopped worker")
+        ptrace(PTRACE_DETACH, child)
+        child = None
+        t.join()
+        r = ok(got["r"])
+        assert r["result"]["text"] == "42" and r["timing"]["worker"] == "preparing", r["timing"]
+    finally:
+        for p in (zpid, child):
+            if p:
+                try:
+                    ptrace(PTRACE_DETACH, p)
+                except OSError:
+                    pass
+    by, total = counts(sup)
+    assert by == {"ready": 1, "preparing": 1, "cloned": 0, "exec": 0} and total == 2, by
