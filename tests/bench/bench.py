@@ -59,10 +59,11 @@ def summary(values):
     return "p50 %7.2f ms  p90 %7.2f ms  p99 %7.2f ms" % (pct(values, 50), pct(values, 90), pct(values, 99))
 
 
-def timed_calls(sup, code, n, gap, check):
+def timed_calls(sup, code, n, gap, check, ways=None):
     """The latencies (ms) of n sequential calls of code on one connection, gap seconds
     between them (an agent's calls are seconds apart, which gives the zygote time to
-    have a pre-started worker ready); check(r) asserts on each result."""
+    have a pre-started worker ready); check(r) asserts on each result. ways, a list:
+    gets each call's timing.worker (ready, preparing, cloned, exec) in the same order."""
     c = sup.connect()
     out = []
     for _ in range(n):
@@ -70,17 +71,35 @@ def timed_calls(sup, code, n, gap, check):
         r = c.execute(code)
         out.append((time.perf_counter() - t) * 1000)
         check(r)
+        if ways is not None:
+            ways.append(r["timing"].get("worker"))
         if gap:
             time.sleep(gap)
     c.close()
     return out
 
 
-def latency(sup, n, gap=0.0):
+def latency(sup, n, gap=0.0, ways=None):
     """n sequential calls of TRIVIAL (the northstar), gap seconds apart."""
     def check(r):
         assert r["outcome"] == "ok" and r["result"]["text"] == "8.25", r
-    return timed_calls(sup, TRIVIAL, n, gap, check)
+    return timed_calls(sup, TRIVIAL, n, gap, check, ways)
+
+
+def by_way(lat, ways):
+    """The latencies split by how each call got its worker (timing.worker), and which
+    ways the slowest 1 % (at least one call) took: where a p99 comes from."""
+    parts = []
+    for way in ("ready", "preparing", "cloned", "exec"):
+        got = [ms for ms, w in zip(lat, ways) if w == way]
+        if got:
+            parts.append("%s %d (p50 %.2f, p99 %.2f ms)" % (way, len(got), pct(got, 50), pct(got, 99)))
+    k = max(1, len(lat) // 100)
+    slow = sorted(zip(lat, ways), key=lambda x: -x[0])[:k]
+    tail = {}
+    for _, w in slow:
+        tail[w] = tail.get(w, 0) + 1
+    return "; ".join(parts) + "; the slowest %d: %s" % (k, ", ".join("%s %d" % kv for kv in sorted(tail.items())))
 
 
 def bare_python(n, exe="/usr/bin/python3"):
@@ -891,15 +910,18 @@ def cgroups_cost(args):
                     assert not errors, errors
                     thr.setdefault((cg, mode), []).append(rate)
         print("\n== cgroups: off against auto (%s here), interleaved, %d rounds" % (version, args.rounds))
+        # Issue 24's targets: zygote +0.3 ms and 0.95x, exec +5 ms and 0.9x.
+        added = {"zygote, 50 ms apart": 0.3, "zygote, back to back": 0.3, "exec": 5.0}
         for what in ("zygote, 50 ms apart", "zygote, back to back", "exec"):
             off, auto = lat["off", what], lat["auto", what]
             print("%-21s off: p50 %6.2f ms p90 %6.2f ms   auto: p50 %6.2f ms p90 %6.2f ms   "
-                  "added p50 %+6.2f ms (target <= 0.5)" %
-                  (what, pct(off, 50), pct(off, 90), pct(auto, 50), pct(auto, 90), pct(auto, 50) - pct(off, 50)))
-        for mode in ("zygote", "exec"):
+                  "added p50 %+6.2f ms (target <= %.1f)" %
+                  (what, pct(off, 50), pct(off, 90), pct(auto, 50), pct(auto, 90), pct(auto, 50) - pct(off, 50),
+                   added[what]))
+        for mode, target in (("zygote", 0.95), ("exec", 0.90)):
             off, auto = sum(thr["off", mode]) / len(thr["off", mode]), sum(thr["auto", mode]) / len(thr["auto", mode])
-            print("throughput %-6s 2 clients: off %7.1f calls/s   auto %7.1f calls/s   auto/off %.2f (target >= 0.90)"
-                  % (mode, off, auto, auto / off))
+            print("throughput %-6s 2 clients: off %7.1f calls/s   auto %7.1f calls/s   auto/off %.2f (target >= %.2f)"
+                  % (mode, off, auto, auto / off, target))
     finally:
         for s in sups.values():
             s.stop()
@@ -971,8 +993,9 @@ def common(args, only, sup_exec, sup_zyg, sup_kill, base):
         latency(sup_exec, 5)
         latency(sup_zyg, 20)
         bare = bare_python(args.calls)
-        lat_zyg = latency(sup_zyg, args.calls, gap=0.05)
-        lat_zyg_b2b = latency(sup_zyg, args.calls)
+        ways_zyg, ways_b2b = [], []
+        lat_zyg = latency(sup_zyg, args.calls, gap=0.05, ways=ways_zyg)
+        lat_zyg_b2b = latency(sup_zyg, args.calls, ways=ways_b2b)
         lat_exec = latency(sup_exec, max(20, args.calls // 4))
         bare2 = bare_python(args.calls)
         bare += bare2
@@ -981,10 +1004,14 @@ def common(args, only, sup_exec, sup_zyg, sup_kill, base):
         print("zygote, 50 ms apart   : " + summary(lat_zyg))
         print("zygote, back to back  : " + summary(lat_zyg_b2b))
         print("exec mode             : " + summary(lat_exec))
+        print("  50 ms apart, by how the call got its worker: " + by_way(lat_zyg, ways_zyg))
+        print("  back to back, by how the call got its worker: " + by_way(lat_zyg_b2b, ways_b2b))
         b50, b99 = pct(bare, 50), pct(bare, 99)
-        print("zygote / bare         : p50 %.2fx (target <= 0.35)   p99 %.2fx (target <= 0.6, vs bare p99)" %
+        # Issue 24's targets.
+        print("zygote / bare         : p50 %.2fx (target <= 0.25)   p99 %.2fx (vs bare p99)" %
               (pct(lat_zyg, 50) / b50, pct(lat_zyg, 99) / b99))
-        print("back to back / bare   : p50 %.2fx   p99 %.2fx" % (pct(lat_zyg_b2b, 50) / b50, pct(lat_zyg_b2b, 99) / b99))
+        print("back to back / bare   : p50 %.2fx (target <= 0.35)   p99 %.2fx (target <= 0.6, vs bare p99)" %
+              (pct(lat_zyg_b2b, 50) / b50, pct(lat_zyg_b2b, 99) / b99))
         print("exec / bare           : p50 %.2fx" % (pct(lat_exec, 50) / b50))
 
     if "peers" in only:
