@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
@@ -386,6 +387,8 @@ int zygote_main(int argc, char **argv) {
                 fprintf(stderr, "codeinterp-zygote: bad arguments\n");
                 return 2;
         }
+        /* The dynamic linker has read it (zygote_client.c); no worker's os.environ shows it. */
+        (void) unsetenv("LD_BIND_NOW");
         worker_uid = (uid_t) uid;
         worker_gid = (gid_t) gid;
         pool_target = size;

@@ -112,6 +112,57 @@ def bare_python(n, exe="/usr/bin/python3"):
     return out
 
 
+# The fork floor: the fork design with no isolation. A warm python3 (preload run once,
+# then gc.freeze() as the zygote does) forks a child per request, which runs the code
+# and exits; the parent reaps it and answers. No namespaces, no sandbox, no socket
+# protocol: what a fresh process per call costs on this machine when the interpreter
+# is already initialised, the floor under codeinterp's own per-call cost.
+FORK_SERVER = r"""
+import gc, os, sys
+exec(sys.argv[1], {"__name__": "__preload__"})
+gc.freeze()
+code = compile(sys.argv[2], "<code>", "exec")
+fin, fout = sys.stdin.buffer, sys.stdout.buffer
+while fin.read(1):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            exec(code, {"__name__": "__main__"})
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    fout.write(b"k")
+    fout.flush()
+"""
+
+
+# What the zygote imports before it forks (worker/pyrun.c, preload_modules): the fork
+# floor's server imports the same, so its children copy a heap of the same kind.
+ZYGOTE_PRELOAD = ("import math, statistics, json, csv, re, decimal, fractions, datetime, collections, itertools, "
+                  "functools, random, string, textwrap, io, traceback, ast, linecache")
+
+
+def fork_floor(code, n, gap=0.0, preload=ZYGOTE_PRELOAD, site=False, env=None):
+    """The latencies (ms) of n requests to a FORK_SERVER running code, gap seconds apart."""
+    argv = ["/usr/bin/python3"] + ([] if site else ["-I", "-S"]) + ["-c", FORK_SERVER, preload, code]
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    out = []
+    try:
+        for i in range(n + 3):  # three to warm up
+            t = time.perf_counter()
+            p.stdin.write(b"x")
+            p.stdin.flush()
+            assert p.stdout.read(1) == b"k", "the fork floor's server died"
+            if i >= 3:
+                out.append((time.perf_counter() - t) * 1000)
+            if gap:
+                time.sleep(gap)
+    finally:
+        p.stdin.close()
+        p.wait()
+    return out
+
+
 def throughput(sup, clients, seconds):
     counts = [0] * clients
     stop = time.monotonic() + seconds
@@ -999,11 +1050,16 @@ def common(args, only, sup_exec, sup_zyg, sup_kill, base):
         lat_exec = latency(sup_exec, max(20, args.calls // 4))
         bare2 = bare_python(args.calls)
         bare += bare2
+        fork_gap = fork_floor(TRIVIAL, args.calls, gap=0.05)
+        fork_b2b = fork_floor(TRIVIAL, args.calls)
         print("\n== latency of a trivial call (%r), end to end over the socket" % TRIVIAL)
         print("bare python3 -I -S -c : " + summary(bare))
         print("zygote, 50 ms apart   : " + summary(lat_zyg))
         print("zygote, back to back  : " + summary(lat_zyg_b2b))
         print("exec mode             : " + summary(lat_exec))
+        print("fork floor, 50 ms apart : " + summary(fork_gap))
+        print("fork floor, back to back: " + summary(fork_b2b))
+        print("  (a warm python3 -I -S forks a child per call, no isolation: FORK_SERVER)")
         print("  50 ms apart, by how the call got its worker: " + by_way(lat_zyg, ways_zyg))
         print("  back to back, by how the call got its worker: " + by_way(lat_zyg_b2b, ways_b2b))
         b50, b99 = pct(bare, 50), pct(bare, 99)
@@ -1013,6 +1069,9 @@ def common(args, only, sup_exec, sup_zyg, sup_kill, base):
         print("back to back / bare   : p50 %.2fx (target <= 0.35)   p99 %.2fx (target <= 0.6, vs bare p99)" %
               (pct(lat_zyg_b2b, 50) / b50, pct(lat_zyg_b2b, 99) / b99))
         print("exec / bare           : p50 %.2fx" % (pct(lat_exec, 50) / b50))
+        print("zygote / fork floor   : 50 ms apart p50 %.2fx p99 %.2fx; back to back p50 %.2fx p99 %.2fx" %
+              (pct(lat_zyg, 50) / pct(fork_gap, 50), pct(lat_zyg, 99) / pct(fork_gap, 99),
+               pct(lat_zyg_b2b, 50) / pct(fork_b2b, 50), pct(lat_zyg_b2b, 99) / pct(fork_b2b, 99)))
 
     if "peers" in only:
         peers(args.calls)
