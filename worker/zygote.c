@@ -142,6 +142,14 @@ static bool call_waiting(int chan) {
         return poll(&pfd, 1, 0) > 0;
 }
 
+/* Prepared (or failed, which the call learns at once): the zygote, when it hands us a
+ * call, sees our end of chan shut for writing and reports the worker as ready. No byte
+ * is sent: a socket closed with unread data makes its peer's read fail (ECONNRESET),
+ * and the zygote closes its end right after handing us the call. */
+static void say_prepared(int chan) {
+        (void) shutdown(chan, SHUT_WR);
+}
+
 /* In the new worker: a copy of the zygote, in fresh namespaces, waiting for its call.
  * slot: its cgroup's descriptors, entered first. */
 static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
@@ -191,11 +199,7 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
         }
         /* The supervisor is our parent (CLONE_PARENT): die with it. */
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        /* Prepared (or failed, which the call learns at once): the zygote, when it hands
-         * us a call, sees our end shut for writing and reports the worker as ready. No
-         * byte is sent: a socket closed with unread data makes its peer's read fail
-         * (ECONNRESET), and the zygote closes its end right after handing us the call. */
-        (void) shutdown(chan, SHUT_WR);
+        say_prepared(chan);
 
         if (recv_call_fds(chan, fds) < 0)
                 _exit(0); /* never assigned: the zygote went away */

@@ -332,7 +332,6 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
         uint64_t values[ELEMENTSOF(uints)], zygote_generation, held_ms, uptime_ms, start_ms;
         char zygote_state[16], version[64], python[64], policy_name[64], sha256[65], worker_start[16];
         const msgpack_object *outcomes = ci_get(status, "outcomes"), *refused = ci_get(status, "connectionsRefused");
-        /* Optional: an older supervisor does not count them (the family is then left out). */
         const msgpack_object *by_how = ci_get(status, "workersStartedBy");
         bool ready, zygote_ready, gate_holding;
         int k;
@@ -354,8 +353,7 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
             !get_str(status, "policySha256", false, sha256, sizeof sha256) ||
             !get_str(status, "workerStart", false, worker_start, sizeof worker_start))
                 return -EBADMSG;
-        if ((k = check_counts(outcomes)) < 0 || (k = check_counts(refused)) < 0 ||
-            (by_how && (k = check_counts(by_how)) < 0))
+        if ((k = check_counts(outcomes)) < 0 || (k = check_counts(refused)) < 0 || (k = check_counts(by_how)) < 0)
                 return k;
 
         write_uint(f, fmt, F_READY, ready);
@@ -367,8 +365,7 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
                 write_uint(f, fmt, uints[i].id, values[i]);
         write_counts(f, fmt, F_CONNECTIONS_REFUSED, "reason", refused);
         write_counts(f, fmt, F_CALLS, "outcome", outcomes);
-        if (by_how)
-                write_counts(f, fmt, F_WORKER_STARTS, "worker", by_how);
+        write_counts(f, fmt, F_WORKER_STARTS, "worker", by_how);
         write_uint(f, fmt, F_MEMORY_GATE_HOLDING, gate_holding);
         write_ms_as_seconds(f, fmt, F_MEMORY_GATE_HELD, held_ms);
         write_ms_as_seconds(f, fmt, F_UPTIME, uptime_ms);

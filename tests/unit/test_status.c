@@ -13,6 +13,7 @@
 #include "client/lib/status.h"
 #include "common/cleanup.h"
 #include "common/mp.h"
+#include "contract/zygote_proto.h"
 #include "policy/policy.h"
 #include "supervisor/metrics.h"
 #include "supervisor/protocol.h"
@@ -24,6 +25,7 @@ typedef struct Packed {
 
 static uint64_t outcomes[_OUTCOME_MAX];
 static uint64_t conns_refused[_PROTO_CONN_REFUSED_MAX];
+static uint64_t started_by_how[_WORKER_HOW_MAX];
 static Histogram queue_wait, run_time;
 
 static ProtoStatus base_status(void) {
@@ -33,6 +35,9 @@ static ProtoStatus base_status(void) {
         memset(conns_refused, 0, sizeof conns_refused);
         conns_refused[PROTO_CONN_REFUSED_MAX_CONNECTIONS_PER_PEER] = 184;
         conns_refused[PROTO_CONN_REFUSED_PEER_NOT_ALLOWED] = 2;
+        memset(started_by_how, 0, sizeof started_by_how);
+        started_by_how[WORKER_HOW_READY] = 3;
+        started_by_how[WORKER_HOW_CLONED] = 1;
         memset(&queue_wait, 0, sizeof queue_wait);
         memset(&run_time, 0, sizeof run_time);
         histogram_observe(&queue_wait, 200);     /* 0.2 ms */
@@ -50,6 +55,7 @@ static ProtoStatus base_status(void) {
                 .connections = 17,
                 .connections_refused = conns_refused,
                 .connections_idle_closed = 5,
+                .started_by_how = started_by_how,
                 .worker_start = "zygote",
                 .zygote_pid = 42,
                 .zygote_generation = 3,
@@ -169,6 +175,12 @@ static void test_prometheus_format(void **state) {
                 "codeinterp_connections_refused_total{reason=\"max_connections_per_peer\"} 184\n",
                 "# TYPE codeinterp_connections_idle_closed_total counter\n",
                 "codeinterp_connections_idle_closed_total 5\n",
+                /* Workers started, by how the call got its worker (every way, 0 included). */
+                "# TYPE codeinterp_worker_starts_total counter\n",
+                "codeinterp_worker_starts_total{worker=\"ready\"} 3\n",
+                "codeinterp_worker_starts_total{worker=\"preparing\"} 0\n",
+                "codeinterp_worker_starts_total{worker=\"cloned\"} 1\n",
+                "codeinterp_worker_starts_total{worker=\"exec\"} 0\n",
                 /* Histograms in seconds, cumulative, +Inf = count. */
                 "# TYPE codeinterp_queue_wait_seconds histogram\n",
                 "codeinterp_queue_wait_seconds_bucket{le=\"0.001\"} 1\n",
