@@ -259,7 +259,7 @@ typedef struct ProtoResult {
         uint64_t admit_usec, start_usec, end_usec;
         bool started;
         const char *worker_how; /* timing.worker: "ready", "preparing", "cloned", "exec"; NULL: nil */
-        bool has_exit; /* the worker existed and was reaped */
+        bool has_exit;          /* the worker existed and was reaped */
         pid_t pid;
         bool has_host_uid; /* the worker's own host uid, else hostUid is nil */
         uid_t host_uid;

@@ -603,8 +603,7 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, const 
 }
 
 /* Exec mode's answer, before exec_spawner_spawn() returns: always a worker. */
-static void on_exec_spawned(ZygoteAnswer answer, int error, const char *cause, const SpawnedWorker *w,
-                            void *userdata) {
+static void on_exec_spawned(ZygoteAnswer answer, int error, const char *cause, const SpawnedWorker *w, void *userdata) {
         (void) answer, (void) error, (void) cause;
         take_worker(userdata, w);
 }

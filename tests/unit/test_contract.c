@@ -104,7 +104,7 @@ static void test_validate(void **state) {
         m = zygote_msg_spawned(3, 0, EAGAIN, 0, WORKER_HOW_NONE);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), 0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG); /* failure with a pidfd */
-        m = zygote_msg_spawned(3, 0, -EAGAIN, 0, WORKER_HOW_NONE); /* the sign of error is checked */
+        m = zygote_msg_spawned(3, 0, -EAGAIN, 0, WORKER_HOW_NONE);        /* the sign of error is checked */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
         m = zygote_msg_spawned(3, 0, ZYGOTE_ERRNO_MAX + 1, 0, WORKER_HOW_NONE);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
