@@ -3,6 +3,7 @@
 #include "contract/zygote_proto.h"
 
 #include <errno.h>
+#include <stdbool.h>
 
 #include "common/fdpass.h"
 
@@ -76,8 +77,8 @@ int zygote_msg_validate(const ZygoteMsg *m, size_t len, size_t n_fds) {
         if (len != sizeof *m || m->magic != ZYGOTE_MAGIC || m->reserved != 0)
                 return -EBADMSG;
         /* Only a successful answer says how its worker came, and only as a zygote can. */
-        if (m->kind == ZYGOTE_MSG_SPAWNED && m->error == 0 ? m->how < WORKER_HOW_READY || m->how > WORKER_HOW_CLONED
-                                                           : m->how != 0)
+        bool names_how = m->kind == ZYGOTE_MSG_SPAWNED && m->error == 0;
+        if (names_how ? m->how < WORKER_HOW_READY || m->how > WORKER_HOW_CLONED : m->how != 0)
                 return -EBADMSG;
         switch (m->kind) {
         case ZYGOTE_MSG_READY:
