@@ -6,7 +6,6 @@ way is provoked for real: "preparing" with the pre-started worker held stopped b
 ptrace from the moment the zygote clones it until the call has been handed to it."""
 import ctypes
 import os
-import threading
 
 import pytest
 
@@ -66,7 +65,8 @@ def test_exec_mode_says_exec(make_supervisor):
 def test_a_call_that_reaches_a_worker_still_preparing_says_preparing(make_supervisor):
     """The zygote's refill after the first call is traced: its new worker starts
     stopped, so it cannot have said it is prepared when the second call is handed to
-    it. Released once the call is running (status), the worker prepares, then runs it."""
+    it. Released once the zygote has answered (the call's "started" progress), the
+    worker prepares, then runs it."""
     sup = make_supervisor(ZYGOTE_ONE)
     c = sup.connect()
     wait_for(lambda: warmed_up(sup.pid), what="the first pre-started worker done preparing")
@@ -86,14 +86,15 @@ def test_a_call_that_reaches_a_worker_still_preparing_says_preparing(make_superv
         pid, st = os.waitpid(child, __WALL)
         assert pid == child and os.WIFSTOPPED(st), st
 
-        got = {}
-        t = threading.Thread(target=lambda: got.update(r=sup.connect().execute("6 * 7")))
-        t.start()
-        wait_for(lambda: status(sup)["running"] == 1, what="the second call handed to the stopped worker")
+        c2 = sup.connect()
+        rid = c2.submit("6 * 7")
+        m = c2.wait(rid, types=("progress", "result", "error"))
+        while m["type"] == "progress" and m.get("phase") != "started":
+            m = c2.wait(rid, types=("progress", "result", "error"))
+        assert m["type"] == "progress", m  # the zygote answered: the call has the stopped worker
         ptrace(PTRACE_DETACH, child)
         child = None
-        t.join()
-        r = ok(got["r"])
+        r = ok(c2.wait(rid, types=("result", "error")))
         assert r["result"]["text"] == "42" and r["timing"]["worker"] == "preparing", r["timing"]
     finally:
         for p in (zpid, child):
