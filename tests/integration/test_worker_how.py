@@ -7,7 +7,6 @@ ptrace from the moment the zygote clones it until the call has been handed to it
 import ctypes
 import os
 
-import pytest
 
 from testlib import ok, status
 from testlib.waits import wait_for
