@@ -88,6 +88,14 @@ HOLD_SIGNAL = signal.SIGUSR1
 # real_blocked meanwhile, so one sent then is not lost either).
 HOLD_WITNESS = signal.SIGUSR2
 
+
+def at_hold(pid):
+    """pid's main thread waits at its hold: HOLD_WITNESS blocked and HOLD_SIGNAL not
+    (sigwait() unblocks it). Both blocked is not the hold: glibc blocks every signal for
+    a moment while it creates a thread (pthread_create) or a process, and code that
+    does so before its hold would otherwise seem to be there already."""
+    return proc.blocks(pid, HOLD_WITNESS) and not proc.blocks(pid, HOLD_SIGNAL)
+
 # Code that holds: HOLD_SETUP first, then HOLD_POINT (one line) wherever it is to wait
 # for the test's release(), as often as it likes: each release lets one HOLD_POINT pass,
 # as long as the test releases only after it has seen the code arrive there.
@@ -108,10 +116,10 @@ def held(before="", after=""):
 
 def release(pid):
     """Let the held code of worker pid go on past its hold. The signal is sent only once
-    the code is there (/proc shows HOLD_WITNESS blocked, so HOLD_SIGNAL is blocked too):
-    sent before HOLD_SETUP it would be dropped (the worker is init of its pid namespace)
-    and the code would wait for ever."""
-    wait_for(lambda: proc.blocks(pid, HOLD_WITNESS) or not proc.alive(pid), "worker %d to reach its hold" % pid)
+    the code is there (at_hold(): it waits in sigwait() for HOLD_SIGNAL): sent before
+    HOLD_SETUP it would be dropped (the worker is init of its pid namespace) and the code
+    would wait for ever."""
+    wait_for(lambda: at_hold(pid) or not proc.alive(pid), "worker %d to reach its hold" % pid)
     proc.kill_quietly(pid, HOLD_SIGNAL)
 
 
@@ -157,7 +165,7 @@ class HeldCall:
     def wait_holding(self):
         """Until the code has reached its hold; the worker's pid."""
         pid = self.wait_running()
-        wait_for(lambda: proc.blocks(pid, HOLD_WITNESS) or not proc.alive(pid), "worker %d to reach its hold" % pid)
+        wait_for(lambda: at_hold(pid) or not proc.alive(pid), "worker %d to reach its hold" % pid)
         return pid
 
     def release(self):
