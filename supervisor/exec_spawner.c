@@ -190,7 +190,7 @@ int exec_spawner_spawn(const ExecSpawner *x, const Policy *p, const int fds[_SPA
                 cgroup_free(cg);
                 return k;
         }
-        fn(ZYGOTE_ANSWER_WORKER, 0, NULL,
-           &(SpawnedWorker){ .pid = pid, .pidfd = pidfd, .id = id, .cgroup = cg, .how = WORKER_HOW_EXEC }, userdata);
+        SpawnedWorker w = { .pid = pid, .pidfd = pidfd, .id = id, .cgroup = cg, .how = WORKER_HOW_EXEC };
+        fn(ZYGOTE_ANSWER_WORKER, 0, NULL, &w, userdata);
         return 0;
 }

@@ -70,7 +70,7 @@ struct Runner {
         WorkerIds *ids;
         WorkerId id; /* the worker's host identity, while has_id */
         bool has_id;
-        WorkerHow how; /* how the worker came (ready, preparing, cloned, exec) */
+        WorkerHow how; /* how the worker taken came (ready, preparing, cloned, exec); NONE without one */
 };
 
 /* The worker that had the runner's host id is reaped (reaped false: it may not be,
@@ -90,7 +90,7 @@ pid_t runner_pid(const Runner *r) {
 }
 
 WorkerHow runner_worker_how(const Runner *r) {
-        return r->pid > 0 ? r->how : WORKER_HOW_NONE;
+        return r->how;
 }
 
 bool runner_confined(const Runner *r) {
@@ -365,7 +365,7 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
 
         res.start_usec = r->start_usec;
         res.end_usec = now_usec();
-        res.worker_how = res.pid > 0 ? r->how : WORKER_HOW_NONE;
+        res.worker_how = r->how;
         /* The cgroup's account is read after the reap and before it is removed. */
         if (r->cgroup) {
                 CgroupStats st;
@@ -546,6 +546,7 @@ static void drop_worker(Runner *r) {
         close(r->pidfd);
         r->pidfd = -1;
         r->pid = 0;
+        r->how = WORKER_HOW_NONE;
 }
 
 /* Zygote mode: make the worker taken ready to run the call. */

@@ -669,10 +669,10 @@ static void deliver(ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
                 slot_free(z, rep->slot, cg);
                 log_warning("Zygote %u failed to start a worker: %s", z->generation, strerror(rep->error));
                 p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", NULL, p->userdata);
-        } else
-                p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL,
-                      &(SpawnedWorker){ .pid = rep->pid, .pidfd = pidfd, .id = id, .cgroup = cg, .how = rep->how },
-                      p->userdata);
+        } else {
+                SpawnedWorker w = { .pid = rep->pid, .pidfd = pidfd, .id = id, .cgroup = cg, .how = rep->how };
+                p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL, &w, p->userdata);
+        }
         free(p);
 }
 
