@@ -217,11 +217,6 @@ def test_supervisors_sharing_a_cgroup(make_supervisor):
     assert r["outcome"] == "ok", r
 
 
-def pool_workers_of(sup):
-    """Pre-started workers (ci-pool) of this supervisor: its children in zygote mode."""
-    return [p for p in proc.pids_named("ci-pool") if proc.descends_from(p, sup.proc.pid)]
-
-
 def test_pool_workers_wait_in_their_own_cgroups(make_supervisor):
     """Zygote mode: each pre-started worker is moved into a cgroup made for its slot when
     the zygote clones it, so the move (which waits for an RCU grace period) is off the
@@ -234,7 +229,7 @@ def test_pool_workers_wait_in_their_own_cgroups(make_supervisor):
 
     def settled():
         # Each moves itself first thing after its clone (its name is set just before).
-        pool = pool_workers_of(sup)
+        pool = proc.pool_workers(sup.proc.pid)
         # moved in every hierarchy (one after the other)
         return len(pool) == POOL and all(all(d != mine[c] for c, d in dirs_of(p).items()) for p in pool) and pool
 

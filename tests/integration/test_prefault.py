@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from testlib import PYTHON, running_supervisor, value
+from testlib import PYTHON, proc, running_supervisor, value
 from testlib.waits import wait_for
 
 pytestmark = [pytest.mark.python]
@@ -20,40 +20,12 @@ FRESH = "(['input_assets', 'input_files'], False, False, 8.25)"
 PANDAS = "import pandas as pd; pd.DataFrame({'h': [9.0, 7.5]})['h'].mean()"
 
 
-def pool_workers(sup_pid):
-    """The supervisor's children named ci-pool: the zygote's pre-started workers."""
-    out = []
-    for d in os.listdir("/proc"):
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except (OSError, ValueError):
-            continue
-        if st[st.index("(") + 1:st.rindex(")")] == "ci-pool" and int(st.rsplit(")", 1)[1].split()[1]) == sup_pid:
-            out.append(int(d))
-    return out
-
-
-# x86_64's recvmsg: a pre-started worker blocks in it, for its call's descriptors, once
-# its warm-up is done (worker/zygote.c, child_main).
-SYS_RECVMSG = "47"
-
-
-def warmed_up(sup_pid):
-    """Some pre-started worker, and every one waiting for its call (/proc/PID/syscall)."""
-    pids = pool_workers(sup_pid)
-    try:
-        return pids and all(open("/proc/%d/syscall" % p).read().split()[0] == SYS_RECVMSG for p in pids)
-    except (OSError, IndexError):
-        return False  # one went away, or is running: look again
-
-
 def calls_after_warm_up(policy, codes):
     out = []
     with running_supervisor(policy + "workerStart: zygote\ntimeoutMs: 120000\n") as s:
         c = s.connect()
         for code in codes:
-            wait_for(lambda: warmed_up(s.pid), what="pre-started workers done with their warm-up")
+            wait_for(lambda: proc.pool_prepared(s.pid), what="pre-started workers done with their warm-up")
             out.append(value(c.execute(code)))
         c.close()
     return out

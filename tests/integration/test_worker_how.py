@@ -8,10 +8,12 @@ import ctypes
 import os
 
 
-from testlib import ok, status
+import pytest
+
+from testlib import ok, proc, status
 from testlib.waits import wait_for
 
-from test_prefault import warmed_up
+pytestmark = [pytest.mark.asan]
 
 ZYGOTE_ONE = "workerStart: zygote\nzygotePoolSize: 1\nmaxActiveWorkers: 1\n"
 WAYS = ("ready", "preparing", "cloned", "exec")
@@ -39,7 +41,7 @@ def test_a_call_on_a_prepared_worker_says_ready(make_supervisor):
     sup = make_supervisor(ZYGOTE_ONE)
     c = sup.connect()
     for _ in range(3):
-        wait_for(lambda: warmed_up(sup.pid), what="the pre-started worker done preparing")
+        wait_for(lambda: proc.pool_prepared(sup.pid), what="the pre-started worker done preparing")
         assert ok(c.execute("1"))["timing"]["worker"] == "ready"
     by, total = counts(sup)
     assert by == {"ready": 3, "preparing": 0, "cloned": 0, "exec": 0} and total == 3, by
@@ -68,7 +70,7 @@ def test_a_call_that_reaches_a_worker_still_preparing_says_preparing(make_superv
     worker prepares, then runs it."""
     sup = make_supervisor(ZYGOTE_ONE)
     c = sup.connect()
-    wait_for(lambda: warmed_up(sup.pid), what="the first pre-started worker done preparing")
+    wait_for(lambda: proc.pool_prepared(sup.pid), what="the first pre-started worker done preparing")
     zpid = status(sup)["zygotePid"]
     ptrace(PTRACE_SEIZE, zpid, None, PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE)
     child = None

@@ -164,7 +164,7 @@ def test_pool_is_refilled_between_calls_not_during_them(zsup):
     sup_pid, zpid = st["pid"], st["zygotePid"]
 
     def pool():
-        return {p for p in proc.children(sup_pid) if p != zpid and proc.name(p) == "ci-pool"}
+        return set(proc.pool_workers(sup_pid))
 
     wait_for(lambda: len(pool()) == 2, lambda: "a full pool: %r" % pool())
     before = pool()

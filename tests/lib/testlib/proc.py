@@ -156,6 +156,27 @@ def pids_named(comm):
     return out
 
 
+def pool_workers(sup_pid):
+    """The zygote's pre-started workers (named ci-pool) of supervisor sup_pid: its
+    children (the zygote clones them with CLONE_PARENT)."""
+    return [p for p in children(sup_pid) if name(p) == "ci-pool"]
+
+
+# x86_64's recvmsg: a pre-started worker blocks in it, for its call's descriptors, once
+# its preparation and warm-up are done (worker/zygote.c, child_main).
+SYS_RECVMSG = "47"
+
+
+def pool_prepared(sup_pid):
+    """Some pre-started worker of sup_pid, and every one done preparing: waiting for its
+    call in recvmsg (/proc/PID/syscall)."""
+    pids = pool_workers(sup_pid)
+    try:
+        return bool(pids) and all(_read(p, "syscall").split()[0] == SYS_RECVMSG for p in pids)
+    except (AttributeError, OSError, IndexError):
+        return False  # one went away, or is running: look again
+
+
 def fd_targets(pid):
     """{fd: readlink target} of pid's descriptors."""
     out = {}
