@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/* Learning the pages a copy touches, and mapping them ahead in the next (pageset.h). */
+#include "common/pageset.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14 */
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* /proc/PID/pagemap (Documentation/admin-guide/mm/pagemap.rst): one 64-bit entry per
+ * page; bit 63 present, bit 56 exclusively mapped. */
+#define PAGEMAP_PRESENT (UINT64_C(1) << 63)
+#define PAGEMAP_EXCLUSIVE (UINT64_C(1) << 56)
+#define PAGEMAP_CHUNK 512 /* entries read at once */
+
+static size_t page_size(void) {
+        static size_t size;
+        if (size == 0)
+                size = (size_t) sysconf(_SC_PAGESIZE);
+        return size;
+}
+
+int pageset_maps(PageMaps *ret) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/maps", "re");
+        char line[512], perms[5];
+        uintptr_t start, end;
+        PageMaps m = { .n = 0 };
+
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof line, f)) {
+                if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s", &start, &end, perms) != 3)
+                        return -EBADMSG;
+                bool write = strcmp(perms, "rw-p") == 0;
+                if ((!write && strcmp(perms, "r--p") != 0 && strcmp(perms, "r-xp") != 0) || end <= start ||
+                    end - start > PAGESET_MAP_BYTES_MAX || m.n == PAGESET_MAPS_MAX)
+                        continue;
+                m.maps[m.n++] = (PageRun){ start, end, write };
+        }
+        if (ferror(f))
+                return -EIO;
+        *ret = m;
+        return 0;
+}
+
+/* Append page addr of map to ps, extending the last run when adjacent and in the same
+ * mapping (a run never spans two: each is checked to lie within one). false: ps is full. */
+static bool pageset_add(PageSet *ps, uintptr_t addr, size_t psz, const PageRun *map) {
+        if (ps->n_runs > 0 && ps->runs[ps->n_runs - 1].end == addr && addr != map->start)
+                ps->runs[ps->n_runs - 1].end += psz;
+        else if (ps->n_runs == PAGESET_RUNS_MAX)
+                return false;
+        else
+                ps->runs[ps->n_runs++] = (PageRun){ addr, addr + psz, map->write };
+        ps->n_pages++;
+        return true;
+}
+
+/* The touched pages of one mapping into ps: 1, or 0 when ps is full, or -errno. */
+static int collect_map(int pagemap, const PageRun *map, PageSet *ps) {
+        uint64_t want_bits = map->write ? PAGEMAP_PRESENT | PAGEMAP_EXCLUSIVE : PAGEMAP_PRESENT;
+        size_t psz = page_size();
+        uint64_t ent[PAGEMAP_CHUNK];
+
+        for (uintptr_t addr = map->start; addr < map->end;) {
+                size_t want = (map->end - addr) / psz;
+                ssize_t n;
+
+                if (want > PAGEMAP_CHUNK)
+                        want = PAGEMAP_CHUNK;
+                n = pread(pagemap, ent, want * sizeof *ent, (off_t) (addr / psz * sizeof *ent));
+                if (n < 0)
+                        return -errno;
+                if (n == 0 || (size_t) n % sizeof *ent != 0)
+                        return -EIO;
+                for (size_t i = 0; i < (size_t) n / sizeof *ent; i++, addr += psz)
+                        if ((ent[i] & want_bits) == want_bits && !pageset_add(ps, addr, psz, map))
+                                return 0;
+        }
+        return 1;
+}
+
+int pageset_collect(const PageMaps *maps, PageSet *ret) {
+        _cleanup_close_ int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+        int r = 1;
+
+        if (pagemap < 0)
+                return -errno;
+        ret->n_runs = ret->n_pages = 0;
+        for (size_t i = 0; i < maps->n && r > 0; i++)
+                r = collect_map(pagemap, &maps->maps[i], ret);
+        return r < 0 ? r : 0;
+}
+
+static bool within_maps(const PageRun *run, const PageMaps *maps) {
+        for (size_t i = 0; i < maps->n; i++)
+                if (run->start >= maps->maps[i].start && run->end <= maps->maps[i].end &&
+                    run->write == maps->maps[i].write)
+                        return true;
+        return false;
+}
+
+int pageset_validate(const PageSet *ps, const PageMaps *maps) {
+        size_t psz = page_size(), pages = 0;
+
+        if (ps->n_runs > PAGESET_RUNS_MAX)
+                return -EINVAL;
+        for (size_t i = 0; i < ps->n_runs; i++) {
+                const PageRun *r = &ps->runs[i];
+                if (r->start % psz != 0 || r->end % psz != 0 || r->end <= r->start ||
+                    (i > 0 && r->start < ps->runs[i - 1].end) || !within_maps(r, maps))
+                        return -EINVAL;
+                pages += (r->end - r->start) / psz;
+        }
+        return pages == ps->n_pages ? 0 : -EINVAL;
+}
+
+int pageset_probe(void) {
+        size_t psz = page_size();
+        void *p = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        int r = 0;
+
+        if (p == MAP_FAILED)
+                return -errno;
+        if (madvise(p, psz, MADV_POPULATE_READ) < 0 || madvise(p, psz, MADV_POPULATE_WRITE) < 0)
+                r = -errno;
+        (void) munmap(p, psz);
+        return r;
+}
+
+size_t pageset_populate(const PageSet *ps) {
+        size_t psz = page_size(), done = 0;
+
+        for (size_t i = 0; i < ps->n_runs; i++) {
+                const PageRun *r = &ps->runs[i];
+                if (madvise((void *) r->start, r->end - r->start,
+                            r->write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
+                        done += (r->end - r->start) / psz;
+                else if (errno == EINVAL && i == 0)
+                        break; /* no MADV_POPULATE_* here */
+        }
+        return done;
+}
