@@ -4,32 +4,15 @@ reply and the metrics count them (workersStartedBy, codeinterp_worker_starts_tot
 preparing when the call reached it), "cloned" (none was pre-started) and "exec". Each
 way is provoked for real: "preparing" with the pre-started worker held stopped by
 ptrace from the moment the zygote clones it until the call has been handed to it."""
-import ctypes
-import os
-
-
 import pytest
 
-from testlib import ok, proc, status
+from testlib import ok, proc, status, trace
 from testlib.waits import wait_for
 
 pytestmark = [pytest.mark.asan]
 
 ZYGOTE_ONE = "workerStart: zygote\nzygotePoolSize: 1\nmaxActiveWorkers: 1\n"
 WAYS = ("ready", "preparing", "cloned", "exec")
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.ptrace.restype = ctypes.c_long
-_libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p)
-PTRACE_CONT, PTRACE_DETACH, PTRACE_GETEVENTMSG, PTRACE_SEIZE = 7, 17, 0x4201, 0x4206
-PTRACE_O_TRACEFORK, PTRACE_O_TRACEVFORK, PTRACE_O_TRACECLONE = 2, 4, 8
-__WALL = 0x40000000
-
-
-def ptrace(req, pid, addr=None, data=None):
-    if _libc.ptrace(req, pid, addr, data) < 0:
-        e = ctypes.get_errno()
-        raise OSError(e, "ptrace(%#x, %d): %s" % (req, pid, os.strerror(e)))
 
 
 def counts(sup):
@@ -71,21 +54,10 @@ def test_a_call_that_reaches_a_worker_still_preparing_says_preparing(make_superv
     sup = make_supervisor(ZYGOTE_ONE)
     c = sup.connect()
     wait_for(lambda: proc.pool_prepared(sup.pid), what="the first pre-started worker done preparing")
-    zpid = status(sup)["zygotePid"]
-    ptrace(PTRACE_SEIZE, zpid, None, PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE)
-    child = None
+    trap = trace.CloneTrap(status(sup)["zygotePid"])
     try:
         assert ok(c.execute("1"))["timing"]["worker"] == "ready"
-        # The refill: the zygote stops at its clone; the new worker starts stopped.
-        _, st = os.waitpid(zpid, __WALL)
-        assert os.WIFSTOPPED(st) and st >> 16 in (1, 2, 3), "not a fork/vfork/clone event: %#x" % st
-        msg = ctypes.c_ulong()
-        ptrace(PTRACE_GETEVENTMSG, zpid, None, ctypes.addressof(msg))
-        child = msg.value
-        ptrace(PTRACE_DETACH, zpid)
-        zpid = None
-        pid, st = os.waitpid(child, __WALL)
-        assert pid == child and os.WIFSTOPPED(st), st
+        trap.take()  # the refill: the new worker starts stopped
 
         c2 = sup.connect()
         rid = c2.submit("6 * 7")
@@ -93,16 +65,10 @@ def test_a_call_that_reaches_a_worker_still_preparing_says_preparing(make_superv
         while m["type"] == "progress" and m.get("phase") != "started":
             m = c2.wait(rid, types=("progress", "result", "error"))
         assert m["type"] == "progress", m  # the zygote answered: the call has the stopped worker
-        ptrace(PTRACE_DETACH, child)
-        child = None
+        trap.release()
         r = ok(c2.wait(rid, types=("result", "error")))
         assert r["result"]["text"] == "42" and r["timing"]["worker"] == "preparing", r["timing"]
     finally:
-        for p in (zpid, child):
-            if p:
-                try:
-                    ptrace(PTRACE_DETACH, p)
-                except OSError:
-                    pass
+        trap.close()
     by, total = counts(sup)
     assert by == {"ready": 1, "preparing": 1, "cloned": 0, "exec": 0} and total == 2, by

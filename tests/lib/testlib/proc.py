@@ -257,3 +257,30 @@ def kill_quietly(pid, sig=signal.SIGKILL):
         os.kill(pid, sig)
     except OSError:
         pass
+
+
+def written_pages(pid):
+    """How many pages of pid's private writable mappings it alone maps (pagemap(5):
+    present and exclusively mapped): right after a fork, none; so for a worker cloned
+    from the zygote, the pages it has written (or had written ahead) since. None when
+    gone."""
+    maps = _read(pid, "maps")
+    if maps is None:
+        return None
+    psz = os.sysconf("SC_PAGESIZE")
+    n = 0
+    try:
+        with open("/proc/%s/pagemap" % pid, "rb") as f:
+            for line in maps.splitlines():
+                span, perms = line.split()[:2]
+                if perms != "rw-p":
+                    continue
+                start, end = (int(x, 16) for x in span.split("-"))
+                f.seek(start // psz * 8)
+                data = f.read((end - start) // psz * 8)
+                for i in range(0, len(data), 8):
+                    e = int.from_bytes(data[i:i + 8], "little")
+                    n += (e >> 63) & (e >> 56) & 1
+    except OSError:
+        return None
+    return n
