@@ -10,8 +10,8 @@
 _Static_assert(ZYGOTE_FDS_MAX <= FDPASS_MAX, "a spawn's descriptors and its slot's fit one message");
 _Static_assert(sizeof(ZygoteMsg) == 48, "no padding: every byte of a message is a field");
 
-ZygoteMsg zygote_msg_ready(void) {
-        return (ZygoteMsg){ .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_READY };
+ZygoteMsg zygote_msg_ready(uint32_t pages_ahead) {
+        return (ZygoteMsg){ .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_READY, .pages_ahead = pages_ahead };
 }
 
 ZygoteMsg zygote_msg_slot(const ZygoteSlot *slot) {
@@ -74,7 +74,8 @@ static size_t fds_of(const ZygoteMsg *m) {
 }
 
 int zygote_msg_validate(const ZygoteMsg *m, size_t len, size_t n_fds) {
-        if (len != sizeof *m || m->magic != ZYGOTE_MAGIC || m->reserved != 0)
+        if (len != sizeof *m || m->magic != ZYGOTE_MAGIC ||
+            (m->kind == ZYGOTE_MSG_READY ? m->pages_ahead > ZYGOTE_PAGES_AHEAD_MAX : m->pages_ahead != 0))
                 return -EBADMSG;
         /* Only a successful answer says how its worker came, and only as a zygote can. */
         bool names_how = m->kind == ZYGOTE_MSG_SPAWNED && m->error == 0;

@@ -3,7 +3,8 @@
  * zygote). Every message is one fixed-size ZygoteMsg, with descriptors by kind:
  *
  *   kind     direction            descriptors             meaning
- *   READY    zygote -> supervisor none                    initialised, serving (once, first)
+ *   READY    zygote -> supervisor none                    initialised, serving (once, first);
+ *                                                         pages_ahead set
  *   SLOT     supervisor -> zygote n_cgroup_fds            a host identity (slot, uid, gid) for
  *                                                         a pre-started worker, with its cgroup
  *   SPAWN    supervisor -> zygote the call's _SPAWN_FD_MAX a request: a worker for this call,
@@ -35,10 +36,11 @@
 
 #include "contract/fds.h"
 
-#define ZYGOTE_MAGIC 0x7a79676fU /* "zygo" */
-#define ZYGOTE_POOL_NICE 10      /* pre-started workers prepare this much nicer than the supervisor */
-#define ZYGOTE_ERRNO_MAX 4095    /* an answer's error is 0 or an errno in 1..4095 */
-#define ZYGOTE_CGROUP_FDS_MAX 3  /* a slot's cgroup.procs files: v1 memory, pids (and cpu), v2 one */
+#define ZYGOTE_MAGIC 0x7a79676fU          /* "zygo" */
+#define ZYGOTE_POOL_NICE 10               /* pre-started workers prepare this much nicer than the supervisor */
+#define ZYGOTE_ERRNO_MAX 4095             /* an answer's error is 0 or an errno in 1..4095 */
+#define ZYGOTE_PAGES_AHEAD_MAX (1U << 20) /* 4 GiB of 4 KiB pages: more is no worker's preparation */
+#define ZYGOTE_CGROUP_FDS_MAX 3           /* a slot's cgroup.procs files: v1 memory, pids (and cpu), v2 one */
 /* The most descriptors a message carries: a spawn's and its slot's cgroup. */
 #define ZYGOTE_FDS_MAX (_SPAWN_FD_MAX + ZYGOTE_CGROUP_FDS_MAX)
 
@@ -75,7 +77,8 @@ typedef struct ZygoteMsg {
         uint32_t slot;         /* SLOT, SPAWN: the slot given; SPAWNED: the slot given back */
         uint32_t n_cgroup_fds; /* SLOT, SPAWN: the slot's cgroup.procs descriptors, last (0..3) */
         uint32_t how;          /* SPAWNED with error 0: WorkerHow, READY..CLONED; otherwise 0 */
-        uint32_t reserved;     /* 0 */
+        uint32_t pages_ahead;  /* READY: the pages each new worker maps ahead (common/pageset.h),
+                                * 0 for none, at most ZYGOTE_PAGES_AHEAD_MAX; otherwise 0 */
 } ZygoteMsg;
 
 /* A slot as it travels: its number, host ids and how many cgroup.procs descriptors
@@ -88,7 +91,7 @@ typedef struct ZygoteSlot {
 } ZygoteSlot;
 
 /* Build messages of each kind. */
-ZygoteMsg zygote_msg_ready(void);
+ZygoteMsg zygote_msg_ready(uint32_t pages_ahead);
 ZygoteMsg zygote_msg_slot(const ZygoteSlot *slot);
 ZygoteMsg zygote_msg_spawn(uint64_t token, const ZygoteSlot *slot);
 ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid, WorkerHow how);

@@ -226,7 +226,7 @@ static void pack_calls(msgpack_packer *pk, const ProtoCallInfo *calls, size_t n)
 int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
         msgpack_packer *pk = &w->pk;
 
-        pack_reply_head(pk, id, PROTO_OP_STATUS, 36);
+        pack_reply_head(pk, id, PROTO_OP_STATUS, 37);
         mp_pack_kv_bool(pk, "ready", st->not_ready == PROTO_READY);
         mp_pack_kv_str(pk, "notReadyCause", not_ready_name(st->not_ready));
         mp_pack_kv_str(pk, "notReadyDetail", st->not_ready == PROTO_READY ? NULL : st->not_ready_detail);
@@ -260,6 +260,7 @@ int proto_pack_status(MpWriter *w, uint64_t id, const ProtoStatus *st) {
                 msgpack_pack_nil(pk);
         mp_pack_kv_uint(pk, "zygoteGeneration", st->zygote_generation);
         mp_pack_kv_bool(pk, "zygoteReady", st->zygote_ready);
+        mp_pack_kv_uint(pk, "zygotePagesAhead", st->zygote_pages_ahead);
         mp_pack_kv_str(pk, "zygoteState", zygote_state_name(st->zygote_state));
         mp_pack_kv_uint(pk, "memoryGateHolds", st->memory_gate_holds);
         mp_pack_kv_bool(pk, "memoryGateHolding", st->memory_gate_holding);

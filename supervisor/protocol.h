@@ -172,6 +172,7 @@ typedef struct ProtoStatus {
         pid_t zygote_pid; /* 0: none */
         unsigned zygote_generation;
         bool zygote_ready;
+        uint32_t zygote_pages_ahead; /* the serving zygote's READY (contract/zygote_proto.h); 0: none */
         ProtoZygoteState zygote_state;
         uint64_t memory_gate_holds;
         bool memory_gate_holding;

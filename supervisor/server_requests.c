@@ -413,6 +413,7 @@ static void handle_status(Connection *c, const ProtoRequest *req) {
                 .zygote_pid = s->zygote ? zygote_client_pid(s->zygote) : 0,
                 .zygote_generation = s->zygote ? zygote_client_generation(s->zygote) : 0,
                 .zygote_ready = s->zygote && zygote_client_ready(s->zygote),
+                .zygote_pages_ahead = s->zygote ? zygote_client_pages_ahead(s->zygote) : 0,
                 .zygote_state = zygote_state(s),
                 .memory_gate_holds = st.memory_gate_holds,
                 .memory_gate_holding = st.memory_gate_holding,

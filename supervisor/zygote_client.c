@@ -4,6 +4,7 @@
 #include "supervisor/zygote_client.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <linux/sched.h>
@@ -61,6 +62,7 @@ struct ZygoteClient {
         unsigned generation;
         uint64_t token;
         bool ready;                  /* said "ready" and serves spawns */
+        uint32_t pages_ahead;        /* from its "ready" */
         bool retiring;               /* due for replacement: takes no new request */
         sd_event_source *ctl_source; /* while starting: waits for "ready" */
         sd_event_source *timer;      /* start timeout, or the next launch */
@@ -105,6 +107,10 @@ pid_t zygote_client_pid(const ZygoteClient *z) {
 
 unsigned zygote_client_generation(const ZygoteClient *z) {
         return z->generation;
+}
+
+uint32_t zygote_client_pages_ahead(const ZygoteClient *z) {
+        return z->ready ? z->pages_ahead : 0;
 }
 
 bool zygote_client_ready(const ZygoteClient *z) {
@@ -404,9 +410,11 @@ static int on_ctl_ready(sd_event_source *s, int fd, uint32_t revents, void *user
         }
         z->timer = sd_event_source_disable_unref(z->timer);
         z->ready = true;
+        z->pages_ahead = ready.pages_ahead;
         z->failures = 0;
         z->last_error[0] = 0;
-        log_info("Zygote %u ready (pid %d)", z->generation, (int) z->pid);
+        log_info("Zygote %u ready (pid %d; a new worker maps %" PRIu32 " pages ahead)", z->generation, (int) z->pid,
+                 z->pages_ahead);
         give_pool_slots(z);
         if (z->on_ready)
                 z->on_ready(z->userdata);

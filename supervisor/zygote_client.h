@@ -90,3 +90,6 @@ void zygote_client_set_settled_callback(ZygoteClient *z, ZygoteSettledFn fn, voi
 void zygote_client_idle(ZygoteClient *z);
 pid_t zygote_client_pid(const ZygoteClient *z);
 unsigned zygote_client_generation(const ZygoteClient *z);
+/* The pages each new worker of the serving zygote maps ahead of its preparation (its
+ * READY message; worker/zygote.c); 0 when none or while no zygote serves. */
+uint32_t zygote_client_pages_ahead(const ZygoteClient *z);

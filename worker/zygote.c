@@ -13,14 +13,17 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/child_start.h"
@@ -29,6 +32,7 @@
 #include "common/fdpass.h"
 #include "common/proc.h"
 #include "common/userns.h"
+#include "common/pageset.h"
 #include "common/util.h"
 #include "contract/fds.h"
 #include "contract/zygote_proto.h"
@@ -42,6 +46,9 @@ static struct sock_fprog filters[2]; /* [0] errno mode, [1] kill mode */
 static int devnull = -1;
 /* Decided once, at start: inside a new worker's namespace geteuid() no longer tells. */
 static bool rootless;
+/* The pages a worker touches while it prepares, learnt at start (learn_touch_set()) and
+ * mapped ahead by each new worker (common/pageset.h). Empty when learning failed. */
+static PageSet touch_set;
 
 /* The zygote keeps only what it needs to write id maps for its children. Rootless it
  * needs none (it owns its children's namespaces and maps only its own ids) and has
@@ -168,6 +175,7 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
         clone_tid_cache_renew();
         if (!rootless)
                 (void) !nice(ZYGOTE_POOL_NICE); /* relative to the supervisor's own: it may run niced */
+        (void) pageset_populate(&touch_set);
         PyOS_AfterFork_Child();
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
@@ -380,8 +388,98 @@ static int serve_one(int ctl) {
         return k < 0 ? k : 0;
 }
 
+/* The rehearsal: a plain copy of the zygote does the Python part of a worker's
+ * preparation (what child_main does after the clone, the warm-up included), then sends
+ * back the pages it touched. Only our own code runs in it, before any call exists; it
+ * lives in the zygote's namespaces for the few milliseconds this takes, and the zygote
+ * reaps it. The sandbox steps are not rehearsed: they need the worker's namespaces,
+ * and touch few pages. */
+static _Noreturn void rehearse(int out, const PageMaps *maps) {
+        /* A mapping of its own, made after maps was taken: what it writes here is not
+         * counted as the preparation's. */
+        PageSet *ps = mmap(NULL, sizeof *ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        size_t len;
+
+        clone_tid_cache_renew();
+        PyOS_AfterFork_Child();
+        if (ps == MAP_FAILED || pyrun_renew_worker() < 0 || pyrun_warmup() < 0 || pageset_collect(maps, ps) < 0)
+                _exit(1);
+        len = offsetof(PageSet, runs) + ps->n_runs * sizeof ps->runs[0];
+        _exit(write(out, ps, len) == (ssize_t) len ? 0 : 1);
+}
+
+/* What a rehearsal sends (rehearse()), read to its end; its exit status; the set,
+ * checked against maps, into touch_set. */
+static int rehearsal_result(int in, pid_t pid, const PageMaps *maps) {
+        _cleanup_free_ PageSet *got = malloc(sizeof *got);
+        size_t have = 0;
+        ssize_t n;
+        int r, status;
+
+        do {
+                n = got ? read(in, (char *) got + have, sizeof *got - have) : 0;
+                if (n > 0)
+                        have += (size_t) n;
+        } while (n > 0 || (n < 0 && errno == EINTR));
+        while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+                ;
+        if (!got)
+                return -ENOMEM;
+        if (r < 0)
+                return -errno;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || have < offsetof(PageSet, runs) ||
+            have != offsetof(PageSet, runs) + got->n_runs * sizeof got->runs[0] || pageset_validate(got, maps) < 0)
+                return -EBADMSG;
+        memcpy(&touch_set, got, have); /* only the runs it has: fewer of the zygote's pages written */
+        return 0;
+}
+
+/* Learn the pages a new worker touches while it prepares (touch_set), from one
+ * rehearsal. Returns how many, or -errno (touch_set stays empty: nothing is mapped
+ * ahead, workers prepare as before). */
+static int learn_touch_set(void) {
+        _cleanup_free_ PageMaps *maps = malloc(sizeof *maps);
+        _cleanup_close_ int pidfd = -1;
+        int p[2], r;
+        pid_t pid;
+
+        if (!maps)
+                return -ENOMEM;
+        if ((r = pageset_probe()) < 0 || (r = pageset_maps(maps)) < 0)
+                return r;
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        PyOS_BeforeFork();
+        pid = clone_with_pidfd(0, SIGCHLD, &pidfd);
+        if (pid == 0) {
+                close(p[0]);
+                rehearse(p[1], maps);
+        }
+        PyOS_AfterFork_Parent();
+        close(p[1]);
+        r = pid < 0 ? pid : rehearsal_result(p[0], pid, maps);
+        close(p[0]);
+        if (r >= 0 && touch_set.n_pages > ZYGOTE_PAGES_AHEAD_MAX) {
+                touch_set = (PageSet){ .n_runs = 0 };
+                r = -E2BIG;
+        }
+        return r < 0 ? r : (int) touch_set.n_pages;
+}
+
+/* Once, before serving: READY, with the pages learn_touch_set() learnt. Failing to
+ * learn them costs only speed: it is said, and workers prepare as they did before. */
+static ZygoteMsg learn_touch_set_for_ready(void) {
+        int r = learn_touch_set();
+
+        if (r < 0)
+                fprintf(stderr,
+                        "codeinterp-zygote: learning the pages a worker touches failed (%s): none is mapped ahead\n",
+                        strerror(-r));
+        return zygote_msg_ready(r > 0 ? (uint32_t) r : 0);
+}
+
 int zygote_main(int argc, char **argv) {
-        ZygoteMsg ready = zygote_msg_ready();
+        ZygoteMsg ready;
         unsigned long uid, gid, size, packages;
         int r;
 
@@ -435,6 +533,7 @@ int zygote_main(int argc, char **argv) {
                 fprintf(stderr, "codeinterp-zygote: dropping privileges failed: %s\n", strerror(-r));
                 return 1;
         }
+        ready = learn_touch_set_for_ready();
         if (zygote_msg_send(ZYGOTE_CTL_FD, &ready, NULL, 0, 0) < 0)
                 return 1;
         for (;;) {

@@ -109,6 +109,7 @@ typedef enum FamilyId {
         F_READY,
         F_ZYGOTE_READY,
         F_ZYGOTES_STARTED,
+        F_ZYGOTE_PAGES_AHEAD,
         F_WORKER_START_FAILURES_IN_ROW,
         F_WORKER_START_FAILURES,
         F_QUEUED,
@@ -140,6 +141,9 @@ static const Family families[_F_MAX] = {
                              "1 while a zygote serves worker starts, else 0 (workerStart zygote only)." },
         [F_ZYGOTES_STARTED] = { "codeinterp_zygotes_started", KIND_COUNTER, NULL,
                                 "Zygotes started: the first, restarts and replacements (workerStart zygote only)." },
+        [F_ZYGOTE_PAGES_AHEAD] = { "codeinterp_zygote_pages_ahead", KIND_GAUGE, NULL,
+                                   "Pages each new worker maps ahead of its preparation, learnt by the serving "
+                                   "zygote; 0 when none or no zygote serves (workerStart zygote only)." },
         [F_WORKER_START_FAILURES_IN_ROW] = { "codeinterp_worker_start_failures_in_row", KIND_GAUGE, NULL,
                                              "Worker starts that failed in a row; 0 once one succeeds." },
         [F_WORKER_START_FAILURES] = { "codeinterp_worker_start_failures", KIND_COUNTER, NULL,
@@ -329,7 +333,7 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
                 { "startedTotal", F_WORKERS_STARTED },
                 { "memoryGateHolds", F_MEMORY_GATE_HOLDS },
         };
-        uint64_t values[ELEMENTSOF(uints)], zygote_generation, held_ms, uptime_ms, start_ms;
+        uint64_t values[ELEMENTSOF(uints)], zygote_generation, pages_ahead, held_ms, uptime_ms, start_ms;
         char zygote_state[16], version[64], python[64], policy_name[64], sha256[65], worker_start[16];
         const msgpack_object *outcomes = ci_get(status, "outcomes"), *refused = ci_get(status, "connectionsRefused");
         const msgpack_object *by_how = ci_get(status, "workersStartedBy");
@@ -344,8 +348,8 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
         if (!get_bool(status, "ready", &ready) || !get_bool(status, "zygoteReady", &zygote_ready) ||
             !get_bool(status, "memoryGateHolding", &gate_holding) ||
             !get_uint(status, "zygoteGeneration", &zygote_generation) ||
-            !get_uint(status, "memoryGateHeldMs", &held_ms) || !get_uint(status, "uptimeMs", &uptime_ms) ||
-            !get_uint(status, "startTimeUnixMs", &start_ms) ||
+            !get_uint(status, "zygotePagesAhead", &pages_ahead) || !get_uint(status, "memoryGateHeldMs", &held_ms) ||
+            !get_uint(status, "uptimeMs", &uptime_ms) || !get_uint(status, "startTimeUnixMs", &start_ms) ||
             !get_str(status, "zygoteState", true, zygote_state, sizeof zygote_state) ||
             !get_str(status, "version", false, version, sizeof version) ||
             !get_str(status, "python", false, python, sizeof python) ||
@@ -360,6 +364,7 @@ static int write_all(FILE *f, const msgpack_object *status, StatusFormat fmt) {
         if (zygote_state[0]) { /* zygote mode */
                 write_uint(f, fmt, F_ZYGOTE_READY, zygote_ready);
                 write_uint(f, fmt, F_ZYGOTES_STARTED, zygote_generation);
+                write_uint(f, fmt, F_ZYGOTE_PAGES_AHEAD, pages_ahead);
         }
         for (size_t i = 0; i < ELEMENTSOF(uints); i++)
                 write_uint(f, fmt, uints[i].id, values[i]);

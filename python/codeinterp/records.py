@@ -442,6 +442,9 @@ class Status:
     run_time_ms: Optional[Histogram] = None
     # started_total by how each call got its worker (ready, preparing, cloned, exec).
     workers_started_by: Optional[dict[str, int]] = None
+    # The pages each new worker of the serving zygote maps ahead of its preparation
+    # (0: none, or no zygote serves).
+    zygote_pages_ahead: Optional[int] = None
     raw: Any = _raw()
 
 

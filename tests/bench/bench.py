@@ -824,6 +824,9 @@ def faults_section(base, builds, n):
     worker costs in private memory, per build (builds compared in the same run, calls
     interleaved): a trivial call under the default policy, a trivial and a pandas call
     under the data policy."""
+    print("\n== what a page costs a new copy of a process (tests/bench/faultcost.c, 2000 pages per way)")
+    sys.stdout.flush()
+    subprocess.run([os.path.join(testlib.BUILD, "bin", "faultcost"), "2000"], check=False)
     if not shutil.which("perf"):
         missing("faults", "no perf (linux-perf) to count a worker's faults")
         return

@@ -150,8 +150,10 @@ def test_prometheus_values_agree_with_status(served):
     if WORKER_START == "zygote":
         assert value("codeinterp_zygote_ready") == 1
         assert value("codeinterp_zygotes_started_total") == st["zygoteGeneration"] >= 1
+        assert value("codeinterp_zygote_pages_ahead") == st["zygotePagesAhead"] > 0
     else:
         assert "codeinterp_zygote_ready" not in fams and "codeinterp_zygotes_started" not in fams
+        assert "codeinterp_zygote_pages_ahead" not in fams and st["zygotePagesAhead"] == 0
     # Histograms: one observation per finished call (5), the held call's run over 1 s.
     for fam, key in (("codeinterp_queue_wait_seconds", "queueWaitMs"), ("codeinterp_run_time_seconds",
                                                                           "runTimeMs")):

@@ -43,8 +43,16 @@ static void test_validate(void **state) {
         const ZygoteSlot with_cgroup = { .slot = 1, .uid = 7, .gid = 7, .n_cgroup_fds = 2 };
         ZygoteMsg m;
 
-        m = zygote_msg_ready();
+        m = zygote_msg_ready(0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), 0);
+        m = zygote_msg_ready(ZYGOTE_PAGES_AHEAD_MAX); /* only READY says how many pages a worker maps ahead */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), 0);
+        m = zygote_msg_ready(ZYGOTE_PAGES_AHEAD_MAX + 1);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+        m = zygote_msg_idle();
+        m.pages_ahead = 1;
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+        m = zygote_msg_ready(700);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG); /* READY carries no fd */
         assert_int_equal(zygote_msg_validate(&m, sizeof m - 1, 0), -EBADMSG);
         m.magic ^= 1;
@@ -93,7 +101,7 @@ static void test_validate(void **state) {
         m.how = WORKER_HOW_READY;
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
         m = zygote_msg_spawned(3, 9, 0, 1234, WORKER_HOW_CLONED);
-        m.reserved = 1;
+        m.pages_ahead = 1;
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
         assert_string_equal(worker_how_to_string(WORKER_HOW_PREPARING), "preparing");
         assert_null(worker_how_to_string(WORKER_HOW_NONE));
