@@ -59,6 +59,10 @@ ZygoteMsg zygote_msg_idle(void) {
         return (ZygoteMsg){ .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_IDLE };
 }
 
+ZygoteMsg zygote_msg_exiting(void) {
+        return (ZygoteMsg){ .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_EXITING };
+}
+
 /* How many descriptors each kind carries. */
 static size_t fds_of(const ZygoteMsg *m) {
         switch (m->kind) {
@@ -84,6 +88,7 @@ int zygote_msg_validate(const ZygoteMsg *m, size_t len, size_t n_fds) {
         switch (m->kind) {
         case ZYGOTE_MSG_READY:
         case ZYGOTE_MSG_IDLE:
+        case ZYGOTE_MSG_EXITING:
                 if (m->token != 0 || m->error != 0 || m->pid != 0 || m->uid != 0 || m->gid != 0 || m->slot != 0 ||
                     m->n_cgroup_fds != 0)
                         return -EBADMSG;

@@ -14,6 +14,9 @@
  *                                 none                    ... or error = an errno, pid 0
  *   IDLE     supervisor -> zygote none                    a hint, no answer: no worker runs
  *                                                         and no call waits (refill the pool)
+ *   EXITING  supervisor -> zygote none                    a hint, no answer: no call waits and
+ *                                                         every running call's worker has begun
+ *                                                         its last report (refill an empty pool)
  *
  * Slots. Every worker runs in a slot the supervisor owns (supervisor/worker_ids.h): a
  * host uid and gid of its own and, with cgroups, its own cgroup, whose cgroup.procs
@@ -64,6 +67,7 @@ typedef enum ZygoteMsgKind {
         ZYGOTE_MSG_SPAWNED = 3,
         ZYGOTE_MSG_IDLE = 4,
         ZYGOTE_MSG_SLOT = 5,
+        ZYGOTE_MSG_EXITING = 6,
 } ZygoteMsgKind;
 
 typedef struct ZygoteMsg {
@@ -96,6 +100,7 @@ ZygoteMsg zygote_msg_slot(const ZygoteSlot *slot);
 ZygoteMsg zygote_msg_spawn(uint64_t token, const ZygoteSlot *slot);
 ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid, WorkerHow how);
 ZygoteMsg zygote_msg_idle(void);
+ZygoteMsg zygote_msg_exiting(void);
 ZygoteSlot zygote_msg_get_slot(const ZygoteMsg *m);
 
 /* Check a received message and the number of descriptors that came with it:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* One worker's life (runner.h): the call's descriptors, asking a spawner for the worker
  * (zygote_client.c or exec_spawner.c) and taking it in one place, reading its pipes,
- * killing, reaping, and classifying how it ended. */
+ * killing and reaping it; how it ended is classified by runner_classify.c. */
 #include "supervisor/runner.h"
 
 #include <errno.h>
@@ -24,17 +24,12 @@
 #include "contract/fds.h"
 #include "contract/plan.h"
 #include "supervisor/exec_spawner.h"
+#include "supervisor/runner_classify.h"
 
 #define READ_CHUNK 65536
 /* Room for the worker's "ready" frame (13 bytes) in the report buffer until it is taken
  * off, so that maxWorkerMessageBytes bounds what follows it exactly. */
 #define REPORT_READY_SLACK 16
-/* RLIMIT_CPU is enforced on tick-sampled user + system time; rusage (and /proc, which
- * shows the same adjusted figures) reports the scheduler's runtime, which on a loaded
- * guest has been seen well below it (823 ms of CPU at a 1 s limit). Nothing inside the
- * sandbox can SIGKILL the worker (it is init of its pid namespace), so an unexplained
- * SIGKILL after at least half the limit's CPU is the limit. */
-#define CPU_LIMIT_SLACK_USEC(limit_usec) MAX(200000ULL, (limit_usec) / 2)
 /* How long a call killed while its worker is being made waits for the zygote's answer. */
 #define KILL_SPAWN_GRACE_USEC 200000ULL
 
@@ -53,6 +48,8 @@ struct Runner {
         bool report_overflow;
         bool first_report_seen; /* the first frame has arrived (and was taken off if "ready") */
         bool confined;          /* the worker said "ready": sandbox complete, the code runs */
+        bool finishing;         /* report bytes after "ready": the worker's last report began */
+        RunnerFinishingFn finishing_fn;
         RunnerKill kill;
         RunnerDoneFn done;
         RunnerStartedFn started;
@@ -99,6 +96,14 @@ bool runner_confined(const Runner *r) {
 
 bool runner_spawning(const Runner *r) {
         return r->spawning;
+}
+
+void runner_set_finishing_callback(Runner *r, RunnerFinishingFn fn) {
+        r->finishing_fn = fn;
+}
+
+bool runner_finishing(const Runner *r) {
+        return r->finishing;
 }
 
 uint64_t runner_stdout_chars(const Runner *r) {
@@ -152,6 +157,16 @@ static void take_ready(Runner *r) {
         report_done(&rep);
 }
 
+/* Bytes after the "ready" frame are the worker's last report (contract/report.h): its
+ * code has run and it exits next. Said once, as a hint (RunnerFinishingFn). */
+static void note_finishing(Runner *r) {
+        if (r->finishing || !r->confined || r->report_len == 0)
+                return;
+        r->finishing = true;
+        if (r->finishing_fn)
+                r->finishing_fn(r, r->userdata);
+}
+
 /* Read what is there. Returns 1 at EOF, 0 when drained for now, -errno on error. */
 static int read_channel(Runner *r, int ch) {
         uint8_t buf[READ_CHUNK];
@@ -177,6 +192,7 @@ static int read_channel(Runner *r, int ch) {
                         memcpy(r->report + r->report_len, buf, (size_t) n);
                         r->report_len += (size_t) n;
                         take_ready(r);
+                        note_finishing(r);
                 } else {
                         int k = fit_stream_feed(r->streams[ch], buf, (size_t) n);
                         if (k < 0)
@@ -201,121 +217,6 @@ static int on_channel(sd_event_source *s, int fd, uint32_t revents, void *userda
         if (ch == CH_REPORT && r->report_overflow)
                 runner_kill(r, RUNNER_KILL_REPORT);
         return 0;
-}
-
-/* The outcome and its detail (printf-style, cut to fit) into *res. */
-#define set_detail(res, o, ...) ((res)->outcome = (o), set_why((res)->detail, sizeof((res)->detail), __VA_ARGS__))
-
-/* Killed from outside: the reason is the outcome, whatever the worker did. */
-static bool classify_kill(const Runner *r, RunnerResult *res) {
-        res->partial = r->kill != RUNNER_KILL_NONE;
-        bool worker = res->pid > 0; /* else killed while the zygote was making it */
-
-        switch (r->kill) {
-        case RUNNER_KILL_TIMEOUT:
-                set_detail(res, OUTCOME_TIMEOUT,
-                           worker ? "the deadline passed while the code was running"
-                                  : "the deadline passed before a worker was started");
-                return true;
-        case RUNNER_KILL_CANCEL:
-                set_detail(res, OUTCOME_CANCELLED,
-                           worker ? "cancelled while running" : "cancelled before a worker was started");
-                return true;
-        case RUNNER_KILL_SHUTDOWN:
-                set_detail(res, OUTCOME_CANCELLED, "the supervisor is shutting down");
-                return true;
-        case RUNNER_KILL_REPORT:
-                set_detail(res, OUTCOME_WORKER_ERROR, "the worker's report exceeded maxWorkerMessageBytes");
-                return true;
-        case RUNNER_KILL_NONE:
-                break;
-        }
-        return false;
-}
-
-/* Exactly one well-formed frame, or nothing (0: no report). 1 with *ret filled, or
- * -EBADMSG. */
-static int parse_report(const Runner *r, WorkerReport *ret) {
-        uint32_t n;
-
-        if (r->report_len == 0)
-                return 0;
-        n = r->report_len >= 4 ? frame_get_len(r->report) : 0;
-        if (r->report_len < 4 || (size_t) n + 4 != r->report_len ||
-            report_parse(r->report + 4, n, r->policy->max_output_characters, ret) < 0)
-                return -EBADMSG;
-        return 1;
-}
-
-/* Ended by a signal nobody outside sent. The model text tells the code's deaths from the
- * sandbox's by the beginnings of these details and of "the worker exited with status"
- * (client/lib/render.c code_death(), python/codeinterp/render.py): change them together. */
-static void classify_signal(const Runner *r, int sig, RunnerResult *res) {
-        /* RLIMIT_CPU's SIGKILL: the worker is init in its pid namespace, so the soft
-         * limit's SIGXCPU does nothing and soft == hard. */
-        uint64_t limit_usec = (uint64_t) r->policy->cpu_seconds * 1000000;
-
-        res->partial = true;
-        if (sig == SIGKILL && r->oom_kills > 0) {
-                /* Only the kernel's OOM killer, counted in the worker's cgroup, does this
-                 * (besides RLIMIT_CPU, which cannot have been near if it came first). */
-                set_detail(res, OUTCOME_RESOURCE_LIMIT,
-                           "the worker's memory cgroup reached memoryBytes (%llu bytes): the kernel's OOM "
-                           "killer ended it",
-                           (unsigned long long) r->policy->memory_bytes);
-                res->limit = "memory";
-        } else if (sig == SIGXCPU ||
-                   (sig == SIGKILL && res->cpu_usec + CPU_LIMIT_SLACK_USEC(limit_usec) >= limit_usec)) {
-                set_detail(res, OUTCOME_RESOURCE_LIMIT, "CPU time limit (%u s) reached", r->policy->cpu_seconds);
-                res->limit = "cpu";
-        } else if (sig == SIGSYS)
-                set_detail(res, OUTCOME_WORKER_ERROR, "killed by the seccomp filter (a denied system call)");
-        else
-                set_detail(res, OUTCOME_WORKER_ERROR, "the worker died from signal %d (%s)", sig,
-                           sigabbrev_np(sig) ?: "?");
-}
-
-static void classify(Runner *r, int status, const struct rusage *ru, RunnerResult *res) {
-        WorkerReport rep = {};
-        int have_report;
-
-        res->cpu_usec = (uint64_t) ru->ru_utime.tv_sec * 1000000 + (uint64_t) ru->ru_utime.tv_usec +
-                        (uint64_t) ru->ru_stime.tv_sec * 1000000 + (uint64_t) ru->ru_stime.tv_usec;
-        res->max_rss_kb = (uint64_t) ru->ru_maxrss;
-        res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-
-        if (classify_kill(r, res))
-                return;
-        have_report = parse_report(r, &rep);
-        if (have_report < 0) {
-                set_detail(res, OUTCOME_WORKER_ERROR, "the worker sent a malformed report");
-                return;
-        }
-        if (have_report && rep.kind == REPORT_SETUP_ERROR) {
-                snprintf(res->stage, sizeof res->stage, "%s", rep.stage);
-                res->stage_errno = rep.error;
-                set_detail(res, OUTCOME_WORKER_ERROR, "sandbox setup failed at %s: %s", rep.stage, strerror(rep.error));
-                report_done(&rep);
-                return;
-        }
-        if (WIFSIGNALED(status) || !have_report || rep.kind != REPORT_DONE || WEXITSTATUS(status) != 0) {
-                report_done(&rep);
-                if (WIFSIGNALED(status))
-                        classify_signal(r, WTERMSIG(status), res);
-                else
-                        set_detail(res, OUTCOME_WORKER_ERROR, "the worker exited with status %d without a result",
-                                   WEXITSTATUS(status));
-                return;
-        }
-
-        res->has_result = rep.has_result;
-        if (rep.exception && rep.limit != REPORT_LIMIT_NONE) {
-                res->outcome = OUTCOME_RESOURCE_LIMIT;
-                res->limit = report_limit_to_string(rep.limit);
-        } else
-                res->outcome = rep.exception ? OUTCOME_PYTHON_EXCEPTION : OUTCOME_OK;
-        res->report = rep;
 }
 
 static void complete(Runner *r, RunnerResult *resp, int status, const struct rusage *ru);
@@ -377,7 +278,12 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
                 } else
                         log_warning_errno(k, "Reading the worker cgroup %s failed: %m", cgroup_path(r->cgroup));
         }
-        classify(r, status, ru, &res);
+        runner_classify(&(RunnerEnding){ .policy = r->policy,
+                                         .kill = r->kill,
+                                         .report = r->report,
+                                         .report_len = r->report_len,
+                                         .oom_kills = r->oom_kills },
+                        status, ru, &res);
         /* Only a reaped worker's /outputs is read, as its owner (r->id, released to the
          * block already, still names it): its pid namespace is empty, nothing writes there
          * any more. (Without a worker the mount may still be on its way to one the zygote

@@ -67,6 +67,12 @@ typedef struct RunnerStartError {
         char detail[160];
 } RunnerStartError;
 
+/* The worker has begun its last report: its code has run, it is about to exit. What is
+ * left of the call is the worker's exit (its address space torn down: ≈ 1 ms here) and
+ * the reap. A worker's code could write to the report descriptor itself: this is a
+ * hint for scheduling, never a result. Called at most once, from the event loop. */
+typedef void (*RunnerFinishingFn)(Runner *r, void *userdata);
+
 /* Zygote mode: the answer to the worker request. err is NULL for RUNNER_STARTED. Not
  * called when the call was killed before the worker existed: done is, with the kill's
  * outcome. */
@@ -101,6 +107,10 @@ typedef struct RunnerSpawner {
 int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const RunnerRequest *req, RunnerDoneFn done,
                  RunnerStartedFn started, void *userdata, Runner **ret, RunnerStartError *ret_err);
 bool runner_spawning(const Runner *r);
+/* Call fn (with the runner's userdata) once the worker begins its last report. */
+void runner_set_finishing_callback(Runner *r, RunnerFinishingFn fn);
+/* Whether it has (RunnerFinishingFn). */
+bool runner_finishing(const Runner *r);
 /* If the worker has already exited (its exit not yet processed), finish the call now,
  * as the pidfd event would, and return true; r may have been freed then. */
 bool runner_finish_if_exited(Runner *r);

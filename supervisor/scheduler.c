@@ -176,6 +176,7 @@ static void finish(Scheduler *s, Call *c, RunnerResult *res) {
 }
 
 static void dispatch(Scheduler *s);
+static void on_runner_finishing(Runner *r, void *userdata);
 
 static int on_retry(sd_event_source *src, uint64_t usec, void *userdata) {
         Scheduler *s = userdata;
@@ -418,6 +419,7 @@ static void start_call(Scheduler *s, Call *c) {
                 start_failed(s, c, &err);
                 return;
         }
+        runner_set_finishing_callback(c->runner, on_runner_finishing);
         if (!runner_spawning(c->runner)) {
                 start_succeeded(s);
                 call_started(s, c);
@@ -473,6 +475,27 @@ static void maybe_start_trial(Scheduler *s) {
         start_trial(s);
 }
 
+/* Nothing waits and no call's code runs: the moment for the zygote to prepare the next
+ * workers. IDLE when no call runs at all; EXITING when each running call's worker has
+ * begun its last report and only its exit (≈ 1 ms) is left: the zygote then prepares a
+ * worker only if it has none, beside those exits rather than after them, for the call
+ * that comes right after (docs/performance.md, "When the pool is refilled"). */
+static void maybe_idle(Scheduler *s) {
+        if (s->queue || s->trial || !s->spawner.zygote)
+                return;
+        for (const Call *c = s->running; c; c = c->q_next)
+                if (!c->runner || !runner_finishing(c->runner))
+                        return;
+        zygote_client_idle(s->spawner.zygote, s->n_running > 0);
+}
+
+static void on_runner_finishing(Runner *r, void *userdata) {
+        Call *c = userdata;
+
+        (void) r;
+        maybe_idle(c->sched);
+}
+
 static void dispatch(Scheduler *s) {
         bool gate_holds = false;
 
@@ -496,9 +519,7 @@ static void dispatch(Scheduler *s) {
         memory_gate_set(s, gate_holds);
         maybe_start_trial(s);
         s->dispatching = false;
-        /* Nothing runs and nothing waits: the moment to prepare the next workers. */
-        if (s->n_running == 0 && !s->queue && !s->trial && s->spawner.zygote)
-                zygote_client_idle(s->spawner.zygote);
+        maybe_idle(s);
 }
 
 static int on_deadline(sd_event_source *src, uint64_t usec, void *userdata) {

@@ -95,7 +95,7 @@ static void on_done(Runner *r, RunnerResult *res, void *userdata) {
         runner_result_done(res);
         c->runner = runner_free(c->runner);
         if (c->spawner->zygote)
-                zygote_client_idle(c->spawner->zygote); /* prepare the next workers */
+                zygote_client_idle(c->spawner->zygote, false); /* prepare the next workers */
         report(c, problem);
 }
 

@@ -785,8 +785,8 @@ void zygote_client_spawn_abandon(ZygoteClient *z, uint64_t token) {
                         p->fn = NULL;
 }
 
-void zygote_client_idle(ZygoteClient *z) {
-        ZygoteMsg req = zygote_msg_idle();
+void zygote_client_idle(ZygoteClient *z, bool exiting) {
+        ZygoteMsg req = exiting ? zygote_msg_exiting() : zygote_msg_idle();
 
         if (!zygote_client_ready(z))
                 return; /* a new zygote fills its pool when it starts */

@@ -86,8 +86,10 @@ int zygote_client_spawn(ZygoteClient *z, const int fds[_SPAWN_FD_MAX], ZygoteSpa
 void zygote_client_spawn_abandon(ZygoteClient *z, uint64_t token);
 bool zygote_client_spawns_pending(const ZygoteClient *z);
 void zygote_client_set_settled_callback(ZygoteClient *z, ZygoteSettledFn fn, void *userdata);
-/* Tell the zygote that no worker runs and no call waits: it may prepare workers now. */
-void zygote_client_idle(ZygoteClient *z);
+/* Tell the zygote that no worker runs and no call waits: it may prepare workers now
+ * (IDLE). exiting: no call waits and every running worker is exiting; it may prepare
+ * a worker now if it has none, for a call that comes right after (EXITING). */
+void zygote_client_idle(ZygoteClient *z, bool exiting);
 pid_t zygote_client_pid(const ZygoteClient *z);
 unsigned zygote_client_generation(const ZygoteClient *z);
 /* The pages each new worker of the serving zygote maps ahead of its preparation (its

@@ -359,10 +359,12 @@ static int serve_one(int ctl) {
                 return 0; /* a malformed request has no token to answer: dropped */
         if (k < 0)
                 return k;
-        if (req.kind == ZYGOTE_MSG_IDLE) {
+        if (req.kind == ZYGOTE_MSG_IDLE || (req.kind == ZYGOTE_MSG_EXITING && pool_len == 0)) {
                 may_refill = true;
                 return 0;
         }
+        if (req.kind == ZYGOTE_MSG_EXITING)
+                return 0; /* a worker is there already: the rest waits for IDLE */
         id = zygote_msg_get_slot(&req);
         if (req.kind == ZYGOTE_MSG_SLOT) {
                 (void) slot_push(&id, fds);

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from testlib import ok, proc, status
+from testlib import ok, proc, status, trace
 from testlib.waits import start_held, until, wait_call, wait_for
 
 pytestmark = pytest.mark.asan
@@ -182,6 +182,34 @@ def test_pool_is_refilled_between_calls_not_during_them(zsup):
     assert ok(call.result())["result"]["text"] == "'done'"
     wait_for(lambda: len(pool()) == 2, lambda: "the pool refilled: %r" % pool())
     assert not pool() <= before  # a new worker was prepared once the call was over
+
+
+# x86_64's exit_group: a worker's last system call, after its last report.
+SYS_EXIT_GROUP = 231
+
+
+def test_an_empty_pool_is_refilled_while_the_last_worker_exits(make_supervisor):
+    """Once the running call's worker has sent its last report, only its exit is left
+    (≈ 1 ms of its address space torn down): the supervisor says EXITING, and a zygote
+    with no worker prepares one then, beside that exit, for a call sent right after
+    the result. Held by ptrace as it enters exit_group, the worker has reported and is
+    still there: the pool refills meanwhile."""
+    sup = make_supervisor("workerStart: zygote\nzygotePoolSize: 1\nmaxActiveWorkers: 1\n")
+    c = sup.connect()
+    wait_for(lambda: proc.pool_prepared(sup.pid), what="the pre-started worker done preparing")
+    trap = trace.CloneTrap(status(sup)["zygotePid"])
+    try:
+        assert ok(c.execute("1"))["timing"]["worker"] == "ready"
+        worker = trap.take()  # the refill, stopped before its first instruction
+        rid = c.submit("6 * 7")  # handed to it while it is held
+        trap.run_to(SYS_EXIT_GROUP)  # prepared, ran the call, reported; not exited
+        wait_for(lambda: proc.pool_workers(sup.pid), what="a worker prepared while the last one exits")
+        assert (proc.stat_fields(worker) or ["gone"])[0] in ("t", "T"), "the held worker went on"
+        trap.release()
+    finally:
+        trap.close()
+    r = ok(c.wait(rid, types=("result", "error")))
+    assert r["result"]["text"] == "42" and r["timing"]["worker"] == "preparing", r["timing"]
 
 
 def test_supervisor_answers_while_the_zygote_does_not(make_supervisor):

@@ -52,6 +52,11 @@ static void test_validate(void **state) {
         m = zygote_msg_idle();
         m.pages_ahead = 1;
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+        m = zygote_msg_exiting(); /* a hint like IDLE: no field, no descriptor */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), 0);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
+        m.slot = 1;
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
         m = zygote_msg_ready(700);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG); /* READY carries no fd */
         assert_int_equal(zygote_msg_validate(&m, sizeof m - 1, 0), -EBADMSG);

@@ -40,25 +40,35 @@ class CloneTrap:
         assert pid == self.child and os.WIFSTOPPED(st), st
         return self.child
 
-    def step_past(self, nr, until):
-        """Run the held child from system call to system call until it enters the first
-        one that is not nr after one or more that were (x86_64 numbers, as
-        /proc/PID/syscall gives them), and say True; or, when it enters until first
-        (one it may block in), say False. It stays stopped there either way."""
-        seen = False
+    def _next_syscall_stop(self):
+        """Resume the held child to its next system call stop; the call's number (x86_64,
+        as /proc/PID/syscall gives it), as a string."""
+        sig = 0
         while True:
-            ptrace(PTRACE_SYSCALL, self.child, None, None)
+            ptrace(PTRACE_SYSCALL, self.child, None, sig or None)
             pid, st = os.waitpid(self.child, WALL)
             assert pid == self.child and os.WIFSTOPPED(st), st
             sig = os.WSTOPSIG(st)
-            if sig != signal.SIGTRAP:  # a signal of its own: deliver it at the next resume
-                ptrace(PTRACE_SYSCALL, self.child, None, sig)
-                continue
-            now = (proc._read(self.child, "syscall") or "").split()[:1]
-            if now == [str(nr)]:
+            if sig == signal.SIGTRAP:
+                return ((proc._read(self.child, "syscall") or "").split() or [""])[0]
+            # a signal of its own: delivered at the next resume
+
+    def step_past(self, nr, until):
+        """Run the held child from system call to system call until it enters the first
+        one that is not nr after one or more that were, and say True; or, when it enters
+        until first (one it may block in), say False. It stays stopped there either way."""
+        seen = False
+        while True:
+            now = self._next_syscall_stop()
+            if now == str(nr):
                 seen = True
-            elif seen or now == [str(until)]:
+            elif seen or now == str(until):
                 return seen
+
+    def run_to(self, nr):
+        """Run the held child until it enters system call nr; it stays stopped there."""
+        while self._next_syscall_stop() != str(nr):
+            pass
 
     def release(self):
         """Let the child run on."""
