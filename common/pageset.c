@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,13 +35,15 @@ static size_t page_size(void) {
 
 int pageset_maps(PageMaps *ret) {
         _cleanup_fclose_ FILE *f = fopen("/proc/self/maps", "re");
-        char line[512], perms[5];
+        _cleanup_free_ char *line = NULL; /* a line ends with a path: any length */
+        size_t size = 0;
+        char perms[5];
         uintptr_t start, end;
         PageMaps m = { .n = 0 };
 
         if (!f)
                 return -errno;
-        while (fgets(line, sizeof line, f)) {
+        while (getline(&line, &size, f) > 0) {
                 if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s", &start, &end, perms) != 3)
                         return -EBADMSG;
                 bool write = strcmp(perms, "rw-p") == 0;

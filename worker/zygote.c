@@ -410,8 +410,8 @@ static _Noreturn void rehearse(int out, const PageMaps *maps) {
         _exit(write(out, ps, len) == (ssize_t) len ? 0 : 1);
 }
 
-/* What a rehearsal sends (rehearse()), read to its end; its exit status; the set,
- * checked against maps, into touch_set. */
+/* What a rehearsal sends (rehearse()), read to its end (in is closed); its exit
+ * status; the set, checked against maps, into touch_set. */
 static int rehearsal_result(int in, pid_t pid, const PageMaps *maps) {
         _cleanup_free_ PageSet *got = malloc(sizeof *got);
         size_t have = 0;
@@ -423,6 +423,7 @@ static int rehearsal_result(int in, pid_t pid, const PageMaps *maps) {
                 if (n > 0)
                         have += (size_t) n;
         } while (n > 0 || (n < 0 && errno == EINTR));
+        close(in); /* a rehearsal still writing (we stopped reading) gets EPIPE and ends */
         while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
                 ;
         if (!got)
@@ -459,8 +460,11 @@ static int learn_touch_set(void) {
         }
         PyOS_AfterFork_Parent();
         close(p[1]);
-        r = pid < 0 ? pid : rehearsal_result(p[0], pid, maps);
-        close(p[0]);
+        if (pid < 0) {
+                close(p[0]);
+                return pid;
+        }
+        r = rehearsal_result(p[0], pid, maps);
         if (r >= 0 && touch_set.n_pages > ZYGOTE_PAGES_AHEAD_MAX) {
                 touch_set = (PageSet){ .n_runs = 0 };
                 r = -E2BIG;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +69,51 @@ static void test_maps(void **state) {
         assert_non_null(m);
         assert_false(m->write);
         assert_null(map_of(shared)); /* a write there is seen by all: nothing to copy */
+}
+
+/* A mapping whose /proc/self/maps line is longer than any fixed buffer would be (its
+ * path: five directories of 200 characters) is listed like any other, and so are the
+ * lines after it. */
+static void test_maps_long_path(void **state) {
+        char path[1200] = "/tmp/test_pageset_long.XXXXXX", name[201];
+        size_t base;
+        PageMaps *m = malloc(sizeof *m);
+        const char *p;
+        int fd;
+
+        assert_non_null(m);
+        assert_non_null(mkdtemp(path));
+        base = strlen(path);
+        memset(name, 'd', 200);
+        name[200] = 0;
+        for (int i = 0; i < 5; i++) {
+                strcat(path, "/");
+                strcat(path, name);
+                assert_int_equal(mkdir(path, 0700), 0);
+        }
+        strcat(path, "/f");
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, (off_t) psz), 0);
+        p = mmap(NULL, psz, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        assert_true(p != MAP_FAILED);
+        assert_int_equal(pageset_maps(m), 0);
+        bool found = false, anon_found = false;
+        for (size_t i = 0; i < m->n; i++) {
+                found |= m->maps[i].start == (uintptr_t) p && !m->maps[i].write;
+                anon_found |= m->maps[i].start <= (uintptr_t) anon && (uintptr_t) anon < m->maps[i].end;
+        }
+        assert_true(found);
+        assert_true(anon_found);
+        munmap((void *) p, psz);
+        assert_int_equal(unlink(path), 0);
+        *strrchr(path, '/') = 0;
+        while (strlen(path) >= base) { /* each directory, the top one last */
+                assert_int_equal(rmdir(path), 0);
+                *strrchr(path, '/') = 0;
+        }
+        free(m);
 }
 
 /* Run fn in a forked copy; the set it sends back. */
@@ -234,5 +280,5 @@ static void test_validate(void **state) {
         free(ps);
 }
 
-UNIT_MAIN(setup, teardown, TEST(test_maps), TEST(test_collect), TEST(test_populate),
+UNIT_MAIN(setup, teardown, TEST(test_maps), TEST(test_maps_long_path), TEST(test_collect), TEST(test_populate),
           TEST(test_populate_skips_a_gone_run), TEST(test_validate))
