@@ -59,22 +59,15 @@ SYS_MADVISE, SYS_RECVMSG = 28, 47
 
 @pytest.mark.rootless  # a rootless zygote learns them as an unprivileged user, without CAP_SYS_ADMIN
 def test_a_new_worker_has_the_learnt_pages_written_ahead(make_supervisor):
-    sup = make_supervisor("workerStart: zygote\nzygotePoolSize: 1\nmaxActiveWorkers: 1\n")
+    sup = make_supervisor(trace.POOL_OF_ONE)
     ahead = status(sup)["zygotePagesAhead"]
     assert ahead >= 200, ahead  # the default policy's: ≈ 1 100 (docs/performance.md)
-    c = sup.connect()
-    wait_for(lambda: proc.pool_prepared(sup.pid), what="the first pre-started worker done preparing")
-    trap = trace.CloneTrap(status(sup)["zygotePid"])
-    try:
-        assert ok(c.execute("1"))["timing"]["worker"] == "ready"
-        child = trap.take()  # the refill, stopped before its first instruction
+    with trace.refill_held(sup) as (c, trap, child):
         before = proc.written_pages(child)
         # The pages mapped ahead, and nothing else of its preparation run.
         assert trap.step_past(SYS_MADVISE, until=SYS_RECVMSG), "prepared without mapping any page ahead"
         after = proc.written_pages(child)
         trap.release()
-    finally:
-        trap.close()
     # At its first instruction it owns a few pages the kernel copied at the clone
     # (measured: 8); after the madvise calls, also the ≈ 180 its preparation writes.
     assert before < 50 and after >= before + 100, (before, after, ahead)
@@ -126,7 +119,7 @@ def test_a_kernel_without_populate_serves_without_pages_ahead(no_populate):
     """Nothing is mapped ahead, the zygote says why, status and the workers go on: each
     call is served by a pre-started worker that prepared at the full price of its
     faults, as before pages were mapped ahead."""
-    sup = Supervisor("workerStart: zygote\nzygotePoolSize: 1\nmaxActiveWorkers: 1\n", prefix=(no_populate,))
+    sup = Supervisor(trace.POOL_OF_ONE, prefix=(no_populate,))
     try:
         assert status(sup)["zygotePagesAhead"] == 0
         c = sup.connect()

@@ -11,7 +11,7 @@ from testlib.waits import wait_for
 
 pytestmark = [pytest.mark.asan]
 
-ZYGOTE_ONE = "workerStart: zygote\nzygotePoolSize: 1\nmaxActiveWorkers: 1\n"
+ZYGOTE_ONE = trace.POOL_OF_ONE
 WAYS = ("ready", "preparing", "cloned", "exec")
 
 
@@ -52,13 +52,7 @@ def test_a_call_that_reaches_a_worker_still_preparing_says_preparing(make_superv
     it. Released once the zygote has answered (the call's "started" progress), the
     worker prepares, then runs it."""
     sup = make_supervisor(ZYGOTE_ONE)
-    c = sup.connect()
-    wait_for(lambda: proc.pool_prepared(sup.pid), what="the first pre-started worker done preparing")
-    trap = trace.CloneTrap(status(sup)["zygotePid"])
-    try:
-        assert ok(c.execute("1"))["timing"]["worker"] == "ready"
-        trap.take()  # the refill: the new worker starts stopped
-
+    with trace.refill_held(sup) as (_, trap, _worker):
         c2 = sup.connect()
         rid = c2.submit("6 * 7")
         m = c2.wait(rid, types=("progress", "result", "error"))
@@ -66,9 +60,7 @@ def test_a_call_that_reaches_a_worker_still_preparing_says_preparing(make_superv
             m = c2.wait(rid, types=("progress", "result", "error"))
         assert m["type"] == "progress", m  # the zygote answered: the call has the stopped worker
         trap.release()
-        r = ok(c2.wait(rid, types=("result", "error")))
-        assert r["result"]["text"] == "42" and r["timing"]["worker"] == "preparing", r["timing"]
-    finally:
-        trap.close()
+    r = ok(c2.wait(rid, types=("result", "error")))
+    assert r["result"]["text"] == "42" and r["timing"]["worker"] == "preparing", r["timing"]
     by, total = counts(sup)
     assert by == {"ready": 1, "preparing": 1, "cloned": 0, "exec": 0} and total == 2, by

@@ -194,20 +194,13 @@ def test_an_empty_pool_is_refilled_while_the_last_worker_exits(make_supervisor):
     with no worker prepares one then, beside that exit, for a call sent right after
     the result. Held by ptrace as it enters exit_group, the worker has reported and is
     still there: the pool refills meanwhile."""
-    sup = make_supervisor("workerStart: zygote\nzygotePoolSize: 1\nmaxActiveWorkers: 1\n")
-    c = sup.connect()
-    wait_for(lambda: proc.pool_prepared(sup.pid), what="the pre-started worker done preparing")
-    trap = trace.CloneTrap(status(sup)["zygotePid"])
-    try:
-        assert ok(c.execute("1"))["timing"]["worker"] == "ready"
-        worker = trap.take()  # the refill, stopped before its first instruction
+    sup = make_supervisor(trace.POOL_OF_ONE)
+    with trace.refill_held(sup) as (c, trap, worker):
         rid = c.submit("6 * 7")  # handed to it while it is held
         trap.run_to(SYS_EXIT_GROUP)  # prepared, ran the call, reported; not exited
         wait_for(lambda: proc.pool_workers(sup.pid), what="a worker prepared while the last one exits")
         assert (proc.stat_fields(worker) or ["gone"])[0] in ("t", "T"), "the held worker went on"
         trap.release()
-    finally:
-        trap.close()
     r = ok(c.wait(rid, types=("result", "error")))
     assert r["result"]["text"] == "42" and r["timing"]["worker"] == "preparing", r["timing"]
 

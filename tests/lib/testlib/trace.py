@@ -1,10 +1,17 @@
 """ptrace from the tests: the next worker a zygote clones, held stopped from its first
 instruction, and stepped from one system call to the next."""
+import contextlib
 import ctypes
 import os
 import signal
 
 from . import proc
+from .supervisor import ok, status
+from .waits import wait_for
+
+# A supervisor whose zygote keeps one pre-started worker and runs one call at a time:
+# the worker it clones after a call is the one refill_held() holds.
+POOL_OF_ONE = "workerStart: zygote\nzygotePoolSize: 1\nmaxActiveWorkers: 1\n"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.ptrace.restype = ctypes.c_long
@@ -86,3 +93,20 @@ class CloneTrap:
     def close(self):
         self._let_go("zpid")
         self._let_go("child")
+
+
+@contextlib.contextmanager
+def refill_held(sup):
+    """sup (POOL_OF_ONE): once its pre-started worker is prepared, a call ("1") takes
+    it, and the worker the zygote clones next, to refill its pool, is held stopped
+    before its first instruction. Yields (the connection, the CloneTrap, that
+    worker's pid); lets go of whatever is still held at the end."""
+    c = sup.connect()
+    wait_for(lambda: proc.pool_prepared(sup.pid), what="the pre-started worker done preparing")
+    trap = CloneTrap(status(sup)["zygotePid"])
+    try:
+        r = ok(c.execute("1"))
+        assert r["timing"]["worker"] == "ready", r["timing"]
+        yield c, trap, trap.take()
+    finally:
+        trap.close()
