@@ -2,7 +2,7 @@
 /* libFuzzer target for the zygote's control messages (contract/zygote_proto.c): what
  * the supervisor believes of a zygote's answer, and the zygote of a request. The
  * first input byte is the number of descriptors that came with the message (mod 8),
- * the rest the datagram. An accepted message is one of the five kinds with fields in
+ * the rest the datagram. An accepted message is one of the six kinds with fields in
  * range and exactly the descriptors its kind carries; anything else is refused.
  * Built with -DCODEINTERP_FUZZ=ON (tests/fuzz/CMakeLists.txt); run by make fuzz-smoke. */
 #include <stdint.h>
@@ -26,9 +26,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         if (len != sizeof m || m.magic != ZYGOTE_MAGIC)
                 abort();
+        /* Only READY says how many pages a new worker maps ahead, and within its bound. */
+        if (m.kind == ZYGOTE_MSG_READY ? m.pages_ahead > ZYGOTE_PAGES_AHEAD_MAX : m.pages_ahead != 0)
+                abort();
         switch (m.kind) {
         case ZYGOTE_MSG_READY:
         case ZYGOTE_MSG_IDLE:
+        case ZYGOTE_MSG_EXITING:
                 if (n_fds != 0 || m.token != 0 || m.uid != 0 || m.slot != 0 || m.n_cgroup_fds != 0)
                         abort();
                 break;

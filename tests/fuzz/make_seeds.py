@@ -167,6 +167,11 @@ def mp_values():
 
 # Inputs that once broke a decoder, replayed by every run (docs/testing.md).
 REGRESSIONS = {
+    "fuzz_zygote": {
+        # fuzz-smoke's find: an EXITING message (kind 6), which the validator accepted
+        # before the target's oracle knew the kind.
+        "regress-exiting-kind": bytes.fromhex("006f67797a06" + "00" * 43),
+    },
     "fuzz_request": {
         # fuzz-smoke's find: two empty-string keys, one decoded with a NULL pointer, which
         # the duplicate-key check passed to memcmp (UBSan).
@@ -224,15 +229,17 @@ def results():
     }
 
 
-def zygote_msg(kind, token=0, uid=0, gid=0, error=0, pid=0, slot=0, n_cgroup_fds=0, n_fds=0):
-    """One fuzz_zygote input: the descriptor count, then a ZygoteMsg (little-endian)."""
-    return bytes([n_fds]) + struct.pack("<IIQIIiiII", 0x7a79676f, kind, token, uid, gid, error, pid, slot,
-                                        n_cgroup_fds)
+def zygote_msg(kind, token=0, uid=0, gid=0, error=0, pid=0, slot=0, n_cgroup_fds=0, n_fds=0, how=0, pages_ahead=0):
+    """One fuzz_zygote input: the descriptor count, then a ZygoteMsg (little-endian, all
+    48 bytes: contract/zygote_proto.h)."""
+    return bytes([n_fds]) + struct.pack("<IIQIIiiIIII", 0x7a79676f, kind, token, uid, gid, error, pid, slot,
+                                        n_cgroup_fds, how, pages_ahead)
 
 
 def zygote_msgs():
     return {
         "ready": zygote_msg(1),
+        "ready_pages_ahead": zygote_msg(1, pages_ahead=1124),
         "spawn": zygote_msg(2, token=1, uid=2146435072, gid=2146435072, n_fds=6),
         "spawn_cgroup_v1": zygote_msg(2, token=1, uid=2146435073, gid=2146435073, slot=1, n_cgroup_fds=2, n_fds=8),
         "slot": zygote_msg(5, uid=2146435074, gid=2146435074, slot=2),
@@ -242,9 +249,11 @@ def zygote_msgs():
         "spawn_cgroup_v1_cpu": zygote_msg(2, token=4, uid=2146435077, gid=2146435077, slot=6, n_cgroup_fds=3,
                                           n_fds=10),
         "slot_root": zygote_msg(5, uid=0, gid=0, slot=4),
-        "spawned": zygote_msg(3, token=1, pid=4242, slot=1, n_fds=1),
+        "spawned": zygote_msg(3, token=1, pid=4242, slot=1, n_fds=1, how=1),
+        "spawned_preparing": zygote_msg(3, token=5, pid=4243, slot=2, n_fds=1, how=2),
         "spawned_eagain": zygote_msg(3, token=2, error=11, slot=2),
         "idle": zygote_msg(4),
+        "exiting": zygote_msg(6),
         "negative_error": zygote_msg(3, token=3, error=-11),
         "short": zygote_msg(1)[:20],
     }
