@@ -11,7 +11,9 @@ scientific stack
 (packaging/policy-data.yaml): a pandas call and a matplotlib PNG against bare
 `python3 -c` of the same code, the zygote's RSS and a call worker's PSS with the stack
 loaded, alone and with k calls at once (--stack-only: just that part), and what the
-data policy's packages bound but not preloaded cost a trivial call (issue 21). Ratios
+data policy's packages bound but not preloaded cost a trivial call (issue 21), and
+(faults) what a page costs a new copy of a process per way of getting it
+(tests/bench/faultcost.c) and a call's faults in a pre-started worker. Ratios
 are what matter: absolute figures move with the machine. --only SECTION,... runs some
 parts; a missing peer tool is skipped with a message, and fails the run under
 CODEINTERP_MUST_SANDBOX=1.
