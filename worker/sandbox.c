@@ -34,6 +34,10 @@
  * (a tmpfs mounted over it there; the host's directory is never touched). */
 #define NEWROOT "/tmp"
 
+/* The worker's /tmp tmpfs (its size in bytes): mounted by sandbox_prepare() at one
+ * page, given the call's tmpBytes by sandbox_finish(). */
+#define TMP_OPTS_FMT "size=%llu,mode=1777,nr_inodes=4096"
+
 /* The capabilities setup needs inside the worker's user namespace. */
 static const cap_value_t setup_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP };
 
@@ -233,6 +237,11 @@ static int setup_inputs(const PlanSandbox *plan, SetupStage *ret_stage) {
         _cleanup_close_ int dirfd = -1;
         int r;
 
+        /* No sources: /inputs stays the read-only root's empty directory. A tmpfs
+         * would hold nothing more, and its mount and its teardown at exit were both
+         * on the call's path (docs/performance.md). */
+        if (plan->n_inputs == 0)
+                return 0;
         for (size_t i = 0; i < plan->n_inputs; i++)
                 size += plan->inputs[i].text_len + plan->inputs[i].original_len + 8192;
         snprintf(opts, sizeof opts, "size=%llu,mode=0755,nr_inodes=64", (unsigned long long) size);
@@ -349,10 +358,11 @@ static int setup_dev(SetupStage *ret_stage) {
         static const char *const devices[] = { "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", NULL };
         int r;
 
+        /* A directory of the root tmpfs, read-only with it: a filesystem of its own
+         * would add a superblock to tear down when the worker exits, on its call's path
+         * (docs/performance.md). It holds nothing but the binds and the symlink below. */
         if ((r = mkdir_below_root("/dev", 0755)) < 0)
                 FAIL(SETUP_STAGE_MOUNT_DEV, r);
-        if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755,nr_inodes=32") < 0)
-                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
         for (size_t i = 0; devices[i]; i++) {
                 char dst[PATH_MAX];
                 if ((r = create_file_below_root(devices[i])) < 0)
@@ -370,9 +380,6 @@ static int setup_dev(SetupStage *ret_stage) {
         /* Writes to /dev/null are part of normal programs: make that one read-write. */
         if (mount(NULL, NEWROOT "/dev/null", NULL,
                   MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC | locked_flags(NEWROOT "/dev/null"), NULL) < 0)
-                FAIL(SETUP_STAGE_MOUNT_DEV, errno);
-        if (mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC,
-                  "size=64k,mode=0755,nr_inodes=32") < 0)
                 FAIL(SETUP_STAGE_MOUNT_DEV, errno);
         return 0;
 }
@@ -589,6 +596,7 @@ static int set_rlimits(const PlanSandbox *plan, uint64_t mapped) {
 }
 
 int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage) {
+        char opts[64];
         int r;
 
         closep(&statm_fd);
@@ -606,6 +614,16 @@ int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage) {
                 return r;
         if (sethostname("codeinterp", 10) < 0)
                 FAIL(SETUP_STAGE_HOSTNAME, errno);
+        /* The worker's own /tmp, empty, mounted now: its size is the call's tmpBytes,
+         * set by sandbox_finish() with a remount (which only changes a number), so a
+         * pre-started worker makes the new superblock before its call arrives. */
+        snprintf(opts, sizeof opts, TMP_OPTS_FMT, 4096ULL);
+        if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+                FAIL(SETUP_STAGE_MOUNT_TMP, errno);
+        /* The call's working directory: relative paths (open("results.csv", "w")) land
+         * in its /tmp, not on the read-only root. */
+        if (chdir("/tmp") < 0)
+                FAIL(SETUP_STAGE_MOUNT_TMP, errno);
         return 0;
 }
 
@@ -619,12 +637,8 @@ int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, Se
         closep(&statm_fd);
         if (r < 0)
                 FAIL(SETUP_STAGE_RLIMITS, -r);
-        snprintf(opts, sizeof opts, "size=%llu,mode=1777,nr_inodes=4096", (unsigned long long) plan->tmp_bytes);
-        if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
-                FAIL(SETUP_STAGE_MOUNT_TMP, errno);
-        /* The call's working directory: relative paths (open("results.csv", "w")) land
-         * in its /tmp, not on the read-only root. */
-        if (chdir("/tmp") < 0)
+        snprintf(opts, sizeof opts, TMP_OPTS_FMT, (unsigned long long) plan->tmp_bytes);
+        if (mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
                 FAIL(SETUP_STAGE_MOUNT_TMP, errno);
         r = setup_inputs(plan, ret_stage);
         if (r < 0)

@@ -8,8 +8,9 @@
  *                     binds below need no path traversal by the worker's uid.
  *   sandbox_become()  drop supplementary groups, switch to the worker uid/gid, keep
  *                     the namespace capabilities needed to build the root.
- *   sandbox_enter()   build the minimal root (pivot_root) from the runtime fds, mount
- *                     the call's /tmp and /inputs, drop every capability and the
+ *   sandbox_enter()   build the minimal root (pivot_root) from the runtime fds and the
+ *                     worker's /tmp, size /tmp to the call's tmpBytes, mount /inputs
+ *                     (a call with sources) and /outputs, drop every capability and the
  *                     bounding set, no_new_privs, rlimits, close stray fds, seccomp.
  *
  * In exec mode the exec comes first (child_carry_caps(), common/child_start.h, makes the capabilities
@@ -69,8 +70,9 @@ int sandbox_become(uid_t uid, gid_t gid, SetupStage *ret_stage);
 int sandbox_enter(const SandboxRuntime *rt, const PlanSandbox *plan, const struct sock_fprog *seccomp,
                   SetupStage *ret_stage);
 /* sandbox_enter() in two halves: what is the same for every call (the private mount
- * namespace's minimal root, pivot_root, hostname), which a pre-started worker does
- * before its call arrives, and what belongs to the call (/tmp, /inputs, fds, caps,
- * no_new_privs, rlimits, seccomp). */
+ * namespace's minimal root, pivot_root, hostname, an empty /tmp of one page as the
+ * working directory), which a pre-started worker does before its call arrives, and
+ * what belongs to the call (/tmp's size, /inputs, /outputs, fds, caps, no_new_privs,
+ * rlimits, seccomp). */
 int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage);
 int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, SetupStage *ret_stage);
