@@ -309,7 +309,6 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
                 } else
                         log_warning_errno(k, "Reading the worker's /outputs failed: %m");
         }
-        closep(&r->outputs_fd);
 
         FitText *outs[] = { &res.out, &res.err, &res.result };
         for (int ch = 0; ch < CH_REPORT; ch++) {
@@ -322,9 +321,11 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
         if (!res.has_result)
                 fit_text_done(&res.result);
 
-        /* The empty cgroup is removed once the result is on its way (done sends it and
-         * may free r): its rmdir is no part of the call's latency. */
+        /* The empty cgroup is removed, and the /outputs tmpfs unmounted (ours is its
+         * last reference: the close tears the superblock down), once the result is on
+         * its way (done sends it and may free r): neither is part of the call's latency. */
         _cleanup_(cgroup_freep) __attribute__((unused)) Cgroup *cg = TAKE_PTR(r->cgroup);
+        _cleanup_close_ __attribute__((unused)) int outputs = TAKE_FD(r->outputs_fd);
         r->done(r, &res, r->userdata);
 }
 
