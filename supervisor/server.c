@@ -45,6 +45,7 @@
 #define IDLE_TIMER_ACCURACY_USEC (10 * 1000ULL)
 
 static void conn_free(Connection *c);
+static void conn_drop(Connection *c);
 
 /* ---- output ---- */
 
@@ -106,10 +107,24 @@ static int conn_send(Connection *c, const msgpack_sbuffer *sb) {
         frame_put_len(c->out + c->out_len, (uint32_t) sb->size);
         memcpy(c->out + c->out_len + 4, sb->data, sb->size);
         c->out_len += 4 + sb->size;
+        if (c->corked > 0)
+                return 0; /* conn_uncork() sends it */
         k = conn_flush(c);
         if (k < 0)
                 return k;
         return conn_update_events(c);
+}
+
+void conn_cork(Connection *c) {
+        c->corked++;
+}
+
+void conn_uncork(Connection *c) {
+        assert(c->corked > 0);
+        if (--c->corked > 0 || c->fd < 0)
+                return;
+        if (conn_flush(c) < 0 || conn_update_events(c) < 0)
+                conn_drop(c);
 }
 
 /* Give up on a connection: nothing more is sent, and it is freed on the loop's next
@@ -250,7 +265,9 @@ static int conn_read(Connection *c) {
                 _cleanup_free_ uint8_t *body = TAKE_PTR(c->body);
                 c->in_body = false;
                 frames++;
+                conn_cork(c);
                 conn_handle_frame(c, body, c->body_len);
+                conn_uncork(c);
         }
         return 0;
 }

@@ -63,6 +63,7 @@ struct Connection {
         /* output */
         uint8_t *out;
         size_t out_len, out_off, out_cap;
+        unsigned corked;     /* conn_cork(): frames are queued, sent together at conn_uncork() */
         bool closing;        /* flush what is queued, then close */
         bool spoke;          /* a frame has arrived on it */
         FairGroup anon_fair; /* the connection's anonymous calls take turns as one group */
@@ -73,6 +74,12 @@ struct Connection {
 /* server.c: queue a packed message (packed: what the packer returned), or drop the
  * connection when it cannot be; an error reply; closing the connection after one. */
 void conn_send_packed(Connection *c, MpWriter *w, int packed);
+/* Frames sent between conn_cork() and the matching conn_uncork() go out together, in
+ * order, in one send at the uncork: what one request or one call's end produces (its
+ * progress frames and its reply) wakes the client once, and after the work that
+ * request started (docs/performance.md). Nests. */
+void conn_cork(Connection *c);
+void conn_uncork(Connection *c);
 void conn_send_error(Connection *c, bool has_id, uint64_t id, Outcome code, const char *msg);
 void conn_send_parting_error(Connection *c, Outcome code, const char *msg);
 void conn_idle_restart(Connection *c);

@@ -241,10 +241,14 @@ void on_call_finished(Call *call, RunnerResult *res, void *userdata) {
         if (call->keep_requested && keep_outputs(call, res, &kept) < 0)
                 log_error("Could not list the kept outputs of call %llu: out of memory",
                           (unsigned long long) call->call_id);
+        if (c)
+                conn_cork(c); /* "finished" and the result: one send */
         if (c && !c->closing)
                 send_progress(c, call_policy(call), call, "finished", res, NULL);
         if (c && !c->closing)
                 send_result(c, call_policy(call), call, res, kept.items, kept.n);
+        if (c)
+                conn_uncork(c);
         /* The journal gets the same line with fields to filter on; metadata only. */
         snprintf(f_call, sizeof f_call, "CALL_ID=%llu", (unsigned long long) call->call_id);
         snprintf(f_outcome, sizeof f_outcome, "OUTCOME=%s", outcome);
