@@ -443,10 +443,13 @@ static int setup_root(const SandboxRuntime *rt, SetupStage *ret_stage) {
         return 0;
 }
 
-static int drop_caps(void) {
-        _cleanup_cap_free_ cap_t caps = NULL;
-
-        /* Lock the securebits first (needs CAP_SETPCAP): no way back to root semantics. */
+/* What no capability the process still holds can undo, and nothing before its call
+ * needs: the securebits locked (no way back to root semantics; needs CAP_SETPCAP),
+ * the bounding set emptied (what an exec could grant; none happens) and the ambient
+ * set cleared. The capabilities themselves stay until drop_caps(): the call's
+ * mounts need CAP_SYS_ADMIN. sandbox_prepare() does this, so the 43 system calls are
+ * off a pre-started worker's call path. */
+static int limit_caps(void) {
         if (prctl(PR_SET_SECUREBITS,
                   SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
                           SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
@@ -457,7 +460,13 @@ static int drop_caps(void) {
                         return -errno;
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
                 return -errno;
-        caps = cap_init(); /* all clear */
+        return 0;
+}
+
+/* Every capability gone (effective, permitted, inheritable), after the call's mounts. */
+static int drop_caps(void) {
+        _cleanup_cap_free_ cap_t caps = cap_init(); /* all clear */
+
         if (!caps)
                 return -ENOMEM;
         if (cap_set_proc(caps) < 0)
@@ -624,6 +633,8 @@ int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage) {
          * in its /tmp, not on the read-only root. */
         if (chdir("/tmp") < 0)
                 FAIL(SETUP_STAGE_MOUNT_TMP, errno);
+        if ((r = limit_caps()) < 0)
+                FAIL(SETUP_STAGE_CAPS_DROP, r);
         return 0;
 }
 
