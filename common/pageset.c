@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -143,16 +145,112 @@ int pageset_probe(void) {
         return r;
 }
 
-size_t pageset_populate(const PageSet *ps) {
+static bool run_of(const PageRun *r, int kind) {
+        return kind < 0 || r->write == (kind == PAGE_KIND_WRITTEN);
+}
+
+/* kind < 0: every run. */
+static size_t populate_runs(const PageSet *ps, int kind) {
         size_t psz = page_size(), done = 0;
+        bool first = true;
 
         for (size_t i = 0; i < ps->n_runs; i++) {
                 const PageRun *r = &ps->runs[i];
+                if (!run_of(r, kind))
+                        continue;
                 if (madvise((void *) r->start, r->end - r->start,
                             r->write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
                         done += (r->end - r->start) / psz;
-                else if (errno == EINVAL && i == 0)
+                else if (errno == EINVAL && first)
                         break; /* no MADV_POPULATE_* here */
+                first = false;
         }
         return done;
+}
+
+size_t pageset_populate(const PageSet *ps) {
+        return populate_runs(ps, -1);
+}
+
+size_t pageset_populate_kind(const PageSet *ps, PageKind kind) {
+        return populate_runs(ps, (int) kind);
+}
+
+size_t pageset_kind_pages(const PageSet *ps, PageKind kind) {
+        size_t psz = page_size(), n = 0;
+
+        for (size_t i = 0; i < ps->n_runs; i++)
+                if (run_of(&ps->runs[i], (int) kind))
+                        n += (ps->runs[i].end - ps->runs[i].start) / psz;
+        return n;
+}
+
+size_t pageset_touch_kind(const PageSet *ps, PageKind kind) {
+        size_t psz = page_size(), n = 0;
+
+        for (size_t i = 0; i < ps->n_runs; i++) {
+                const PageRun *r = &ps->runs[i];
+                if (!run_of(r, (int) kind))
+                        continue;
+                for (uintptr_t a = r->start; a < r->end; a += psz, n++) {
+                        volatile uint8_t *b = (volatile uint8_t *) a;
+                        uint8_t v = *b;
+                        if (r->write)
+                                *b = v;
+                }
+        }
+        return n;
+}
+
+void pageset_drop_kind(PageSet *ps, PageKind kind) {
+        size_t psz = page_size(), kept = 0;
+
+        ps->n_pages = 0;
+        for (size_t i = 0; i < ps->n_runs; i++) {
+                if (run_of(&ps->runs[i], (int) kind))
+                        continue;
+                ps->runs[kept] = ps->runs[i];
+                ps->n_pages += (ps->runs[kept].end - ps->runs[kept].start) / psz;
+                kept++;
+        }
+        ps->n_runs = kept;
+}
+
+int64_t pageset_time_kind(const PageSet *ps, PageKind kind, bool ahead) {
+        int64_t ns = 0;
+        ssize_t n;
+        int p[2], status;
+        pid_t pid;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid = fork();
+        if (pid == 0) {
+                struct timespec a, b;
+
+                close(p[0]);
+                clock_gettime(CLOCK_MONOTONIC, &a);
+                if (ahead)
+                        (void) pageset_populate_kind(ps, kind);
+                else
+                        (void) pageset_touch_kind(ps, kind);
+                clock_gettime(CLOCK_MONOTONIC, &b);
+                ns = (int64_t) (b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec);
+                _exit(write(p[1], &ns, sizeof ns) == (ssize_t) sizeof ns ? 0 : 1);
+        }
+        close(p[1]);
+        if (pid < 0) {
+                close(p[0]);
+                return -errno;
+        }
+        do
+                n = read(p[0], &ns, sizeof ns);
+        while (n < 0 && errno == EINTR);
+        close(p[0]);
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (n != (ssize_t) sizeof ns || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || ns < 0)
+                return -EIO;
+        return ns;
 }

@@ -16,7 +16,10 @@
  *   pages around it).
  * Mapping them ahead changes no byte anyone reads (a copy-on-write break copies, a
  * missing anonymous page is zero-filled, a file page is the file's: what the first
- * touch would have done); it only takes the faults in bulk, in the kernel. */
+ * touch would have done); it only takes the faults in bulk, in the kernel. Where
+ * faults are cheap that is no saving (2 µs a fault on another machine, and a read
+ * fault maps up to 16 pages): the user times both ways (pageset_time_kind()) and keeps
+ * a kind only where mapping ahead wins. */
 #pragma once
 
 #include <stdbool.h>
@@ -76,3 +79,25 @@ int pageset_probe(void);
  * 5.14) the first run fails with EINVAL and nothing more is tried. Returns the pages
  * mapped ahead. */
 size_t pageset_populate(const PageSet *ps);
+
+/* The two kinds of runs, for what follows. */
+typedef enum PageKind {
+        PAGE_KIND_READ,    /* read-only pages, mapped ahead by MADV_POPULATE_READ */
+        PAGE_KIND_WRITTEN, /* private writable pages, written ahead by MADV_POPULATE_WRITE */
+} PageKind;
+/* The pages of ps's runs of one kind. */
+size_t pageset_kind_pages(const PageSet *ps, PageKind kind);
+/* pageset_populate() of one kind's runs only. */
+size_t pageset_populate_kind(const PageSet *ps, PageKind kind);
+/* Touch one kind's pages the way the work does, one fault per page not yet mapped: a
+ * read of one byte (read pages), or a byte read and written back (written pages, a
+ * copy-on-write break each). Changes no byte. What mapping them ahead saves, for
+ * timing it against pageset_populate_kind() in a throwaway copy (worker/zygote.c).
+ * Returns the pages touched. */
+size_t pageset_touch_kind(const PageSet *ps, PageKind kind);
+/* Drop one kind's runs from ps (n_pages follows): not mapped ahead. */
+void pageset_drop_kind(PageSet *ps, PageKind kind);
+/* How long one kind's pages take to get in a new copy of this process, in ns: a
+ * throwaway fork touches them (ahead false: the faults) or maps them ahead (true), and
+ * says how long that took. -errno when the copy could not be made or said nothing. */
+int64_t pageset_time_kind(const PageSet *ps, PageKind kind, bool ahead);

@@ -437,6 +437,43 @@ static int rehearsal_result(int in, pid_t pid, const PageMaps *maps) {
         return 0;
 }
 
+/* Mapping pages ahead pays where a fault is dear (on some virtual machines mostly an
+ * exception's round trip) and costs where faults are cheap (a fault maps up to 16
+ * read-only pages at once; MADV_POPULATE_READ writes each page table entry itself).
+ * So each kind is timed here, on this machine, against the faults it saves, in
+ * throwaway copies (the best of PAGES_AHEAD_ROUNDS each way), and kept only where
+ * mapping ahead is the faster (docs/performance.md). */
+#define PAGES_AHEAD_ROUNDS 3
+static void choose_pages_ahead(void) {
+        static const char *const names[] = { [PAGE_KIND_READ] = "read-only", [PAGE_KIND_WRITTEN] = "written" };
+
+        for (PageKind k = PAGE_KIND_READ; k <= PAGE_KIND_WRITTEN; k++) {
+                int64_t faults = INT64_MAX, ahead = INT64_MAX;
+                size_t n = pageset_kind_pages(&touch_set, k);
+
+                for (int i = 0; i < PAGES_AHEAD_ROUNDS && n > 0; i++) {
+                        int64_t t = pageset_time_kind(&touch_set, k, false);
+                        if (t >= 0)
+                                faults = MIN(faults, t);
+                        t = pageset_time_kind(&touch_set, k, true);
+                        if (t >= 0)
+                                ahead = MIN(ahead, t);
+                }
+                if (n == 0)
+                        continue;
+                if (faults == INT64_MAX || ahead == INT64_MAX) {
+                        fprintf(stderr, "codeinterp-zygote: %zu %s pages could not be timed: mapped ahead\n", n,
+                                names[k]);
+                        continue;
+                }
+                fprintf(stderr, "codeinterp-zygote: %zu %s pages: by faults %.3f ms, mapped ahead %.3f ms: %s\n", n,
+                        names[k], (double) faults / 1e6, (double) ahead / 1e6,
+                        ahead < faults ? "mapped ahead" : "left to faults");
+                if (ahead >= faults)
+                        pageset_drop_kind(&touch_set, k);
+        }
+}
+
 /* Learn the pages a new worker touches while it prepares (touch_set), from one
  * rehearsal. Returns how many, or -errno (touch_set stays empty: nothing is mapped
  * ahead, workers prepare as before). */
@@ -469,6 +506,8 @@ static int learn_touch_set(void) {
                 touch_set = (PageSet){ .n_runs = 0 };
                 r = -E2BIG;
         }
+        if (r >= 0)
+                choose_pages_ahead();
         return r < 0 ? r : (int) touch_set.n_pages;
 }
 

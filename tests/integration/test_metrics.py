@@ -150,7 +150,8 @@ def test_prometheus_values_agree_with_status(served):
     if WORKER_START == "zygote":
         assert value("codeinterp_zygote_ready") == 1
         assert value("codeinterp_zygotes_started_total") == st["zygoteGeneration"] >= 1
-        assert value("codeinterp_zygote_pages_ahead") == st["zygotePagesAhead"] > 0
+        # (0 too: where mapping ahead does not pay, the zygote maps nothing ahead)
+        assert value("codeinterp_zygote_pages_ahead") == st["zygotePagesAhead"] >= 0
     else:
         assert "codeinterp_zygote_ready" not in fams and "codeinterp_zygotes_started" not in fams
         assert "codeinterp_zygote_pages_ahead" not in fams and st["zygotePagesAhead"] == 0

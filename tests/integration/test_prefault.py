@@ -5,10 +5,12 @@ may reach the call: its __main__ holds only what a fresh interpreter's does, and
 values it computed are nowhere the code can see them.
 
 And every new worker maps ahead, in bulk, the pages a worker touches while it prepares,
-which the zygote learnt at its start from a rehearsal (common/pageset.h): held by
-ptrace right after those madvise calls, before it has run any of its preparation, a
-worker already owns its copies of the pages it will write."""
+which the zygote learnt at its start from a rehearsal (common/pageset.h), of each kind
+where the zygote timed that to beat the faults on this machine: held by ptrace right
+after those madvise calls, before it has run any of its preparation, a worker already
+owns its copies of the pages it will write when those are written ahead."""
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -57,20 +59,48 @@ def test_warm_up_leaves_nothing_data_policy():
 SYS_MADVISE, SYS_RECVMSG = 28, 47
 
 
+# The zygote's word on each kind of learnt page (worker/zygote.c, choose_pages_ahead):
+# how many, and whether mapping them ahead beat the faults it saves on this machine.
+CHOICE = re.compile(r"codeinterp-zygote: (\d+) (read-only|written) pages: by faults ([\d.]+) ms, "
+                    r"mapped ahead ([\d.]+) ms: (mapped ahead|left to faults)")
+
+
+def pages_ahead_choices(sup):
+    with open(sup.log_path, errors="replace") as f:
+        found = CHOICE.findall(f.read())
+    out = {}
+    for n, kind, faults, ahead, verdict in found:
+        # The faster way wins, as timed.
+        assert (verdict == "mapped ahead") == (float(ahead) < float(faults)), (kind, faults, ahead, verdict)
+        out[kind] = (int(n), verdict == "mapped ahead")
+    return out
+
+
 @pytest.mark.rootless  # a rootless zygote learns them as an unprivileged user, without CAP_SYS_ADMIN
 def test_a_new_worker_has_the_learnt_pages_written_ahead(make_supervisor):
+    """Whether a kind is mapped ahead is the machine's: the zygote timed both ways. What
+    it kept is what status counts and what a new worker does before anything else; the
+    mapping itself, either kind, is tests/unit/test_pageset.c's."""
     sup = make_supervisor(trace.POOL_OF_ONE)
+    chosen = pages_ahead_choices(sup)
     ahead = status(sup)["zygotePagesAhead"]
-    assert ahead >= 200, ahead  # the default policy's: ≈ 1 100 (docs/performance.md)
+    assert set(chosen) == {"read-only", "written"}, chosen
+    assert chosen["written"][0] >= 100 and chosen["read-only"][0] >= 100, chosen  # ≈ 185 and ≈ 940
+    assert ahead == sum(n for n, kept in chosen.values() if kept), (ahead, chosen)
     with trace.refill_held(sup) as (c, trap, child):
         before = proc.written_pages(child)
         # The pages mapped ahead, and nothing else of its preparation run.
-        assert trap.step_past(SYS_MADVISE, until=SYS_RECVMSG), "prepared without mapping any page ahead"
+        stepped = trap.step_past(SYS_MADVISE, until=SYS_RECVMSG)
         after = proc.written_pages(child)
         trap.release()
+    assert stepped == (ahead > 0), (stepped, ahead)
     # At its first instruction it owns a few pages the kernel copied at the clone
-    # (measured: 8); after the madvise calls, also the ≈ 180 its preparation writes.
-    assert before < 50 and after >= before + 100, (before, after, ahead)
+    # (measured: 8); after the madvise calls, also the ≈ 180 its preparation writes,
+    # when those are written ahead here.
+    if chosen["written"][1]:
+        assert before < 50 and after >= before + 100, (before, after, chosen)
+    elif stepped:
+        assert after < before + 50, (before, after, chosen)
     wait_for(lambda: proc.pool_prepared(sup.pid), what="the traced worker done preparing")
     r = ok(c.execute("sum([9.0, 7.5]) / 2"))
     assert r["result"]["text"] == "8.25" and r["timing"]["worker"] == "ready", r

@@ -72,7 +72,8 @@ def test_status_has_every_field_of_the_reply(shared_supervisor):
     assert set(s.outcomes) == set(client.hello().outcomes)
     assert set(s.workers_started_by) == {"ready", "preparing", "cloned", "exec"}
     assert sum(s.workers_started_by.values()) == s.started_total
-    assert isinstance(s.zygote_pages_ahead, int) and (s.zygote_pages_ahead > 0) == (s.worker_start == "zygote")
+    # Only a zygote maps pages ahead, and only where that pays on the machine (worker/zygote.c).
+    assert isinstance(s.zygote_pages_ahead, int) and (s.zygote_pages_ahead == 0 or s.worker_start == "zygote")
     assert isinstance(s.queue_wait_ms, Histogram) and len(s.queue_wait_ms.le_ms) == len(s.queue_wait_ms.counts)
     assert s.run_time_ms is not None and s.run_time_ms.count == s.raw["runTimeMs"]["count"]
 

@@ -235,6 +235,88 @@ static void test_populate_skips_a_gone_run(void **state) {
         free(ps);
 }
 
+/* The set test_kinds works on: anon's pages 2-3 written, ro's page 6 read. */
+static void two_kinds(PageSet *ps) {
+        PageRun w = { (uintptr_t) anon + 2 * psz, (uintptr_t) anon + 4 * psz, true };
+        PageRun r = { (uintptr_t) ro + 6 * psz, (uintptr_t) ro + 7 * psz, false };
+
+        *ps = (PageSet){ .n_runs = 2, .n_pages = 3 };
+        ps->runs[0] = ro < anon ? r : w; /* runs ascend */
+        ps->runs[1] = ro < anon ? w : r;
+}
+
+static PageKind kind_now;
+
+/* Only kind_now's pages are mapped ahead. */
+static void populate_kind(PageSet *ret) {
+        PageRun probe[] = { { (uintptr_t) anon, (uintptr_t) anon + PAGES * psz, true },
+                            { (uintptr_t) ro, (uintptr_t) ro + PAGES * psz, false } };
+        PageMaps only = { .n = 2 };
+
+        memcpy(only.maps, probe, sizeof probe);
+        if (pageset_populate_kind(ahead, kind_now) != (kind_now == PAGE_KIND_WRITTEN ? 2 : 1) ||
+            pageset_collect(&only, ret) < 0)
+                _exit(2);
+}
+
+/* Touched like the work would: written pages become this copy's own, read ones mapped;
+ * no byte changes. */
+static void touch_kind(PageSet *ret) {
+        PageRun probe[] = { { (uintptr_t) anon, (uintptr_t) anon + PAGES * psz, true },
+                            { (uintptr_t) ro, (uintptr_t) ro + PAGES * psz, false } };
+        PageMaps only = { .n = 2 };
+
+        memcpy(only.maps, probe, sizeof probe);
+        if (pageset_touch_kind(ahead, kind_now) != (kind_now == PAGE_KIND_WRITTEN ? 2 : 1) ||
+            pageset_collect(&only, ret) < 0)
+                _exit(2);
+        for (size_t i = 0; i < PAGES; i++)
+                if (anon[i * psz] != (char) ('a' + i) || ro[i * psz] != 0)
+                        _exit(3);
+}
+
+static void test_kinds(void **state) {
+        PageSet *got = malloc(sizeof *got);
+
+        ahead = calloc(1, sizeof *ahead);
+        assert_non_null(got);
+        assert_non_null(ahead);
+        two_kinds(ahead);
+        assert_int_equal(pageset_validate(ahead, maps), 0);
+        assert_int_equal(pageset_kind_pages(ahead, PAGE_KIND_WRITTEN), 2);
+        assert_int_equal(pageset_kind_pages(ahead, PAGE_KIND_READ), 1);
+        for (int way = 0; way < 2; way++) {
+                void (*fn)(PageSet *) = way ? touch_kind : populate_kind;
+
+                kind_now = PAGE_KIND_WRITTEN;
+                in_copy(fn, got);
+                for (size_t i = 0; i < PAGES; i++)
+                        assert_int_equal(covers(got, anon + i * psz, true), i == 2 || i == 3);
+                assert_false(covers(got, ro + 6 * psz, false));
+                kind_now = PAGE_KIND_READ;
+                in_copy(fn, got);
+                for (size_t i = 0; i < PAGES; i++)
+                        assert_false(covers(got, anon + i * psz, true));
+                assert_true(covers(got, ro + 6 * psz, false));
+        }
+        /* Both ways can be timed, in copies. */
+        for (PageKind k = PAGE_KIND_READ; k <= PAGE_KIND_WRITTEN; k++) {
+                assert_true(pageset_time_kind(ahead, k, false) >= 0);
+                assert_true(pageset_time_kind(ahead, k, true) >= 0);
+        }
+        /* Dropping a kind keeps the other, and the count follows. */
+        pageset_drop_kind(ahead, PAGE_KIND_READ);
+        assert_int_equal(ahead->n_runs, 1);
+        assert_int_equal(ahead->n_pages, 2);
+        assert_true(ahead->runs[0].write);
+        assert_int_equal(pageset_validate(ahead, maps), 0);
+        pageset_drop_kind(ahead, PAGE_KIND_WRITTEN);
+        assert_int_equal(ahead->n_runs, 0);
+        assert_int_equal(ahead->n_pages, 0);
+        free(got);
+        free(ahead);
+}
+
 static void test_validate(void **state) {
         PageSet *ps = calloc(1, sizeof *ps);
         uintptr_t a = (uintptr_t) anon, r = (uintptr_t) ro;
@@ -281,4 +363,4 @@ static void test_validate(void **state) {
 }
 
 UNIT_MAIN(setup, teardown, TEST(test_maps), TEST(test_maps_long_path), TEST(test_collect), TEST(test_populate),
-          TEST(test_populate_skips_a_gone_run), TEST(test_validate))
+          TEST(test_populate_skips_a_gone_run), TEST(test_kinds), TEST(test_validate))
