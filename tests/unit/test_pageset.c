@@ -179,38 +179,52 @@ static void test_collect(void **state) {
 
 static PageSet *ahead;
 
-static void populate(PageSet *ret) {
-        /* Reported back as a set: the pages this copy maps, alone or at all, after the
-         * populate and before anything here touched them. */
+/* The set the tests below map ahead: anon's pages 2-3 written, ro's page 6 read. */
+static void two_kinds(PageSet *ps) {
+        PageRun w = { (uintptr_t) anon + 2 * psz, (uintptr_t) anon + 4 * psz, true };
+        PageRun r = { (uintptr_t) ro + 6 * psz, (uintptr_t) ro + 7 * psz, false };
+
+        *ps = (PageSet){ .n_runs = 2, .n_pages = 3 };
+        ps->runs[0] = ro < anon ? r : w; /* runs ascend */
+        ps->runs[1] = ro < anon ? w : r;
+}
+
+/* In a copy, after it mapped or touched pages: what of anon and ro it maps now, alone or
+ * at all, as a set (exits on failure), having checked that no byte changed: what was
+ * there is there, what was not is zero. */
+static void report_ours(PageSet *ret) {
         PageRun probe[] = { { (uintptr_t) anon, (uintptr_t) anon + PAGES * psz, true },
                             { (uintptr_t) ro, (uintptr_t) ro + PAGES * psz, false } };
         PageMaps only = { .n = 2 };
 
         memcpy(only.maps, probe, sizeof probe);
-        if (pageset_populate(ahead) != ahead->n_pages || pageset_collect(&only, ret) < 0)
+        if (pageset_collect(&only, ret) < 0)
                 _exit(2);
-        /* Nothing changed: what was there is there, what was not is zero. */
         for (size_t i = 0; i < PAGES; i++)
                 if (anon[i * psz] != (char) ('a' + i) || ro[i * psz] != 0)
                         _exit(3);
 }
 
-static void test_populate(void **state) {
+/* ahead: two_kinds(), checked; returns room for what a copy reports. */
+static PageSet *two_kinds_ahead(void) {
         PageSet *got = malloc(sizeof *got);
 
         ahead = calloc(1, sizeof *ahead);
         assert_non_null(got);
         assert_non_null(ahead);
-        ahead->runs[0] = (PageRun){ (uintptr_t) anon + 2 * psz, (uintptr_t) anon + 4 * psz, true };
-        ahead->runs[1] = (PageRun){ (uintptr_t) ro + 6 * psz, (uintptr_t) ro + 7 * psz, false };
-        if (ro < anon) { /* runs ascend */
-                PageRun t = ahead->runs[0];
-                ahead->runs[0] = ahead->runs[1];
-                ahead->runs[1] = t;
-        }
-        ahead->n_runs = 2;
-        ahead->n_pages = 3;
+        two_kinds(ahead);
         assert_int_equal(pageset_validate(ahead, maps), 0);
+        return got;
+}
+
+static void populate(PageSet *ret) {
+        if (pageset_populate(ahead) != ahead->n_pages)
+                _exit(4);
+        report_ours(ret);
+}
+
+static void test_populate(void **state) {
+        PageSet *got = two_kinds_ahead();
         in_copy(populate, got);
         for (size_t i = 0; i < PAGES; i++)
                 assert_int_equal(covers(got, anon + i * psz, true), i == 2 || i == 3);
@@ -235,54 +249,24 @@ static void test_populate_skips_a_gone_run(void **state) {
         free(ps);
 }
 
-/* The set test_kinds works on: anon's pages 2-3 written, ro's page 6 read. */
-static void two_kinds(PageSet *ps) {
-        PageRun w = { (uintptr_t) anon + 2 * psz, (uintptr_t) anon + 4 * psz, true };
-        PageRun r = { (uintptr_t) ro + 6 * psz, (uintptr_t) ro + 7 * psz, false };
-
-        *ps = (PageSet){ .n_runs = 2, .n_pages = 3 };
-        ps->runs[0] = ro < anon ? r : w; /* runs ascend */
-        ps->runs[1] = ro < anon ? w : r;
-}
-
 static PageKind kind_now;
 
 /* Only kind_now's pages are mapped ahead. */
 static void populate_kind(PageSet *ret) {
-        PageRun probe[] = { { (uintptr_t) anon, (uintptr_t) anon + PAGES * psz, true },
-                            { (uintptr_t) ro, (uintptr_t) ro + PAGES * psz, false } };
-        PageMaps only = { .n = 2 };
-
-        memcpy(only.maps, probe, sizeof probe);
-        if (pageset_populate_kind(ahead, kind_now) != (kind_now == PAGE_KIND_WRITTEN ? 2 : 1) ||
-            pageset_collect(&only, ret) < 0)
-                _exit(2);
+        if (pageset_populate_kind(ahead, kind_now) != (kind_now == PAGE_KIND_WRITTEN ? 2 : 1))
+                _exit(4);
+        report_ours(ret);
 }
 
-/* Touched like the work would: written pages become this copy's own, read ones mapped;
- * no byte changes. */
+/* Touched like the work would: written pages become this copy's own, read ones mapped. */
 static void touch_kind(PageSet *ret) {
-        PageRun probe[] = { { (uintptr_t) anon, (uintptr_t) anon + PAGES * psz, true },
-                            { (uintptr_t) ro, (uintptr_t) ro + PAGES * psz, false } };
-        PageMaps only = { .n = 2 };
-
-        memcpy(only.maps, probe, sizeof probe);
-        if (pageset_touch_kind(ahead, kind_now) != (kind_now == PAGE_KIND_WRITTEN ? 2 : 1) ||
-            pageset_collect(&only, ret) < 0)
-                _exit(2);
-        for (size_t i = 0; i < PAGES; i++)
-                if (anon[i * psz] != (char) ('a' + i) || ro[i * psz] != 0)
-                        _exit(3);
+        if (pageset_touch_kind(ahead, kind_now) != (kind_now == PAGE_KIND_WRITTEN ? 2 : 1))
+                _exit(4);
+        report_ours(ret);
 }
 
 static void test_kinds(void **state) {
-        PageSet *got = malloc(sizeof *got);
-
-        ahead = calloc(1, sizeof *ahead);
-        assert_non_null(got);
-        assert_non_null(ahead);
-        two_kinds(ahead);
-        assert_int_equal(pageset_validate(ahead, maps), 0);
+        PageSet *got = two_kinds_ahead();
         assert_int_equal(pageset_kind_pages(ahead, PAGE_KIND_WRITTEN), 2);
         assert_int_equal(pageset_kind_pages(ahead, PAGE_KIND_READ), 1);
         for (int way = 0; way < 2; way++) {
