@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/util.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 /* Linux 5.14 */
@@ -218,8 +219,7 @@ void pageset_drop_kind(PageSet *ps, PageKind kind) {
 
 int64_t pageset_time_kind(const PageSet *ps, PageKind kind, bool ahead) {
         int64_t ns = 0;
-        ssize_t n;
-        int p[2], status;
+        int p[2], status, r;
         pid_t pid;
 
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -236,21 +236,19 @@ int64_t pageset_time_kind(const PageSet *ps, PageKind kind, bool ahead) {
                         (void) pageset_touch_kind(ps, kind);
                 clock_gettime(CLOCK_MONOTONIC, &b);
                 ns = (int64_t) (b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec);
-                _exit(write(p[1], &ns, sizeof ns) == (ssize_t) sizeof ns ? 0 : 1);
+                _exit(write_full(p[1], &ns, sizeof ns) < 0);
         }
         close(p[1]);
         if (pid < 0) {
                 close(p[0]);
                 return -errno;
         }
-        do
-                n = read(p[0], &ns, sizeof ns);
-        while (n < 0 && errno == EINTR);
+        r = read_full(p[0], &ns, sizeof ns); /* -EPIPE: the copy died first (a run it could not touch) */
         close(p[0]);
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return -errno;
-        if (n != (ssize_t) sizeof ns || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || ns < 0)
+        if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || ns < 0)
                 return -EIO;
         return ns;
 }

@@ -451,7 +451,9 @@ static void choose_pages_ahead(void) {
                 int64_t faults = INT64_MAX, ahead = INT64_MAX;
                 size_t n = pageset_kind_pages(&touch_set, k);
 
-                for (int i = 0; i < PAGES_AHEAD_ROUNDS && n > 0; i++) {
+                if (n == 0)
+                        continue;
+                for (int i = 0; i < PAGES_AHEAD_ROUNDS; i++) {
                         int64_t t = pageset_time_kind(&touch_set, k, false);
                         if (t >= 0)
                                 faults = MIN(faults, t);
@@ -459,8 +461,6 @@ static void choose_pages_ahead(void) {
                         if (t >= 0)
                                 ahead = MIN(ahead, t);
                 }
-                if (n == 0)
-                        continue;
                 if (faults == INT64_MAX || ahead == INT64_MAX) {
                         fprintf(stderr, "codeinterp-zygote: %zu %s pages could not be timed: mapped ahead\n", n,
                                 names[k]);

@@ -392,3 +392,34 @@ def test_the_python_clients_reconnect_after_an_idle_close(make_supervisor):
             assert r.outcome == "ok", r
 
     asyncio.run(asyncio.wait_for(run(), 4 * WAIT_LIMIT))
+
+
+@pytest.mark.asan
+def test_a_peer_that_stops_reading_is_dropped_when_its_corked_replies_go_out(make_supervisor):
+    """Replies are corked and go out together at the end of a request or of a call
+    (conn_uncork()). A client that has shut its reading side (shutdown(SHUT_RD)) makes
+    that send fail with EPIPE: the connection is dropped there, in either place, the
+    call still ends and is counted, and the next client is served."""
+    from testlib.frames import execute_frame
+
+    sup = make_supervisor("")
+    ok(sup.connect().execute("1"))
+    base = status(sup)
+    # At a call's end: its worker held, the client stops reading, the code goes on.
+    held = start_held(sup)
+    held.wait_holding()
+    held.conn.sock.shutdown(socket.SHUT_RD)
+    held.release()
+    wait_for(lambda: status(sup)["outcomes"]["ok"] == base["outcomes"]["ok"] + 1, "the held call's end")
+    wait_for(lambda: status(sup)["connections"] == base["connections"], "the reader-less connection dropped")
+    held.conn.close()
+    # At a request's end: the client stops reading before it sends the request.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(sup.socket)
+        s.shutdown(socket.SHUT_RD)
+        s.sendall(execute_frame(1, "2"))
+        wait_for(lambda: status(sup)["connections"] == base["connections"], "the second connection dropped")
+    finally:
+        s.close()
+    assert ok(sup.connect().execute("6 * 7"))["result"]["text"] == "42"
