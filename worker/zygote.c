@@ -95,7 +95,10 @@ static size_t pool_target = 0;
 static Slot slots[ELEMENTSOF(pool) + 1];
 static size_t n_slots = 0;
 static bool may_refill = true; /* at start, then after each IDLE hint until the next spawn */
-static uid_t worker_uid;       /* the ids inside every worker's user namespace */
+/* The last call found no worker ready (it waited for one preparing, or for a clone):
+ * calls come faster than quiet moments do, so the pool is refilled while calls run. */
+static bool pool_behind = false;
+static uid_t worker_uid; /* the ids inside every worker's user namespace */
 static gid_t worker_gid;
 static uint32_t python_packages; /* the policy's pythonPackages: preloaded, and bound in every worker */
 
@@ -382,8 +385,10 @@ static int serve_one(int ctl) {
                 Slot unused = slot_pop();
                 slot_close(&unused);
                 rep = zygote_msg_spawned(req.token, unused.id.slot, -k, 0, WORKER_HOW_NONE);
-        } else
+        } else {
+                pool_behind = how != WORKER_HOW_READY;
                 rep = zygote_msg_spawned(req.token, pc.slot.slot, 0, pc.pid, how);
+        }
         fdpass_close_all(fds, _SPAWN_FD_MAX);
         k = zygote_msg_send(ctl, &rep, &pc.pidfd, rep.error ? 0 : 1, 0);
         pool_child_close(&pc);
@@ -583,8 +588,9 @@ int zygote_main(int argc, char **argv) {
                 return 1;
         for (;;) {
                 /* Requests first; the pool is refilled one worker at a time while none
-                 * is waiting, and only while no call runs (see zygote.h). */
-                if (pool_len < pool_target && may_refill && n_slots > 0) {
+                 * is waiting, and only while no call runs unless the pool is behind
+                 * (see zygote.h). */
+                if (pool_len < pool_target && (may_refill || pool_behind) && n_slots > 0) {
                         struct pollfd pfd = { .fd = ZYGOTE_CTL_FD, .events = POLLIN };
                         if (poll(&pfd, 1, 0) == 0) {
                                 Slot slot = slot_pop();

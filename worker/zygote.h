@@ -6,10 +6,13 @@
  * The zygote keeps up to POOL_SIZE workers pre-started (namespaces, minimal root,
  * after-fork work done), each in a slot the supervisor gave it (a host uid and gid,
  * and a cgroup it enters first), each waiting on its own socket for one call's fds; a
- * worker is used for exactly one call. It prepares them only after its start and after an
- * IDLE hint, never while a call runs: on a virtualised host, creating a process slows
- * every other process's page faults (TLB shootdowns), so a refill during a call costs
- * that call more than the pool saves it. */
+ * worker is used for exactly one call. It prepares them after its start and after an
+ * IDLE hint (or EXITING, with an empty pool), not while a call runs: on a virtualised
+ * host, creating a process slows every other process's page faults (TLB shootdowns),
+ * so a refill during a call costs that call more than the pool saves it. Except when
+ * the pool is behind: once a call has found no worker ready (the calls come faster
+ * than the moments without one), the zygote refills while calls run, until a call
+ * finds one ready again; otherwise every queued call would wait for its own clone. */
 #pragma once
 
 /* argv: codeinterp-zygote --zygote UID GID POOL_SIZE PACKAGES, UID and GID the ids inside

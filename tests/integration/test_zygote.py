@@ -184,6 +184,34 @@ def test_pool_is_refilled_between_calls_not_during_them(zsup):
     assert not pool() <= before  # a new worker was prepared once the call was over
 
 
+def test_a_pool_that_is_behind_is_refilled_while_calls_run(make_supervisor):
+    """A call that found no worker ready says that calls come faster than quiet
+    moments: the zygote then refills its pool while calls run, instead of leaving each
+    queued call to wait for its own clone. With one pre-started worker: the first call
+    takes it (ready, so nothing is refilled beside it), the second finds the pool empty
+    (cloned); a new pool worker appears while both still hold."""
+    sup = make_supervisor("workerStart: zygote\nzygotePoolSize: 1\nmaxActiveWorkers: 2\n")
+    st = status(sup)
+    sup_pid = st["pid"]
+
+    def pool():
+        return set(proc.pool_workers(sup_pid))
+
+    wait_for(lambda: len(pool()) == 1 and proc.pool_prepared(sup_pid), lambda: "a prepared pool: %r" % pool())
+    first = start_held(sup)
+    first_pid = first.wait_running()
+    wait_for(lambda: not pool(), lambda: "the pool emptied by the first call: %r" % pool())
+    second = start_held(sup)
+    second_pid = second.wait_running()
+    refilled = wait_for(lambda: pool() - {first_pid, second_pid},
+                        lambda: "a worker prepared while both calls run: %r" % pool())
+    assert all(proc.alive(p) and p not in refilled for p in (first_pid, second_pid))
+    hows = [ok(call.finish())["timing"]["worker"] for call in (first, second)]
+    assert hows == ["ready", "cloned"], hows
+    # The refilled worker serves the next call, ready: the pool has caught up.
+    assert ok(sup.connect().execute("1"))["timing"]["worker"] == "ready"
+
+
 # x86_64's exit_group: a worker's last system call, after its last report.
 SYS_EXIT_GROUP = 231
 
