@@ -26,13 +26,31 @@
  *   - Everything else: the default action, ENOSYS (errno mode: "this kernel does not have
  *     it", the answer every libc fallback understands) or kill (kill mode).
  *
+ * Two parts (policy_seccomp_compile_early()/_late()). Loading the whole filter (≈ 500
+ * instructions, converted and JIT-compiled by the kernel) is the dearest step of a
+ * worker's last setup on the call's path. A pre-started worker therefore loads most of
+ * it while it prepares: the early part is the errno-mode filter in which the few
+ * syscalls it still needs afterwards (seccomp_late[]: receiving its call, its mounts,
+ * capabilities, Landlock, limits, the late load itself) are allowed. When the call
+ * arrives it loads the late part: on a default of allow, exactly the rules the whole
+ * filter has for those syscalls (errno mode), or the whole kill-mode filter (kill mode,
+ * where everything the early part answers with an errno must kill). The kernel runs
+ * every stacked filter and keeps the most restrictive verdict (between two errnos, the
+ * newest filter's), so for every syscall and argument the pair decides as the whole
+ * filter of the call's mode: a syscall outside seccomp_late[] gets the early part's
+ * verdict (the late part allows it), one inside gets the late part's (the early part
+ * allows it). tests/unit/test_seccomp.c checks this by evaluating both programs on
+ * every syscall number and the conditional syscalls' argument values, and on the
+ * kernel. Exec mode loads the whole filter, once, as before.
+ *
  * Each syscall appears in exactly one table; policy_seccomp_build() checks that (and that
  * every number is a real x86_64 one, not a libseccomp pseudo-syscall) before adding rules,
  * because libseccomp silently lets a later unconditional rule replace earlier ones.
  *
  * What this means for the worker: everything it must do with a denied syscall happens
  * before policy_seccomp_load() - compiling the filter (memfd_create), setrlimit,
- * PR_SET_PDEATHSIG, namespace and mount setup. After it, the process cannot fork (so a
+ * PR_SET_PDEATHSIG, namespace and mount setup (or, after the early part, only with the
+ * syscalls in seccomp_late[]). After it, the process cannot fork (so a
  * zygote must load the filter in each cloned worker, never in itself), exec, create
  * sockets other than a connected AF_UNIX pair, send or receive with flags or
  * addresses, pass descriptors (sendmsg), or change its limits or ids.
@@ -222,66 +240,139 @@ static int seccomp_add_plain_transfer(scmp_filter_ctx ctx, uint32_t def, uint32_
         return seccomp_rule(ctx, def, deny, nr, ELEMENTSOF(addressed), addressed);
 }
 
-static int seccomp_add_conditional(scmp_filter_ctx ctx, uint32_t def, uint32_t deny, uint32_t deny_ioctl) {
+/* Which syscalls' rules a part of the filter holds (see "Two parts" above). */
+typedef enum SeccompPart {
+        SECCOMP_WHOLE, /* everything: exec mode's filter, and the late part in kill mode */
+        SECCOMP_EARLY, /* everything but seccomp_late[], which it allows */
+        SECCOMP_LATE,  /* only seccomp_late[], on a default of allow */
+} SeccompPart;
+
+static bool part_has(SeccompPart part, int nr) {
+        switch (part) {
+        case SECCOMP_EARLY:
+                return !seccomp_is_late(nr);
+        case SECCOMP_LATE:
+                return seccomp_is_late(nr);
+        default:
+                return true;
+        }
+}
+
+static int seccomp_add_conditional(scmp_filter_ctx ctx, SeccompPart part, uint32_t def, uint32_t deny,
+                                   uint32_t deny_ioctl) {
         int r;
 
         /* clone: allow (flags & (CLONE_THREAD | ns)) == CLONE_THREAD. Deny, without
          * overlapping the allow rule: CLONE_THREAD clear; or CLONE_THREAD set, the first
          * i-1 namespace flags clear and flag i set. */
-        uint64_t mask = CLONE_THREAD;
-        for (size_t i = 0; i < ELEMENTSOF(seccomp_clone_namespace_flags); i++)
-                mask |= seccomp_clone_namespace_flags[i];
-        r = seccomp_rule1(ctx, def, SCMP_ACT_ALLOW, SCMP_SYS(clone),
-                          seccomp_cmp(0, SCMP_CMP_MASKED_EQ, mask, CLONE_THREAD));
-        if (r < 0)
-                return r;
-        r = seccomp_rule1(ctx, def, deny, SCMP_SYS(clone), seccomp_cmp(0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
-        if (r < 0)
-                return r;
-        uint64_t seen = CLONE_THREAD;
-        for (size_t i = 0; i < ELEMENTSOF(seccomp_clone_namespace_flags); i++) {
-                uint64_t f = seccomp_clone_namespace_flags[i];
-                r = seccomp_rule1(ctx, def, deny, SCMP_SYS(clone),
-                                  seccomp_cmp(0, SCMP_CMP_MASKED_EQ, seen | f, CLONE_THREAD | f));
+        if (part_has(part, SCMP_SYS(clone))) {
+                uint64_t mask = CLONE_THREAD;
+                for (size_t i = 0; i < ELEMENTSOF(seccomp_clone_namespace_flags); i++)
+                        mask |= seccomp_clone_namespace_flags[i];
+                r = seccomp_rule1(ctx, def, SCMP_ACT_ALLOW, SCMP_SYS(clone),
+                                  seccomp_cmp(0, SCMP_CMP_MASKED_EQ, mask, CLONE_THREAD));
                 if (r < 0)
                         return r;
-                seen |= f;
+                r = seccomp_rule1(ctx, def, deny, SCMP_SYS(clone), seccomp_cmp(0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+                if (r < 0)
+                        return r;
+                uint64_t seen = CLONE_THREAD;
+                for (size_t i = 0; i < ELEMENTSOF(seccomp_clone_namespace_flags); i++) {
+                        uint64_t f = seccomp_clone_namespace_flags[i];
+                        r = seccomp_rule1(ctx, def, deny, SCMP_SYS(clone),
+                                          seccomp_cmp(0, SCMP_CMP_MASKED_EQ, seen | f, CLONE_THREAD | f));
+                        if (r < 0)
+                                return r;
+                        seen |= f;
+                }
         }
 
         /* prlimit64: allow new == NULL, deny new != NULL. */
-        r = seccomp_rule1(ctx, def, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), seccomp_cmp(2, SCMP_CMP_EQ, 0, 0));
-        if (r < 0)
-                return r;
-        r = seccomp_rule1(ctx, def, deny, SCMP_SYS(prlimit64), seccomp_cmp(2, SCMP_CMP_NE, 0, 0));
-        if (r < 0)
-                return r;
+        if (part_has(part, SCMP_SYS(prlimit64))) {
+                r = seccomp_rule1(ctx, def, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), seccomp_cmp(2, SCMP_CMP_EQ, 0, 0));
+                if (r < 0)
+                        return r;
+                r = seccomp_rule1(ctx, def, deny, SCMP_SYS(prlimit64), seccomp_cmp(2, SCMP_CMP_NE, 0, 0));
+                if (r < 0)
+                        return r;
+        }
 
-        r = seccomp_add_values(ctx, def, deny, SCMP_SYS(prctl), 0, seccomp_prctl_options,
-                               ELEMENTSOF(seccomp_prctl_options), true);
-        if (r < 0)
+        if (part_has(part, SCMP_SYS(prctl)) &&
+            (r = seccomp_add_values(ctx, def, deny, SCMP_SYS(prctl), 0, seccomp_prctl_options,
+                                    ELEMENTSOF(seccomp_prctl_options), true)) < 0)
                 return r;
-        r = seccomp_add_values(ctx, def, deny_ioctl, SCMP_SYS(ioctl), 1, seccomp_ioctl_requests,
-                               ELEMENTSOF(seccomp_ioctl_requests), true);
-        if (r < 0)
+        if (part_has(part, SCMP_SYS(ioctl)) &&
+            (r = seccomp_add_values(ctx, def, deny_ioctl, SCMP_SYS(ioctl), 1, seccomp_ioctl_requests,
+                                    ELEMENTSOF(seccomp_ioctl_requests), true)) < 0)
                 return r;
-        r = seccomp_rule1(ctx, def, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), seccomp_cmp(0, SCMP_CMP_EQ, AF_UNIX, 0));
-        if (r < 0)
+        if (part_has(part, SCMP_SYS(socket))) {
+                r = seccomp_rule1(ctx, def, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket),
+                                  seccomp_cmp(0, SCMP_CMP_EQ, AF_UNIX, 0));
+                if (r < 0)
+                        return r;
+                if ((r = seccomp_rule1(ctx, def, deny, SCMP_SYS(socket), seccomp_cmp(0, SCMP_CMP_LT, AF_UNIX, 0))) <
+                            0 ||
+                    (r = seccomp_rule1(ctx, def, deny, SCMP_SYS(socket), seccomp_cmp(0, SCMP_CMP_GT, AF_UNIX, 0))) < 0)
+                        return r;
+        }
+        if (part_has(part, SCMP_SYS(socketpair)) &&
+            (r = seccomp_add_values(ctx, def, deny, SCMP_SYS(socketpair), 0, seccomp_socketpair_domains,
+                                    ELEMENTSOF(seccomp_socketpair_domains), true)) < 0)
                 return r;
-        if ((r = seccomp_rule1(ctx, def, deny, SCMP_SYS(socket), seccomp_cmp(0, SCMP_CMP_LT, AF_UNIX, 0))) < 0 ||
-            (r = seccomp_rule1(ctx, def, deny, SCMP_SYS(socket), seccomp_cmp(0, SCMP_CMP_GT, AF_UNIX, 0))) < 0)
+        if ((part_has(part, SCMP_SYS(sendto)) &&
+             (r = seccomp_add_plain_transfer(ctx, def, deny, SCMP_SYS(sendto))) < 0) ||
+            (part_has(part, SCMP_SYS(recvfrom)) &&
+             (r = seccomp_add_plain_transfer(ctx, def, deny, SCMP_SYS(recvfrom))) < 0))
                 return r;
-        r = seccomp_add_values(ctx, def, deny, SCMP_SYS(socketpair), 0, seccomp_socketpair_domains,
-                               ELEMENTSOF(seccomp_socketpair_domains), true);
-        if (r < 0)
-                return r;
-        if ((r = seccomp_add_plain_transfer(ctx, def, deny, SCMP_SYS(sendto))) < 0 ||
-            (r = seccomp_add_plain_transfer(ctx, def, deny, SCMP_SYS(recvfrom))) < 0)
-                return r;
-        return seccomp_add_values(ctx, def, deny, SCMP_SYS(personality), 0, seccomp_personality_values,
-                                  ELEMENTSOF(seccomp_personality_values), false);
+        /* Never late (seccomp_tables_check()): its other values take the default action. */
+        if (part_has(part, SCMP_SYS(personality)))
+                return seccomp_add_values(ctx, def, deny, SCMP_SYS(personality), 0, seccomp_personality_values,
+                                          ELEMENTSOF(seccomp_personality_values), false);
+        return 0;
 }
 
-int policy_seccomp_build(PolicyDenyAction deny, scmp_filter_ctx *ret) {
+/* One table's syscalls that the part holds, each given action unconditionally. */
+static int add_table(scmp_filter_ctx ctx, SeccompPart part, uint32_t ctx_def, uint32_t action, const int *nrs,
+                     size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                int r = part_has(part, nrs[i]) ? seccomp_rule(ctx, ctx_def, action, nrs[i], 0, NULL) : 0;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The part's rules, on a context whose default action is ctx_def; def, act_deny and
+ * act_deny_ioctl are the whole filter's (of the mode being built). */
+static int add_rules(scmp_filter_ctx ctx, SeccompPart part, uint32_t ctx_def, uint32_t def, uint32_t act_deny,
+                     uint32_t act_deny_ioctl) {
+        int r;
+
+        if ((r = add_table(ctx, part, ctx_def, SCMP_ACT_ALLOW, seccomp_allow, seccomp_allow_count)) < 0 ||
+            (r = add_table(ctx, part, ctx_def, act_deny, seccomp_deny, seccomp_deny_count)) < 0)
+                return r;
+        for (size_t i = 0; i < seccomp_unsupported_count; i++) {
+                if (!part_has(part, seccomp_unsupported[i].nr))
+                        continue;
+                r = seccomp_rule(ctx, ctx_def, SCMP_ACT_ERRNO(seccomp_unsupported[i].error), seccomp_unsupported[i].nr,
+                                 0, NULL);
+                if (r < 0)
+                        return r;
+        }
+        r = seccomp_add_conditional(ctx, part, ctx_def, act_deny, act_deny_ioctl);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < seccomp_late_count && r >= 0; i++) {
+                int nr = seccomp_late[i];
+                if (part == SECCOMP_EARLY)
+                        r = seccomp_rule(ctx, ctx_def, SCMP_ACT_ALLOW, nr, 0, NULL);
+                else if (part == SECCOMP_LATE && !seccomp_in_tables(nr))
+                        r = seccomp_rule(ctx, ctx_def, def, nr, 0, NULL); /* the whole filter's default */
+        }
+        return r;
+}
+
+static int build_part(PolicyDenyAction deny, SeccompPart part, scmp_filter_ctx *ret) {
         uint32_t def, act_deny, act_deny_ioctl;
         int r;
 
@@ -305,7 +396,10 @@ int policy_seccomp_build(PolicyDenyAction deny, scmp_filter_ctx *ret) {
                 return -EINVAL;
         }
 
-        scmp_filter_ctx ctx = seccomp_init(def);
+        /* The late part starts from allow: it only takes back what the early one let
+         * through. Its rules give the late syscalls the whole filter's verdicts. */
+        uint32_t ctx_def = part == SECCOMP_LATE ? SCMP_ACT_ALLOW : def;
+        scmp_filter_ctx ctx = seccomp_init(ctx_def);
         if (!ctx)
                 return -ENOMEM;
 
@@ -327,23 +421,7 @@ int policy_seccomp_build(PolicyDenyAction deny, scmp_filter_ctx *ret) {
         if (r < 0)
                 goto fail;
 
-        for (size_t i = 0; i < seccomp_allow_count; i++) {
-                r = seccomp_rule(ctx, def, SCMP_ACT_ALLOW, seccomp_allow[i], 0, NULL);
-                if (r < 0)
-                        goto fail;
-        }
-        for (size_t i = 0; i < seccomp_deny_count; i++) {
-                r = seccomp_rule(ctx, def, act_deny, seccomp_deny[i], 0, NULL);
-                if (r < 0)
-                        goto fail;
-        }
-        for (size_t i = 0; i < seccomp_unsupported_count; i++) {
-                r = seccomp_rule(ctx, def, SCMP_ACT_ERRNO(seccomp_unsupported[i].error), seccomp_unsupported[i].nr, 0,
-                                 NULL);
-                if (r < 0)
-                        goto fail;
-        }
-        r = seccomp_add_conditional(ctx, def, act_deny, act_deny_ioctl);
+        r = add_rules(ctx, part, ctx_def, def, act_deny, act_deny_ioctl);
         if (r < 0)
                 goto fail;
 
@@ -355,20 +433,17 @@ fail:
         return r;
 }
 
-int policy_seccomp_compile(PolicyDenyAction deny, struct sock_fprog *ret) {
-        scmp_filter_ctx ctx = NULL;
+int policy_seccomp_build(PolicyDenyAction deny, scmp_filter_ctx *ret) {
+        return build_part(deny, SECCOMP_WHOLE, ret);
+}
+
+/* Export a built filter to a malloc'd BPF program; releases ctx. */
+static int compile_ctx(scmp_filter_ctx ctx, struct sock_fprog *ret) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ struct sock_filter *insns = NULL;
         void *buf;
         size_t len;
         int r;
-
-        if (!ret)
-                return -EINVAL;
-
-        r = policy_seccomp_build(deny, &ctx);
-        if (r < 0)
-                return r;
 
         fd = memfd_create("codeinterp-seccomp-bpf", MFD_CLOEXEC);
         if (fd < 0) {
@@ -396,6 +471,32 @@ int policy_seccomp_compile(PolicyDenyAction deny, struct sock_fprog *ret) {
                 .filter = TAKE_PTR(insns),
         };
         return 0;
+}
+
+static int compile_part(PolicyDenyAction deny, SeccompPart part, struct sock_fprog *ret) {
+        scmp_filter_ctx ctx = NULL;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        r = build_part(deny, part, &ctx);
+        if (r < 0)
+                return r;
+        return compile_ctx(ctx, ret);
+}
+
+int policy_seccomp_compile(PolicyDenyAction deny, struct sock_fprog *ret) {
+        return compile_part(deny, SECCOMP_WHOLE, ret);
+}
+
+int policy_seccomp_compile_early(struct sock_fprog *ret) {
+        return compile_part(POLICY_DENY_ERRNO, SECCOMP_EARLY, ret);
+}
+
+int policy_seccomp_compile_late(PolicyDenyAction deny, struct sock_fprog *ret) {
+        /* In kill mode a syscall the errno-mode early part denies must kill instead:
+         * only the whole kill-mode filter says so for all of them. */
+        return compile_part(deny, deny == POLICY_DENY_KILL ? SECCOMP_WHOLE : SECCOMP_LATE, ret);
 }
 
 void policy_seccomp_fprog_free(struct sock_fprog *p) {

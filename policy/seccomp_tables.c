@@ -376,9 +376,30 @@ const SeccompFixedErrno seccomp_unsupported[] = {
         { SCMP_SYS(vmsplice), EPERM },
 };
 
+/* ---------------------------------------------------------------------------------------
+ * Denied to the call (each is in one of the tables above, never in seccomp_allow[]), but
+ * used by a pre-started worker after its early filter and before its late one (see
+ * policy/seccomp.c, "Two parts"): the early filter allows them unconditionally, the late
+ * one gives each the verdict of the whole filter.
+ * --------------------------------------------------------------------------------------- */
+const int seccomp_late[] = {
+        SCMP_SYS(shutdown),   /* saying it is prepared (zygote.c, say_prepared) */
+        SCMP_SYS(recvmsg),    /* its call's descriptors (SCM_RIGHTS) */
+        SCMP_SYS(prctl),      /* PR_SET_PDEATHSIG, then PR_SET_NO_NEW_PRIVS */
+        SCMP_SYS(mount),      /* /tmp's size for the call, the /inputs tmpfs */
+        SCMP_SYS(move_mount), /* attaching the supervisor's /outputs tmpfs */
+        SCMP_SYS(capset),     /* clearing the capability sets */
+        SCMP_SYS(landlock_create_ruleset),
+        SCMP_SYS(landlock_add_rule),
+        SCMP_SYS(landlock_restrict_self),
+        SCMP_SYS(prlimit64), /* setting the call's limits */
+        SCMP_SYS(seccomp),   /* loading the late filter itself */
+};
+
 const size_t seccomp_allow_count = ELEMENTSOF(seccomp_allow);
 const size_t seccomp_deny_count = ELEMENTSOF(seccomp_deny);
 const size_t seccomp_unsupported_count = ELEMENTSOF(seccomp_unsupported);
+const size_t seccomp_late_count = ELEMENTSOF(seccomp_late);
 
 /* ------------------------------------------------------------------------------------- */
 
@@ -408,5 +429,41 @@ int seccomp_tables_check(void) {
                         if (all[i] == all[j])
                                 return -ENOTUNIQ;
         }
+        /* A late syscall is one the call is denied (for some arguments at least), listed
+         * once; not personality, whose other values rely on the default action, which
+         * the late filter (default allow) does not have. */
+        for (size_t i = 0; i < ELEMENTSOF(seccomp_late); i++) {
+                if (seccomp_late[i] < 0 || seccomp_late[i] == SCMP_SYS(personality))
+                        return -EINVAL;
+                for (size_t j = 0; j < ELEMENTSOF(seccomp_allow); j++)
+                        if (seccomp_late[i] == seccomp_allow[j])
+                                return -EINVAL;
+                for (size_t j = i + 1; j < ELEMENTSOF(seccomp_late); j++)
+                        if (seccomp_late[i] == seccomp_late[j])
+                                return -ENOTUNIQ;
+        }
         return 0;
+}
+
+bool seccomp_in_tables(int nr) {
+        for (size_t i = 0; i < ELEMENTSOF(seccomp_allow); i++)
+                if (seccomp_allow[i] == nr)
+                        return true;
+        for (size_t i = 0; i < ELEMENTSOF(seccomp_deny); i++)
+                if (seccomp_deny[i] == nr)
+                        return true;
+        for (size_t i = 0; i < ELEMENTSOF(seccomp_unsupported); i++)
+                if (seccomp_unsupported[i].nr == nr)
+                        return true;
+        for (size_t i = 0; i < ELEMENTSOF(seccomp_conditional); i++)
+                if (seccomp_conditional[i] == nr)
+                        return true;
+        return false;
+}
+
+bool seccomp_is_late(int nr) {
+        for (size_t i = 0; i < ELEMENTSOF(seccomp_late); i++)
+                if (seccomp_late[i] == nr)
+                        return true;
+        return false;
 }

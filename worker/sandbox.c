@@ -604,7 +604,7 @@ static int set_rlimits(const PlanSandbox *plan, uint64_t mapped) {
         return 0;
 }
 
-int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage) {
+int sandbox_prepare(const SandboxRuntime *rt, const struct sock_fprog *early, SetupStage *ret_stage) {
         char opts[64];
         int r;
 
@@ -635,6 +635,11 @@ int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage) {
                 FAIL(SETUP_STAGE_MOUNT_TMP, errno);
         if ((r = limit_caps()) < 0)
                 FAIL(SETUP_STAGE_CAPS_DROP, r);
+        /* The early part of the seccomp filter (policy/seccomp.h), the dear one to load,
+         * before any call exists; CAP_SYS_ADMIN in our namespace allows it without
+         * no_new_privs, which sandbox_finish() sets before the late part. */
+        if (early && (r = policy_seccomp_load(early)) < 0)
+                FAIL(SETUP_STAGE_SECCOMP, r);
         return 0;
 }
 
@@ -678,7 +683,7 @@ int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, Se
 
 int sandbox_enter(const SandboxRuntime *rt, const PlanSandbox *plan, const struct sock_fprog *seccomp,
                   SetupStage *ret_stage) {
-        int r = sandbox_prepare(rt, ret_stage);
+        int r = sandbox_prepare(rt, NULL, ret_stage);
         if (r < 0)
                 return r;
         return sandbox_finish(plan, seccomp, ret_stage);

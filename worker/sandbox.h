@@ -71,8 +71,10 @@ int sandbox_enter(const SandboxRuntime *rt, const PlanSandbox *plan, const struc
                   SetupStage *ret_stage);
 /* sandbox_enter() in two halves: what is the same for every call (the private mount
  * namespace's minimal root, pivot_root, hostname, an empty /tmp of one page as the
- * working directory), which a pre-started worker does before its call arrives, and
- * what belongs to the call (/tmp's size, /inputs, /outputs, fds, caps, no_new_privs,
- * rlimits, seccomp). */
-int sandbox_prepare(const SandboxRuntime *rt, SetupStage *ret_stage);
+ * working directory, and early, if not NULL: the early part of the seccomp filter,
+ * policy_seccomp_compile_early()), which a pre-started worker does before its call
+ * arrives, and what belongs to the call (/tmp's size, /inputs, /outputs, fds, caps,
+ * no_new_privs, rlimits, seccomp: the whole filter, or the late part after an early
+ * one). */
+int sandbox_prepare(const SandboxRuntime *rt, const struct sock_fprog *early, SetupStage *ret_stage);
 int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, SetupStage *ret_stage);

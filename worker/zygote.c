@@ -42,7 +42,10 @@
 #include "worker/run.h"
 #include "worker/sandbox.h"
 
-static struct sock_fprog filters[2]; /* [0] errno mode, [1] kill mode */
+/* The seccomp filter in two parts (policy/seccomp.h): the early one, loaded while a
+ * worker prepares, and the late one per mode, [0] errno, [1] kill, loaded for its call. */
+static struct sock_fprog early_filter;
+static struct sock_fprog filters[2];
 static int devnull = -1;
 /* Decided once, at start: inside a new worker's namespace geteuid() no longer tells. */
 static bool rootless;
@@ -196,7 +199,8 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
                 failed = r;
                 failed_stage = SETUP_STAGE_CGROUP;
         } else if ((r = sandbox_runtime_open(python_packages, &rt, &stage)) < 0 ||
-                   (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 || (r = sandbox_prepare(&rt, &stage)) < 0) {
+                   (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 ||
+                   (r = sandbox_prepare(&rt, &early_filter, &stage)) < 0) {
                 failed = r;
                 failed_stage = stage;
         }
@@ -528,6 +532,16 @@ static ZygoteMsg learn_touch_set_for_ready(void) {
         return zygote_msg_ready(r > 0 ? (uint32_t) r : 0);
 }
 
+static int compile_filters(void) {
+        int r;
+
+        if ((r = policy_seccomp_compile_early(&early_filter)) < 0 ||
+            (r = policy_seccomp_compile_late(POLICY_DENY_ERRNO, &filters[0])) < 0 ||
+            (r = policy_seccomp_compile_late(POLICY_DENY_KILL, &filters[1])) < 0)
+                return r;
+        return 0;
+}
+
 int zygote_main(int argc, char **argv) {
         ZygoteMsg ready;
         unsigned long uid, gid, size, packages;
@@ -561,8 +575,7 @@ int zygote_main(int argc, char **argv) {
                         "codeinterp-zygote: glibc's thread id field not found (%s): "
                         "a worker's main thread keeps the zygote's thread id\n",
                         strerror(-r));
-        if (policy_seccomp_compile(POLICY_DENY_ERRNO, &filters[0]) < 0 ||
-            policy_seccomp_compile(POLICY_DENY_KILL, &filters[1]) < 0) {
+        if (compile_filters() < 0) {
                 fprintf(stderr, "codeinterp-zygote: compiling the seccomp filter failed\n");
                 return 1;
         }

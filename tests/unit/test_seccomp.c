@@ -56,6 +56,12 @@ extern char **environ;
 
 static struct sock_fprog prog_errno;
 static struct sock_fprog prog_kill;
+/* The two parts a pre-started worker loads (policy_seccomp_compile_early/_late). */
+static struct sock_fprog prog_early;
+static struct sock_fprog prog_late_errno;
+static struct sock_fprog prog_late_kill;
+/* Loaded by run_child() before its prog, when set: the early part. */
+static const struct sock_fprog *preload;
 
 /* ---- child side ------------------------------------------------------------------------ */
 
@@ -126,7 +132,10 @@ static int run_child(const struct sock_fprog *prog, ChildFn fn, char *msg, size_
                 CHECK_OK(setrlimit(RLIMIT_CORE, &no_core));
                 if (prog) {
                         CHECK_OK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
-                        int r = policy_seccomp_load(prog);
+                        int r = preload ? policy_seccomp_load(preload) : 0;
+                        if (r < 0)
+                                child_fail(__LINE__, "policy_seccomp_load(preload)", r, -r, 0);
+                        r = policy_seccomp_load(prog);
                         if (r < 0)
                                 child_fail(__LINE__, "policy_seccomp_load", r, -r, 0);
                 }
@@ -1081,6 +1090,95 @@ static void test_bpf_prlimit64(void **state) {
         }
 }
 
+/* The verdict of two stacked filters, as the kernel decides it (seccomp_run_filters):
+ * the lowest action (as a signed number: KILL_PROCESS first, ALLOW last), and between
+ * equal actions the newest filter's, so its errno. */
+static uint32_t stacked(uint32_t older, uint32_t newer) {
+        return (int32_t) (older & SECCOMP_RET_ACTION_FULL) < (int32_t) (newer & SECCOMP_RET_ACTION_FULL) ? older
+                                                                                                         : newer;
+}
+
+static void check_two_parts(int nr, const uint64_t args[6]) {
+        for (int mode = 0; mode < 2; mode++) {
+                const struct sock_fprog *whole = mode ? &prog_kill : &prog_errno;
+                const struct sock_fprog *late = mode ? &prog_late_kill : &prog_late_errno;
+                struct seccomp_data d = { .nr = nr, .arch = X64 };
+                memcpy(d.args, args, sizeof d.args);
+                uint32_t want = bpf_run(whole, &d);
+                uint32_t got = stacked(bpf_run(&prog_early, &d), bpf_run(late, &d));
+                if (got != want)
+                        fail_msg("%s mode, syscall %d (0x%llx 0x%llx 0x%llx 0x%llx 0x%llx 0x%llx): the two parts say "
+                                 "0x%x, the whole filter 0x%x",
+                                 mode ? "kill" : "errno", nr, (unsigned long long) args[0],
+                                 (unsigned long long) args[1], (unsigned long long) args[2],
+                                 (unsigned long long) args[3], (unsigned long long) args[4],
+                                 (unsigned long long) args[5], got, want);
+        }
+}
+
+/* Every syscall number (and -1, and numbers past the table), each argument in turn set
+ * to the values the conditional rules compare against and their neighbours, and the
+ * conditional syscalls' first arguments exhaustively up to 4096 with high bits: the two
+ * parts stacked decide exactly as the whole filter, in both modes. */
+static void test_bpf_two_parts(void **state) {
+        static const uint64_t values[] = {
+                0,
+                1,
+                2,
+                3,
+                4,
+                10,
+                15,
+                16,
+                21,
+                23,
+                38,
+                39,
+                TCGETS,
+                TIOCSTI,
+                TIOCGPGRP,
+                TIOCGWINSZ,
+                FIONREAD,
+                FIONBIO,
+                FIONCLEX,
+                FIOCLEX,
+                SIGCHLD,
+                CLONE_THREAD,
+                CLONE_THREAD | CLONE_NEWNS,
+                CLONE_THREAD | CLONE_NEWNET,
+                CLONE_THREAD | CLONE_NEWUSER | CLONE_VM,
+                0xffffffff,
+                1ULL << 32,
+                UINT64_MAX,
+        };
+        uint64_t args[6];
+
+        assert_true(prog_late_errno.len < prog_errno.len / 4);
+        for (int nr = -1; nr < 1024; nr++) {
+                memset(args, 0, sizeof args);
+                check_two_parts(nr, args);
+                for (int a = 0; a < 6; a++)
+                        for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+                                memset(args, 0, sizeof args);
+                                args[a] = values[i];
+                                check_two_parts(nr, args);
+                        }
+                memset(args, 0, sizeof args);
+                args[3] = args[4] = 1; /* sendto/recvfrom: flags and an address */
+                check_two_parts(nr, args);
+        }
+        static const int conditional[] = { SYS_clone,  SYS_prlimit64,  SYS_prctl,  SYS_ioctl,   SYS_personality,
+                                           SYS_socket, SYS_socketpair, SYS_sendto, SYS_recvfrom };
+        for (size_t c = 0; c < sizeof conditional / sizeof conditional[0]; c++)
+                for (unsigned a = 0; a < 3; a++)
+                        for (uint64_t v = 0; v <= 4096; v++)
+                                for (int hi = -1; hi < 32; hi += 4) {
+                                        memset(args, 0, sizeof args);
+                                        args[a] = hi < 0 ? v : v | (1ULL << (32 + hi));
+                                        check_two_parts(conditional[c], args);
+                                }
+}
+
 /* ---- tests ----------------------------------------------------------------------------- */
 
 static void test_compile(void **state) {
@@ -1166,10 +1264,61 @@ static void test_i386_killed(void **state) {
         expect_signal(&prog_errno, child_int80, SIGSYS);
 }
 
+/* On the kernel: every child of the errno-mode tests passes with the two parts loaded
+ * one after the other, and the kill-mode ones die as with the whole kill filter. */
+static void test_two_parts_on_the_kernel(void **state) {
+        static const ChildFn errno_children[] = {
+                child_sockets,         child_processes,   child_clone3,      child_threads, child_namespaces,
+                child_other_processes, child_rlimits,     child_ioctl_errno, child_prctl,   child_personality,
+                child_unlisted,        child_denied_misc, child_xattr,       child_file_io, child_memory,
+                child_signals_time,    child_identity,    child_fixed_eperm,
+        };
+        static const ChildFn kill_children[] = {
+                child_socket_only,
+                child_socketpair_inet_only,
+                child_recv_peek_only,
+                child_fork_only,
+                child_clone_namespace_thread,
+                child_unlisted_only,
+                child_prlimit_set_only,
+                child_prctl_denied_only,
+                child_ioctl_tiocsti,
+                child_x32,
+        };
+
+        preload = &prog_early;
+        for (size_t i = 0; i < sizeof errno_children / sizeof errno_children[0]; i++)
+                expect_ok(&prog_late_errno, errno_children[i]);
+        for (size_t i = 0; i < sizeof kill_children / sizeof kill_children[0]; i++)
+                expect_signal(&prog_late_kill, kill_children[i], SIGSYS);
+        expect_ok(&prog_late_kill, child_threads);
+        expect_ok(&prog_late_kill, child_file_io);
+        expect_ok(&prog_late_kill, child_xattr);
+        expect_ok(&prog_late_kill, child_clone3);
+        preload = NULL;
+}
+
+static void test_compile_parts(void **state) {
+        struct sock_fprog p = { 0 };
+
+        assert_int_equal(policy_seccomp_compile_early(NULL), -EINVAL);
+        assert_int_equal(policy_seccomp_compile_late(POLICY_DENY_ERRNO, NULL), -EINVAL);
+        assert_int_equal(policy_seccomp_compile_late((PolicyDenyAction) 42, &p), -EINVAL);
+        /* Kill mode's late part is the whole kill filter. */
+        assert_int_equal(prog_late_kill.len, prog_kill.len);
+        assert_memory_equal(prog_late_kill.filter, prog_kill.filter, prog_kill.len * sizeof(struct sock_filter));
+        print_message("filter sizes: whole %u, early %u, late %u instructions\n", prog_errno.len, prog_early.len,
+                      prog_late_errno.len);
+}
+
 static int group_setup(void **state) {
         if (policy_seccomp_compile(POLICY_DENY_ERRNO, &prog_errno) < 0)
                 return -1;
         if (policy_seccomp_compile(POLICY_DENY_KILL, &prog_kill) < 0)
+                return -1;
+        if (policy_seccomp_compile_early(&prog_early) < 0 ||
+            policy_seccomp_compile_late(POLICY_DENY_ERRNO, &prog_late_errno) < 0 ||
+            policy_seccomp_compile_late(POLICY_DENY_KILL, &prog_late_kill) < 0)
                 return -1;
         return 0;
 }
@@ -1177,6 +1326,9 @@ static int group_setup(void **state) {
 static int group_teardown(void **state) {
         policy_seccomp_fprog_free(&prog_errno);
         policy_seccomp_fprog_free(&prog_kill);
+        policy_seccomp_fprog_free(&prog_early);
+        policy_seccomp_fprog_free(&prog_late_errno);
+        policy_seccomp_fprog_free(&prog_late_kill);
         return 0;
 }
 
@@ -1200,4 +1352,5 @@ UNIT_MAIN(group_setup, group_teardown, TEST(test_compile), ERRNO_CHILD(test_sock
           ERRNO_CHILD(test_signals_and_time, child_signals_time), ERRNO_CHILD(test_identity, child_identity),
           TEST(test_kill_mode), TEST(test_x32_killed), TEST(test_i386_killed), TEST(test_bpf_arches),
           TEST(test_bpf_prctl), TEST(test_bpf_ioctl), TEST(test_bpf_personality), TEST(test_bpf_clone),
-          TEST(test_bpf_prlimit64))
+          TEST(test_bpf_prlimit64), TEST(test_compile_parts), TEST(test_bpf_two_parts),
+          TEST(test_two_parts_on_the_kernel))
