@@ -8,9 +8,16 @@ And every new worker maps ahead, in bulk, the pages a worker touches while it pr
 which the zygote learnt at its start from a rehearsal (common/pageset.h), of each kind
 where the zygote timed that to beat the faults on this machine: held by ptrace right
 after those madvise calls, before it has run any of its preparation, a worker already
-owns its copies of the pages it will write when those are written ahead."""
+owns its copies of the pages it will write when those are written ahead.
+
+And a pre-started worker loads the early part of its seccomp filter while it prepares,
+the late part when its call arrives (policy/seccomp.h): the kernel shows one filter on
+a prepared worker and two on a running one, and a load the kernel refuses ends the call
+as a typed setup error."""
+import errno
 import os
 import re
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -18,7 +25,7 @@ import tempfile
 import pytest
 
 from testlib import PYTHON, Supervisor, ok, proc, running_supervisor, status, trace, unavailable, value
-from testlib.waits import wait_for
+from testlib.waits import start_held, wait_for
 
 pytestmark = [pytest.mark.python]
 
@@ -125,6 +132,10 @@ int main(int argc, char **argv) {
 }
 """
 
+# seccomp(SECCOMP_SET_MODE_FILTER, ...) refused (ENOMEM, as when the kernel cannot
+# allocate the program); libseccomp's own probes (other operations) go on.
+NO_SECCOMP_LOAD_RULES = """
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOMEM), SCMP_SYS(seccomp), 1, SCMP_A0(SCMP_CMP_EQ, 1)) < 0 ||"""
 # A kernel without MADV_POPULATE_READ/_WRITE (before 5.14) answers EINVAL.
 NO_POPULATE_RULES = """
             seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(madvise), 1, SCMP_A2(SCMP_CMP_EQ, 22)) < 0 ||
@@ -162,6 +173,56 @@ def no_populate():
 @pytest.fixture(scope="module")
 def no_fork():
     yield from built_prefix(NO_FORK_RULES)
+
+
+@pytest.fixture(scope="module")
+def no_seccomp_load():
+    yield from built_prefix(NO_SECCOMP_LOAD_RULES)
+
+
+def filters(pid):
+    """(seccomp mode, number of filters) of pid, from /proc/PID/status."""
+    st = proc.status(pid)
+    return int(st["Seccomp"]), int(st["Seccomp_filters"])
+
+
+@pytest.mark.rootless
+@pytest.mark.parametrize("deny", ["errno", "kill"])
+def test_a_prepared_worker_has_the_early_filter_and_its_call_the_late_one(deny):
+    """The zygote has no filter; its prepared worker has one (the early part), loaded
+    before any call exists; once it runs its call it has two (the late part on top),
+    in both deny modes, and what the filter denies is still denied."""
+    sup = Supervisor(trace.POOL_OF_ONE + "seccompDenyAction: %s\n" % deny)
+    try:
+        zygote = status(sup)["zygotePid"]
+        assert filters(zygote) == (0, 0)
+        wait_for(lambda: proc.pool_prepared(sup.pid), what="the pre-started worker done preparing")
+        (worker,) = proc.pool_workers(sup.pid)
+        assert filters(worker) == (2, 1)
+        # unshare(CLONE_NEWUSER) straight to the kernel: the filter's own verdict.
+        call = start_held(sup, after="import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                                     "print(libc.unshare(0x10000000), ctypes.get_errno())\n")
+        assert call.wait_holding() == worker
+        assert filters(worker) == (2, 2)
+        r = call.finish()
+        if deny == "errno":
+            assert ok(r)["stdout"]["text"] == "-1 %d\n" % errno.EPERM, r  # as from the whole filter
+        else:
+            assert r["outcome"] == "worker_error" and r["exitStatus"]["signal"] == signal.SIGSYS, r
+    finally:
+        sup.stop()
+
+
+def test_a_refused_seccomp_load_is_a_typed_setup_error(no_seccomp_load):
+    """The kernel refuses to load a filter: the pre-started worker remembers it (its
+    early part fails while it prepares) and reports it for its call, typed (stage
+    seccomp, ENOMEM), without running the code; here that call is the supervisor's
+    self-check, so it says why and does not serve."""
+    with pytest.raises(RuntimeError) as e:
+        Supervisor(trace.POOL_OF_ONE, prefix=(no_seccomp_load,))
+    log = str(e.value)
+    assert "Self-check failed: worker_error: sandbox setup failed at seccomp: Cannot allocate memory" in log, log
+    assert "does not serve" in log, log
 
 
 def serve_two_ready_calls(sup):
