@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "common/mp.h"
 #include "common/util.h"
@@ -24,17 +25,35 @@ const char *report_limit_to_string(ReportLimit l) {
         return limit_names[l];
 }
 
+/* The length and the body in one writev(): the supervisor wakes once per report, not
+ * once for the length and again for the body. A pipe write of up to PIPE_BUF bytes is
+ * whole; what a longer one, a signal or a full pipe that user code made non-blocking
+ * leaves is finished by write_full() (which waits for room on EAGAIN). */
 static int send_frame(int fd, const MpWriter *w) {
         uint8_t hdr[4];
+        ssize_t n;
+        size_t body;
         int r;
 
         if (w->error < 0)
                 return w->error;
         frame_put_len(hdr, (uint32_t) w->sb.size);
-        r = write_full(fd, hdr, sizeof hdr);
-        if (r < 0)
-                return r;
-        return write_full(fd, w->sb.data, w->sb.size);
+        struct iovec iov[2] = { { .iov_base = hdr, .iov_len = sizeof hdr },
+                                { .iov_base = w->sb.data, .iov_len = w->sb.size } };
+        n = writev(fd, iov, 2);
+        if (n < 0) {
+                if (errno != EINTR && errno != EAGAIN)
+                        return -errno;
+                n = 0;
+        }
+        if ((size_t) n < sizeof hdr) {
+                r = write_full(fd, hdr + n, sizeof hdr - (size_t) n);
+                if (r < 0)
+                        return r;
+                n = sizeof hdr;
+        }
+        body = (size_t) n - sizeof hdr;
+        return write_full(fd, w->sb.data + body, w->sb.size - body);
 }
 
 int report_send_setup_error(int fd, SetupStage stage, int error) {

@@ -4,6 +4,9 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +31,10 @@ static size_t capture(int (*send)(int, void *), void *arg, uint8_t *buf, size_t 
 
 static int send_done(int fd, void *arg) {
         return report_send_done(fd, arg, 10);
+}
+
+static int send_done_wide(int fd, void *arg) {
+        return report_send_done(fd, arg, 20000);
 }
 
 static int send_setup(int fd, void *arg) {
@@ -75,6 +82,81 @@ static void test_round_trip(void **state) {
         report_done(&w);
 }
 
+/* A done report with a traceback of tb_len characters, sent into a pipe of pipe_size
+ * bytes that holds filler_len bytes already and that user code made non-blocking: what
+ * does not fit waits for room (the writer is seen in poll() before the pipe is
+ * drained), and the frame arrives whole, after the filler. */
+static void send_into_a_full_pipe(int pipe_size, size_t filler_len, size_t tb_len) {
+        static char filler[8192], tb[20000], got[65536];
+        ReportRun rep = { .exception = true, .exc_type = "ValueError", .exc_message = "m", .exc_traceback = tb };
+        WorkerReport w;
+        size_t n = 0;
+        int p[2], status;
+        pid_t pid;
+
+        assert_true(filler_len <= sizeof filler && tb_len < sizeof tb);
+        memset(filler, 'f', sizeof filler);
+        memset(tb, 't', tb_len);
+        tb[tb_len] = 0;
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        assert_int_equal(fcntl(p[1], F_SETPIPE_SZ, pipe_size), pipe_size);
+        assert_int_equal(write(p[1], filler, filler_len), (ssize_t) filler_len);
+        assert_int_equal(fcntl(p[1], F_SETFL, O_NONBLOCK), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                _exit(report_send_done(p[1], &rep, sizeof tb) == 0 ? 0 : 1);
+        close(p[1]);
+        for (;;) { /* waiting for room: in poll() (x86_64: 7), or done already */
+                char path[64], line[64] = "";
+                snprintf(path, sizeof path, "/proc/%d/syscall", (int) pid);
+                FILE *f = fopen(path, "re");
+                if (f) {
+                        if (!fgets(line, sizeof line, f))
+                                line[0] = 0;
+                        fclose(f);
+                }
+                if (strncmp(line, "7 ", 2) == 0 || !f)
+                        break;
+                usleep(1000);
+        }
+        for (ssize_t k; (k = read(p[0], got + n, sizeof got - n)) > 0;)
+                n += (size_t) k;
+        close(p[0]);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_true(n > filler_len + 4 + tb_len);
+        assert_memory_equal(got, filler, filler_len);
+        assert_int_equal(frame_get_len((uint8_t *) got + filler_len) + 4, n - filler_len);
+        assert_int_equal(report_parse((uint8_t *) got + filler_len + 4, n - filler_len - 4, sizeof tb, &w), 0);
+        assert_int_equal(w.kind, REPORT_DONE);
+        assert_int_equal(w.exc_traceback.total_chars, tb_len);
+        report_done(&w);
+}
+
+/* The three ways a frame longer than PIPE_BUF meets a full non-blocking pipe: nothing
+ * fits (EAGAIN); a free page takes the length and part of the body; the last page's
+ * 1-3 free bytes take part of the length (the kernel fills them first). */
+static void test_frame_into_a_full_pipe(void **state) {
+        uint8_t buf[65536];
+        size_t tb_len = 12000, frame;
+        ReportRun rep = { .exception = true, .exc_type = "ValueError", .exc_message = "m" };
+        char tb[20000];
+
+        send_into_a_full_pipe(4096, 4096, tb_len);
+        send_into_a_full_pipe(8192, 4096, tb_len);
+        /* A traceback length whose frame ends 1-3 bytes into a page. */
+        for (;; tb_len++) {
+                memset(tb, 't', tb_len);
+                tb[tb_len] = 0;
+                rep.exc_traceback = tb;
+                frame = capture(send_done_wide, &rep, buf, sizeof buf);
+                if ((frame & 4095) >= 1 && (frame & 4095) <= 3)
+                        break;
+        }
+        send_into_a_full_pipe(4096, 4096 - (frame & 4095), tb_len);
+}
+
 static void test_rejects(void **state) {
         static const struct {
                 const char *bytes;
@@ -120,4 +202,5 @@ static void test_mutations(void **state) {
         }
 }
 
-UNIT_MAIN(NULL, NULL, TEST(test_round_trip), TEST(test_rejects), TEST(test_mutations))
+UNIT_MAIN(NULL, NULL, TEST(test_round_trip), TEST(test_frame_into_a_full_pipe), TEST(test_rejects),
+          TEST(test_mutations))
