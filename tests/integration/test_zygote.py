@@ -166,7 +166,9 @@ def test_pool_is_refilled_between_calls_not_during_them(zsup):
     def pool():
         return set(proc.pool_workers(sup_pid))
 
-    wait_for(lambda: len(pool()) == 2, lambda: "a full pool: %r" % pool())
+    # Done preparing too: a call that had to wait for a worker still preparing would
+    # say the pool is behind, and the zygote would rightly refill beside it.
+    wait_for(lambda: len(pool()) == 2 and proc.pool_prepared(sup_pid), lambda: "a full pool: %r" % pool())
     before = pool()
     c = zsup.connect()
     call = start_held(zsup, c, after="'done'")
