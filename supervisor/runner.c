@@ -64,6 +64,7 @@ struct Runner {
         int go_fd;                      /* zygote mode: write end of the go pipe until the worker may go */
         uint64_t oom_kills;             /* read from the cgroup after the reap */
         int outputs_fd;                 /* the call's /outputs tmpfs (artifacts.h), or -1 */
+        int mntns_fd;                   /* the worker's mount namespace, held until the result, or -1 */
         WorkerIds *ids;
         WorkerId id; /* the worker's host identity, while has_id */
         bool has_id;
@@ -322,10 +323,12 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
                 fit_text_done(&res.result);
 
         /* The empty cgroup is removed, and the /outputs tmpfs unmounted (ours is its
-         * last reference: the close tears the superblock down), once the result is on
-         * its way (done sends it and may free r): neither is part of the call's latency. */
+         * last reference: the close tears the superblock down), as is the worker's mount
+         * namespace with its filesystems, once the result is on its way (done sends it
+         * and may free r): none of it is part of the call's latency. */
         _cleanup_(cgroup_freep) __attribute__((unused)) Cgroup *cg = TAKE_PTR(r->cgroup);
         _cleanup_close_ __attribute__((unused)) int outputs = TAKE_FD(r->outputs_fd);
+        _cleanup_close_ __attribute__((unused)) int mntns = TAKE_FD(r->mntns_fd);
         r->done(r, &res, r->userdata);
 }
 
@@ -403,6 +406,7 @@ Runner *runner_free(Runner *r) {
         if (r->go_fd >= 0)
                 close(r->go_fd);
         closep(&r->outputs_fd);
+        closep(&r->mntns_fd);
         sd_event_source_disable_unref(r->pid_source);
         if (r->pidfd >= 0)
                 close(r->pidfd);
@@ -434,6 +438,19 @@ static void release_worker(Runner *r) {
         r->go_fd = -1;
 }
 
+/* A reference to the worker's mount namespace, held until its result is on its way:
+ * the worker's exit then only drops its own, and its filesystems (the root's and /tmp's
+ * tmpfs, /inputs') are torn down when we close ours after the result, off the call's
+ * path. -1 when it cannot be had (no descriptor left, a worker gone already): the
+ * worker tears them down itself, as without it. The pid names our child, which is not
+ * reaped yet. */
+static int hold_mount_namespace(pid_t pid) {
+        char path[64];
+
+        snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int) pid);
+        return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+}
+
 /* Where a worker arrives, whatever the mode (exec_spawner.h, zygote_client.h): its pid,
  * pidfd, host identity and cgroup are the runner's from here on. */
 static void take_worker(Runner *r, const SpawnedWorker *w) {
@@ -450,6 +467,7 @@ static void drop_worker(Runner *r) {
         kill_and_reap(r->pid, r->pidfd);
         runner_put_id(r, true);
         r->cgroup = cgroup_free(r->cgroup);
+        closep(&r->mntns_fd);
         close(r->pidfd);
         r->pidfd = -1;
         r->pid = 0;
@@ -473,6 +491,7 @@ static int ready_zygote_worker(Runner *r, const char **ret_cause) {
         int own_nice = getpriority(PRIO_PROCESS, 0);
         if (errno == 0)
                 (void) setpriority(PRIO_PROCESS, (id_t) r->pid, own_nice);
+        r->mntns_fd = hold_mount_namespace(r->pid); /* the last descriptor before it runs */
         release_worker(r);
         k = sd_event_add_io(r->event, &r->pid_source, r->pidfd, EPOLLIN, on_exit_event, r);
         if (k < 0)
@@ -514,6 +533,7 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, const 
 static void on_exec_spawned(ZygoteAnswer answer, int error, const char *cause, const SpawnedWorker *w, void *userdata) {
         (void) answer, (void) error, (void) cause;
         take_worker(userdata, w);
+        ((Runner *) userdata)->mntns_fd = hold_mount_namespace(w->pid);
 }
 
 static Runner *runner_new(sd_event *e, const Policy *p, WorkerIds *ids, RunnerDoneFn done, RunnerStartedFn started,
@@ -528,6 +548,7 @@ static Runner *runner_new(sd_event *e, const Policy *p, WorkerIds *ids, RunnerDo
                 .pidfd = -1,
                 .go_fd = -1,
                 .outputs_fd = -1,
+                .mntns_fd = -1,
                 .done = done,
                 .started = started,
                 .userdata = userdata,

@@ -39,7 +39,7 @@ from testlib import (ASAN, DAEMON, MUST_SANDBOX, NORTHSTAR, WAIT_LIMIT, Conn, Us
 from testlib.cgroups import new_pids_cgroup, pids_hierarchy
 from testlib.faults import assert_alive, back_to_baseline, log_tail, one_call, settled_fd_count, status_or_fail
 from testlib.frames import collect_outcomes, describe, execute_frame
-from testlib.waits import start_held, wait_for, wait_states
+from testlib.waits import at_hold, held, release, start_held, wait_for, wait_states
 
 # The supervisor's fault paths, plain and under ASan/UBSan (asan); the start modes are
 # named by the tests that depend on them.
@@ -90,6 +90,48 @@ def test_fd_exhaustion_fails_the_call_and_recovers(fault_env, mode):
     back_to_baseline(t, baseline)
     fault_env.finish(t)
 
+
+
+def test_a_mount_namespace_that_cannot_be_held_is_done_without(fault_env):
+    """The runner holds a worker's mount namespace until its result, so that the exit
+    the result waits for does not tear its filesystems down, and does without when it
+    cannot open it. Provoked: the zygote stopped while a call's spawn request waits for
+    its answer, the supervisor's RLIMIT_NOFILE then set to leave room for the answer's
+    pidfd alone, the zygote continued: the worker runs without the hold (seen in
+    /proc, which costs the supervisor no descriptor) and the call is ok; with the limit
+    back, the next call's namespace is held again."""
+    t = fault_env.start("workerStart: zygote\nzygotePoolSize: 1\ncgroups: off\nmaxArtifacts: 0\n")
+    ok(one_call(t, "6 * 7"), "42")
+    baseline = settled_fd_count(t.pid)
+    zpid = status_or_fail(t)["zygotePid"]
+    c = Conn(t.sup.socket)
+    os.kill(zpid, signal.SIGSTOP)
+    try:
+        rid = c.submit(held(after="'x'"))
+        wait_for(lambda: [x for x in c.call("status")["calls"] if x["state"] == "starting"],
+                 "the call's spawn request sent")
+        # RLIMIT_NOFILE bounds descriptor numbers: room for the lowest free one alone.
+        fds = proc.fd_targets(t.pid)
+        fault_env.lower_nofile(t, min(set(range(len(fds) + 1)) - set(fds)) + 1)
+    finally:
+        os.kill(zpid, signal.SIGCONT)
+    pid = wait_for(lambda: [p for p in proc.children(t.pid) if proc.name(p) == "ci-worker" and at_hold(p)],
+                   "the worker at its hold")[0]
+    ns = os.readlink("/proc/%d/ns/mnt" % pid)
+    held_then = ns in proc.fd_targets(t.pid).values()
+    fault_env.restore_nofile(t)
+    release(pid)
+    r = c.wait(rid, types=("result",))
+    c.close()
+    assert not held_then and ok(r)["result"]["text"] == "'x'", (r, fds)
+    c = Conn(t.sup.socket)
+    second = start_held(t.sup, c)
+    pid = second.wait_holding()
+    assert os.readlink("/proc/%d/ns/mnt" % pid) in proc.fd_targets(t.pid).values()
+    assert ok(second.finish())["result"] is None
+    c.close()
+    back_to_baseline(t, baseline)
+    fault_env.finish(t)
 
 
 @pytest.mark.parametrize("mode", MODES)
