@@ -342,9 +342,9 @@ static int add_table(scmp_filter_ctx ctx, SeccompPart part, uint32_t ctx_def, ui
         return 0;
 }
 
-/* The part's rules, on a context whose default action is ctx_def; def, act_deny and
+/* The part's rules, on a context whose default action is ctx_def; act_deny and
  * act_deny_ioctl are the whole filter's (of the mode being built). */
-static int add_rules(scmp_filter_ctx ctx, SeccompPart part, uint32_t ctx_def, uint32_t def, uint32_t act_deny,
+static int add_rules(scmp_filter_ctx ctx, SeccompPart part, uint32_t ctx_def, uint32_t act_deny,
                      uint32_t act_deny_ioctl) {
         int r;
 
@@ -360,16 +360,10 @@ static int add_rules(scmp_filter_ctx ctx, SeccompPart part, uint32_t ctx_def, ui
                         return r;
         }
         r = seccomp_add_conditional(ctx, part, ctx_def, act_deny, act_deny_ioctl);
-        if (r < 0)
+        if (r < 0 || part != SECCOMP_EARLY)
                 return r;
-        for (size_t i = 0; i < seccomp_late_count && r >= 0; i++) {
-                int nr = seccomp_late[i];
-                if (part == SECCOMP_EARLY)
-                        r = seccomp_rule(ctx, ctx_def, SCMP_ACT_ALLOW, nr, 0, NULL);
-                else if (part == SECCOMP_LATE && !seccomp_in_tables(nr))
-                        r = seccomp_rule(ctx, ctx_def, def, nr, 0, NULL); /* the whole filter's default */
-        }
-        return r;
+        /* The early part lets through what the late part decides. */
+        return add_table(ctx, SECCOMP_WHOLE, ctx_def, SCMP_ACT_ALLOW, seccomp_late, seccomp_late_count);
 }
 
 static int build_part(PolicyDenyAction deny, SeccompPart part, scmp_filter_ctx *ret) {
@@ -421,7 +415,7 @@ static int build_part(PolicyDenyAction deny, SeccompPart part, scmp_filter_ctx *
         if (r < 0)
                 goto fail;
 
-        r = add_rules(ctx, part, ctx_def, def, act_deny, act_deny_ioctl);
+        r = add_rules(ctx, part, ctx_def, act_deny, act_deny_ioctl);
         if (r < 0)
                 goto fail;
 

@@ -408,6 +408,13 @@ static const int seccomp_conditional[] = {
         SCMP_SYS(socket), SCMP_SYS(socketpair), SCMP_SYS(sendto), SCMP_SYS(recvfrom),
 };
 
+static bool listed(const int *nrs, size_t n, int nr) {
+        for (size_t i = 0; i < n; i++)
+                if (nrs[i] == nr)
+                        return true;
+        return false;
+}
+
 int seccomp_tables_check(void) {
         int all[ELEMENTSOF(seccomp_allow) + ELEMENTSOF(seccomp_deny) + ELEMENTSOF(seccomp_unsupported) +
                 ELEMENTSOF(seccomp_conditional)];
@@ -429,41 +436,21 @@ int seccomp_tables_check(void) {
                         if (all[i] == all[j])
                                 return -ENOTUNIQ;
         }
-        /* A late syscall is one the call is denied (for some arguments at least), listed
-         * once; not personality, whose other values rely on the default action, which
-         * the late filter (default allow) does not have. */
+        /* A late syscall is one the call is denied (for some arguments at least): in a
+         * table, never the allow table, listed once; not personality, whose other values
+         * rely on the default action, which the late filter (default allow) does not
+         * have. Being in a table, its rules give it the whole filter's verdicts. */
         for (size_t i = 0; i < ELEMENTSOF(seccomp_late); i++) {
-                if (seccomp_late[i] < 0 || seccomp_late[i] == SCMP_SYS(personality))
+                int nr = seccomp_late[i];
+                if (!listed(all, n, nr) || listed(seccomp_allow, ELEMENTSOF(seccomp_allow), nr) ||
+                    nr == SCMP_SYS(personality))
                         return -EINVAL;
-                for (size_t j = 0; j < ELEMENTSOF(seccomp_allow); j++)
-                        if (seccomp_late[i] == seccomp_allow[j])
-                                return -EINVAL;
-                for (size_t j = i + 1; j < ELEMENTSOF(seccomp_late); j++)
-                        if (seccomp_late[i] == seccomp_late[j])
-                                return -ENOTUNIQ;
+                if (listed(seccomp_late + i + 1, ELEMENTSOF(seccomp_late) - i - 1, nr))
+                        return -ENOTUNIQ;
         }
         return 0;
 }
 
-bool seccomp_in_tables(int nr) {
-        for (size_t i = 0; i < ELEMENTSOF(seccomp_allow); i++)
-                if (seccomp_allow[i] == nr)
-                        return true;
-        for (size_t i = 0; i < ELEMENTSOF(seccomp_deny); i++)
-                if (seccomp_deny[i] == nr)
-                        return true;
-        for (size_t i = 0; i < ELEMENTSOF(seccomp_unsupported); i++)
-                if (seccomp_unsupported[i].nr == nr)
-                        return true;
-        for (size_t i = 0; i < ELEMENTSOF(seccomp_conditional); i++)
-                if (seccomp_conditional[i] == nr)
-                        return true;
-        return false;
-}
-
 bool seccomp_is_late(int nr) {
-        for (size_t i = 0; i < ELEMENTSOF(seccomp_late); i++)
-                if (seccomp_late[i] == nr)
-                        return true;
-        return false;
+        return listed(seccomp_late, ELEMENTSOF(seccomp_late), nr);
 }

@@ -19,10 +19,9 @@ extern const int seccomp_late[]; /* denied to the call, used between a worker's 
 extern const size_t seccomp_allow_count, seccomp_deny_count, seccomp_unsupported_count, seccomp_late_count;
 
 /* Each syscall in exactly one table (the conditional ones included), each a real x86_64
- * number; the late ones listed once, none allowed unconditionally, none personality.
- * 0, -EINVAL (a pseudo-syscall, or a late one that cannot be) or -ENOTUNIQ. */
+ * number; the late ones listed once, each in a table but not the allow table, none
+ * personality. 0, -EINVAL (a pseudo-syscall, or a late one that cannot be) or
+ * -ENOTUNIQ. */
 int seccomp_tables_check(void);
-/* nr is in one of the tables (otherwise the default action decides it). */
-bool seccomp_in_tables(int nr);
 /* nr is in seccomp_late[]. */
 bool seccomp_is_late(int nr);

@@ -448,7 +448,7 @@ static int hold_mount_namespace(pid_t pid) {
         char path[64];
 
         snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int) pid);
-        return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        return open(path, O_RDONLY | O_CLOEXEC);
 }
 
 /* Where a worker arrives, whatever the mode (exec_spawner.h, zygote_client.h): its pid,

@@ -115,8 +115,7 @@ def test_a_mount_namespace_that_cannot_be_held_is_done_without(fault_env):
         fault_env.lower_nofile(t, min(set(range(len(fds) + 1)) - set(fds)) + 1)
     finally:
         os.kill(zpid, signal.SIGCONT)
-    pid = wait_for(lambda: [p for p in proc.children(t.pid) if proc.name(p) == "ci-worker" and at_hold(p)],
-                   "the worker at its hold")[0]
+    pid = wait_for(lambda: [p for p in worker_pids_of(t.sup) if at_hold(p)], "the worker at its hold")[0]
     ns = os.readlink("/proc/%d/ns/mnt" % pid)
     held_then = ns in proc.fd_targets(t.pid).values()
     fault_env.restore_nofile(t)

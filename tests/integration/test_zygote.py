@@ -282,19 +282,3 @@ def test_a_zygote_that_stops_answering_is_replaced(make_supervisor):
     assert st["zygotePid"] != zpid and st["zygoteGeneration"] >= 2
     assert proc.wait_exit(zpid)
 
-
-@pytest.mark.rootless
-def test_the_worker_mount_namespace_is_torn_down_after_its_result(zsup):
-    """The supervisor holds the worker's mount namespace from the spawn until the
-    result is on its way, so that the worker's exit, which the result waits for, does
-    not also tear down its root's and /tmp's filesystems; then it lets go of it."""
-    sup_pid = status(zsup)["pid"]
-    c = zsup.connect()
-    call = start_held(zsup, c, after="'done'")
-    pid = call.wait_holding()
-    ns = os.readlink("/proc/%d/ns/mnt" % pid)
-    assert ns != os.readlink("/proc/%d/ns/mnt" % sup_pid)
-    assert ns in proc.fd_targets(sup_pid).values()
-    assert ok(call.finish())["result"]["text"] == "'done'"
-    wait_for(lambda: ns not in proc.fd_targets(sup_pid).values(),
-             lambda: "the supervisor to let go of %s: %r" % (ns, proc.fd_targets(sup_pid)))
