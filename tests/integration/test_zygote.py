@@ -210,8 +210,12 @@ def test_a_pool_that_is_behind_is_refilled_while_calls_run(make_supervisor):
     assert all(proc.alive(p) and p not in refilled for p in (first_pid, second_pid))
     hows = [ok(call.finish())["timing"]["worker"] for call in (first, second)]
     assert hows == ["ready", "cloned"], hows
-    # The refilled worker serves the next call, ready: the pool has caught up.
-    assert ok(sup.connect().execute("1"))["timing"]["worker"] == "ready"
+    # Once done preparing, the refilled worker serves the next call, ready: the pool has
+    # caught up.
+    wait_for(lambda: proc.pool_prepared(sup_pid), "the refilled worker done preparing")
+    c = sup.connect()
+    assert ok(c.execute("1"))["timing"]["worker"] == "ready"
+    c.close()
 
 
 # x86_64's exit_group: a worker's last system call, after its last report.
