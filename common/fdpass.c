@@ -48,7 +48,8 @@ void fdpass_close_all(int *fds, size_t n) {
                 }
 }
 
-ssize_t fdpass_recv(int sock, void *buf, size_t len, int *fds, size_t max_fds, size_t *ret_n_fds, int flags) {
+ssize_t fdpass_recv_cut(int sock, void *buf, size_t len, int *fds, size_t max_fds, size_t *ret_n_fds, bool *ret_fds_cut,
+                        int flags) {
         struct iovec iov = { .iov_base = buf, .iov_len = len };
         FdControl u;
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
@@ -56,6 +57,7 @@ ssize_t fdpass_recv(int sock, void *buf, size_t len, int *fds, size_t max_fds, s
         ssize_t n;
 
         *ret_n_fds = 0;
+        *ret_fds_cut = false;
         do
                 n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
         while (n < 0 && errno == EINTR);
@@ -74,10 +76,23 @@ ssize_t fdpass_recv(int sock, void *buf, size_t len, int *fds, size_t max_fds, s
                                 close(fd);
                 }
         }
-        if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+        if (mh.msg_flags & MSG_TRUNC) {
                 fdpass_close_all(fds, n_fds);
                 return -EMSGSIZE;
         }
         *ret_n_fds = n_fds;
+        *ret_fds_cut = mh.msg_flags & MSG_CTRUNC;
+        return n;
+}
+
+ssize_t fdpass_recv(int sock, void *buf, size_t len, int *fds, size_t max_fds, size_t *ret_n_fds, int flags) {
+        bool cut;
+        ssize_t n = fdpass_recv_cut(sock, buf, len, fds, max_fds, ret_n_fds, &cut, flags);
+
+        if (n >= 0 && cut) {
+                fdpass_close_all(fds, *ret_n_fds);
+                *ret_n_fds = 0;
+                return -EMSGSIZE;
+        }
         return n;
 }

@@ -108,3 +108,10 @@ bool proc_uid_in_use(uid_t uid) {
         closedir(d);
         return found;
 }
+
+int proc_open_mount_namespace(pid_t pid) {
+        char path[64];
+
+        snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int) pid);
+        return open(path, O_RDONLY | O_CLOEXEC);
+}

@@ -25,3 +25,13 @@ bool proc_uid_in_use(uid_t uid);
 /* Whether a seccomp filter sits around this process (the "Seccomp:" line of its
  * /proc/self/status says 2), such as a container engine's default profile. */
 bool proc_under_seccomp_filter(void);
+
+/* A reference to the mount namespace of pid, our child and not reaped (so not a recycled
+ * pid). Whoever holds it keeps the namespace's filesystems alive after the child exits,
+ * so that its exit does not tear them down. The open needs ptrace read access: a child
+ * that has taken a uid of its own is not dumpable, and unless its memory belongs to its
+ * own user namespace (it exec'd there), a caller without CAP_SYS_PTRACE, as the shipped
+ * unit's, is refused. So a zygote's worker is opened right after its clone, before its
+ * ids are mapped, and an exec'd one once it runs its own executable. A descriptor, or
+ * -1 with errno set: the child runs on without. */
+int proc_open_mount_namespace(pid_t pid);

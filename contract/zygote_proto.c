@@ -8,7 +8,7 @@
 #include "common/fdpass.h"
 
 _Static_assert(ZYGOTE_FDS_MAX <= FDPASS_MAX, "a spawn's descriptors and its slot's fit one message");
-_Static_assert(sizeof(ZygoteMsg) == 48, "no padding: every byte of a message is a field");
+_Static_assert(sizeof(ZygoteMsg) == 56, "no padding: every byte of a message is a field");
 
 ZygoteMsg zygote_msg_ready(uint32_t pages_ahead) {
         return (ZygoteMsg){ .magic = ZYGOTE_MAGIC, .kind = ZYGOTE_MSG_READY, .pages_ahead = pages_ahead };
@@ -31,14 +31,15 @@ ZygoteMsg zygote_msg_spawn(uint64_t token, const ZygoteSlot *slot) {
         return m;
 }
 
-ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid, WorkerHow how) {
+ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid, WorkerHow how, bool mntns) {
         return (ZygoteMsg){ .magic = ZYGOTE_MAGIC,
                             .kind = ZYGOTE_MSG_SPAWNED,
                             .token = token,
                             .error = error,
                             .pid = pid,
                             .slot = slot,
-                            .how = (uint32_t) how };
+                            .how = (uint32_t) how,
+                            .mntns = mntns };
 }
 
 const char *worker_how_to_string(WorkerHow how) {
@@ -71,7 +72,7 @@ static size_t fds_of(const ZygoteMsg *m) {
         case ZYGOTE_MSG_SPAWN:
                 return _SPAWN_FD_MAX + (size_t) m->n_cgroup_fds;
         case ZYGOTE_MSG_SPAWNED:
-                return m->error == 0 ? 1 : 0;
+                return m->error == 0 ? 1 + (size_t) m->mntns : 0;
         default:
                 return 0;
         }
@@ -84,6 +85,8 @@ int zygote_msg_validate(const ZygoteMsg *m, size_t len, size_t n_fds) {
         /* Only a successful answer says how its worker came, and only as a zygote can. */
         bool names_how = m->kind == ZYGOTE_MSG_SPAWNED && m->error == 0;
         if (names_how ? m->how < WORKER_HOW_READY || m->how > WORKER_HOW_CLONED : m->how != 0)
+                return -EBADMSG;
+        if (m->mntns > (names_how ? 1U : 0U) || m->reserved != 0)
                 return -EBADMSG;
         switch (m->kind) {
         case ZYGOTE_MSG_READY:
@@ -124,21 +127,28 @@ int zygote_msg_send(int sock, const ZygoteMsg *m, const int *fds, size_t n_fds, 
 int zygote_msg_recv(int sock, ZygoteMsg *ret, int fds[ZYGOTE_FDS_MAX], size_t *ret_n_fds, int flags) {
         ZygoteMsg m = {};
         size_t n_fds = 0;
+        bool cut;
         ssize_t n;
 
         *ret_n_fds = 0;
         /* One byte more than a message: a longer datagram shows as a wrong size. */
         char buf[sizeof m + 1];
-        n = fdpass_recv(sock, buf, sizeof buf, fds, ZYGOTE_FDS_MAX, &n_fds, flags);
+        n = fdpass_recv_cut(sock, buf, sizeof buf, fds, ZYGOTE_FDS_MAX, &n_fds, &cut, flags);
         if (n == -EMSGSIZE)
                 return -EBADMSG;
         if (n < 0)
                 return (int) n;
-        if (n == 0 && n_fds == 0)
+        if (n == 0 && n_fds == 0 && !cut)
                 return -ECONNRESET;
         if ((size_t) n == sizeof m)
                 __builtin_memcpy(&m, buf, sizeof m);
-        if (zygote_msg_validate(&m, (size_t) n, n_fds) < 0) {
+        /* The one descriptor a message may lose: a worker's mount namespace, last, when
+         * its pidfd took the last slot we had (the hold is an optimisation). */
+        if (cut && m.kind == ZYGOTE_MSG_SPAWNED && m.mntns == 1 && n_fds == 1) {
+                m.mntns = 0;
+                cut = false;
+        }
+        if (cut || zygote_msg_validate(&m, (size_t) n, n_fds) < 0) {
                 fdpass_close_all(fds, n_fds);
                 return -EBADMSG;
         }

@@ -10,7 +10,8 @@
  *   SPAWN    supervisor -> zygote the call's _SPAWN_FD_MAX a request: a worker for this call,
  *                                 + n_cgroup_fds          and one more slot (as SLOT)
  *   SPAWNED  zygote -> supervisor the worker's pidfd       the answer, error 0 (pid and how
- *                                                         the worker came set) ...
+ *                                 (+ its mount namespace  the worker came set) ...
+ *                                 when mntns is 1)
  *                                 none                    ... or error = an errno, pid 0
  *   IDLE     supervisor -> zygote none                    a hint, no answer: no worker runs
  *                                                         and no call waits (refill the pool)
@@ -33,6 +34,7 @@
  * fields, so a malformed message is -EBADMSG and never a half-believed one. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -83,6 +85,10 @@ typedef struct ZygoteMsg {
         uint32_t how;          /* SPAWNED with error 0: WorkerHow, READY..CLONED; otherwise 0 */
         uint32_t pages_ahead;  /* READY: the pages each new worker maps ahead (common/pageset.h),
                                 * 0 for none, at most ZYGOTE_PAGES_AHEAD_MAX; otherwise 0 */
+        uint32_t mntns;        /* SPAWNED with error 0: 1 when the worker's mount namespace
+                                * follows its pidfd (common/proc.h), 0 when the zygote could
+                                * not open it; otherwise 0 */
+        uint32_t reserved;     /* 0 (no padding: every byte is a field, and checked) */
 } ZygoteMsg;
 
 /* A slot as it travels: its number, host ids and how many cgroup.procs descriptors
@@ -98,7 +104,7 @@ typedef struct ZygoteSlot {
 ZygoteMsg zygote_msg_ready(uint32_t pages_ahead);
 ZygoteMsg zygote_msg_slot(const ZygoteSlot *slot);
 ZygoteMsg zygote_msg_spawn(uint64_t token, const ZygoteSlot *slot);
-ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid, WorkerHow how);
+ZygoteMsg zygote_msg_spawned(uint64_t token, uint32_t slot, int error, pid_t pid, WorkerHow how, bool mntns);
 ZygoteMsg zygote_msg_idle(void);
 ZygoteMsg zygote_msg_exiting(void);
 ZygoteSlot zygote_msg_get_slot(const ZygoteMsg *m);
@@ -111,6 +117,8 @@ int zygote_msg_validate(const ZygoteMsg *m, size_t len, size_t n_fds);
  * (MSG_DONTWAIT for the supervisor). 0 or -errno. */
 int zygote_msg_send(int sock, const ZygoteMsg *m, const int *fds, size_t n_fds, int flags);
 /* Receive and validate one message; fds get what it carried (up to ZYGOTE_FDS_MAX).
+ * A SPAWNED whose mount namespace found no descriptor slot here (RLIMIT_NOFILE, the
+ * pidfd did) arrives as one without (mntns 0): the worker runs without the hold.
  * -ECONNRESET at EOF; -EBADMSG for a malformed message (its descriptors are closed);
  * other -errno from recvmsg (-EAGAIN on a non-blocking socket with nothing to read). */
 int zygote_msg_recv(int sock, ZygoteMsg *ret, int fds[ZYGOTE_FDS_MAX], size_t *ret_n_fds, int flags);

@@ -190,7 +190,10 @@ int exec_spawner_spawn(const ExecSpawner *x, const Policy *p, const int fds[_SPA
                 cgroup_free(cg);
                 return k;
         }
-        SpawnedWorker w = { .pid = pid, .pidfd = pidfd, .id = id, .cgroup = cg, .how = WORKER_HOW_EXEC };
+        /* No mount namespace yet: it is held once the worker has exec'd (runner.c). */
+        SpawnedWorker w = {
+                .pid = pid, .pidfd = pidfd, .mntns_fd = -1, .id = id, .cgroup = cg, .how = WORKER_HOW_EXEC
+        };
         fn(ZYGOTE_ANSWER_WORKER, 0, NULL, &w, userdata);
         return 0;
 }

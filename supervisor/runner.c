@@ -152,6 +152,10 @@ static void take_ready(Runner *r) {
                 return;
         if (rep.kind == REPORT_READY) {
                 r->confined = true;
+                /* Exec mode: the worker runs its own executable now, whose memory belongs
+                 * to its user namespace, ours to read (common/proc.h): hold it from here. */
+                if (r->mntns_fd < 0 && r->how == WORKER_HOW_EXEC)
+                        r->mntns_fd = proc_open_mount_namespace(r->pid);
                 memmove(r->report, r->report + 4 + n, r->report_len - 4 - n);
                 r->report_len -= 4 + n;
         }
@@ -438,19 +442,6 @@ static void release_worker(Runner *r) {
         r->go_fd = -1;
 }
 
-/* A reference to the worker's mount namespace, held until its result is on its way:
- * the worker's exit then only drops its own, and its filesystems (the root's and /tmp's
- * tmpfs, /inputs') are torn down when we close ours after the result, off the call's
- * path. -1 when it cannot be had (no descriptor left, a worker gone already): the
- * worker tears them down itself, as without it. The pid names our child, which is not
- * reaped yet. */
-static int hold_mount_namespace(pid_t pid) {
-        char path[64];
-
-        snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int) pid);
-        return open(path, O_RDONLY | O_CLOEXEC);
-}
-
 /* Where a worker arrives, whatever the mode (exec_spawner.h, zygote_client.h): its pid,
  * pidfd, host identity and cgroup are the runner's from here on. */
 static void take_worker(Runner *r, const SpawnedWorker *w) {
@@ -460,6 +451,7 @@ static void take_worker(Runner *r, const SpawnedWorker *w) {
         r->pid = w->pid;
         r->pidfd = w->pidfd;
         r->how = w->how;
+        r->mntns_fd = w->mntns_fd;
 }
 
 /* A worker taken that cannot be run: nothing of the call ran; kill and reap it. */
@@ -491,7 +483,6 @@ static int ready_zygote_worker(Runner *r, const char **ret_cause) {
         int own_nice = getpriority(PRIO_PROCESS, 0);
         if (errno == 0)
                 (void) setpriority(PRIO_PROCESS, (id_t) r->pid, own_nice);
-        r->mntns_fd = hold_mount_namespace(r->pid); /* the last descriptor before it runs */
         release_worker(r);
         k = sd_event_add_io(r->event, &r->pid_source, r->pidfd, EPOLLIN, on_exit_event, r);
         if (k < 0)
@@ -533,7 +524,6 @@ static void on_spawned(ZygoteAnswer answer, int error, const char *cause, const 
 static void on_exec_spawned(ZygoteAnswer answer, int error, const char *cause, const SpawnedWorker *w, void *userdata) {
         (void) answer, (void) error, (void) cause;
         take_worker(userdata, w);
-        ((Runner *) userdata)->mntns_fd = hold_mount_namespace(w->pid);
 }
 
 static Runner *runner_new(sd_event *e, const Policy *p, WorkerIds *ids, RunnerDoneFn done, RunnerStartedFn started,

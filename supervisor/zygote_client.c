@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -632,9 +634,9 @@ static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 /* Whether an answer is one this zygote may give: to a request in flight, giving back a
- * slot it holds, naming (on success) a child of ours. A pidfd of any other process is
- * not a worker: it is neither killed nor used. */
-static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
+ * slot it holds, naming (on success) a child of ours, and with it a mount namespace if
+ * any. A pidfd of any other process is not a worker: it is neither killed nor used. */
+static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, const int *fds) {
         siginfo_t si = {};
         const ZygotePending *p;
 
@@ -644,12 +646,16 @@ static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, int pi
                 return false;
         if (rep->error != 0)
                 return true;
+        if (rep->mntns && ioctl(fds[1], NS_GET_NSTYPE) != CLONE_NEWNS)
+                return false;
         /* WNOWAIT: only asks; ECHILD if it is not our child. */
-        return waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+        return waitid(P_PIDFD, (id_t) fds[0], &si, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
-/* One answer (answer_plausible() has found its request): hand it over. */
-static void deliver(ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
+/* One answer (answer_plausible() has found its request): hand it over, with its
+ * descriptors (the worker's pidfd and mount namespace, on success). */
+static void deliver(ZygoteClient *z, const ZygoteMsg *rep, const int *fds) {
+        int pidfd = rep->error == 0 ? fds[0] : -1, mntns = rep->error == 0 && rep->mntns ? fds[1] : -1;
         ZygotePending **pp, *p;
         Cgroup *cg = NULL;
         WorkerId id;
@@ -668,6 +674,8 @@ static void deliver(ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
                 pidfd_kill(pidfd);
                 if (pidfd >= 0)
                         close(pidfd);
+                if (mntns >= 0)
+                        close(mntns);
                 cgroup_free(cg);
                 if (rep->error == 0)
                         worker_id_quarantine(z->ids, rep->slot);
@@ -678,7 +686,9 @@ static void deliver(ZygoteClient *z, const ZygoteMsg *rep, int pidfd) {
                 log_warning("Zygote %u failed to start a worker: %s", z->generation, strerror(rep->error));
                 p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", NULL, p->userdata);
         } else {
-                SpawnedWorker w = { .pid = rep->pid, .pidfd = pidfd, .id = id, .cgroup = cg, .how = rep->how };
+                SpawnedWorker w = {
+                        .pid = rep->pid, .pidfd = pidfd, .mntns_fd = mntns, .id = id, .cgroup = cg, .how = rep->how
+                };
                 p->fn(ZYGOTE_ANSWER_WORKER, 0, NULL, &w, p->userdata);
         }
         free(p);
@@ -696,7 +706,7 @@ static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata
                 k = zygote_msg_recv(z->ctl, &rep, fds, &n_fds, MSG_DONTWAIT);
                 if (k == -EAGAIN || k == -EINTR)
                         break;
-                if (k >= 0 && (rep.kind != ZYGOTE_MSG_SPAWNED || !answer_plausible(z, &rep, n_fds ? fds[0] : -1))) {
+                if (k >= 0 && (rep.kind != ZYGOTE_MSG_SPAWNED || !answer_plausible(z, &rep, fds))) {
                         fdpass_close_all(fds, n_fds);
                         k = -EBADMSG;
                 }
@@ -712,7 +722,7 @@ static int on_reply(sd_event_source *s, int fd, uint32_t revents, void *userdata
                         zygote_restart(z, ZYGOTE_ANSWER_RETRY, k, "the zygote's control channel failed");
                         return 0;
                 }
-                deliver(z, &rep, n_fds > 0 ? fds[0] : -1);
+                deliver(z, &rep, fds);
                 if (z->generation != generation || !z->ready)
                         return 0; /* the zygote was replaced meanwhile */
         }

@@ -27,13 +27,16 @@ typedef enum ZygoteAnswer {
         ZYGOTE_ANSWER_FAILED, /* no worker: error (-errno) and cause say why */
 } ZygoteAnswer;
 
-/* A worker made for a call: pid and pidfd, its host identity, and its cgroup (NULL
- * without cgroups: the one it already runs in, or moves itself into once released),
- * all now the callee's: the id is released (worker_id_release()) and the cgroup freed
- * once the worker is reaped. how: whether it was ready, preparing, cloned or exec'd. */
+/* A worker made for a call: pid and pidfd, its mount namespace (proc.h's
+ * proc_open_mount_namespace(), opened by its creator; -1 when it could not be had), its
+ * host identity, and its cgroup (NULL without cgroups: the one it already runs in, or
+ * moves itself into once released), all now the callee's: the id is released
+ * (worker_id_release()) and the cgroup freed once the worker is reaped. how: whether it
+ * was ready, preparing, cloned or exec'd. */
 typedef struct SpawnedWorker {
         pid_t pid;
         int pidfd;
+        int mntns_fd;
         WorkerId id;
         Cgroup *cgroup;
         WorkerHow how;

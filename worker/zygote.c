@@ -81,6 +81,7 @@ static int zygote_drop_privileges(void) {
 typedef struct PoolChild {
         pid_t pid;
         int pidfd;
+        int mntns;       /* its mount namespace (proc.h), handed over with its pidfd, or -1 */
         int chan;        /* zygote end of the worker's own socket: the call's fds arrive on it */
         ZygoteSlot slot; /* its host identity (contract/zygote_proto.h) */
 } PoolChild;
@@ -251,7 +252,9 @@ static void pool_child_close(PoolChild *pc) {
                 close(pc->chan);
         if (pc->pidfd >= 0)
                 close(pc->pidfd);
-        *pc = (PoolChild){ .pidfd = -1, .chan = -1 };
+        if (pc->mntns >= 0)
+                close(pc->mntns);
+        *pc = (PoolChild){ .pidfd = -1, .mntns = -1, .chan = -1 };
 }
 
 /* Clone one worker into fresh namespaces in the slot's identity (and cgroup), map its ids
@@ -259,7 +262,7 @@ static void pool_child_close(PoolChild *pc) {
  * failure it is intact: a child that did not get the sync byte never took the slot's
  * uid (it exits; the supervisor reaps it). */
 static int pool_child_new(int ctl, Slot *slot, PoolChild *ret) {
-        int chan[2] = { -1, -1 }, sync[2] = { -1, -1 }, pidfd = -1, k;
+        int chan[2] = { -1, -1 }, sync[2] = { -1, -1 }, pidfd = -1, mntns = -1, k;
         pid_t pid;
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) < 0)
@@ -290,6 +293,8 @@ static int pool_child_new(int ctl, Slot *slot, PoolChild *ret) {
         PyOS_AfterFork_Parent();
         close(sync[0]);
         close(chan[1]);
+        if (k == 0)
+                mntns = proc_open_mount_namespace(pid); /* while it is still ours to read */
         /* Inside it is worker_uid, on the host the slot's own uid; once released it enters
          * the slot's cgroup itself, before it prepares anything. */
         if (k == 0 && ((k = userns_write_id_maps(pid, worker_uid, slot->id.uid, worker_gid, slot->id.gid)) < 0 ||
@@ -302,9 +307,11 @@ static int pool_child_new(int ctl, Slot *slot, PoolChild *ret) {
                 close(chan[0]);
                 if (pidfd >= 0)
                         close(pidfd);
+                if (mntns >= 0)
+                        close(mntns);
                 return k;
         }
-        *ret = (PoolChild){ .pid = pid, .pidfd = pidfd, .chan = chan[0], .slot = slot->id };
+        *ret = (PoolChild){ .pid = pid, .pidfd = pidfd, .mntns = mntns, .chan = chan[0], .slot = slot->id };
         ret->slot.n_cgroup_fds = 0;
         return 0;
 }
@@ -354,7 +361,7 @@ static int assign_worker(int ctl, const int fds[_SPAWN_FD_MAX], PoolChild *ret, 
 /* One control message. Returns <0 only when the control channel is gone. */
 static int serve_one(int ctl) {
         ZygoteMsg req, rep;
-        PoolChild pc = { .pidfd = -1, .chan = -1 };
+        PoolChild pc = { .pidfd = -1, .mntns = -1, .chan = -1 };
         WorkerHow how = WORKER_HOW_NONE;
         ZygoteSlot id;
         int fds[ZYGOTE_FDS_MAX];
@@ -384,17 +391,18 @@ static int serve_one(int ctl) {
         may_refill = false;
         /* The request's slot is ours now; the answer gives one back. */
         if (!slot_push(&id, fds + _SPAWN_FD_MAX)) {
-                rep = zygote_msg_spawned(req.token, id.slot, EBADMSG, 0, WORKER_HOW_NONE);
+                rep = zygote_msg_spawned(req.token, id.slot, EBADMSG, 0, WORKER_HOW_NONE, false);
         } else if ((k = assign_worker(ctl, fds, &pc, &how)) < 0) {
                 Slot unused = slot_pop();
                 slot_close(&unused);
-                rep = zygote_msg_spawned(req.token, unused.id.slot, -k, 0, WORKER_HOW_NONE);
+                rep = zygote_msg_spawned(req.token, unused.id.slot, -k, 0, WORKER_HOW_NONE, false);
         } else {
                 pool_behind = how != WORKER_HOW_READY;
-                rep = zygote_msg_spawned(req.token, pc.slot.slot, 0, pc.pid, how);
+                rep = zygote_msg_spawned(req.token, pc.slot.slot, 0, pc.pid, how, pc.mntns >= 0);
         }
         fdpass_close_all(fds, _SPAWN_FD_MAX);
-        k = zygote_msg_send(ctl, &rep, &pc.pidfd, rep.error ? 0 : 1, 0);
+        int answer_fds[] = { pc.pidfd, pc.mntns };
+        k = zygote_msg_send(ctl, &rep, answer_fds, rep.error ? 0 : 1 + rep.mntns, 0);
         pool_child_close(&pc);
         return k < 0 ? k : 0;
 }

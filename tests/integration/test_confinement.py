@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 from testlib import DAEMON, ROOTLESS, SOURCE_ROOT, WAIT_LIMIT, WORKER_START, Supervisor, proc, require_sandbox
+from testlib.waits import check_mount_namespace_held
 
 PACKAGING = os.path.join(SOURCE_ROOT, "packaging")
 
@@ -74,6 +75,24 @@ def test_calls_run_with_the_shipped_capabilities(where):
         r = c.execute(CODE, source_ids=["data"], invocation=inv)
         assert r["outcome"] == "ok" and r["result"]["text"] == "4", r
         assert [(a["name"], a["data"]) for a in r["artifacts"]] == [("locked.txt", b"FOUR")], r
+    finally:
+        assert s.stop() == 0, s.read_log()
+
+
+@pytest.mark.parametrize("where", ["unit", "manifests"])
+def test_the_worker_mount_namespace_is_held_with_the_shipped_capabilities(where):
+    """The hold on a worker's mount namespace (test_core.py) needs ptrace read access to
+    the worker, which a supervisor without CAP_SYS_PTRACE has only before the worker takes
+    its own uid (zygote mode: the zygote opens it right after the clone) or once it runs
+    its own executable (exec mode). The supervisor here is also no longer dumpable: the
+    self-check read /outputs back as its owner (setfsuid), as every supervisor does."""
+    require_sandbox()
+    caps = unit_capabilities() if where == "unit" else manifest_capabilities()
+    s = Supervisor("", prefix=confined(caps))
+    try:
+        c = s.connect()
+        check_mount_namespace_held(s, c)
+        c.close()
     finally:
         assert s.stop() == 0, s.read_log()
 

@@ -4,13 +4,12 @@ Markers (docs/testing.md): the runner's rules depend on the CPython (python); wh
 fresh worker holds depends on how it was made (start_mode, rootless); the fitting is the
 supervisor's (asan)."""
 import hashlib
-import os
 
 import msgpack
 import pytest
 
-from testlib import NORTHSTAR, Conn, ok, proc, raised, recv_result_frame, status
-from testlib.waits import start_held, wait_for
+from testlib import NORTHSTAR, Conn, ok, raised, recv_result_frame
+from testlib.waits import check_mount_namespace_held
 
 
 @pytest.mark.start_mode
@@ -36,18 +35,11 @@ def test_the_worker_mount_namespace_is_torn_down_after_its_result(make_superviso
     """The supervisor holds the worker's mount namespace from the worker's release
     until the result is on its way, so that the worker's exit, which the result waits
     for, does not also tear down its root's and /tmp's filesystems; then it lets go of
-    it. (test_faults.py: a namespace that cannot be held is done without.)"""
+    it. (test_confinement.py: also with the shipped capabilities; test_faults.py: a
+    namespace that cannot be held is done without.)"""
     sup = make_supervisor()
-    sup_pid = status(sup)["pid"]
     c = sup.connect()
-    call = start_held(sup, c, after="'done'")
-    pid = call.wait_holding()
-    ns = os.readlink("/proc/%d/ns/mnt" % pid)
-    assert ns != os.readlink("/proc/%d/ns/mnt" % sup_pid)
-    assert ns in proc.fd_targets(sup_pid).values()
-    assert ok(call.finish())["result"]["text"] == "'done'"
-    wait_for(lambda: ns not in proc.fd_targets(sup_pid).values(),
-             lambda: "the supervisor to let go of %s: %r" % (ns, proc.fd_targets(sup_pid)))
+    check_mount_namespace_held(sup, c)
     c.close()
 
 

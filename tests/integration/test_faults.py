@@ -95,11 +95,13 @@ def test_fd_exhaustion_fails_the_call_and_recovers(fault_env, mode):
 def test_a_mount_namespace_that_cannot_be_held_is_done_without(fault_env):
     """The runner holds a worker's mount namespace until its result, so that the exit
     the result waits for does not tear its filesystems down, and does without when it
-    cannot open it. Provoked: the zygote stopped while a call's spawn request waits for
-    its answer, the supervisor's RLIMIT_NOFILE then set to leave room for the answer's
-    pidfd alone, the zygote continued: the worker runs without the hold (seen in
-    /proc, which costs the supervisor no descriptor) and the call is ok; with the limit
-    back, the next call's namespace is held again."""
+    cannot have it. In zygote mode the namespace comes after the worker's pidfd in the
+    zygote's answer. Provoked: the zygote stopped while a call's spawn request waits
+    for its answer, the supervisor's RLIMIT_NOFILE then set to leave room for the
+    answer's pidfd alone, the zygote continued: the kernel cuts the namespace off the
+    answer, which is taken without it (contract/zygote_proto.h), the worker runs without
+    the hold (seen in /proc, which costs the supervisor no descriptor) and the call is
+    ok; with the limit back, the next call's namespace is held again."""
     t = fault_env.start("workerStart: zygote\nzygotePoolSize: 1\ncgroups: off\nmaxArtifacts: 0\n")
     ok(one_call(t, "6 * 7"), "42")
     baseline = settled_fd_count(t.pid)

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -90,45 +91,120 @@ static void test_validate(void **state) {
         m.token = 4; /* a slot is no request */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
 
-        m = zygote_msg_spawned(3, 9, 0, 1234, WORKER_HOW_READY);
+        m = zygote_msg_spawned(3, 9, 0, 1234, WORKER_HOW_READY, false);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), 0);
         m.uid = 5; /* an answer names its slot by number only */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
         /* A worker came in one of the zygote's three ways; EXEC is the supervisor's own. */
         for (uint32_t how = 0; how <= _WORKER_HOW_MAX; how++) {
-                m = zygote_msg_spawned(3, 9, 0, 1234, (WorkerHow) how);
+                m = zygote_msg_spawned(3, 9, 0, 1234, (WorkerHow) how, false);
                 assert_int_equal(zygote_msg_validate(&m, sizeof m, 1),
                                  how >= WORKER_HOW_READY && how <= WORKER_HOW_CLONED ? 0 : -EBADMSG);
         }
-        m = zygote_msg_spawned(3, 0, EAGAIN, 0, WORKER_HOW_CLONED); /* a failure names no way */
+        m = zygote_msg_spawned(3, 0, EAGAIN, 0, WORKER_HOW_CLONED, false); /* a failure names no way */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
         m = zygote_msg_idle();
         m.how = WORKER_HOW_READY;
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
-        m = zygote_msg_spawned(3, 9, 0, 1234, WORKER_HOW_CLONED);
+        m = zygote_msg_spawned(3, 9, 0, 1234, WORKER_HOW_CLONED, false);
         m.pages_ahead = 1;
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
         assert_string_equal(worker_how_to_string(WORKER_HOW_PREPARING), "preparing");
         assert_null(worker_how_to_string(WORKER_HOW_NONE));
         assert_null(worker_how_to_string(_WORKER_HOW_MAX));
-        m = zygote_msg_spawned(3, 0, 0, 1234, WORKER_HOW_CLONED);
+        m = zygote_msg_spawned(3, 0, 0, 1234, WORKER_HOW_CLONED, false);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), 0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG); /* success without a pidfd */
-        m = zygote_msg_spawned(3, 0, EAGAIN, 0, WORKER_HOW_NONE);
+        m = zygote_msg_spawned(3, 0, EAGAIN, 0, WORKER_HOW_NONE, false);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), 0);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG); /* failure with a pidfd */
-        m = zygote_msg_spawned(3, 0, -EAGAIN, 0, WORKER_HOW_NONE);        /* the sign of error is checked */
+        m = zygote_msg_spawned(3, 0, -EAGAIN, 0, WORKER_HOW_NONE, false); /* the sign of error is checked */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
-        m = zygote_msg_spawned(3, 0, ZYGOTE_ERRNO_MAX + 1, 0, WORKER_HOW_NONE);
+        m = zygote_msg_spawned(3, 0, ZYGOTE_ERRNO_MAX + 1, 0, WORKER_HOW_NONE, false);
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
-        m = zygote_msg_spawned(3, 0, 0, -1, WORKER_HOW_READY); /* success names a real pid */
+        m = zygote_msg_spawned(3, 0, 0, -1, WORKER_HOW_READY, false); /* success names a real pid */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
-        m = zygote_msg_spawned(3, 0, EIO, 42, WORKER_HOW_NONE); /* failure names none */
+        m = zygote_msg_spawned(3, 0, EIO, 42, WORKER_HOW_NONE, false); /* failure names none */
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+
+        /* The worker's mount namespace follows its pidfd, when the zygote had it. */
+        m = zygote_msg_spawned(3, 9, 0, 1234, WORKER_HOW_READY, true);
+        assert_int_equal(m.mntns, 1);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 2), 0);
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
+        m.mntns = 2;
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 3), -EBADMSG);
+        m = zygote_msg_spawned(3, 9, EIO, 0, WORKER_HOW_NONE, false);
+        m.mntns = 1; /* a failure names no worker, so no namespace */
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
+        m = zygote_msg_idle();
+        m.mntns = 1;
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+        m = zygote_msg_spawned(3, 9, 0, 1234, WORKER_HOW_READY, false);
+        m.reserved = 1;
+        assert_int_equal(zygote_msg_validate(&m, sizeof m, 1), -EBADMSG);
 
         m = zygote_msg_idle();
         m.kind = 99;
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
+}
+
+/* Send m with n descriptors (/dev/null) and receive it with room for `room` more
+ * descriptors than this process holds (RLIMIT_NOFILE bounds their numbers). */
+static int recv_with_room(const ZygoteMsg *m, size_t n, int room, ZygoteMsg *r, int got[ZYGOTE_FDS_MAX],
+                          size_t *ret_n) {
+        int sv[2], fds[ZYGOTE_FDS_MAX], lowest, k;
+        struct rlimit old, low;
+
+        pair(sv);
+        for (size_t i = 0; i < n; i++)
+                fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        assert_int_equal(fdpass_send(sv[0], m, sizeof *m, fds, n, 0), 0);
+        fdpass_close_all(fds, n);
+        lowest = open("/dev/null", O_RDONLY | O_CLOEXEC); /* the lowest free number */
+        close(lowest);
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+        low = (struct rlimit){ .rlim_cur = (rlim_t) (lowest + room), .rlim_max = old.rlim_max };
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        k = zygote_msg_recv(sv[1], r, got, ret_n, 0);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+        close(sv[0]);
+        close(sv[1]);
+        return k;
+}
+
+/* A worker's mount namespace is the one descriptor an answer may lose to the
+ * receiver's RLIMIT_NOFILE: with room for the pidfd alone the answer arrives without
+ * it (the worker runs without the hold); anything else cut short is refused, and no
+ * descriptor is left behind. */
+static void test_spawned_without_room_for_the_mount_namespace(void **state) {
+        ZygoteMsg m = zygote_msg_spawned(7, 3, 0, 1234, WORKER_HOW_READY, true), r;
+        int got[ZYGOTE_FDS_MAX], before = count_fds();
+        size_t n;
+        (void) state;
+
+        assert_int_equal(recv_with_room(&m, 2, 2, &r, got, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(r.mntns, 1);
+        fdpass_close_all(got, n);
+        assert_int_equal(recv_with_room(&m, 2, 1, &r, got, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(r.mntns, 0);
+        assert_int_equal(r.token, 7);
+        assert_true(fcntl(got[0], F_GETFD) >= 0);
+        fdpass_close_all(got, n);
+        /* No room for the pidfd either: nothing to believe. */
+        assert_int_equal(recv_with_room(&m, 2, 0, &r, got, &n), -EBADMSG);
+        /* An answer without the namespace has nothing it may lose. */
+        m = zygote_msg_spawned(7, 3, 0, 1234, WORKER_HOW_READY, false);
+        assert_int_equal(recv_with_room(&m, 1, 0, &r, got, &n), -EBADMSG);
+        /* Nor one that carried a descriptor more than it says, whatever arrived. */
+        assert_int_equal(recv_with_room(&m, 2, 1, &r, got, &n), -EBADMSG);
+        /* Nor has a request: a spawn's descriptors all count. */
+        const ZygoteSlot slot = { .slot = 1, .uid = 65534, .gid = 65534 };
+        m = zygote_msg_spawn(8, &slot);
+        assert_int_equal(recv_with_room(&m, _SPAWN_FD_MAX, _SPAWN_FD_MAX - 1, &r, got, &n), -EBADMSG);
+        assert_int_equal(count_fds(), before);
 }
 
 static void test_round_trip_with_fds(void **state) {
@@ -178,7 +254,7 @@ static void test_garbage_closes_fds(void **state) {
         assert_int_equal(count_fds(), before);
 
         /* A well-formed SPAWNED with a negative error, as a buggy zygote might send. */
-        ZygoteMsg bad = zygote_msg_spawned(5, 0, 0, 0, WORKER_HOW_NONE);
+        ZygoteMsg bad = zygote_msg_spawned(5, 0, 0, 0, WORKER_HOW_NONE, false);
         bad.error = -11;
         assert_int_equal(fdpass_send(sv[0], &bad, sizeof bad, NULL, 0, 0), 0);
         assert_int_equal(zygote_msg_recv(sv[1], &r, got, &n, 0), -EBADMSG);
@@ -376,5 +452,6 @@ static void test_plan_output_input(void **state) {
 }
 
 UNIT_MAIN(NULL, NULL, TEST(test_runtime_paths), TEST(test_validate), TEST(test_round_trip_with_fds),
-          TEST(test_garbage_closes_fds), TEST(test_fdpass_extra_fds_closed), TEST(test_mp_writer_sticky),
-          TEST(test_runtime_packages), TEST(test_plan_output_input), TEST(test_plan_packages))
+          TEST(test_spawned_without_room_for_the_mount_namespace), TEST(test_garbage_closes_fds),
+          TEST(test_fdpass_extra_fds_closed), TEST(test_mp_writer_sticky), TEST(test_runtime_packages),
+          TEST(test_plan_output_input), TEST(test_plan_packages))

@@ -9,6 +9,7 @@
   the test looks at (ids, mounts, cgroups, threads) exists for as long as it looks,
   however slow the machine is; no sleep in the code sets how long that is.
 """
+import os
 import signal
 import time
 
@@ -183,6 +184,23 @@ class HeldCall:
 def start_held(sup, conn=None, before="", after="", code=None, **fields):
     """A HeldCall on conn (default: a new connection to sup)."""
     return HeldCall(sup, conn or sup.connect(), before, after, code, **fields)
+
+
+def check_mount_namespace_held(sup, conn):
+    """A call's worker mount namespace is among the supervisor's descriptors while its
+    code runs (so that the worker's exit does not tear its filesystems down), and is let
+    go once the result has come (supervisor/runner.c, common/proc.h)."""
+    sup_pid = status(sup)["pid"]
+    call = start_held(sup, conn, after="'done'")
+    pid = call.wait_holding()
+    ns = os.readlink("/proc/%d/ns/mnt" % pid)
+    assert ns != os.readlink("/proc/%d/ns/mnt" % sup_pid)
+    held = ns in proc.fd_targets(sup_pid).values()
+    r = call.finish()
+    assert held, "the supervisor does not hold the worker's %s: %r" % (ns, proc.fd_targets(sup_pid))
+    assert r["type"] == "result" and r["outcome"] == "ok" and r["result"]["text"] == "'done'", r
+    wait_for(lambda: ns not in proc.fd_targets(sup_pid).values(),
+             lambda: "the supervisor to let go of %s: %r" % (ns, proc.fd_targets(sup_pid)))
 
 
 def until(timeout=WAIT_LIMIT):
