@@ -6,7 +6,9 @@ run, latency per worker start mode against bare `python3 -I -S -c`, the floor (b
 throughput at capacity 1 and 2 with 1, 2 and 4 clients against the floor, the
 zygote's and pre-started and concurrent workers' memory, supervisor/zygote RSS across
 a soak, a worker's PSS, how late the deadline kill lands, what a cgroup per worker
-costs (cgroups off against auto, interleaved; --cgroups-only runs just that), and the
+costs (cgroups off against auto, interleaved; --cgroups-only runs just that), what the
+shipped confinement costs (the unit's and the DaemonSet's capabilities against root's,
+interleaved), and the
 scientific stack
 (packaging/policy-data.yaml): a pandas call and a matplotlib PNG against bare
 `python3 -c` of the same code, the zygote's RSS and a call worker's PSS with the stack
@@ -41,8 +43,8 @@ import testlib  # noqa: E402  (the tests' one helper module: Supervisor, Conn)
 DAEMON = testlib.DAEMON
 
 
-def supervisor(policy):
-    return testlib.Supervisor(policy, binary=DAEMON)
+def supervisor(policy, prefix=()):
+    return testlib.Supervisor(policy, binary=DAEMON, prefix=prefix)
 
 TRIVIAL = "sum([9.0, 7.5]) / 2"
 
@@ -1000,8 +1002,52 @@ def cgroups_cost(args):
             s.stop()
 
 
+def confinement_cost(args):
+    """The supervisor as the benchmark's other sections run it (root with every
+    capability) against the confinement it is shipped with: the unit's capabilities and
+    the DaemonSet's (testlib.confinement), with no_new_privs; the same calls, measured in
+    interleaved rounds. What the deployment's figures are, and what its confinement
+    costs (without CAP_SYS_ADMIN, as in the pod, each call's /outputs tmpfs is made by a
+    helper process in a user namespace of its own)."""
+    conf = testlib.confinement
+    prefixes = {"root": (), "unit": conf.confined(conf.unit_capabilities()),
+                "manifests": conf.confined(conf.manifest_capabilities())}
+    base = "maxActiveWorkers: 2\nmaxQueuedCalls: 1024\nheartbeatMs: 600000\nzygoteMaxCalls: 10000000\n"
+    sups = {}
+    try:
+        for who, prefix in prefixes.items():
+            for mode in ("zygote", "exec"):
+                sups[who, mode] = supervisor(base + "workerStart: %s\n" % mode, prefix)
+        for s in sups.values():
+            latency(s, 5)
+        lat, thr = {}, {}
+        for _ in range(args.rounds):
+            for who in prefixes:
+                z, e = sups[who, "zygote"], sups[who, "exec"]
+                lat.setdefault((who, "zygote, 50 ms apart"), []).extend(latency(z, args.calls // 2, gap=0.05))
+                lat.setdefault((who, "zygote, back to back"), []).extend(latency(z, args.calls // 2))
+                lat.setdefault((who, "exec"), []).extend(latency(e, max(10, args.calls // 8)))
+                rate, errors = throughput(z, 2, args.seconds / 2)
+                assert not errors, errors
+                thr.setdefault(who, []).append(rate)
+        print("\n== confinement: root with every capability against the unit's and the DaemonSet's "
+              "capabilities (no_new_privs), interleaved, %d rounds" % args.rounds)
+        for what in ("zygote, 50 ms apart", "zygote, back to back", "exec"):
+            root = pct(lat["root", what], 50)
+            print("%-21s root p50 %6.2f ms   " % (what, root) + "   ".join(
+                "%s p50 %6.2f ms (%.2fx) p99 %6.2f ms" % (who, pct(lat[who, what], 50), pct(lat[who, what], 50) / root,
+                                                         pct(lat[who, what], 99)) for who in ("unit", "manifests")))
+        root = sum(thr["root"]) / len(thr["root"])
+        print("throughput zygote, 2 clients: root %.1f calls/s   " % root + "   ".join(
+            "%s %.1f calls/s (%.2fx)" % (who, sum(thr[who]) / len(thr[who]), sum(thr[who]) / len(thr[who]) / root)
+            for who in ("unit", "manifests")))
+    finally:
+        for s in sups.values():
+            s.stop()
+
+
 SECTIONS = ("latency", "peers", "throughput", "memory", "soak", "namespaces", "kill", "stack", "packages", "cgroups",
-            "faults")
+            "confinement", "faults")
 
 
 def main():
@@ -1012,7 +1058,8 @@ def main():
     ap.add_argument("--versions", nargs="+", metavar="BUILD",
                     help="compare these build directories (one embedded CPython each) instead")
     ap.add_argument("--rounds", type=int, default=2,
-                    help="interleaved rounds per build with --versions, and of cgroups off against auto")
+                    help="interleaved rounds per build with --versions, of cgroups off against auto, "
+                    "and of the confinements")
     ap.add_argument("--only", metavar="SECTION[,SECTION...]",
                     help="run only these sections, in the usual order: " + ", ".join(SECTIONS))
     ap.add_argument("--builds", nargs="+", metavar="BUILD",
@@ -1055,6 +1102,8 @@ def main():
         common(args, only, None, None, None, base)
     if "cgroups" in only:
         cgroups_cost(args)
+    if "confinement" in only:
+        confinement_cost(args)
     if "faults" in only:
         faults_section(base, args.builds or [testlib.BUILD], max(5, args.calls // 10))
     if MISSING:

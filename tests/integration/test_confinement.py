@@ -14,38 +14,14 @@ import subprocess
 
 import pytest
 
-from testlib import DAEMON, ROOTLESS, SOURCE_ROOT, WAIT_LIMIT, WORKER_START, Supervisor, proc, require_sandbox
+from testlib import DAEMON, ROOTLESS, WAIT_LIMIT, WORKER_START, Supervisor, proc, require_sandbox
+from testlib.confinement import confined, manifest_capabilities, unit_capabilities
 from testlib.waits import check_mount_namespace_held
-
-PACKAGING = os.path.join(SOURCE_ROOT, "packaging")
 
 # The supervisor's own code without the capabilities it would otherwise use (asan), in
 # both start modes (start_mode).
 pytestmark = [pytest.mark.skipif(ROOTLESS, reason="capability sets of a root supervisor"),
               pytest.mark.start_mode, pytest.mark.asan]
-
-
-def unit_capabilities():
-    """CapabilityBoundingSet= of the shipped unit, as setpriv names them."""
-    with open(os.path.join(PACKAGING, "codeinterpd.service")) as f:
-        m = re.search(r"^CapabilityBoundingSet=(.*)$", f.read(), re.M)
-    return [c.lower().replace("cap_", "") for c in m.group(1).split()]
-
-
-def manifest_capabilities():
-    """The codeinterpd container's capabilities.add in the DaemonSet."""
-    with open(os.path.join(PACKAGING, "kubernetes", "daemonset.yaml")) as f:
-        m = re.search(r"^\s*add: \[(.*)\]", f.read(), re.M)
-    return [c.strip().strip('"').lower() for c in m.group(1).split(",")]
-
-
-def confined(caps):
-    """A prefix that execs the supervisor as root with exactly caps in its bounding
-    set (so in its permitted and effective sets), none inheritable, no ambient ones,
-    and no_new_privs: what systemd's CapabilityBoundingSet= and NoNewPrivileges=yes, or
-    a container runtime's capability list and allowPrivilegeEscalation: false, give."""
-    bounding = ",".join(["-all"] + ["+" + c for c in caps])
-    return ["setpriv", "--bounding-set=" + bounding, "--inh-caps=-all", "--ambient-caps=-all", "--no-new-privs", "--"]
 
 
 CODE = """import os
