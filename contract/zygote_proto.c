@@ -3,7 +3,10 @@
 #include "contract/zygote_proto.h"
 
 #include <errno.h>
+#include <linux/nsfs.h>
+#include <sched.h>
 #include <stdbool.h>
+#include <sys/ioctl.h>
 
 #include "common/fdpass.h"
 
@@ -148,7 +151,9 @@ int zygote_msg_recv(int sock, ZygoteMsg *ret, int fds[ZYGOTE_FDS_MAX], size_t *r
                 m.mntns = 0;
                 cut = false;
         }
-        if (cut || zygote_msg_validate(&m, (size_t) n, n_fds) < 0) {
+        /* What comes as a worker's mount namespace must be one, or it is held for nothing. */
+        if (cut || zygote_msg_validate(&m, (size_t) n, n_fds) < 0 ||
+            (m.kind == ZYGOTE_MSG_SPAWNED && m.mntns && ioctl(fds[1], NS_GET_NSTYPE) != CLONE_NEWNS)) {
                 fdpass_close_all(fds, n_fds);
                 return -EBADMSG;
         }

@@ -118,7 +118,8 @@ int zygote_msg_validate(const ZygoteMsg *m, size_t len, size_t n_fds);
 int zygote_msg_send(int sock, const ZygoteMsg *m, const int *fds, size_t n_fds, int flags);
 /* Receive and validate one message; fds get what it carried (up to ZYGOTE_FDS_MAX).
  * A SPAWNED whose mount namespace found no descriptor slot here (RLIMIT_NOFILE, the
- * pidfd did) arrives as one without (mntns 0): the worker runs without the hold.
+ * pidfd did) arrives as one without (mntns 0): the worker runs without the hold; one
+ * whose mount namespace is no mount namespace (NS_GET_NSTYPE) is malformed.
  * -ECONNRESET at EOF; -EBADMSG for a malformed message (its descriptors are closed);
  * other -errno from recvmsg (-EAGAIN on a non-blocking socket with nothing to read). */
 int zygote_msg_recv(int sock, ZygoteMsg *ret, int fds[ZYGOTE_FDS_MAX], size_t *ret_n_fds, int flags);

@@ -14,8 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/nsfs.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -634,8 +632,8 @@ static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 /* Whether an answer is one this zygote may give: to a request in flight, giving back a
- * slot it holds, naming (on success) a child of ours, and with it a mount namespace if
- * any. A pidfd of any other process is not a worker: it is neither killed nor used. */
+ * slot it holds, naming (on success) a child of ours. A pidfd of any other process is
+ * not a worker: it is neither killed nor used. */
 static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, const int *fds) {
         siginfo_t si = {};
         const ZygotePending *p;
@@ -646,14 +644,11 @@ static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, const 
                 return false;
         if (rep->error != 0)
                 return true;
-        if (rep->mntns && ioctl(fds[1], NS_GET_NSTYPE) != CLONE_NEWNS)
-                return false;
         /* WNOWAIT: only asks; ECHILD if it is not our child. */
         return waitid(P_PIDFD, (id_t) fds[0], &si, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
-/* One answer (answer_plausible() has found its request): hand it over, with its
- * descriptors (the worker's pidfd and mount namespace, on success). */
+/* One answer (answer_plausible() has found its request): hand it over, descriptors too. */
 static void deliver(ZygoteClient *z, const ZygoteMsg *rep, const int *fds) {
         int pidfd = rep->error == 0 ? fds[0] : -1, mntns = rep->error == 0 && rep->mntns ? fds[1] : -1;
         ZygotePending **pp, *p;
@@ -671,11 +666,9 @@ static void deliver(ZygoteClient *z, const ZygoteMsg *rep, const int *fds) {
         if (!p->fn) {
                 /* Abandoned: the worker must not run anything. It is our child and is
                  * reaped as a stray. */
+                int own[] = { pidfd, mntns };
                 pidfd_kill(pidfd);
-                if (pidfd >= 0)
-                        close(pidfd);
-                if (mntns >= 0)
-                        close(mntns);
+                fdpass_close_all(own, ELEMENTSOF(own));
                 cgroup_free(cg);
                 if (rep->error == 0)
                         worker_id_quarantine(z->ids, rep->slot);

@@ -149,7 +149,7 @@ static void test_validate(void **state) {
         assert_int_equal(zygote_msg_validate(&m, sizeof m, 0), -EBADMSG);
 }
 
-/* Send m with n descriptors (/dev/null) and receive it with room for `room` more
+/* Send m with n descriptors and receive it with room for `room` more
  * descriptors than this process holds (RLIMIT_NOFILE bounds their numbers). */
 static int recv_with_room(const ZygoteMsg *m, size_t n, int room, ZygoteMsg *r, int got[ZYGOTE_FDS_MAX],
                           size_t *ret_n) {
@@ -157,8 +157,10 @@ static int recv_with_room(const ZygoteMsg *m, size_t n, int room, ZygoteMsg *r, 
         struct rlimit old, low;
 
         pair(sv);
+        /* /dev/null, but a mount namespace where an answer says one comes. */
         for (size_t i = 0; i < n; i++)
-                fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                fds[i] = open(i == 1 && m->kind == ZYGOTE_MSG_SPAWNED && m->mntns ? "/proc/self/ns/mnt" : "/dev/null",
+                              O_RDONLY | O_CLOEXEC);
         assert_int_equal(fdpass_send(sv[0], m, sizeof *m, fds, n, 0), 0);
         fdpass_close_all(fds, n);
         lowest = open("/dev/null", O_RDONLY | O_CLOEXEC); /* the lowest free number */
@@ -193,6 +195,14 @@ static void test_spawned_without_room_for_the_mount_namespace(void **state) {
         assert_int_equal(r.token, 7);
         assert_true(fcntl(got[0], F_GETFD) >= 0);
         fdpass_close_all(got, n);
+        /* Something else as the namespace: refused. */
+        int sv[2], fds[2] = { open("/dev/null", O_RDONLY | O_CLOEXEC), open("/dev/null", O_RDONLY | O_CLOEXEC) };
+        pair(sv);
+        assert_int_equal(fdpass_send(sv[0], &m, sizeof m, fds, 2, 0), 0);
+        fdpass_close_all(fds, 2);
+        assert_int_equal(zygote_msg_recv(sv[1], &r, got, &n, 0), -EBADMSG);
+        close(sv[0]);
+        close(sv[1]);
         /* No room for the pidfd either: nothing to believe. */
         assert_int_equal(recv_with_room(&m, 2, 0, &r, got, &n), -EBADMSG);
         /* An answer without the namespace has nothing it may lose. */
