@@ -115,3 +115,7 @@ int proc_open_mount_namespace(pid_t pid) {
         snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int) pid);
         return open(path, O_RDONLY | O_CLOEXEC);
 }
+
+bool proc_nice_restorable(int nice, bool cap_sys_nice, rlim_t rlimit_nice) {
+        return cap_sys_nice || rlimit_nice == RLIM_INFINITY || (nice >= -20 && rlimit_nice >= (rlim_t) (20 - nice));
+}

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include <stddef.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 /* SIGKILL a child (through its pidfd when pidfd >= 0, which cannot hit a recycled
@@ -35,3 +36,8 @@ bool proc_under_seccomp_filter(void);
  * ids are mapped, and an exec'd one once it runs its own executable. A descriptor, or
  * -1 with errno set: the child runs on without. */
 int proc_open_mount_namespace(pid_t pid);
+
+/* Whether a process may set another's nice back down to nice (the kernel's can_nice()):
+ * with CAP_SYS_NICE on the host (cap_sys_nice), or when the target's RLIMIT_NICE (soft,
+ * rlimit_nice) reaches it: a limit r allows a nice down to 20 - r. */
+bool proc_nice_restorable(int nice, bool cap_sys_nice, rlim_t rlimit_nice);

@@ -49,9 +49,34 @@ static struct sock_fprog filters[2];
 static int devnull = -1;
 /* Decided once, at start: inside a new worker's namespace geteuid() no longer tells. */
 static bool rootless;
+/* Whether pre-started workers prepare at a lower priority (pool_nice_restorable()). */
+static bool pool_nice;
 /* The pages a worker touches while it prepares, learnt at start (learn_touch_set()) and
  * mapped ahead by each new worker (common/pageset.h). Empty when learning failed. */
 static PageSet touch_set;
+
+/* Whether the supervisor can bring a worker it takes back from ZYGOTE_POOL_NICE to
+ * its own priority (runner.c): raising a priority needs CAP_SYS_NICE on the host, or an
+ * RLIMIT_NICE in the worker that reaches the supervisor's nice (inherited from it; the
+ * worker lowers it to 0 only once it has its call). The shipped unit gives no
+ * CAP_SYS_NICE but LimitNICE=+0; a pod's container gets neither; rootless, only the
+ * limit can count. Without either a call would run at the lower priority, so pre-started
+ * workers keep the normal one. Asked at start, while we still have what the supervisor
+ * passed on. */
+static bool pool_nice_restorable(void) {
+        _cleanup_cap_free_ cap_t caps = rootless ? NULL : cap_get_proc();
+        cap_flag_value_t nice_cap = CAP_CLEAR;
+        struct rlimit rl;
+        int own;
+
+        if (caps && cap_get_flag(caps, CAP_SYS_NICE, CAP_EFFECTIVE, &nice_cap) < 0)
+                nice_cap = CAP_CLEAR;
+        errno = 0;
+        own = getpriority(PRIO_PROCESS, 0);
+        if (errno != 0 || getrlimit(RLIMIT_NICE, &rl) < 0)
+                return false;
+        return proc_nice_restorable(own, nice_cap == CAP_SET, rl.rlim_cur);
+}
 
 /* The zygote keeps only what it needs to write id maps for its children. Rootless it
  * needs none (it owns its children's namespaces and maps only its own ids) and has
@@ -176,11 +201,10 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
         int r;
 
         /* Preparing runs at a lower priority so it never slows a running call; the
-         * supervisor restores the normal priority when it hands this worker a call.
-         * Rootless it could not (raising a priority takes CAP_SYS_NICE on the host), and
-         * the call would run at the lower one: pool workers keep the normal priority. */
+         * supervisor restores the normal priority when it hands this worker a call, where
+         * it can (pool_nice_restorable()). */
         clone_tid_cache_renew();
-        if (!rootless)
+        if (pool_nice)
                 (void) !nice(ZYGOTE_POOL_NICE); /* relative to the supervisor's own: it may run niced */
         (void) pageset_populate(&touch_set);
         PyOS_AfterFork_Child();
@@ -567,6 +591,7 @@ int zygote_main(int argc, char **argv) {
         worker_gid = (gid_t) gid;
         pool_target = size;
         rootless = userns_rootless();
+        pool_nice = pool_nice_restorable();
         python_packages = (uint32_t) packages;
 
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);

@@ -16,7 +16,7 @@ import pytest
 
 from testlib import DAEMON, ROOTLESS, WAIT_LIMIT, WORKER_START, Supervisor, proc, require_sandbox
 from testlib.confinement import confined, manifest_capabilities, unit_capabilities
-from testlib.waits import check_mount_namespace_held
+from testlib.waits import check_mount_namespace_held, start_held, wait_for
 
 # The supervisor's own code without the capabilities it would otherwise use (asan), in
 # both start modes (start_mode).
@@ -68,6 +68,37 @@ def test_the_worker_mount_namespace_is_held_with_the_shipped_capabilities(where)
     try:
         c = s.connect()
         check_mount_namespace_held(s, c)
+        c.close()
+    finally:
+        assert s.stop() == 0, s.read_log()
+
+
+@pytest.mark.skipif(WORKER_START != "zygote", reason="the pool is zygote mode's")
+@pytest.mark.parametrize("sys_nice", [False, True])
+def test_a_call_runs_at_the_supervisor_priority_with_the_shipped_capabilities(sys_nice):
+    """Pre-started workers prepare 10 nicer than the supervisor only where it can set
+    the one that takes a call back to its own priority: raising a priority needs
+    CAP_SYS_NICE, which the unit does not give (here: added, to see the restore under
+    no_new_privs), or an RLIMIT_NICE that reaches it, which the unit's LimitNICE=+0
+    gives (the rule: test_caps.c; raising the hard limit takes CAP_SYS_RESOURCE, which
+    this host's root lacks). Without either they keep the supervisor's priority, so
+    that no call runs at the lower one, as every call under the unit did before."""
+    require_sandbox()
+    s = Supervisor("", prefix=confined(unit_capabilities() + (["sys_nice"] if sys_nice else [])))
+    try:
+        c = s.connect()
+        st = c.call("status")
+        sup_pid, zpid = st["pid"], st["zygotePid"]
+        base = proc.nice(sup_pid)
+
+        def pool():
+            return [p for p in proc.pids_named("ci-pool") if proc.ppid(p) == sup_pid and p != zpid]
+
+        wait_for(lambda: len(pool()) >= 1, "a pre-started worker")
+        assert {proc.nice(p) for p in pool()} == ({min(base + 10, 19)} if sys_nice else {base})
+        call = start_held(s, c, after="1")
+        assert proc.nice(call.wait_holding()) == base
+        assert call.finish()["outcome"] == "ok"
         c.close()
     finally:
         assert s.stop() == 0, s.read_log()

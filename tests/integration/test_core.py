@@ -8,8 +8,8 @@ import hashlib
 import msgpack
 import pytest
 
-from testlib import NORTHSTAR, Conn, ok, raised, recv_result_frame
-from testlib.waits import check_mount_namespace_held
+from testlib import NORTHSTAR, Conn, ok, proc, raised, recv_result_frame, status
+from testlib.waits import check_mount_namespace_held, start_held
 
 
 @pytest.mark.start_mode
@@ -40,6 +40,22 @@ def test_the_worker_mount_namespace_is_torn_down_after_its_result(make_superviso
     sup = make_supervisor()
     c = sup.connect()
     check_mount_namespace_held(sup, c)
+    c.close()
+
+
+@pytest.mark.start_mode
+@pytest.mark.rootless
+@pytest.mark.asan
+def test_the_call_runs_at_the_supervisor_priority(make_supervisor):
+    """A pre-started worker may prepare at a lower priority, but its call's code runs at
+    the supervisor's, however it is confined (test_confinement.py: the unit's
+    capabilities, with and without CAP_SYS_NICE)."""
+    sup = make_supervisor()
+    c = sup.connect()
+    call = start_held(sup, c, after="1")
+    pid = call.wait_holding()
+    assert proc.nice(pid) == proc.nice(status(sup)["pid"])
+    assert ok(call.finish())["result"]["text"] == "1"
     c.close()
 
 
