@@ -16,7 +16,7 @@ import pytest
 
 from testlib import DAEMON, ROOTLESS, WAIT_LIMIT, WORKER_START, Supervisor, proc, require_sandbox
 from testlib.confinement import confined, manifest_capabilities, unit_capabilities
-from testlib.waits import check_mount_namespace_held, start_held, wait_for
+from testlib.waits import check_mount_namespace_held, check_pool_and_call_priority
 
 # The supervisor's own code without the capabilities it would otherwise use (asan), in
 # both start modes (start_mode).
@@ -87,18 +87,7 @@ def test_a_call_runs_at_the_supervisor_priority_with_the_shipped_capabilities(sy
     s = Supervisor("", prefix=confined(unit_capabilities() + (["sys_nice"] if sys_nice else [])))
     try:
         c = s.connect()
-        st = c.call("status")
-        sup_pid, zpid = st["pid"], st["zygotePid"]
-        base = proc.nice(sup_pid)
-
-        def pool():
-            return [p for p in proc.pids_named("ci-pool") if proc.ppid(p) == sup_pid and p != zpid]
-
-        wait_for(lambda: len(pool()) >= 1, "a pre-started worker")
-        assert {proc.nice(p) for p in pool()} == ({min(base + 10, 19)} if sys_nice else {base})
-        call = start_held(s, c, after="1")
-        assert proc.nice(call.wait_holding()) == base
-        assert call.finish()["outcome"] == "ok"
+        check_pool_and_call_priority(s, c, niced=sys_nice)
         c.close()
     finally:
         assert s.stop() == 0, s.read_log()

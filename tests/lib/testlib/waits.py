@@ -203,6 +203,22 @@ def check_mount_namespace_held(sup, conn):
              lambda: "the supervisor to let go of %s: %r" % (ns, proc.fd_targets(sup_pid)))
 
 
+def check_pool_and_call_priority(sup, conn, niced):
+    """Zygote mode: sup's pre-started workers are 10 nicer than it (at most 19) when
+    niced, else at its own nice; a held call's worker runs at its nice either way
+    (worker/zygote.c, pool_nice_restorable()). Relative, not absolute: the suite may
+    itself run niced (make fresh-system-check runs at nice 10), and so may a service."""
+    sup_pid = status(sup)["pid"]
+    base = proc.nice(sup_pid)
+    wait_for(lambda: proc.pool_workers(sup_pid), "a pre-started worker")
+    assert {proc.nice(p) for p in proc.pool_workers(sup_pid)} == ({min(base + 10, 19)} if niced else {base})
+    call = start_held(sup, conn, after="1")
+    nice = proc.nice(call.wait_holding())
+    r = call.finish()
+    assert nice == base, (nice, base)
+    assert r["type"] == "result" and r["outcome"] == "ok", r
+
+
 def until(timeout=WAIT_LIMIT):
     """A monotonic deadline timeout seconds from now (for loops that read a stream)."""
     return time.monotonic() + timeout
