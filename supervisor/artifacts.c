@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/fsuid.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include "common/cleanup.h"
 #include "common/clone.h"
 #include "common/fdpass.h"
+#include "common/log.h"
 #include "common/proc.h"
 #include "common/sha256.h"
 #include "common/userns.h"
@@ -66,64 +69,137 @@ static int mount_here(uint64_t max_bytes, uint32_t max_files, uid_t uid, gid_t g
 }
 
 /* Where this process may not create a tmpfs (rootless; or root without CAP_SYS_ADMIN
- * over its mount namespace, as in a container that drops it): a child cloned into a
- * user namespace of its own and a mount namespace that namespace owns, where fsopen()
- * is allowed, makes the mount with the same bounds, sends its descriptor back and
- * exits. Its ids are mapped by this process before it may go: rootless only this
- * user's (all the kernel lets an unprivileged creator map), the mount's root being
- * this user's; as root the identity over every id this namespace has but uid 0
+ * over its mount namespace, as in a container that drops it), the mounts come from a
+ * helper: a child cloned into a user namespace of its own and a mount namespace that
+ * namespace owns, where fsopen() is allowed. It is started at the first need and kept
+ * (one clone, id maps and exit per call cost 0.8 ms of the call's path), makes each
+ * mount with the bounds it is asked for and sends its descriptor back, or the errno.
+ * Its ids are mapped by this process before it may go: rootless only this user's
+ * (all the kernel lets an unprivileged creator map), the mount's root being this
+ * user's; as root the identity over every id this namespace has but uid 0
  * (userns_write_identity_maps()), so that the worker's host ids can own files there,
- * the root being 65534:65534's (nobody's: uid 0 is not there to own it). The child
- * runs only this code; a failure is its exit status (the errno). */
-static int mount_in_helper(uint64_t max_bytes, uint32_t max_files, int *ret_fd) {
-        _cleanup_close_ int ours = -1, theirs = -1, pidfd = -1, mnt = -1;
+ * the root being 65534:65534's (nobody's: uid 0 is not there to own it). It runs only
+ * this code, holds no descriptor but its socket, and dies with us (parent-death
+ * signal, or EOF). One that is gone, hangs (HELPER_TIMEOUT_SEC) or garbles its answer
+ * is killed, reaped and started again, once per mount. */
+#define HELPER_TIMEOUT_SEC 1
+
+typedef struct MountRequest {
+        uint64_t max_bytes;
+        uint32_t max_files;
+        uint32_t zero;
+} MountRequest;
+
+static struct {
+        pid_t pid; /* 0: none */
+        int pidfd, sock;
+} helper = { .pidfd = -1, .sock = -1 };
+
+static _Noreturn void helper_main(int sock, uid_t uid, gid_t gid, bool rootless) {
+        MountRequest req;
+        char c;
+
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        (void) prctl(PR_SET_NAME, "ci-mount", 0, 0, 0);
+        /* Nothing of ours stays open in it: a client's connection would never see EOF. */
+        (void) syscall(SYS_close_range, 0U, (unsigned) sock - 1, 0);
+        (void) syscall(SYS_close_range, (unsigned) sock + 1, ~0U, 0);
+        /* The go byte: its ids are mapped (EOF: they could not be). */
+        if (read(sock, &c, 1) != 1)
+                _exit(EPROTO);
+        while (recv(sock, &req, sizeof req, 0) == (ssize_t) sizeof req) {
+                int fd = -1;
+                int32_t error = -mount_here(req.max_bytes, req.max_files, uid, gid, rootless, &fd);
+                if (fdpass_send(sock, &error, sizeof error, &fd, fd >= 0 ? 1 : 0, 0) < 0)
+                        break;
+                closep(&fd);
+        }
+        _exit(0);
+}
+
+void artifacts_helper_stop(void) {
+        if (helper.pid > 0)
+                kill_and_reap(helper.pid, helper.pidfd);
+        closep(&helper.pidfd);
+        closep(&helper.sock);
+        helper.pid = 0;
+}
+
+pid_t artifacts_helper_pid(void) {
+        return helper.pid;
+}
+
+static int helper_start(void) {
+        _cleanup_close_ int ours = -1, theirs = -1;
         bool rootless = userns_rootless();
         uid_t uid = rootless ? geteuid() : 65534;
         gid_t gid = rootless ? getegid() : 65534;
-        int pair[2], status = 0, r;
-        size_t n_fds = 0;
-        ssize_t n;
+        struct timeval timeout = { .tv_sec = HELPER_TIMEOUT_SEC };
+        int pair[2], r;
         pid_t pid;
-        char c;
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
                 return -errno;
         ours = pair[0];
         theirs = pair[1];
-        pid = clone_with_pidfd(CLONE_NEWUSER | CLONE_NEWNS, SIGCHLD, &pidfd);
+        pid = clone_with_pidfd(CLONE_NEWUSER | CLONE_NEWNS, SIGCHLD, &helper.pidfd);
         if (pid < 0)
                 return pid;
-        if (pid == 0) {
-                int fd = -1;
-                closep(&ours);
-                /* The go byte: its ids are mapped (EOF: they could not be). */
-                r = read(theirs, &c, 1) == 1 ? 0 : -EPROTO;
-                if (r >= 0)
-                        r = mount_here(max_bytes, max_files, uid, gid, rootless, &fd);
-                if (r >= 0)
-                        r = fdpass_send(theirs, "m", 1, &fd, 1, 0);
-                _exit(r < 0 ? MIN(-r, 255) : 0);
-        }
-        closep(&theirs);
+        if (pid == 0)
+                helper_main(theirs, uid, gid, rootless);
+        helper.pid = pid;
         r = rootless ? userns_write_id_maps(pid, uid, uid, gid, gid) : userns_write_identity_maps(pid);
+        if (r >= 0 && (setsockopt(ours, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout) < 0 ||
+                       setsockopt(ours, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout) < 0))
+                r = -errno;
         if (r >= 0 && fdpass_send(ours, "g", 1, NULL, 0, 0) < 0)
                 r = -EPROTO;
         if (r < 0) {
-                pidfd_kill(pidfd);
-                while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
-                        ;
+                artifacts_helper_stop();
                 return r;
         }
-        /* One message with the descriptor, or EOF when the child failed: then its exit
-         * status is the errno. Either way it has exited or is about to. */
-        n = fdpass_recv(ours, &c, 1, &mnt, 1, &n_fds, 0);
-        while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
-                ;
-        if (n == 1 && n_fds == 1) {
-                *ret_fd = TAKE_FD(mnt);
-                return 0;
+        helper.sock = TAKE_FD(ours);
+        return 0;
+}
+
+/* One mount from the helper. *ret_answered: the helper answered (r is its errno, or 0);
+ * otherwise the channel failed (r), and the helper is not to be trusted again. */
+static int helper_ask(uint64_t max_bytes, uint32_t max_files, int *ret_fd, bool *ret_answered) {
+        MountRequest req = { .max_bytes = max_bytes, .max_files = max_files };
+        _cleanup_close_ int fd = -1;
+        int32_t error = 0;
+        size_t n_fds = 0;
+        ssize_t n;
+
+        *ret_answered = false;
+        if (send(helper.sock, &req, sizeof req, MSG_NOSIGNAL) != (ssize_t) sizeof req)
+                return -errno;
+        n = fdpass_recv(helper.sock, &error, sizeof error, &fd, 1, &n_fds, 0);
+        if (n < 0)
+                return (int) n; /* -EAGAIN: it did not answer in time */
+        if (n != (ssize_t) sizeof error || error < 0 || error > 4095 || (error == 0) != (n_fds == 1))
+                return -EPROTO; /* EOF (it is gone), or garbled */
+        *ret_answered = true;
+        if (error != 0)
+                return -error;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int mount_in_helper(uint64_t max_bytes, uint32_t max_files, int *ret_fd) {
+        bool answered = false;
+        int r = 0;
+
+        for (int attempt = 0; attempt < 2 && !answered; attempt++) {
+                if (helper.pid <= 0 && (r = helper_start()) < 0)
+                        return r;
+                r = helper_ask(max_bytes, max_files, ret_fd, &answered);
+                if (!answered) {
+                        log_debug_errno(r, "The /outputs mount helper failed (%m): starting another");
+                        artifacts_helper_stop();
+                }
         }
-        return n < 0 ? (int) n : WIFEXITED(status) && WEXITSTATUS(status) > 0 ? -WEXITSTATUS(status) : -EPROTO;
+        return r;
 }
 
 int artifacts_prepare(void) {
@@ -145,8 +221,11 @@ int artifacts_prepare(void) {
                 fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
                 return fs < 0 ? -errno : ARTIFACTS_PRIVATE_NAMESPACE;
         }
-        /* No CAP_SYS_ADMIN at all (a container that drops it): each mount from a helper. */
+        /* No CAP_SYS_ADMIN at all (a container that drops it): each mount from a helper,
+         * started again at the first call's, after the supervisor's cgroup move (a
+         * process left in the unit's own cgroup would stop it delegating, on v2). */
         r = mount_in_helper(4096, 1, &probe);
+        artifacts_helper_stop();
         return r < 0 ? r : ARTIFACTS_BY_HELPER;
 }
 

@@ -49,7 +49,7 @@ typedef struct ArtifactSet {
 enum {
         ARTIFACTS_HERE,              /* fsopen() in its own mount namespace */
         ARTIFACTS_PRIVATE_NAMESPACE, /* the same, after moving into a private one (below) */
-        ARTIFACTS_BY_HELPER,         /* from a helper, one per mount (rootless, no CAP_SYS_ADMIN) */
+        ARTIFACTS_BY_HELPER,         /* from a helper process, kept (rootless, no CAP_SYS_ADMIN) */
 };
 
 /* At start, before any child: make sure this process can have tmpfs superblocks.
@@ -65,8 +65,13 @@ int artifacts_prepare(void);
 /* A fresh detached tmpfs for one call's /outputs: size max_bytes, max_files + 1 inodes,
  * nosuid, nodev, noexec, its root as the header comment says. *ret_fd is the mount's
  * descriptor (O_PATH, close-on-exec). Made here, or (rootless, or -EPERM here) by the
- * helper, which sends the descriptor back and is reaped here; its failure is its errno. */
+ * helper, started at the first need and kept, which sends the descriptor back; its
+ * failure is its errno. */
 int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, int *ret_fd);
+/* The helper's pid (0 while there is none): our child, reaped only by us. */
+pid_t artifacts_helper_pid(void);
+/* Kill and reap the helper, if any (at exit; the next mount starts another). */
+void artifacts_helper_stop(void);
 
 /* Read the artifacts under dir_fd (the mount's descriptor, or any directory) as uid and
  * gid (the worker's host ids). Fails only for -ENOMEM or when dir_fd itself cannot be

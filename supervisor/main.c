@@ -504,6 +504,7 @@ static bool check_self(bool bad) {
         if (k < 0)
                 printf("self-check: FAILED: the supervisor could not start: %s\n", strerror(-k));
         server = server_free(server);
+        artifacts_helper_stop();
         sd_event_unref(e);
         return bad || failed || k < 0;
 }
@@ -511,6 +512,7 @@ static bool check_self(bool bad) {
 static int check_config(void) {
         bool bad = check_self(host_check_report(&policy, arg_cgroup_fs, arg_lease_dir, &leases));
 
+        artifacts_helper_stop();
         leases = id_leases_free(leases); /* the block's registration and state go with it */
         return bad ? 1 : 0;
 }
@@ -757,6 +759,7 @@ int main(int argc, char **argv) {
                 log_error_errno(k, "Event loop failed: %m");
 out:
         server = server_free(server);
+        artifacts_helper_stop();
         sd_event_unref(e);
         leases = id_leases_free(leases);
         if (socket_created)

@@ -25,6 +25,7 @@
 #include "common/sha256.h"
 #include "common/userns.h"
 #include "common/util.h"
+#include "supervisor/artifacts.h"
 #include "supervisor/invocation.h"
 #include "supervisor/protocol.h"
 #include "supervisor/scheduler.h"
@@ -572,7 +573,7 @@ void server_reap_strays(Server *s) {
         n = proc_list_children(pids, ELEMENTSOF(pids));
         for (size_t i = 0; i < n; i++) {
                 if (sched_owns_pid(s->sched, pids[i]) || self_check_owns_pid(s->self_check, pids[i]) ||
-                    (s->zygote && zygote_client_pid(s->zygote) == pids[i]))
+                    (s->zygote && zygote_client_pid(s->zygote) == pids[i]) || artifacts_helper_pid() == pids[i])
                         continue;
                 if (waitpid(pids[i], NULL, WNOHANG) > 0)
                         log_debug("Reaped stray child %d", (int) pids[i]);

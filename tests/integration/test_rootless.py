@@ -6,6 +6,7 @@ run is every test marked rootless (docs/testing.md)."""
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 
@@ -13,6 +14,7 @@ import pytest
 
 from testlib import (DAEMON, ROOTLESS, ROOTLESS_USER, WAIT_LIMIT, WORKER_START, Conn, Supervisor, ok, proc,
                      require_sandbox, status, value)
+from testlib.confinement import confined, manifest_capabilities
 from testlib.supervisor import HOST_ID_BLOCK
 from testlib.waits import check_pool_and_call_priority, start_held, wait_for
 
@@ -164,15 +166,16 @@ n"""
 def test_rootless_rlimit_nproc_is_shared_with_the_users_processes():
     """docs/security.md, "Rootless": every task of the supervisor's user on the host
     counts against the user's RLIMIT_NPROC, the workers' included. With 8 allowed and
-    the supervisor and the worker itself counted (exec mode: nothing else is the user's),
-    a call starts 6 threads, though its own maxProcesses (64) would allow 61. The
+    the supervisor, its /outputs helper and the worker itself counted (exec mode: nothing
+    else is the user's), a call starts 5 threads, though its own maxProcesses (64) would
+    allow 61. The
     supervisor runs as a uid of this test process's own (no account, no other process),
     not as the run's user, whose other supervisors run tests beside this one."""
     require_sandbox()
     uid = 0x7fe00000 + (os.getpid() & 0xffff)  # below the workers' block, unused on the host
     sup = Supervisor("workerStart: exec\n", prefix=["prlimit", "--nproc=8:8", "--"], user=uid)
     try:
-        assert value(sup.connect().execute(THREADS)) == "6"
+        assert value(sup.connect().execute(THREADS)) == "5"
     finally:
         assert sup.stop() == 0
     assert subprocess.run(["pgrep", "-U", str(uid)], capture_output=True).stdout == b""
@@ -310,11 +313,10 @@ def prlimit(pid, what, soft):
 
 def test_outputs_step_fails_under_the_descriptor_limit(make_supervisor):
     """RLIMIT_NOFILE raised one descriptor at a time from where the plan and the pipes
-    just fit: the /outputs step fails with EMFILE for two limits as root (fsopen, then
-    fsmount) and for three rootless: the socket pair (two descriptors at once), then the
-    helper's pidfd; the helper itself, cloned with one descriptor fewer than the
-    supervisor then holds, fits. Then the call is ok, and so is every call once the
-    limit is restored. Without cgroups: the spare slots' cgroups are made at idle
+    just fit: the /outputs step fails with EMFILE for two limits, as root fsopen, then
+    fsmount; rootless the mount helper's answer, whose descriptor finds no room (the
+    helper is then replaced), then the new helper's socket pair. Then the call is ok,
+    and so is every call once the limit is restored. Without cgroups: the spare slots' cgroups are made at idle
     priority and would take descriptors in between."""
     s = make_supervisor("zygotePoolSize: 1\ncgroups: off\n")
     assert value(s.connect().execute("6 * 7")) == "42"
@@ -341,21 +343,62 @@ def test_outputs_step_fails_under_the_descriptor_limit(make_supervisor):
     finally:
         if old is not None:
             prlimit(pid, "nofile", old)
-    want = 3 if ROOTLESS else 2
-    assert len(failed) == want and failed == list(range(failed[0], failed[0] + want)), seen
+    assert len(failed) == 2 and failed == list(range(failed[0], failed[0] + 2)), seen
     assert seen[-1][1] == "ok", seen
     r = ok(s.connect().execute("open('/outputs/back.txt', 'w').write('back')"))
     assert [a["name"] for a in r["artifacts"]] == ["back.txt"]
 
 
+def helper_supervisor(make_supervisor, policy=""):
+    """A supervisor whose /outputs mounts come from the helper: rootless every one does;
+    as root, one without CAP_SYS_ADMIN (the DaemonSet's capabilities)."""
+    return make_supervisor(policy, prefix=[] if ROOTLESS else confined(manifest_capabilities()))
+
+
+def mount_helper(sup_pid):
+    """The supervisor's /outputs mount helper (its child named ci-mount), or None."""
+    found = [p for p in proc.children(sup_pid) if proc.name(p) == "ci-mount"]
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+def test_outputs_helper_is_kept_and_replaced(make_supervisor):
+    """docs/design.md, "Artifacts": the helper that makes the /outputs mounts where the
+    supervisor cannot is started once and kept (no clone per call); one that is gone is
+    noticed at the next mount and replaced, and so is one that stops answering (after
+    HELPER_TIMEOUT_SEC): the calls are ok throughout and nothing of the old one stays."""
+    s = helper_supervisor(make_supervisor, "zygotePoolSize: 0\n")
+    c = s.connect()
+    ok(c.execute("open('/outputs/a', 'w').write('a')"))
+    first = mount_helper(s.proc.pid)
+    assert first, proc.children(s.proc.pid)
+    r = ok(c.execute("open('/outputs/b', 'w').write('b')"))
+    assert [a["name"] for a in r["artifacts"]] == ["b"] and mount_helper(s.proc.pid) == first
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: proc.state(first) in ("Z", None), "the helper killed")
+    r = ok(c.execute("open('/outputs/c', 'w').write('c')"))
+    second = mount_helper(s.proc.pid)
+    assert [a["name"] for a in r["artifacts"]] == ["c"] and second not in (None, first)
+    assert proc.state(first) is None  # reaped
+    os.kill(second, signal.SIGSTOP)
+    r = ok(c.execute("open('/outputs/d', 'w').write('d')"))
+    assert [a["name"] for a in r["artifacts"]] == ["d"] and mount_helper(s.proc.pid) not in (None, second)
+    assert proc.state(second) is None
+    c.close()
+
+
 @pytest.mark.skipif(not ROOTLESS, reason="RLIMIT_NPROC does not bind root")
 def test_rootless_outputs_helper_under_the_process_limit(make_supervisor):
-    """Rootless, each call's /outputs comes from a helper process: with the user's
-    process limit reached (RLIMIT_NPROC of the supervisor lowered to 1) its clone fails
-    first, and the call ends as worker_error naming the step and EAGAIN; restored, the
-    next call has its /outputs again."""
+    """Rootless, each call's /outputs comes from the helper process: one gone (killed
+    here) is started again at the next call's mount, and with the user's process limit
+    reached (RLIMIT_NPROC of the supervisor lowered to 1) its clone fails, and the call
+    ends as worker_error naming the step and EAGAIN; restored, the next call has its
+    /outputs again."""
     s = make_supervisor("zygotePoolSize: 0\n")
     assert value(s.connect().execute("6 * 7")) == "42"
+    helper = mount_helper(s.proc.pid)
+    os.kill(helper, signal.SIGKILL)
+    wait_for(lambda: proc.state(helper) in ("Z", None), "the helper killed")
     old = prlimit(s.proc.pid, "nproc", 1)
     try:
         r = s.connect().execute("'never runs'")

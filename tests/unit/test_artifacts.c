@@ -242,7 +242,8 @@ static void test_mount_bounds(void **state) {
 
 /* Rootless (run as root, in a child that becomes uid/gid 65534): artifacts_prepare()
  * says each mount comes from a helper, and artifacts_mount_new() gets it, with the
- * same bounds, the root owned by this user on the host, and the helper reaped. The
+ * same bounds, the root owned by this user on the host; the helper is kept for the
+ * next mount, and reaped by artifacts_helper_stop(). The
  * child's exit status names the first check that failed (77: no unprivileged user
  * namespaces here). */
 static int rootless_child(void) {
@@ -263,8 +264,16 @@ static int rootless_child(void) {
                 return 77;
         if (r < 0)
                 return 4;
-        if (waitpid(-1, &status, WNOHANG) != -1 || errno != ECHILD)
-                return 5; /* the helper is reaped */
+        pid_t helper = artifacts_helper_pid();
+        int again = -1;
+        if (helper <= 0 || waitpid(-1, &status, WNOHANG) != 0)
+                return 5; /* the helper is kept, alive */
+        if (artifacts_mount_new(4096, 1, &again) < 0 || artifacts_helper_pid() != helper)
+                return 5;
+        close(again);
+        artifacts_helper_stop();
+        if (artifacts_helper_pid() != 0 || waitpid(-1, &status, WNOHANG) != -1 || errno != ECHILD)
+                return 5; /* and reaped when stopped */
         if (fstatfs(mnt, &sfs) < 0 || sfs.f_type != TMPFS_MAGIC || fstat(mnt, &st) < 0)
                 return 6;
         if (st.st_uid != 65534 || st.st_gid != 65534 || (st.st_mode & 07777) != 0700)
