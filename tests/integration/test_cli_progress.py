@@ -37,13 +37,15 @@ def run_with_tty_stderr(sup, *args, timeout=WAIT_LIMIT, on_tty=None):
 
 
 def test_live_status_line_on_a_terminal(make_supervisor):
-    """The code holds after its output until the status line has shown its size."""
+    """The code holds after its output until the status line has shown its size and a
+    heartbeat's "running" (the size may come first in the "started" line, when the
+    output is read before the worker's start is reported)."""
     sup = make_supervisor("heartbeatMs: 100\n")
     code = held("print('done', flush=True)", "6 * 7")
     released = []
 
     def on_tty(tty):
-        if b"stdout 5 chars" in tty and not released:
+        if b"stdout 5 chars" in tty and b"[codeinterp] running" in tty and not released:
             released.append(release_running(sup))
 
     out, tty, rc = run_with_tty_stderr(sup, "exec", "-c", code, on_tty=on_tty)
