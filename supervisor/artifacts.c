@@ -162,22 +162,28 @@ static int helper_start(void) {
         return 0;
 }
 
-/* One mount from the helper. *ret_answered: the helper answered (r is its errno, or 0);
- * otherwise the channel failed (r), and the helper is not to be trusted again. */
+/* One mount from the helper. *ret_answered: the helper answered (r is its errno, or 0;
+ * -EMFILE when its mount found no descriptor slot here: the helper is fine, we are
+ * full); otherwise the channel failed (r), and the helper is not to be trusted again. */
 static int helper_ask(uint64_t max_bytes, uint32_t max_files, int *ret_fd, bool *ret_answered) {
         MountRequest req = { .max_bytes = max_bytes, .max_files = max_files };
         _cleanup_close_ int fd = -1;
         int32_t error = 0;
         size_t n_fds = 0;
+        bool cut = false;
         ssize_t n;
 
         *ret_answered = false;
         if (send(helper.sock, &req, sizeof req, MSG_NOSIGNAL) != (ssize_t) sizeof req)
                 return -errno;
-        n = fdpass_recv(helper.sock, &error, sizeof error, &fd, 1, &n_fds, 0);
+        n = fdpass_recv_cut(helper.sock, &error, sizeof error, &fd, 1, &n_fds, &cut, 0);
         if (n < 0)
                 return (int) n; /* -EAGAIN: it did not answer in time */
-        if (n != (ssize_t) sizeof error || error < 0 || error > 4095 || (error == 0) != (n_fds == 1))
+        if (n == (ssize_t) sizeof error && error == 0 && cut && n_fds == 0) {
+                *ret_answered = true;
+                return -EMFILE;
+        }
+        if (cut || n != (ssize_t) sizeof error || error < 0 || error > 4095 || (error == 0) != (n_fds == 1))
                 return -EPROTO; /* EOF (it is gone), or garbled */
         *ret_answered = true;
         if (error != 0)
