@@ -167,7 +167,33 @@ def fork_floor(code, n, gap=0.0, preload=ZYGOTE_PRELOAD, site=False, env=None):
     return out
 
 
+# The load generator in C (tests/bench/loadgen.c): the throughput points' lanes, so that
+# they measure the service and the floors rather than the Python driving them.
+LOADGEN = os.path.join(testlib.BUILD, "bin", "loadgen")
+
+
+def loadgen(mode, lanes, seconds, *args):
+    """(rate per second, the lanes' CPU ms per unit, failures, the first failure) of
+    loadgen MODE LANES SECONDS ARGS..., timed from when every lane is ready."""
+    p = subprocess.run([LOADGEN, mode, str(lanes), str(seconds)] + [str(a) for a in args],
+                       capture_output=True, text=True)
+    got = p.stdout.split()
+    if p.returncode != 0 or len(got) != 8:
+        raise RuntimeError("loadgen %s: exit status %d: %s" % (mode, p.returncode, p.stderr.strip()))
+    done, failed, secs, cpu = int(got[1]), int(got[3]), float(got[5]), float(got[7])
+    return done / secs, cpu / max(done, 1), failed, p.stderr.strip()
+
+
 def throughput(sup, clients, seconds):
+    """Trivial calls back to back over `clients` connections (loadgen calls): calls per
+    second, and what failed (an outcome other than ok, an error reply)."""
+    rate, _, failed, first = loadgen("calls", clients, seconds, sup.socket, TRIVIAL)
+    return rate, [first] * min(failed, 1)
+
+
+def throughput_python(sup, clients, seconds):
+    """The same as throughput() driven by the Python client (testlib), one thread per
+    connection: what earlier figures measured, the client's own cost included."""
     counts = [0] * clients
     stop = time.monotonic() + seconds
     errors = []
@@ -395,44 +421,24 @@ def spawn_once(argv):
 
 
 def spawn_rate(argv, parallel, seconds):
-    """argv started back to back in `parallel` lanes for `seconds`: runs completed per
-    second. Each lane is a forked process (posix_spawn holds the GIL until the child
-    has exec'd, so threads would serialise the lanes)."""
-    t0 = time.monotonic()
-    stop = t0 + seconds
-    lanes = []
-    for _ in range(parallel):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.close(r)
-                n = failed = 0
-                while time.monotonic() < stop:
-                    child = os.posix_spawn(argv[0], argv, {})
-                    _, st = os.waitpid(child, 0)
-                    failed += st != 0
-                    n += 1
-                os.write(w, b"%d %d" % (n, failed))
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
-        lanes.append((pid, r))
-    total = failed = 0
-    for pid, r in lanes:
-        with os.fdopen(r, "rb") as f:
-            got = f.read().split()
-        os.waitpid(pid, 0)
-        if len(got) != 2:
-            raise RuntimeError("spawn_rate: a lane of %s failed" % argv[0])
-        total += int(got[0])
-        failed += int(got[1])
-    elapsed = time.monotonic() - t0
+    """argv started back to back in `parallel` lanes for `seconds` (loadgen spawn: each
+    lane a process of its own that posix_spawns and reaps): runs completed per second.
+    Fails if a run did not exit 0."""
+    rate, _, failed, first = loadgen("spawn", parallel, seconds, *argv)
     if failed:
-        raise RuntimeError("%s: %d of %d runs failed" % (" ".join(argv), failed, total))
-    return total / elapsed
+        raise RuntimeError("%s: %d runs failed, the first: %s" % (" ".join(argv), failed, first))
+    return rate
+
+
+def fork_floor_rate(parallel, seconds):
+    """The fork floor under load: `parallel` FORK_SERVERs, each sent requests back to back
+    (loadgen serve): requests answered per second, the same work as a trivial call with
+    no isolation at all."""
+    argv = ["/usr/bin/python3", "-I", "-S", "-c", FORK_SERVER, ZYGOTE_PRELOAD, TRIVIAL]
+    rate, _, failed, first = loadgen("serve", parallel, seconds, *argv)
+    if failed:
+        raise RuntimeError("fork floor: %s" % first)
+    return rate
 
 
 def bwrap_argv(exe):
@@ -503,11 +509,14 @@ def floor_and_throughput(base, seconds):
     """The bare spawn rate at 1 and 2 parallel, and codeinterp's throughput at capacity
     1 and 2 with 1, 2 and 4 clients, each point right after a bare point at its
     parallelism (min(capacity, clients)) and given as the ratio to it, so that the
-    shared machine's drift hits both alike."""
+    shared machine's drift hits both alike; every lane is a C process (loadgen). Then
+    the fork floor at 2 parallel (the same work with no isolation) against capacity 2
+    with 2 clients, and that point driven by the Python client, interleaved."""
     sups = {cap: supervisor(base.replace("maxActiveWorkers: 2", "maxActiveWorkers: %d" % cap) +
                             "workerStart: zygote\nzygoteMaxCalls: 10000000\n") for cap in (1, 2)}
     rates = {1: [], 2: []}
     got = {}
+    floor = []
     try:
         for s in sups.values():
             latency(s, 10)
@@ -518,6 +527,9 @@ def floor_and_throughput(base, seconds):
                 got[cap, clients] = throughput(sups[cap], clients, seconds) + (rates[par][-1],)
         for par in (1, 2):
             rates[par].append(spawn_rate(bare_argv(), par, seconds))
+        for _ in range(2):
+            floor.append((fork_floor_rate(2, seconds / 2), throughput(sups[2], 2, seconds / 2)[0],
+                          throughput_python(sups[2], 2, seconds / 2)[0]))
     finally:
         for s in sups.values():
             s.stop()
@@ -534,6 +546,11 @@ def floor_and_throughput(base, seconds):
             print("capacity %d, %d client(s): %7.1f calls/s = %.2fx bare at %d parallel (%.1f)%s" %
                   (cap, clients, rate, rate / bare, par, bare, "  errors: %s" % errors[:5] if errors else ""))
     print("(target, issue 24: capacity 2, 2 clients >= 1.5x bare at 2 parallel)")
+    ff, c, py = (sum(x[i] for x in floor) / len(floor) for i in range(3))
+    print("fork floor, 2 parallel (a warm python3 forks per request, no isolation): %7.1f requests/s; "
+          "capacity 2, 2 clients %.1f calls/s = %.2fx it" % (ff, c, c / ff))
+    print("capacity 2, 2 clients driven by the Python client (a thread per connection): %7.1f calls/s = %.2fx "
+          "the C load generator's" % (py, py / c))
 
 
 def memory(base, ks=(1, 2, 4)):
