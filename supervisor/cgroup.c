@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* A cgroup per worker (cgroup.h): finding and preparing the supervisor's cgroup root
- * (v2, or v1's memory, pids and cpu hierarchies), and each worker's cgroup: made with its
- * limits, entered, read after the reap, removed. File access is cgroupfs.c's. */
+ * (v2, or v1's memory, pids and cpu hierarchies), its orphans and its removal. Each
+ * worker's cgroup is cgroup_worker.c's; file access is cgroupfs.c's. */
 #include "supervisor/cgroup.h"
+#include "supervisor/cgroup_internal.h"
 #include "supervisor/cgroupfs.h"
 
 #include <dirent.h>
@@ -26,51 +27,10 @@
 #include "common/log.h"
 #include "common/util.h"
 
-/* v2 has one hierarchy; v1 two: memory and pids, and a third, cpu, only when the
- * CPU bandwidth cap is on (cpuBandwidthPercent). */
-#define CG_MAX_DIRS 3
-enum { CG_MEMORY, CG_PIDS, CG_CPU };
-/* cpu.max's and cpu.cfs_period_us's period; 1 % of one CPU is 1000 us of it. */
-#define CG_CPU_PERIOD_USEC 100000
-/* How long a busy cgroup is retried before it is left (and logged): its last
- * processes are normally gone by the time the worker is reaped. */
-#define CG_RMDIR_TRIES 50
-#define CG_RMDIR_SLEEP_NSEC 1000000L
-
-struct CgroupRoot {
-        CgroupVersion version;
-        int dirs[CG_MAX_DIRS]; /* v2: [0] the workers' parent; v1: the supervisor's memory, pids (and cpu) cgroups */
-        size_t n_dirs;
-        char path[PATH_MAX]; /* dirs[0], relative to the hierarchy */
-        /* This supervisor's own subtree under each workers' parent, "ci-<instance>",
-         * opened and flock'ed for as long as the supervisor lives: the lock is how another
-         * supervisor (in any pid namespace or container sharing the hierarchy) tells a
-         * live owner's subtree from a dead one's. -1 where not made. */
-        int own[CG_MAX_DIRS];
-        char instance[17]; /* 64 random bits in hex, unique on the host */
-        uint64_t seq;
-        uint32_t want_cpu_percent; /* cpuBandwidthPercent */
-        uint32_t cpu_percent;      /* the CPU cap each worker's cgroup gets, 0 = none */
-        char cpu_why[256];         /* why a wanted cap is not applied */
-};
-
-struct Cgroup {
-        CgroupVersion version;
-        int parents[CG_MAX_DIRS];
-        int dirs[CG_MAX_DIRS];
-        size_t n_dirs;
-        char name[32]; /* relative to parents[] (the supervisor's own subtree): "w<n>" */
-        char path[PATH_MAX + 80];
-        uint64_t memory_bytes; /* the limits written */
-        uint32_t max_processes;
-};
-
 static int open_dir(const char *path) {
         int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         return fd < 0 ? -errno : fd;
 }
-
-#define INSTANCE_PREFIX "ci-"
 
 /* How long an orphan's empty cgroup is retried while the kernel still releases it. */
 #define CG_ORPHAN_RMDIR_TRIES 1000
@@ -327,6 +287,8 @@ static void own_name(const CgroupRoot *root, char *buf, size_t size) {
 }
 
 void cgroup_root_remove_own(CgroupRoot *root) {
+        if (root)
+                cgroup_recycled_drop(root);
         for (size_t i = 0; root && i < root->n_dirs; i++)
                 if (root->own[i] >= 0)
                         remove_workers(root->own[i], root->path, true);
@@ -359,6 +321,7 @@ static void root_close(CgroupRoot *root) {
 
 CgroupRoot *cgroup_root_free(CgroupRoot *root) {
         if (root) {
+                cgroup_recycled_drop(root);
                 root_close(root);
                 free(root);
         }
@@ -541,223 +504,4 @@ const char *cgroup_root_cpu_why(const CgroupRoot *root) {
 
 const char *cgroup_root_instance(const CgroupRoot *root) {
         return root && root->version != CGROUP_NONE ? root->instance : "";
-}
-
-const char *cgroup_path(const Cgroup *cg) {
-        return cg ? cg->path : "";
-}
-
-static void cgroup_rmdir(Cgroup *cg, size_t i) {
-        struct timespec pause = { .tv_nsec = CG_RMDIR_SLEEP_NSEC };
-
-        for (int t = 0; t < CG_RMDIR_TRIES; t++) {
-                if (unlinkat(cg->parents[i], cg->name, AT_REMOVEDIR) == 0 || errno == ENOENT)
-                        return;
-                if (errno != EBUSY)
-                        break;
-                nanosleep(&pause, NULL);
-        }
-        log_warning_errno(errno, "Could not remove the worker cgroup %s: %m", cg->path);
-}
-
-Cgroup *cgroup_free(Cgroup *cg) {
-        if (!cg)
-                return NULL;
-        for (size_t i = 0; i < cg->n_dirs; i++) {
-                if (cg->dirs[i] >= 0) {
-                        close(cg->dirs[i]);
-                        cgroup_rmdir(cg, i);
-                }
-                close(cg->parents[i]);
-        }
-        free(cg);
-        return NULL;
-}
-
-static int set_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes, const char **ret_step) {
-        char mem[32], procs[32];
-        int k;
-
-        snprintf(mem, sizeof mem, "%" PRIu64, memory_bytes);
-        snprintf(procs, sizeof procs, "%" PRIu32, max_processes);
-        if (cg->version == CGROUP_V2) {
-                int d = cg->dirs[0];
-                *ret_step = "setting memory.max";
-                k = cgroupfs_write(d, "memory.max", mem);
-                if (k < 0)
-                        return k;
-                /* No swap: ENOENT where the kernel does not account it (then there is none). */
-                *ret_step = "setting memory.swap.max";
-                k = cgroupfs_write(d, "memory.swap.max", "0");
-                if (k < 0 && k != -ENOENT)
-                        return k;
-                *ret_step = "setting memory.oom.group";
-                k = cgroupfs_write(d, "memory.oom.group", "1");
-                if (k < 0)
-                        return k;
-                *ret_step = "setting pids.max";
-                k = cgroupfs_write(d, "pids.max", procs);
-                if (k < 0)
-                        return k;
-                cg->memory_bytes = memory_bytes;
-                cg->max_processes = max_processes;
-                return 0;
-        }
-        /* v1 keeps memory.limit_in_bytes <= memory.memsw.limit_in_bytes at every step:
-         * raising an existing limit writes memsw first, lowering it (or a new cgroup,
-         * where both are unlimited) the memory limit first. */
-        for (int i = 0; i < 2; i++) {
-                bool memsw = (i == 0) == (cg->memory_bytes != 0 && memory_bytes > cg->memory_bytes);
-                *ret_step = memsw ? "setting memory.memsw.limit_in_bytes" : "setting memory.limit_in_bytes";
-                k = cgroupfs_write(cg->dirs[CG_MEMORY], memsw ? "memory.memsw.limit_in_bytes" : "memory.limit_in_bytes",
-                                   mem);
-                if (k < 0 && !(memsw && k == -ENOENT))
-                        return k;
-        }
-        *ret_step = "setting pids.max";
-        k = cgroupfs_write(cg->dirs[CG_PIDS], "pids.max", procs);
-        if (k < 0)
-                return k;
-        cg->memory_bytes = memory_bytes;
-        cg->max_processes = max_processes;
-        return 0;
-}
-
-int cgroup_write_cpu_cap(int dir, CgroupVersion version, uint32_t percent, const char **ret_step) {
-        char quota[32], period[32], max[64];
-        int k;
-
-        if (percent == 0)
-                return 0;
-        snprintf(quota, sizeof quota, "%" PRIu64, (uint64_t) percent * (CG_CPU_PERIOD_USEC / 100));
-        snprintf(period, sizeof period, "%d", CG_CPU_PERIOD_USEC);
-        if (version == CGROUP_V2) {
-                snprintf(max, sizeof max, "%s %s", quota, period);
-                *ret_step = "setting cpu.max";
-                return cgroupfs_write(dir, "cpu.max", max);
-        }
-        /* The period first: the quota is checked against it. */
-        *ret_step = "setting cpu.cfs_period_us";
-        if ((k = cgroupfs_write(dir, "cpu.cfs_period_us", period)) < 0)
-                return k;
-        *ret_step = "setting cpu.cfs_quota_us";
-        return cgroupfs_write(dir, "cpu.cfs_quota_us", quota);
-}
-
-int cgroup_new(CgroupRoot *root, uint64_t memory_bytes, uint32_t max_processes, Cgroup **ret, const char **ret_step) {
-        Cgroup *cg;
-        int k;
-
-        if (!root || root->version == CGROUP_NONE) {
-                *ret = NULL;
-                return 0;
-        }
-        *ret_step = "allocating its cgroup";
-        cg = calloc(1, sizeof *cg);
-        if (!cg)
-                return -ENOMEM;
-        cg->version = root->version;
-        snprintf(cg->name, sizeof cg->name, "w%" PRIu64, ++root->seq);
-        snprintf(cg->path, sizeof cg->path, "%s%s/" INSTANCE_PREFIX "%s/%s",
-                 strcmp(root->path, "/") == 0 ? "" : root->path, root->version == CGROUP_V1 ? "/codeinterp" : "",
-                 root->instance, cg->name);
-        for (size_t i = 0; i < root->n_dirs; i++) {
-                cg->parents[i] = cg->dirs[i] = -1;
-                cg->n_dirs = i + 1;
-                *ret_step = "making its cgroup";
-                if ((cg->parents[i] = fcntl(root->own[i], F_DUPFD_CLOEXEC, 3)) < 0 ||
-                    mkdirat(cg->parents[i], cg->name, 0755) < 0) {
-                        k = -errno;
-                        cgroup_free(cg);
-                        return k;
-                }
-                if ((cg->dirs[i] = openat(cg->parents[i], cg->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-                        k = -errno;
-                        (void) unlinkat(cg->parents[i], cg->name, AT_REMOVEDIR);
-                        cgroup_free(cg);
-                        return k;
-                }
-        }
-        if ((k = set_limits(cg, memory_bytes, max_processes, ret_step)) < 0 ||
-            (k = cgroup_write_cpu_cap(cg->dirs[cg->version == CGROUP_V2 ? 0 : CG_CPU], cg->version, root->cpu_percent,
-                                      ret_step)) < 0) {
-                cgroup_free(cg);
-                return k;
-        }
-        *ret = cg;
-        return 0;
-}
-
-int cgroup_attach(Cgroup *cg, pid_t pid) {
-        char s[32];
-        int k;
-
-        snprintf(s, sizeof s, "%d", (int) pid);
-        for (size_t i = 0; i < cg->n_dirs; i++)
-                if ((k = cgroupfs_write(cg->dirs[i], "cgroup.procs", s)) < 0)
-                        return k;
-        return 0;
-}
-
-int cgroup_stats(Cgroup *cg, CgroupStats *ret) {
-        CgroupStats st = {};
-        int k;
-
-        if (cg->version == CGROUP_V2) {
-                if ((k = cgroupfs_read_keyed(cg->dirs[0], "memory.events", "oom_kill", &st.oom_kills)) < 0)
-                        return k;
-                st.has_peak = cgroupfs_read_number(cg->dirs[0], "memory.peak", &st.peak_bytes) >= 0;
-        } else {
-                if ((k = cgroupfs_read_keyed(cg->dirs[CG_MEMORY], "memory.oom_control", "oom_kill", &st.oom_kills)) <
-                    0) {
-                        /* Kernels before 4.13 do not count kills: a failed charge is the sign. */
-                        if ((k = cgroupfs_read_number(cg->dirs[CG_MEMORY], "memory.failcnt", &st.oom_kills)) < 0)
-                                return k;
-                }
-                st.has_peak =
-                        cgroupfs_read_number(cg->dirs[CG_MEMORY], "memory.max_usage_in_bytes", &st.peak_bytes) >= 0;
-        }
-        *ret = st;
-        return 0;
-}
-
-int cgroup_open_procs(Cgroup *cg, int fds[static CGROUP_PROCS_MAX], size_t *ret_n) {
-        size_t n = 0;
-
-        for (size_t i = 0; i < cg->n_dirs; i++) {
-                int fd = openat(cg->dirs[i], "cgroup.procs", O_WRONLY | O_CLOEXEC);
-                if (fd < 0) {
-                        int k = -errno;
-                        while (n > 0)
-                                close(fds[--n]);
-                        return k;
-                }
-                fds[n++] = fd;
-        }
-        *ret_n = n;
-        return 0;
-}
-
-int cgroup_clone_fd(const Cgroup *cg) {
-        return cg && cg->version == CGROUP_V2 ? cg->dirs[0] : -1;
-}
-
-int cgroup_update_limits(Cgroup *cg, uint64_t memory_bytes, uint32_t max_processes, const char **ret_step) {
-        if (cg->memory_bytes == memory_bytes && cg->max_processes == max_processes)
-                return 0;
-        return set_limits(cg, memory_bytes, max_processes, ret_step);
-}
-
-void cgroup_kill_members(Cgroup *cg) {
-        char buf[4096];
-
-        if (!cg || cg->n_dirs == 0 || cgroupfs_read(cg->dirs[0], "cgroup.procs", buf, sizeof buf) < 0)
-                return;
-        for (char *p = buf, *end; *p; p = end) {
-                long pid = strtol(p, &end, 10);
-                if (end == p)
-                        break;
-                if (pid > 0)
-                        (void) kill((pid_t) pid, SIGKILL);
-        }
 }

@@ -4,7 +4,8 @@
  * (its root); per worker it makes one with the call's memory and process limits (and the
  * CPU bandwidth cap, cpuBandwidthPercent, when it is on), puts the worker in
  * it before the worker runs any code of its call, reads after the reap whether the OOM
- * killer ended it and the peak memory, and removes it. */
+ * killer ended it and the peak memory, then removes it, or, empty, keeps it with its
+ * account reset for a later worker (cgroup_recycle()). */
 #pragma once
 
 #include <stdbool.h>
@@ -95,3 +96,18 @@ Cgroup *cgroup_free(Cgroup *cg);
 static inline void cgroup_freep(Cgroup **cg) {
         cgroup_free(*cg);
 }
+/* Give a worker's cgroup back once its worker is reaped: kept for the root's next
+ * cgroup_new() (at most a few, the last given back taken first) when no process is left
+ * in it, what its account still holds is small and the account could be reset
+ * (cgroup_account_reset()); removed as cgroup_free() otherwise. NULL-safe; returns NULL. */
+Cgroup *cgroup_recycle(Cgroup *cg);
+static inline void cgroup_recyclep(Cgroup **cg) {
+        cgroup_recycle(*cg);
+}
+/* Reset the account of the cgroup whose memory directory is dir for a new worker: its
+ * peak (v1: memory.max_usage_in_bytes written 0; v2: "reset" written to memory.peak
+ * through *peak_fd, opened here when it is -1 and kept: the reset holds for reads
+ * through that descriptor, and kernels before 6.12 refuse it), and the OOM kills counted
+ * so far into *ret_oom_kills, which cgroup_stats() subtracts. 0 or -errno: such a cgroup
+ * is not reused. (cgroup_recycle() uses it; the unit test calls it on a fake directory.) */
+int cgroup_account_reset(int dir, CgroupVersion version, int *peak_fd, uint64_t *ret_oom_kills);

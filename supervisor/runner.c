@@ -326,11 +326,11 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
         if (!res.has_result)
                 fit_text_done(&res.result);
 
-        /* The empty cgroup is removed, and the /outputs tmpfs unmounted (ours is its
-         * last reference: the close tears the superblock down), as is the worker's mount
-         * namespace with its filesystems, once the result is on its way (done sends it
-         * and may free r): none of it is part of the call's latency. */
-        _cleanup_(cgroup_freep) __attribute__((unused)) Cgroup *cg = TAKE_PTR(r->cgroup);
+        /* Once the result is on its way (done sends it, may free r), the worker's mount
+         * namespace and /outputs tmpfs go (ours are their last references), then, their
+         * pages uncharged, the empty cgroup is given back for reuse or removed (declared
+         * first, cleared last). None of it is part of the call's latency. */
+        _cleanup_(cgroup_recyclep) __attribute__((unused)) Cgroup *cg = TAKE_PTR(r->cgroup);
         _cleanup_close_ __attribute__((unused)) int outputs = TAKE_FD(r->outputs_fd);
         _cleanup_close_ __attribute__((unused)) int mntns = TAKE_FD(r->mntns_fd);
         r->done(r, &res, r->userdata);

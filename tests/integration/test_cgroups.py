@@ -1,6 +1,8 @@
 """A cgroup per worker (policy key cgroups, docs/policy.md "Per-worker cgroups"): the
 worker is in a cgroup of its own while it runs, with memoryBytes and maxProcesses as
-its limits; the cgroup is gone after the call (also after a timeout and at shutdown);
+its limits; after the call (also after a timeout) the cgroup is given back, removed or
+kept empty with its account reset for a later worker, which then reports only its own
+peak and OOM kills; nothing is left at shutdown;
 the cgroup's OOM killer ends a call as resource_limit memory with memoryPeakBytes;
 cgroups: off and a host without a usable hierarchy give "none", and required refuses
 to start there; cpuBandwidthPercent caps a busy loop's CPU time, nothing of the cpu
@@ -24,39 +26,55 @@ MEMORY = 268435456
 PROCS = 24
 POLICY = "memoryBytes: %d\nmaxProcesses: %d\n" % (MEMORY, PROCS)
 POOL = 2  # zygotePoolSize's default
+RECYCLED = 4  # empty cgroups kept for reuse at most (supervisor/cgroup_internal.h, CG_RECYCLED_MAX)
+RESIDUAL = 4 << 20  # what a kept cgroup's account may still hold (CG_RECYCLE_MAX_RESIDUAL_BYTES)
 
 
 def calls_left(sup, per_v1=2):
-    """Worker cgroups of this supervisor beyond those of its pre-started workers: in
-    zygote mode each of the (at most zygotePoolSize) slots the zygote holds has its
-    cgroup made ahead, empty until the zygote clones a ci-pool worker into it, and the
-    supervisor keeps two spare slots made. After a status round trip (see removed())."""
+    """Worker cgroups of this supervisor beyond those of its pre-started workers and the
+    empty ones it keeps: in zygote mode each of the (at most zygotePoolSize) slots the
+    zygote holds has its cgroup made ahead, empty until the zygote clones a ci-pool
+    worker into it, and the supervisor keeps two spare slots made; in both modes at most
+    RECYCLED given-back cgroups wait empty for reuse. After a status round trip (see
+    given_back())."""
     status(sup)
     left = worker_cgroups(sup.proc.pid)
-    if WORKER_START != "zygote":
-        return left
     busy, gone = [], []
     for d in left:
         pids = procs(d)
         if pids is None:
             gone.append(d)  # removed since it was listed
             continue
-        if {proc.name(p) for p in pids} - {"ci-pool", None}:
+        if {proc.name(p) for p in pids} - ({"ci-pool", None} if WORKER_START == "zygote" else set()):
             busy.append(d)
     # Pool slots and the spare slots the supervisor makes ahead in idle time
-    # (ZYGOTE_SPARE_SLOTS, 2): at most POOL + 2 per hierarchy (v1 has two, three with
-    # the CPU cap).
+    # (ZYGOTE_SPARE_SLOTS, 2), and the kept ones: at most POOL + 2 + RECYCLED per
+    # hierarchy (v1 has two, three with the CPU cap).
     per = 1 if VERSION == "v2" else per_v1
+    ahead = POOL + 2 if WORKER_START == "zygote" else 0
     left = [d for d in left if d not in gone]
-    return busy if len(left) - len(busy) <= (POOL + 2) * per else left
+    return busy if len(left) - len(busy) <= (ahead + RECYCLED) * per else left
 
 
-def removed(sup, dirs):
-    """True once none of dirs exists. The supervisor removes a call's cgroup right after
-    sending its result, in the same turn of its loop: any later answer (status) comes
-    after."""
+def given_back(sup, dirs):
+    """True once each of a call's cgroups is gone, or kept for reuse: no process in it,
+    and what its account still holds, the worker's filesystems gone, no more than a kept
+    cgroup may (its peak and OOM count are reset when it is taken again). The supervisor
+    gives a call's cgroup back right after sending its result, in the same turn of its
+    loop: any later answer (status) comes after."""
     status(sup)
-    return not any(os.path.exists(d) for d in dirs.values())
+    for ctrl, d in dirs.items():
+        if not os.path.exists(d):
+            continue
+        if procs(d) not in ([], None):
+            return False
+        if ctrl == "memory":
+            try:
+                if int(read(d, "memory.current" if VERSION == "v2" else "memory.usage_in_bytes")) > RESIDUAL:
+                    return False
+            except FileNotFoundError:
+                pass  # removed meanwhile
+    return True
 
 
 def assert_limits(dirs, memory, procs):
@@ -95,7 +113,7 @@ def test_worker_runs_in_its_own_cgroup(make_supervisor):
     assert peak is None or 0 < peak <= MEMORY
     if VERSION == "v1":
         assert peak is not None
-    assert removed(sup, dirs), dirs
+    assert given_back(sup, dirs), dirs
 
 
 def test_tmp_pages_count_against_the_cgroup(make_supervisor):
@@ -120,8 +138,52 @@ def test_tmp_pages_count_against_the_cgroup(make_supervisor):
     assert c.execute("1 + 1")["outcome"] == "ok"
 
 
-def test_cgroup_removed_after_timeout(make_supervisor):
-    """The loop runs in its cgroup until the deadline kills it; the cgroup goes with it."""
+FILL = ("chunk = b'x' * (1 << 20)\n"
+        "with open('/tmp/fill', 'wb') as f:\n"
+        "    for i in range(%d):\n"
+        "        f.write(chunk)\n"
+        "        f.flush()\n"
+        "'written'\n")
+
+
+def test_a_kept_cgroup_counts_only_its_next_workers_own_account(make_supervisor):
+    """A call's cgroup is given back empty after its result and reused by a later worker
+    (the last kept is taken first when a slot, or in exec mode a call, needs a cgroup),
+    whose result then carries only its own account: after a worker the cgroup's OOM
+    killer ended (/tmp, whose pages are charged to the cgroup, filled past memoryBytes),
+    a call there ends ok; after one that held 40 MiB, a trivial call there reports its
+    own small peak. Several rounds, each call held long enough to see its cgroup."""
+    need_cgroups()
+    sup = start(make_supervisor, "memoryBytes: 67108864\ntmpBytes: 536870912\nmaxFileBytes: 536870912\n")
+    c = sup.connect()
+    last = {}  # memory cgroup -> "oom" or "big": the last such call that ran there
+    seen = set()
+    for i in range(4 * (POOL + 3)):
+        kind = "oom" if i == 0 else "big" if i % 2 else "small"
+        call = start_held(sup, c, after="1" if kind == "small" else FILL % (400 if kind == "oom" else 40))
+        d = dirs_of(call.wait_running())["memory"]
+        r = call.finish()
+        peak = r["exitStatus"]["memoryPeakBytes"]
+        if kind == "oom":
+            assert r["outcome"] == "resource_limit" and r["limit"] == "memory", r
+        else:
+            assert r["outcome"] == "ok", (r, last.get(d))  # an earlier worker's OOM kill is not this one's
+        if last.get(d) == "oom":
+            seen.add("after an OOM kill")
+        if kind == "big" and VERSION == "v1":
+            assert peak >= 40 << 20, r["exitStatus"]
+        if kind == "small" and last.get(d):
+            seen.add("a small peak after a big one")
+            assert peak is None or peak < 20 << 20, (r["exitStatus"], last[d])
+        if kind != "small":
+            last[d] = kind
+    assert seen == {"after an OOM kill", "a small peak after a big one"}, (seen, last)
+    assert calls_left(sup) == []
+
+
+def test_cgroup_given_back_after_timeout(make_supervisor):
+    """The loop runs in its cgroup until the deadline kills it; the cgroup is given back
+    with it, empty."""
     need_cgroups()
     sup = start(make_supervisor, POLICY + "timeoutMs: 3000\n")
     c = sup.connect()
@@ -130,7 +192,7 @@ def test_cgroup_removed_after_timeout(make_supervisor):
     call.release()
     r = call.result()
     assert r["outcome"] == "timeout", r
-    assert removed(sup, dirs), dirs
+    assert given_back(sup, dirs), dirs
     assert calls_left(sup) == []
 
 
@@ -220,7 +282,7 @@ def test_supervisors_sharing_a_cgroup(make_supervisor):
 def test_pool_workers_wait_in_their_own_cgroups(make_supervisor):
     """Zygote mode: each pre-started worker is moved into a cgroup made for its slot when
     the zygote clones it, so the move (which waits for an RCU grace period) is off the
-    call's path; the call then runs in that cgroup, and it goes after the reap."""
+    call's path; the call then runs in that cgroup, given back after the reap."""
     need_cgroups()
     if WORKER_START != "zygote":
         pytest.skip("pre-started workers exist in zygote mode only")
@@ -249,7 +311,7 @@ def test_pool_workers_wait_in_their_own_cgroups(make_supervisor):
     call.release()
     r = call.result()
     assert r["outcome"] == "ok", r
-    assert removed(sup, dirs), dirs
+    assert given_back(sup, dirs), dirs
 
 
 def test_reload_rewrites_a_prepared_cgroups_limits(make_supervisor):
@@ -320,7 +382,7 @@ def test_cpu_cap_throttles_a_busy_loop(make_supervisor):
     assert r["evidence"]["limits"]["cpuBandwidthPercent"] == 20
     ratio, best = eval(r["result"]["text"])
     assert ratio < 0.5, (ratio, best)
-    assert removed(sup, dirs), dirs
+    assert given_back(sup, dirs), dirs
     assert calls_left(sup, per_v1=3) == []
 
 

@@ -2,7 +2,8 @@
 /* supervisor/cgroup.c against a fake cgroup tree in a temporary directory (plain
  * directories, which hold no controller files): detection of v1 and v2 from the
  * process's own /proc/self/cgroup, off / auto / required, and a failed setup step that
- * names itself and leaves no directory behind. The real hierarchies are exercised by
+ * names itself and leaves no directory behind, and a given-back cgroup's account reset
+ * for its next worker. The real hierarchies are exercised by
  * tests/integration/test_cgroups.py. */
 #include "unit.h"
 
@@ -431,8 +432,81 @@ static void test_cpu_cap_cgroups_off(void **state) {
         cgroup_root_free(root);
 }
 
+/* A given-back cgroup's account reset for its next worker (cgroup_account_reset()), in
+ * fake directories: v1 writes 0 to the peak and takes the OOM kills so far (or, on a
+ * kernel that does not count them, the failed charges) as the base; v2 writes "reset" to
+ * memory.peak through a descriptor it keeps (the kernel's reset holds for reads through
+ * it) and takes memory.events' oom_kill. A peak that cannot be reset is an error: such a
+ * cgroup is removed, not reused. The real v1 hierarchy: test_cgroups.py. */
+static void test_account_reset(void **state) {
+        char v1[PATH_MAX + 8], v2[PATH_MAX + 8], buf[64];
+        uint64_t base = 99;
+        int dir, peak_fd = -1;
+
+        snprintf(v1, sizeof v1, "%s/v1", fs);
+        mkdirs(v1);
+        dir = open(v1, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dir >= 0);
+        assert_int_equal(cgroup_account_reset(dir, CGROUP_V1, &peak_fd, &base), -ENOENT);
+        put(v1, "memory.max_usage_in_bytes", "734003200\n");
+        put(v1, "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+        assert_int_equal(cgroup_account_reset(dir, CGROUP_V1, &peak_fd, &base), 0);
+        assert_int_equal(base, 3);
+        assert_int_equal(peak_fd, -1);
+        get(v1, "memory.max_usage_in_bytes", buf, sizeof buf);
+        assert_int_equal(buf[0], '0');
+        put(v1, "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\n"); /* before 4.13 */
+        put(v1, "memory.failcnt", "5\n");
+        assert_int_equal(cgroup_account_reset(dir, CGROUP_V1, &peak_fd, &base), 0);
+        assert_int_equal(base, 5);
+        close(dir);
+
+        snprintf(v2, sizeof v2, "%s/v2", fs);
+        mkdirs(v2);
+        dir = open(v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dir >= 0);
+        put(v2, "memory.events", "low 0\nhigh 0\nmax 4\noom 2\noom_kill 2\noom_group_kill 0\n");
+        assert_int_equal(cgroup_account_reset(dir, CGROUP_V2, &peak_fd, &base), -ENOENT); /* no memory.peak */
+        assert_int_equal(peak_fd, -1);
+        put(v2, "memory.peak", "734003200\n");
+        assert_int_equal(cgroup_account_reset(dir, CGROUP_V2, &peak_fd, &base), 0);
+        assert_int_equal(base, 2);
+        assert_true(peak_fd >= 0);
+        get(v2, "memory.peak", buf, sizeof buf);
+        assert_int_equal(strncmp(buf, "reset\n", 6), 0);
+        /* Again, through the same descriptor. */
+        {
+                int kept = peak_fd;
+                put(v2, "memory.events", "oom_kill 7\n");
+                assert_int_equal(cgroup_account_reset(dir, CGROUP_V2, &peak_fd, &base), 0);
+                assert_int_equal(peak_fd, kept);
+                assert_int_equal(base, 7);
+                close(peak_fd);
+                peak_fd = -1;
+        }
+        /* A memory.peak that takes no write (kernels before 6.12): a write-sealed memfd. */
+        {
+                char peak[PATH_MAX * 2], target[64];
+                int mfd = memfd_create("memory.peak", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+                assert_true(mfd >= 0);
+                assert_int_equal(write(mfd, "4096\n", 5), 5);
+                assert_int_equal(fcntl(mfd, F_ADD_SEALS, F_SEAL_WRITE), 0);
+                snprintf(peak, sizeof peak, "%s/memory.peak", v2);
+                assert_int_equal(unlink(peak), 0);
+                snprintf(target, sizeof target, "/proc/%d/fd/%d", (int) getpid(), mfd);
+                assert_int_equal(symlink(target, peak), 0);
+                assert_int_equal(cgroup_account_reset(dir, CGROUP_V2, &peak_fd, &base), -EPERM);
+                if (peak_fd >= 0)
+                        close(peak_fd);
+                close(mfd);
+        }
+        close(dir);
+}
+
 /* Every test in a fresh temporary directory, fs (setup), that teardown removes. */
 #define IN_FS(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 UNIT_MAIN(NULL, NULL, IN_FS(test_off_is_none), IN_FS(test_empty_fs_auto_and_required),
           IN_FS(test_failed_setup_leaves_nothing), IN_FS(test_cpu_cap_files), IN_FS(test_cpu_cap_v1_root),
-          IN_FS(test_cpu_cap_v2_root), IN_FS(test_cpu_cap_cgroups_off), IN_FS(test_own_leftovers_removed_at_exit))
+          IN_FS(test_cpu_cap_v2_root), IN_FS(test_cpu_cap_cgroups_off), IN_FS(test_own_leftovers_removed_at_exit),
+          IN_FS(test_account_reset))
