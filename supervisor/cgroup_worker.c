@@ -192,8 +192,8 @@ static int cgroup_reuse(CgroupRoot *root, const KeptCgroup *kept, Cgroup **ret) 
                         kept_remove(root, kept->name);
                         return k;
                 }
-        if (!cgroup_empty(cg) || cgroup_account_reset(cg->dirs[CG_MEMORY], cg->version, &cg->peak_fd,
-                                                      &cg->oom_kills_base) < 0) {
+        if (!cgroup_empty(cg) ||
+            cgroup_account_reset(cg->dirs[CG_MEMORY], cg->version, &cg->peak_fd, &cg->oom_kills_base) < 0) {
                 cgroup_free(cg);
                 return -ESTALE;
         }
@@ -295,9 +295,9 @@ int cgroup_stats(Cgroup *cg, CgroupStats *ret) {
         if (cg->peak_fd >= 0)
                 st.has_peak = pread_number(cg->peak_fd, &st.peak_bytes) >= 0;
         else
-                st.has_peak = cgroupfs_read_number(dir, cg->version == CGROUP_V2 ? "memory.peak" :
-                                                                                   "memory.max_usage_in_bytes",
-                                                   &st.peak_bytes) >= 0;
+                st.has_peak = cgroupfs_read_number(
+                                      dir, cg->version == CGROUP_V2 ? "memory.peak" : "memory.max_usage_in_bytes",
+                                      &st.peak_bytes) >= 0;
         *ret = st;
         return 0;
 }
@@ -324,8 +324,8 @@ Cgroup *cgroup_recycle(Cgroup *cg) {
         if (!cg)
                 return NULL;
         if (cg->root->n_recycled >= CG_RECYCLED_MAX || !cgroup_empty(cg) ||
-            cgroupfs_read_number(cg->dirs[CG_MEMORY], cg->version == CGROUP_V2 ? "memory.current" :
-                                                                               "memory.usage_in_bytes",
+            cgroupfs_read_number(cg->dirs[CG_MEMORY],
+                                 cg->version == CGROUP_V2 ? "memory.current" : "memory.usage_in_bytes",
                                  &residual) < 0 ||
             residual > CG_RECYCLE_MAX_RESIDUAL_BYTES)
                 return cgroup_free(cg);
