@@ -10,6 +10,7 @@ controller is used without it, and a cap without a cpu controller refuses to sta
 (required) or runs without (auto). Runs in both worker start modes
 (CODEINTERP_WORKER_START)."""
 import os
+import subprocess
 
 import pytest
 
@@ -179,6 +180,37 @@ def test_a_kept_cgroup_counts_only_its_next_workers_own_account(make_supervisor)
             last[d] = kind
     assert seen == {"after an OOM kill", "a small peak after a big one"}, (seen, last)
     assert calls_left(sup) == []
+
+
+def test_a_kept_cgroup_somebody_moved_into_is_not_reused(make_supervisor):
+    """A process of somebody else's moved into a kept cgroup (every hierarchy) keeps it
+    from being reused: the next call runs in a new cgroup and ends ok, the supervisor
+    logs that it could not remove the one holding the stranger, and once the stranger is
+    gone nothing is left at shutdown. Exec mode, where a call's cgroup stays kept until
+    the next call takes it (in zygote mode the spare slots take it at once, while idle)."""
+    need_cgroups()
+    if WORKER_START != "exec":
+        pytest.skip("in zygote mode a kept cgroup is taken by a spare slot at once")
+    sup = start(make_supervisor, POLICY)
+    c = sup.connect()
+    call = start_held(sup, c, after="1")
+    dirs = dirs_of(call.wait_running())
+    ok(call.finish())
+    assert given_back(sup, dirs) and all(os.path.isdir(d) for d in dirs.values()), dirs  # kept, not removed
+    stranger = subprocess.Popen(["sleep", "600"])
+    try:
+        for d in dirs.values():
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write(str(stranger.pid))
+        call = start_held(sup, c, after="2")
+        other = dirs_of(call.wait_running())
+        ok(call.finish(), "2")
+        assert other["memory"] != dirs["memory"] and owned_by(sup.proc.pid, other["memory"]), (other, dirs)
+        assert procs(dirs["memory"]) == [stranger.pid]
+        assert "Could not remove the worker cgroup" in sup.read_log(), sup.read_log()[-2000:]
+    finally:
+        stranger.kill()
+        stranger.wait()
 
 
 def test_cgroup_given_back_after_timeout(make_supervisor):
