@@ -181,8 +181,10 @@ static int cgroup_reuse(CgroupRoot *root, const KeptCgroup *kept, Cgroup **ret) 
         Cgroup *cg;
         int k = cgroup_alloc(root, kept->name, &cg);
 
-        if (k < 0)
+        if (k < 0) {
+                kept_remove(root, kept->name); /* out of descriptors: not kept for later either */
                 return k;
+        }
         cg->memory_bytes = kept->memory_bytes;
         cg->max_processes = kept->max_processes;
         for (size_t i = 0; i < cg->n_dirs; i++)
