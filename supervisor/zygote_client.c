@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The supervisor's side of the zygote (zygote_client.h): its lifecycle, spawn requests
- * and their tracking, the slots it holds. */
+ * and their tracking; the slots it holds are zygote_slots.c's. */
 #include "supervisor/zygote_client.h"
 
 #include <errno.h>
@@ -26,27 +26,12 @@
 #include "common/proc.h"
 #include "common/util.h"
 #include "contract/zygote_proto.h"
+#include "supervisor/zygote_slots.h"
 
 #define ZYGOTE_START_TIMEOUT_SEC 30
-/* Slots made ahead (id and cgroup), so a spawn request does not make one on its call's
- * path: a cgroup's mkdir and limits cost ~0.2 ms on v1 here. */
-#define ZYGOTE_SPARE_SLOTS 2
 #define ZYGOTE_SPAWN_TIMEOUT_SEC 5
-_Static_assert(ZYGOTE_CGROUP_FDS_MAX == CGROUP_PROCS_MAX, "a slot carries every cgroup.procs of its cgroup");
 
 typedef struct ZygotePending ZygotePending;
-
-/* A slot the zygote holds, and its cgroup (NULL without cgroups). */
-typedef struct HeldSlot {
-        uint32_t slot;
-        Cgroup *cgroup;
-} HeldSlot;
-
-/* A slot made ahead, not given to any zygote yet. */
-typedef struct SpareSlot {
-        WorkerId id;
-        Cgroup *cgroup;
-} SpareSlot;
 
 struct ZygoteClient {
         sd_event *event;
@@ -76,13 +61,7 @@ struct ZygoteClient {
         sd_event_source *spawn_timer;  /* the oldest pending request's deadline */
         ZygoteSettledFn on_settled;
         void *settled_userdata;
-        WorkerIds *ids;      /* where slots come from (the server's) */
-        CgroupRoot *cgroups; /* where slots' cgroups are made (the server's) */
-        HeldSlot *held;      /* the slots this zygote holds: given with SLOT or SPAWN, not given back */
-        size_t n_held, held_cap;
-        SpareSlot spare[ZYGOTE_SPARE_SLOTS]; /* with cgroups: slots made ahead, in idle time */
-        size_t n_spare;
-        sd_event_source *spare_source; /* idle priority: makes spares while there are too few */
+        ZygoteSlots slots; /* the slots this zygote holds, and the spares */
 };
 
 struct ZygotePending {
@@ -144,154 +123,9 @@ static void zygote_failed(ZygoteClient *z, int error, const char *fmt, ...) {
                   z->failures == 1 ? "" : "s");
 }
 
-static int held_add(ZygoteClient *z, uint32_t slot, Cgroup *cg) {
-        if (z->n_held == z->held_cap) {
-                size_t cap = z->held_cap ? z->held_cap * 2 : 16;
-                HeldSlot *h = reallocarray(z->held, cap, sizeof *h);
-                if (!h)
-                        return -ENOMEM;
-                z->held = h;
-                z->held_cap = cap;
-        }
-        z->held[z->n_held++] = (HeldSlot){ .slot = slot, .cgroup = cg };
-        return 0;
-}
-
-/* Take slot out of the held set, with its cgroup: false if this zygote does not hold it. */
-static bool held_take(ZygoteClient *z, uint32_t slot, Cgroup **ret_cgroup) {
-        for (size_t i = 0; i < z->n_held; i++)
-                if (z->held[i].slot == slot) {
-                        *ret_cgroup = z->held[i].cgroup;
-                        z->held[i] = z->held[--z->n_held];
-                        return true;
-                }
-        return false;
-}
-
-static bool held_has(const ZygoteClient *z, uint32_t slot) {
-        for (size_t i = 0; i < z->n_held; i++)
-                if (z->held[i].slot == slot)
-                        return true;
-        return false;
-}
-
-/* A slot that is no worker's (failed, or never used): its cgroup goes, its id is free. */
-static void slot_free(ZygoteClient *z, uint32_t slot, Cgroup *cg) {
-        cgroup_free(cg);
-        worker_id_release(z->ids, slot);
-}
-
-/* The zygote is gone: the pre-started workers of its slots may still live until they
- * notice (they are our children, reaped as strays). Their cgroups name them: they are
- * killed and the cgroups removed; their ids wait in quarantine until they are reaped. */
-static void held_quarantine_all(ZygoteClient *z) {
-        for (size_t i = 0; i < z->n_held; i++) {
-                cgroup_kill_members(z->held[i].cgroup);
-                cgroup_free(z->held[i].cgroup);
-                worker_id_quarantine(z->ids, z->held[i].slot);
-        }
-        z->n_held = 0;
-        worker_ids_sweep(z->ids);
-}
-
 void zygote_client_slot_limits(const ZygoteClient *z, uint64_t *ret_memory_bytes, uint32_t *ret_max_processes) {
         *ret_memory_bytes = z->policy->memory_bytes;
         *ret_max_processes = z->policy->processes;
-}
-
-/* A slot: its id and (with cgroups) its cgroup, made with the start policy's limits. */
-static int slot_make(ZygoteClient *z, SpareSlot *ret) {
-        const char *step = NULL;
-        Cgroup *cg = NULL;
-        WorkerId id;
-        int k;
-
-        if ((k = worker_id_acquire(z->ids, &id)) < 0)
-                return k;
-        if ((k = cgroup_new(z->cgroups, z->policy->memory_bytes, z->policy->processes, &cg, &step)) < 0) {
-                log_warning_errno(k, "Making a worker cgroup failed at %s: %m", step);
-                worker_id_release(z->ids, id.slot);
-                return k;
-        }
-        *ret = (SpareSlot){ .id = id, .cgroup = cg };
-        return 0;
-}
-
-/* Idle time (nothing else for the loop to do): make one spare slot, and stop once
- * there are enough. */
-static int on_make_spare(sd_event_source *s, void *userdata) {
-        ZygoteClient *z = userdata;
-
-        if (z->n_spare >= ZYGOTE_SPARE_SLOTS || slot_make(z, &z->spare[z->n_spare]) < 0) {
-                /* Full, or failing: wait until a spare is taken (a failure shows there). */
-                sd_event_source_set_enabled(s, SD_EVENT_OFF);
-                return 0;
-        }
-        z->n_spare++;
-        return 0;
-}
-
-static void spares_wanted(ZygoteClient *z) {
-        if (cgroup_root_version(z->cgroups) == CGROUP_NONE)
-                return; /* an id alone costs nothing to take */
-        if (!z->spare_source) {
-                if (sd_event_add_defer(z->event, &z->spare_source, on_make_spare, z) < 0 ||
-                    sd_event_source_set_priority(z->spare_source, SD_EVENT_PRIORITY_IDLE) < 0) {
-                        z->spare_source = sd_event_source_disable_unref(z->spare_source);
-                        return; /* then every slot is made when it is needed */
-                }
-        }
-        sd_event_source_set_enabled(z->spare_source, SD_EVENT_ON);
-}
-
-static void spares_free(ZygoteClient *z) {
-        z->spare_source = sd_event_source_disable_unref(z->spare_source);
-        while (z->n_spare > 0) {
-                SpareSlot *sp = &z->spare[--z->n_spare];
-                cgroup_free(sp->cgroup);
-                worker_id_release(z->ids, sp->id.slot);
-        }
-}
-
-/* A new slot for the zygote (sent as SLOT or with a spawn request): a spare if there is
- * one, else made now; its cgroup's cgroup.procs descriptors in fds (the caller closes
- * them once sent). Held from now on. */
-static int slot_give(ZygoteClient *z, ZygoteSlot *ret, int fds[static ZYGOTE_CGROUP_FDS_MAX]) {
-        SpareSlot sp;
-        size_t n_fds = 0;
-        int k = 0;
-
-        if (z->n_spare > 0)
-                sp = z->spare[--z->n_spare];
-        else if ((k = slot_make(z, &sp)) < 0)
-                return k;
-        if (sp.cgroup && (k = cgroup_open_procs(sp.cgroup, fds, &n_fds)) == -ENOENT) {
-                /* A cgroup made ahead was removed under us (not by us: an administrator's
-                 * cleanup, say). So may the other spares be: all are dropped, and this
-                 * slot is made again now, once. */
-                log_warning("Zygote %u: a worker cgroup made ahead is gone; making new ones", z->generation);
-                slot_free(z, sp.id.slot, sp.cgroup);
-                spares_free(z);
-                if ((k = slot_make(z, &sp)) < 0)
-                        return k;
-                k = sp.cgroup ? cgroup_open_procs(sp.cgroup, fds, &n_fds) : 0;
-        }
-        spares_wanted(z);
-        if ((sp.cgroup && k < 0) || (k = held_add(z, sp.id.slot, sp.cgroup)) < 0) {
-                fdpass_close_all(fds, n_fds);
-                slot_free(z, sp.id.slot, sp.cgroup);
-                return k;
-        }
-        *ret = (ZygoteSlot){ .slot = sp.id.slot, .uid = sp.id.uid, .gid = sp.id.gid, .n_cgroup_fds = (uint32_t) n_fds };
-        return 0;
-}
-
-/* Take back a slot whose message could not be sent. */
-static void slot_take_back(ZygoteClient *z, uint32_t slot) {
-        Cgroup *cg = NULL;
-
-        if (held_take(z, slot, &cg))
-                slot_free(z, slot, cg);
 }
 
 /* A freshly ready zygote gets a slot per pre-started worker. A slot that cannot be
@@ -301,13 +135,13 @@ static void give_pool_slots(ZygoteClient *z) {
                 int fds[ZYGOTE_CGROUP_FDS_MAX];
                 ZygoteSlot slot;
                 ZygoteMsg m;
-                int k = slot_give(z, &slot, fds);
+                int k = zygote_slots_give(&z->slots, z->generation, &slot, fds);
                 if (k >= 0) {
                         m = zygote_msg_slot(&slot);
                         k = zygote_msg_send(z->ctl, &m, fds, slot.n_cgroup_fds, MSG_DONTWAIT);
                         fdpass_close_all(fds, slot.n_cgroup_fds);
                         if (k < 0)
-                                slot_take_back(z, slot.slot);
+                                zygote_slots_take_back(&z->slots, slot.slot);
                 }
                 if (k < 0) {
                         log_warning_errno(k, "Zygote %u: a pre-started worker gets no slot: %m", z->generation);
@@ -347,7 +181,7 @@ static void zygote_stop(ZygoteClient *z) {
                 close(z->pidfd);
                 z->pidfd = -1;
         }
-        held_quarantine_all(z);
+        zygote_slots_quarantine_all(&z->slots);
 }
 
 /* Stop this zygote, start the next one (at once, or backed off after failures), and
@@ -548,16 +382,14 @@ int zygote_client_new(sd_event *e, const Policy *p, int worker_exec_fd, WorkerId
         z->policy_at_start = *p;
         z->policy = &z->policy_at_start;
         z->worker_exec_fd = worker_exec_fd;
-        z->ids = ids;
-        z->cgroups = cgroups;
+        zygote_slots_init(&z->slots, e, z->policy, ids, cgroups);
         z->pidfd = z->ctl = -1;
         k = zygote_launch(z);
         if (k >= 0)
                 k = wait_first_ready(z);
         if (k < 0) {
                 zygote_stop(z);
-                spares_free(z);
-                free(z->held);
+                zygote_slots_done(&z->slots);
                 free(z);
                 return k;
         }
@@ -574,8 +406,7 @@ ZygoteClient *zygote_client_free(ZygoteClient *z) {
                 z->pending = p->next;
                 free(p);
         }
-        spares_free(z);
-        free(z->held);
+        zygote_slots_done(&z->slots);
         free(z);
         return NULL;
 }
@@ -640,7 +471,7 @@ static bool answer_plausible(const ZygoteClient *z, const ZygoteMsg *rep, const 
 
         for (p = z->pending; p && p->token != rep->token; p = p->next)
                 ;
-        if (!p || !held_has(z, rep->slot))
+        if (!p || !zygote_slots_held(&z->slots, rep->slot))
                 return false;
         if (rep->error != 0)
                 return true;
@@ -661,8 +492,8 @@ static void deliver(ZygoteClient *z, const ZygoteMsg *rep, const int *fds) {
         *pp = p->next;
         /* The slot given back leaves the zygote: to the worker's runner, or free (no
          * worker ever had it), or into quarantine (its worker is killed as a stray). */
-        held_take(z, rep->slot, &cg);
-        worker_id_of_slot(z->ids, rep->slot, &id);
+        zygote_slots_take(&z->slots, rep->slot, &cg);
+        worker_id_of_slot(z->slots.ids, rep->slot, &id);
         if (!p->fn) {
                 /* Abandoned: the worker must not run anything. It is our child and is
                  * reaped as a stray. */
@@ -671,11 +502,11 @@ static void deliver(ZygoteClient *z, const ZygoteMsg *rep, const int *fds) {
                 fdpass_close_all(own, ELEMENTSOF(own));
                 cgroup_free(cg);
                 if (rep->error == 0)
-                        worker_id_quarantine(z->ids, rep->slot);
+                        worker_id_quarantine(z->slots.ids, rep->slot);
                 else
-                        worker_id_release(z->ids, rep->slot);
+                        worker_id_release(z->slots.ids, rep->slot);
         } else if (rep->error != 0) {
-                slot_free(z, rep->slot, cg);
+                zygote_slots_release(&z->slots, rep->slot, cg);
                 log_warning("Zygote %u failed to start a worker: %s", z->generation, strerror(rep->error));
                 p->fn(ZYGOTE_ANSWER_FAILED, -rep->error, "the zygote could not make a worker", NULL, p->userdata);
         } else {
@@ -755,7 +586,7 @@ int zygote_client_spawn(ZygoteClient *z, const int fds[_SPAWN_FD_MAX], ZygoteSpa
                 return -ENOMEM;
         /* The call's descriptors, then its slot's cgroup.procs. */
         memcpy(all, fds, _SPAWN_FD_MAX * sizeof *fds);
-        if ((k = slot_give(z, &slot, all + _SPAWN_FD_MAX)) < 0) {
+        if ((k = zygote_slots_give(&z->slots, z->generation, &slot, all + _SPAWN_FD_MAX)) < 0) {
                 free(p);
                 return k;
         }
@@ -763,7 +594,7 @@ int zygote_client_spawn(ZygoteClient *z, const int fds[_SPAWN_FD_MAX], ZygoteSpa
         k = zygote_msg_send(z->ctl, &req, all, _SPAWN_FD_MAX + slot.n_cgroup_fds, MSG_DONTWAIT);
         fdpass_close_all(all + _SPAWN_FD_MAX, slot.n_cgroup_fds);
         if (k < 0) {
-                slot_take_back(z, slot.slot);
+                zygote_slots_take_back(&z->slots, slot.slot);
                 free(p);
                 if (k == -EAGAIN)
                         return -ENOBUFS; /* its socket is full: far more requests than workers */
