@@ -96,10 +96,12 @@ Cgroup *cgroup_free(Cgroup *cg);
 static inline void cgroup_freep(Cgroup **cg) {
         cgroup_free(*cg);
 }
-/* Give a worker's cgroup back once its worker is reaped: kept for the root's next
- * cgroup_new() (at most a few, the last given back taken first) when no process is left
- * in it, what its account still holds is small and the account could be reset
- * (cgroup_account_reset()); removed as cgroup_free() otherwise. NULL-safe; returns NULL. */
+/* Give a worker's cgroup back once its worker is reaped (and cgroup_stats() read): kept,
+ * as its name and limits with no descriptor open, for the root's next cgroup_new() (at
+ * most a few, the last given back taken first) when no process is left in it and what
+ * its account still holds is small; removed as cgroup_free() otherwise. cgroup_new()
+ * opens a kept one again, checks it is still empty and resets its account
+ * (cgroup_account_reset()), else removes it and tries the next. NULL-safe; returns NULL. */
 Cgroup *cgroup_recycle(Cgroup *cg);
 static inline void cgroup_recyclep(Cgroup **cg) {
         cgroup_recycle(*cg);
@@ -109,5 +111,6 @@ static inline void cgroup_recyclep(Cgroup **cg) {
  * through *peak_fd, opened here when it is -1 and kept: the reset holds for reads
  * through that descriptor, and kernels before 6.12 refuse it), and the OOM kills counted
  * so far into *ret_oom_kills, which cgroup_stats() subtracts. 0 or -errno: such a cgroup
- * is not reused. (cgroup_recycle() uses it; the unit test calls it on a fake directory.) */
+ * is not reused. (cgroup_new() uses it on a kept cgroup; the unit test calls it on a
+ * fake directory.) */
 int cgroup_account_reset(int dir, CgroupVersion version, int *peak_fd, uint64_t *ret_oom_kills);

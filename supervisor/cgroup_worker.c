@@ -272,19 +272,6 @@ static int read_oom_kills(int dir, CgroupVersion version, uint64_t *ret) {
         return k < 0 ? cgroupfs_read_number(dir, "memory.failcnt", ret) : k;
 }
 
-/* A number at the start of what fd (a cgroup file kept open) reads from offset 0. */
-static int pread_number(int fd, uint64_t *ret) {
-        char buf[64], *end;
-        ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-
-        if (n < 0)
-                return -errno;
-        buf[n] = 0;
-        errno = 0;
-        *ret = strtoull(buf, &end, 10);
-        return errno != 0 || end == buf ? -EINVAL : 0;
-}
-
 int cgroup_stats(Cgroup *cg, CgroupStats *ret) {
         CgroupStats st = {};
         int dir = cg->dirs[CG_MEMORY];
@@ -295,7 +282,7 @@ int cgroup_stats(Cgroup *cg, CgroupStats *ret) {
         /* Those of earlier workers do not count (a reused cgroup, cgroup_recycle()). */
         st.oom_kills = st.oom_kills >= cg->oom_kills_base ? st.oom_kills - cg->oom_kills_base : st.oom_kills;
         if (cg->peak_fd >= 0)
-                st.has_peak = pread_number(cg->peak_fd, &st.peak_bytes) >= 0;
+                st.has_peak = cgroupfs_pread_number(cg->peak_fd, &st.peak_bytes) >= 0;
         else
                 st.has_peak = cgroupfs_read_number(
                                       dir, cg->version == CGROUP_V2 ? "memory.peak" : "memory.max_usage_in_bytes",

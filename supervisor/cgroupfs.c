@@ -58,17 +58,31 @@ int cgroupfs_read_keyed(int dir, const char *file, const char *key, uint64_t *re
         return -ENOENT;
 }
 
-int cgroupfs_read_number(int dir, const char *file, uint64_t *ret) {
-        char buf[64], *end;
-        int k = cgroupfs_read(dir, file, buf, sizeof buf);
+static int parse_number(const char *buf, uint64_t *ret) {
+        char *end;
 
-        if (k < 0)
-                return k;
         errno = 0;
         *ret = strtoull(buf, &end, 10);
         if (errno != 0 || end == buf)
                 return -EINVAL;
         return 0;
+}
+
+int cgroupfs_read_number(int dir, const char *file, uint64_t *ret) {
+        char buf[64];
+        int k = cgroupfs_read(dir, file, buf, sizeof buf);
+
+        return k < 0 ? k : parse_number(buf, ret);
+}
+
+int cgroupfs_pread_number(int fd, uint64_t *ret) {
+        char buf[64];
+        ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        return parse_number(buf, ret);
 }
 
 /* Room left in the supervisor's own memory cgroup (v2, or v1's memory controller),

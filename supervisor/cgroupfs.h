@@ -15,6 +15,8 @@ int cgroupfs_read(int dir, const char *file, char *buf, size_t size);
 int cgroupfs_read_keyed(int dir, const char *file, const char *key, uint64_t *ret);
 /* A file holding one number; -EINVAL when it holds none (such as "max"). */
 int cgroupfs_read_number(int dir, const char *file, uint64_t *ret);
+/* The same through a descriptor kept open (read from offset 0). */
+int cgroupfs_pread_number(int fd, uint64_t *ret);
 /* Whether the space-separated list in file holds every word of want (NULL-terminated). */
 bool cgroupfs_has_words(int dir, const char *file, const char *const *want);
 /* This process's cgroups from /proc/self/cgroup: the v2 path and the v1 memory, pids

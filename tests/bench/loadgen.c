@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/cli.h"
 #include "client/lib/libcodeinterp.h"
 
 extern char **environ;
@@ -115,15 +116,11 @@ static int serve_start(Lane *l) {
         return 0;
 }
 
-/* The result's outcome, or the error reply's code, into buf. */
-static void reply_name(CiMessage *m, char *buf, size_t size) {
+/* The result's outcome, or the error reply's code (in buf), else the message's type. */
+static const char *reply_name(CiMessage *m, char *buf, size_t size) {
         const char *type = ci_message_type(m);
-        const msgpack_object *o = ci_get(&m->unpacked.data, type && !strcmp(type, "error") ? "code" : "outcome");
-        if (!o || o->type != MSGPACK_OBJECT_STR) {
-                snprintf(buf, size, "%s", type ?: "malformed");
-                return;
-        }
-        snprintf(buf, size, "%.*s", (int) o->via.str.size, o->via.str.ptr);
+        return cli_str_or(ci_get(&m->unpacked.data, type && !strcmp(type, "error") ? "code" : "outcome"), buf, size,
+                          type ?: "malformed");
 }
 
 static int call_once(Lane *l, Count *c) {
@@ -135,9 +132,9 @@ static int call_once(Lane *l, Count *c) {
                 note_failure(c, strerror(-r));
                 return r;
         }
-        reply_name(&m, name, sizeof name);
-        if (strcmp(name, "ok") != 0)
-                note_failure(c, name);
+        const char *got = reply_name(&m, name, sizeof name);
+        if (strcmp(got, "ok") != 0)
+                note_failure(c, got);
         ci_message_done(&m);
         return 0;
 }
