@@ -36,7 +36,7 @@ import pytest
 
 from testlib import (ASAN, DAEMON, MUST_SANDBOX, NORTHSTAR, WAIT_LIMIT, Conn, UsernsSupervisor, calls, ok, proc,
                      status, unavailable, worker_pids_of)
-from testlib.cgroups import new_pids_cgroup, pids_hierarchy
+from testlib.cgroups import need_cgroups, new_pids_cgroup, pids_hierarchy, procs, worker_cgroups
 from testlib.faults import assert_alive, back_to_baseline, log_tail, one_call, settled_fd_count, status_or_fail
 from testlib.frames import collect_outcomes, describe, execute_frame
 from testlib.waits import at_hold, held, release, start_held, wait_for, wait_states
@@ -135,6 +135,28 @@ def test_a_mount_namespace_that_cannot_be_held_is_done_without(fault_env):
     fault_env.finish(t)
 
 
+def call_as_descriptors_run_out(fault_env, t, baseline, code, step, room):
+    """One call of code at a time with the supervisor's RLIMIT_NOFILE raised by one from
+    baseline + 1 (room to accept the connection: below it the listener waits) for at
+    most room steps, until a call fails at step (its detail names it): that call's
+    result, and every (limit, outcome, detail) seen. Fails if a call is ok first. The
+    limit is restored in any case."""
+    seen = []
+    try:
+        for n in range(baseline + 1, baseline + room):
+            fault_env.lower_nofile(t, n)
+            r = one_call(t, code)
+            fault_env.restore_nofile(t)
+            seen.append((n, r.get("outcome"), r.get("detail")))
+            if step in (r.get("detail") or ""):
+                return r, seen
+            if r.get("outcome") == "ok":
+                break
+        raise AssertionError("no limit failed at %r: %r" % (step, seen))
+    finally:
+        fault_env.restore_nofile(t)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_outputs_tmpfs_failure_is_named_and_recovers(fault_env, mode):
     """The call's /outputs tmpfs is made after its plan and pipes: with RLIMIT_NOFILE
@@ -144,29 +166,38 @@ def test_outputs_tmpfs_failure_is_named_and_recovers(fault_env, mode):
     t = fault_env.start("workerStart: %s\nzygotePoolSize: 1\n" % mode)
     ok(one_call(t, "6 * 7"), "42")
     baseline = settled_fd_count(t.pid)
-    seen = []
-    try:
-        # baseline + 1: room to accept the connection (below it the listener waits).
-        for n in range(baseline + 1, baseline + 24):
-            fault_env.lower_nofile(t, n)
-            r = one_call(t, "open('/outputs/x', 'w').write('x')")
-            fault_env.restore_nofile(t)
-            seen.append((n, r.get("outcome"), r.get("detail")))
-            if r.get("outcome") == "ok":
-                break
-            if "creating its /outputs tmpfs" in (r.get("detail") or ""):
-                assert r["outcome"] == "worker_error" and NOFILE_CAUSE.search(r["detail"]), describe(r)
-                assert r["timing"]["workerStarted"] is False and r["artifacts"] is None, r
-                break
-        else:
-            raise AssertionError("no limit failed at the /outputs step: %r" % seen)
-        assert "creating its /outputs tmpfs" in (seen[-1][2] or ""), seen
-    finally:
-        fault_env.restore_nofile(t)
+    r, _ = call_as_descriptors_run_out(fault_env, t, baseline, "open('/outputs/x', 'w').write('x')",
+                                          "creating its /outputs tmpfs", 24)
+    assert r["outcome"] == "worker_error" and NOFILE_CAUSE.search(r["detail"]), describe(r)
+    assert r["timing"]["workerStarted"] is False and r["artifacts"] is None, r
     assert_alive(t, "after the /outputs step failed")
     r = one_call(t, "open('/outputs/back.txt', 'w').write('back')")
     ok(r)
     assert [a["name"] for a in r["artifacts"]] == ["back.txt"]
+    back_to_baseline(t, baseline)
+    fault_env.finish(t)
+
+
+def test_a_kept_cgroup_that_cannot_be_reopened_is_removed(fault_env):
+    """Exec mode, where a call's cgroup stays kept (empty, no descriptor open) until the
+    next call takes it: with RLIMIT_NOFILE raised one descriptor at a time from where
+    nothing fits, some limit lets the plan, the pipes and /outputs through and leaves
+    no descriptor to open the kept cgroup again. That call ends as worker_error naming
+    the step, and the kept cgroup is removed, not left until exit; with the limit
+    restored the next call is ok and the descriptor count is back at its baseline."""
+    need_cgroups()
+    t = fault_env.start("workerStart: exec\ncgroups: auto\n")
+    ok(one_call(t, "6 * 7"), "42")
+    status_or_fail(t)
+    kept = worker_cgroups(t.pid)
+    assert kept and all(procs(d) == [] for d in kept), kept
+    baseline = settled_fd_count(t.pid)
+    r, _ = call_as_descriptors_run_out(fault_env, t, baseline, "1", "reusing its cgroup", 40)
+    assert r["outcome"] == "worker_error" and NOFILE_CAUSE.search(r["detail"]), describe(r)
+    assert r["timing"]["workerStarted"] is False, r
+    assert not [d for d in kept if os.path.exists(d)], kept
+    assert_alive(t, "after a kept cgroup could not be opened again")
+    ok(one_call(t, NORTHSTAR), "8.25")
     back_to_baseline(t, baseline)
     fault_env.finish(t)
 
