@@ -308,8 +308,10 @@ static int zygote_launch(ZygoteClient *z) {
                 return k;
         }
         if (pid == 0) {
-                char uid[16], gid[16], pool_size[16], packages[16];
-                char *const argv[] = { "codeinterp-zygote", "--zygote", uid, gid, pool_size, packages, NULL };
+                char uid[16], gid[16], pool_size[16], packages[16], tmp_bytes[24];
+                char *const argv[] = {
+                        "codeinterp-zygote", "--zygote", uid, gid, pool_size, packages, tmp_bytes, NULL
+                };
                 /* LD_BIND_NOW: the dynamic linker resolves every library's symbols in the
                  * zygote, once, so that no worker binds a function lazily (a symbol
                  * lookup and a copy-on-write fault on a GOT page each time): 15 fewer
@@ -323,6 +325,7 @@ static int zygote_launch(ZygoteClient *z) {
                 snprintf(gid, sizeof gid, "%u", (unsigned) z->policy->worker_gid);
                 snprintf(pool_size, sizeof pool_size, "%u", z->policy->zygote_pool_size);
                 snprintf(packages, sizeof packages, "%u", (unsigned) z->policy->python_packages);
+                snprintf(tmp_bytes, sizeof tmp_bytes, "%llu", (unsigned long long) z->policy->tmp_bytes);
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);
                 for (int sig = 1; sig < _NSIG; sig++)

@@ -34,9 +34,11 @@
  * (a tmpfs mounted over it there; the host's directory is never touched). */
 #define NEWROOT "/tmp"
 
-/* The worker's /tmp tmpfs (its size in bytes): mounted by sandbox_prepare() at one
- * page, given the call's tmpBytes by sandbox_finish(). */
+/* The worker's /tmp tmpfs (its size in bytes): mounted by sandbox_prepare() at the
+ * size it is told (a zygote: its policy's tmpBytes) or one page, and remounted by
+ * sandbox_finish() only when the call's tmpBytes differs (a policy reloaded since). */
 #define TMP_OPTS_FMT "size=%llu,mode=1777,nr_inodes=4096"
+static uint64_t tmp_size;
 
 /* The capabilities setup needs inside the worker's user namespace. */
 static const cap_value_t setup_caps[] = { CAP_SYS_ADMIN, CAP_SETPCAP };
@@ -499,16 +501,23 @@ static int landlock_allow(int ruleset, const char *path, uint64_t access, uint64
         return 0;
 }
 
-/* A second, independent fence inside the minimal root: reads only where the runtime,
- * the inputs and the devices are, writes only in /tmp, /outputs (when mounted) and to /dev/null, and no device,
- * socket or fifo nodes anywhere. Mount isolation already hides the host; this holds
- * even if that failed. Skipped (0) on kernels without Landlock. */
-static int apply_landlock(bool outputs) {
-        int abi = landlock_abi();
-        uint64_t handled;
-        _cleanup_close_ int ruleset = -1;
-        int r;
+/* The ruleset, built by sandbox_prepare() and applied by sandbox_finish(); above the
+ * worker's descriptor numbers, like statm_fd. -1: none (no Landlock here). */
+static int landlock_ruleset = -1;
+static uint64_t landlock_handled;
 
+/* A second, independent fence inside the minimal root: reads only where the runtime,
+ * the inputs and the devices are, writes only in /tmp, /outputs (when mounted) and to
+ * /dev/null, and no device, socket or fifo nodes anywhere. Mount isolation already
+ * hides the host; this holds even if that failed. Built with the root, before the call
+ * exists: the rules for /, /tmp and /dev/null, whose inodes stay what they are (the
+ * call's remount of /tmp changes only its size). No ruleset (0) on kernels without
+ * Landlock. */
+static int landlock_build(void) {
+        int abi = landlock_abi(), fd, r;
+        uint64_t handled;
+
+        closep(&landlock_ruleset);
         if (abi <= 0)
                 return 0;
         handled = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1; /* ABI 1: bits 0..12 */
@@ -520,37 +529,86 @@ static int apply_landlock(bool outputs) {
                 handled |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
 
         struct landlock_ruleset_attr attr = { .handled_access_fs = handled };
-        ruleset = (int) syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
-        if (ruleset < 0)
+        fd = (int) syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+        if (fd < 0)
                 return -errno;
-        if ((r = landlock_allow(ruleset, "/", LL_READ, handled)) < 0 ||
-            (r = landlock_allow(ruleset, "/tmp", LL_TMP, handled)) < 0 ||
-            (outputs && (r = landlock_allow(ruleset, "/outputs", LL_TMP, handled)) < 0) ||
+        landlock_ruleset = fcntl(fd, F_DUPFD_CLOEXEC, _WORKER_FD_MAX);
+        close(fd);
+        if (landlock_ruleset < 0)
+                return -errno;
+        landlock_handled = handled;
+        if ((r = landlock_allow(landlock_ruleset, "/", LL_READ, handled)) < 0 ||
+            (r = landlock_allow(landlock_ruleset, "/tmp", LL_TMP, handled)) < 0 ||
             /* a file takes file rights only (READ_DIR would be EINVAL) */
-            (r = landlock_allow(ruleset, "/dev/null",
+            (r = landlock_allow(landlock_ruleset, "/dev/null",
                                 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
                                         LANDLOCK_ACCESS_FS_TRUNCATE,
-                                handled)) < 0)
+                                handled)) < 0) {
+                closep(&landlock_ruleset);
+                return r;
+        }
+        return 0;
+}
+
+/* The call's part: /outputs (mounted by now) when the policy has it, then the fence. */
+static int landlock_apply(bool outputs) {
+        _cleanup_close_ int ruleset = TAKE_FD(landlock_ruleset);
+        int r;
+
+        if (ruleset < 0)
+                return landlock_abi() > 0 ? -EBADF : 0; /* never built: sandbox_prepare() first */
+        if (outputs && (r = landlock_allow(ruleset, "/outputs", LL_TMP, landlock_handled)) < 0)
                 return r;
         if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
                 return -errno;
         return 0;
 }
 
-/* A limit above the hard limit the worker inherited cannot be raised: that takes
- * CAP_SYS_RESOURCE on the host, which no worker has (a rootless supervisor's user may
- * well have lower hard limits than root). The inherited hard limit is kept then, which
- * is stricter than the plan asked for, never looser. */
-static int set_limit(int resource, rlim_t soft, rlim_t hard) {
-        struct rlimit cur, rl = { .rlim_cur = soft, .rlim_max = hard };
+/* The limits sandbox_finish() sets, and the hard limit of each that the worker
+ * inherited, read by sandbox_prepare() (nothing changes them in between). A limit above
+ * the inherited hard limit cannot be raised: that takes CAP_SYS_RESOURCE on the host,
+ * which no worker has (a rootless supervisor's user may well have lower hard limits
+ * than root). The inherited hard limit is kept then, which is stricter than the plan
+ * asked for, never looser. */
+typedef enum Limit {
+        LIMIT_AS,
+        LIMIT_CPU,
+        LIMIT_FSIZE,
+        LIMIT_NOFILE,
+        LIMIT_NPROC,
+        LIMIT_CORE,
+        LIMIT_MEMLOCK,
+        LIMIT_MSGQUEUE,
+        LIMIT_NICE,
+        _LIMIT_MAX,
+} Limit;
 
-        if (getrlimit(resource, &cur) < 0)
-                return -errno;
-        if (cur.rlim_max != RLIM_INFINITY && (hard == RLIM_INFINITY || hard > cur.rlim_max))
-                rl.rlim_max = cur.rlim_max;
+static const int limit_resource[_LIMIT_MAX] = {
+        [LIMIT_AS] = RLIMIT_AS,           [LIMIT_CPU] = RLIMIT_CPU,           [LIMIT_FSIZE] = RLIMIT_FSIZE,
+        [LIMIT_NOFILE] = RLIMIT_NOFILE,   [LIMIT_NPROC] = RLIMIT_NPROC,       [LIMIT_CORE] = RLIMIT_CORE,
+        [LIMIT_MEMLOCK] = RLIMIT_MEMLOCK, [LIMIT_MSGQUEUE] = RLIMIT_MSGQUEUE, [LIMIT_NICE] = RLIMIT_NICE,
+};
+static rlim_t limit_inherited[_LIMIT_MAX];
+
+static int read_inherited_limits(void) {
+        for (size_t i = 0; i < _LIMIT_MAX; i++) {
+                struct rlimit cur;
+                if (getrlimit(limit_resource[i], &cur) < 0)
+                        return -errno;
+                limit_inherited[i] = cur.rlim_max;
+        }
+        return 0;
+}
+
+static int set_limit(Limit l, rlim_t soft, rlim_t hard) {
+        struct rlimit rl = { .rlim_cur = soft, .rlim_max = hard };
+        rlim_t max = limit_inherited[l];
+
+        if (max != RLIM_INFINITY && (hard == RLIM_INFINITY || hard > max))
+                rl.rlim_max = max;
         if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > rl.rlim_max)
                 rl.rlim_cur = rl.rlim_max;
-        return setrlimit(resource, &rl) < 0 ? -errno : 0;
+        return setrlimit(limit_resource[l], &rl) < 0 ? -errno : 0;
 }
 
 /* /proc/self/statm, opened by sandbox_prepare() while the host's /proc is still in
@@ -591,20 +649,21 @@ static int set_rlimits(const PlanSandbox *plan, uint64_t mapped) {
         rlim_t as = (rlim_t) (mapped + plan->memory_bytes - plan->memory_bytes / 16);
         int r;
 
-        if ((r = set_limit(RLIMIT_AS, as, as)) < 0 ||
+        if ((r = set_limit(LIMIT_AS, as, as)) < 0 ||
             /* Soft == hard: the worker is its pid namespace's init, and init does not get
              * SIGXCPU's default action, so the limit is enforced by the hard limit's SIGKILL. */
-            (r = set_limit(RLIMIT_CPU, plan->cpu_seconds, plan->cpu_seconds)) < 0 ||
-            (r = set_limit(RLIMIT_FSIZE, plan->file_bytes, plan->file_bytes)) < 0 ||
-            (r = set_limit(RLIMIT_NOFILE, plan->open_files, plan->open_files)) < 0 ||
-            (r = set_limit(RLIMIT_NPROC, plan->processes, plan->processes)) < 0 ||
-            (r = set_limit(RLIMIT_CORE, 0, 0)) < 0 || (r = set_limit(RLIMIT_MEMLOCK, 0, 0)) < 0 ||
-            (r = set_limit(RLIMIT_MSGQUEUE, 0, 0)) < 0 || (r = set_limit(RLIMIT_NICE, 0, 0)) < 0)
+            (r = set_limit(LIMIT_CPU, plan->cpu_seconds, plan->cpu_seconds)) < 0 ||
+            (r = set_limit(LIMIT_FSIZE, plan->file_bytes, plan->file_bytes)) < 0 ||
+            (r = set_limit(LIMIT_NOFILE, plan->open_files, plan->open_files)) < 0 ||
+            (r = set_limit(LIMIT_NPROC, plan->processes, plan->processes)) < 0 ||
+            (r = set_limit(LIMIT_CORE, 0, 0)) < 0 || (r = set_limit(LIMIT_MEMLOCK, 0, 0)) < 0 ||
+            (r = set_limit(LIMIT_MSGQUEUE, 0, 0)) < 0 || (r = set_limit(LIMIT_NICE, 0, 0)) < 0)
                 return r;
         return 0;
 }
 
-int sandbox_prepare(const SandboxRuntime *rt, const struct sock_fprog *early, SetupStage *ret_stage) {
+int sandbox_prepare(const SandboxRuntime *rt, const struct sock_fprog *early, uint64_t tmp_bytes,
+                    SetupStage *ret_stage) {
         char opts[64];
         int r;
 
@@ -616,23 +675,25 @@ int sandbox_prepare(const SandboxRuntime *rt, const struct sock_fprog *early, Se
          * child_install_fds() put in place between here and sandbox_finish(). */
         statm_fd = fcntl(r, F_DUPFD_CLOEXEC, _WORKER_FD_MAX);
         close(r);
-        if (statm_fd < 0)
+        if (statm_fd < 0 || read_inherited_limits() < 0)
                 FAIL(SETUP_STAGE_RLIMITS, errno);
         r = setup_root(rt, ret_stage);
         if (r < 0)
                 return r;
         if (sethostname("codeinterp", 10) < 0)
                 FAIL(SETUP_STAGE_HOSTNAME, errno);
-        /* The worker's own /tmp, empty, mounted now: its size is the call's tmpBytes,
-         * set by sandbox_finish() with a remount (which only changes a number), so a
-         * pre-started worker makes the new superblock before its call arrives. */
-        snprintf(opts, sizeof opts, TMP_OPTS_FMT, 4096ULL);
+        /* The worker's own /tmp, empty, mounted now, so that a pre-started worker makes
+         * the new superblock before its call arrives. */
+        tmp_size = tmp_bytes > 0 ? tmp_bytes : 4096;
+        snprintf(opts, sizeof opts, TMP_OPTS_FMT, (unsigned long long) tmp_size);
         if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
                 FAIL(SETUP_STAGE_MOUNT_TMP, errno);
         /* The call's working directory: relative paths (open("results.csv", "w")) land
          * in its /tmp, not on the read-only root. */
         if (chdir("/tmp") < 0)
                 FAIL(SETUP_STAGE_MOUNT_TMP, errno);
+        if ((r = landlock_build()) < 0)
+                FAIL(SETUP_STAGE_LANDLOCK, r);
         if ((r = limit_caps()) < 0)
                 FAIL(SETUP_STAGE_CAPS_DROP, r);
         /* The early part of the seccomp filter (policy/seccomp.h), the dear one to load,
@@ -641,6 +702,20 @@ int sandbox_prepare(const SandboxRuntime *rt, const struct sock_fprog *early, Se
         if (early && (r = policy_seccomp_load(early)) < 0)
                 FAIL(SETUP_STAGE_SECCOMP, r);
         return 0;
+}
+
+/* Every descriptor above the worker's own, but the Landlock ruleset, which is applied
+ * (and closed) after no_new_privs. */
+static int close_stray_fds(void) {
+        unsigned first = (unsigned) WORKER_FD_LAST_KEPT + 1;
+
+        if (landlock_ruleset >= (int) first) {
+                if ((unsigned) landlock_ruleset > first &&
+                    syscall(SYS_close_range, first, (unsigned) landlock_ruleset - 1, 0) < 0)
+                        return -errno;
+                first = (unsigned) landlock_ruleset + 1;
+        }
+        return syscall(SYS_close_range, first, ~0U, 0) < 0 ? -errno : 0;
 }
 
 int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, SetupStage *ret_stage) {
@@ -653,9 +728,12 @@ int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, Se
         closep(&statm_fd);
         if (r < 0)
                 FAIL(SETUP_STAGE_RLIMITS, -r);
-        snprintf(opts, sizeof opts, TMP_OPTS_FMT, (unsigned long long) plan->tmp_bytes);
-        if (mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
-                FAIL(SETUP_STAGE_MOUNT_TMP, errno);
+        if (plan->tmp_bytes != tmp_size) {
+                snprintf(opts, sizeof opts, TMP_OPTS_FMT, (unsigned long long) plan->tmp_bytes);
+                if (mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+                        FAIL(SETUP_STAGE_MOUNT_TMP, errno);
+                tmp_size = plan->tmp_bytes;
+        }
         r = setup_inputs(plan, ret_stage);
         if (r < 0)
                 return r;
@@ -664,13 +742,13 @@ int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, Se
          * gets attached. Closed with the rest below either way. */
         if (plan->outputs && move_mount(WORKER_FD_OUTPUTS, "", AT_FDCWD, "/outputs", MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 FAIL(SETUP_STAGE_MOUNT_OUTPUTS, errno);
-        if (syscall(SYS_close_range, (unsigned) WORKER_FD_LAST_KEPT + 1, ~0U, 0) < 0)
-                FAIL(SETUP_STAGE_FDS, errno);
+        if ((r = close_stray_fds()) < 0)
+                FAIL(SETUP_STAGE_FDS, r);
         if ((r = drop_caps()) < 0)
                 FAIL(SETUP_STAGE_CAPS_DROP, r);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 FAIL(SETUP_STAGE_NO_NEW_PRIVS, errno);
-        if ((r = apply_landlock(plan->outputs)) < 0)
+        if ((r = landlock_apply(plan->outputs)) < 0)
                 FAIL(SETUP_STAGE_LANDLOCK, r);
         if ((r = set_rlimits(plan, mapped)) < 0)
                 FAIL(SETUP_STAGE_RLIMITS, r);
@@ -683,7 +761,7 @@ int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, Se
 
 int sandbox_enter(const SandboxRuntime *rt, const PlanSandbox *plan, const struct sock_fprog *seccomp,
                   SetupStage *ret_stage) {
-        int r = sandbox_prepare(rt, NULL, ret_stage);
+        int r = sandbox_prepare(rt, NULL, plan->tmp_bytes, ret_stage);
         if (r < 0)
                 return r;
         return sandbox_finish(plan, seccomp, ret_stage);

@@ -70,11 +70,13 @@ int sandbox_become(uid_t uid, gid_t gid, SetupStage *ret_stage);
 int sandbox_enter(const SandboxRuntime *rt, const PlanSandbox *plan, const struct sock_fprog *seccomp,
                   SetupStage *ret_stage);
 /* sandbox_enter() in two halves: what is the same for every call (the private mount
- * namespace's minimal root, pivot_root, hostname, an empty /tmp of one page as the
- * working directory, and early, if not NULL: the early part of the seccomp filter,
- * policy_seccomp_compile_early()), which a pre-started worker does before its call
- * arrives, and what belongs to the call (/tmp's size, /inputs, /outputs, fds, caps,
- * no_new_privs, rlimits, seccomp: the whole filter, or the late part after an early
- * one). */
-int sandbox_prepare(const SandboxRuntime *rt, const struct sock_fprog *early, SetupStage *ret_stage);
+ * namespace's minimal root, pivot_root, hostname, an empty /tmp of tmp_bytes (0: one
+ * page) as the working directory, the Landlock ruleset's rules for the root, /tmp and
+ * /dev/null, the inherited hard limits read, and early, if not NULL: the early part of
+ * the seccomp filter, policy_seccomp_compile_early()), which a pre-started worker does
+ * before its call arrives, and what belongs to the call (/tmp's size when the call's
+ * differs, /inputs, /outputs, fds, caps, no_new_privs, Landlock applied, rlimits,
+ * seccomp: the whole filter, or the late part after an early one). */
+int sandbox_prepare(const SandboxRuntime *rt, const struct sock_fprog *early, uint64_t tmp_bytes,
+                    SetupStage *ret_stage);
 int sandbox_finish(const PlanSandbox *plan, const struct sock_fprog *seccomp, SetupStage *ret_stage);

@@ -130,6 +130,7 @@ static bool pool_behind = false;
 static uid_t worker_uid; /* the ids inside every worker's user namespace */
 static gid_t worker_gid;
 static uint32_t python_packages; /* the policy's pythonPackages: preloaded, and bound in every worker */
+static uint64_t tmp_bytes;       /* the policy's tmpBytes: the size of a pre-started worker's /tmp */
 
 static void slot_close(Slot *s) {
         fdpass_close_all(s->cgroup_fds, s->id.n_cgroup_fds);
@@ -225,7 +226,7 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
                 failed_stage = SETUP_STAGE_CGROUP;
         } else if ((r = sandbox_runtime_open(python_packages, &rt, &stage)) < 0 ||
                    (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 ||
-                   (r = sandbox_prepare(&rt, &early_filter, &stage)) < 0) {
+                   (r = sandbox_prepare(&rt, &early_filter, tmp_bytes, &stage)) < 0) {
                 failed = r;
                 failed_stage = stage;
         }
@@ -574,25 +575,36 @@ static int compile_filters(void) {
         return 0;
 }
 
+/* The arguments (zygote.h), into the globals every worker is made with. */
+static int parse_arguments(int argc, char **argv) {
+        unsigned long uid, gid, size, packages;
+        unsigned long long tmp;
+
+        if (argc != 7 || sscanf(argv[2], "%lu", &uid) != 1 || sscanf(argv[3], "%lu", &gid) != 1 ||
+            sscanf(argv[4], "%lu", &size) != 1 || sscanf(argv[5], "%lu", &packages) != 1 ||
+            sscanf(argv[6], "%llu", &tmp) != 1 || uid == 0 || gid == 0 || size > ELEMENTSOF(pool) ||
+            packages >> _POLICY_PACKAGE_MAX)
+                return -EINVAL;
+        worker_uid = (uid_t) uid;
+        worker_gid = (gid_t) gid;
+        pool_target = size;
+        python_packages = (uint32_t) packages;
+        tmp_bytes = (uint64_t) tmp;
+        return 0;
+}
+
 int zygote_main(int argc, char **argv) {
         ZygoteMsg ready;
-        unsigned long uid, gid, size, packages;
         int r;
 
-        if (argc != 6 || sscanf(argv[2], "%lu", &uid) != 1 || sscanf(argv[3], "%lu", &gid) != 1 ||
-            sscanf(argv[4], "%lu", &size) != 1 || sscanf(argv[5], "%lu", &packages) != 1 || uid == 0 || gid == 0 ||
-            size > ELEMENTSOF(pool) || packages >> _POLICY_PACKAGE_MAX) {
+        if (parse_arguments(argc, argv) < 0) {
                 fprintf(stderr, "codeinterp-zygote: bad arguments\n");
                 return 2;
         }
         /* The dynamic linker has read it (zygote_client.c); no worker's os.environ shows it. */
         (void) unsetenv("LD_BIND_NOW");
-        worker_uid = (uid_t) uid;
-        worker_gid = (gid_t) gid;
-        pool_target = size;
         rootless = userns_rootless();
         pool_nice = pool_nice_restorable();
-        python_packages = (uint32_t) packages;
 
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         prctl(PR_SET_NAME, "ci-zygote", 0, 0, 0);

@@ -15,9 +15,11 @@
  * finds one ready again; otherwise every queued call would wait for its own clone. */
 #pragma once
 
-/* argv: codeinterp-zygote --zygote UID GID POOL_SIZE PACKAGES, UID and GID the ids inside
- * every worker's namespace (workerUid, workerGid), POOL_SIZE the number of workers kept
- * pre-started and PACKAGES the policy's pythonPackages bit mask (preloaded, and bound in
- * every worker); the host ids come with the supervisor's slots. Runs the zygote loop on
+/* argv: codeinterp-zygote --zygote UID GID POOL_SIZE PACKAGES TMP_BYTES, UID and GID the
+ * ids inside every worker's namespace (workerUid, workerGid), POOL_SIZE the number of
+ * workers kept pre-started, PACKAGES the policy's pythonPackages bit mask (preloaded,
+ * and bound in every worker) and TMP_BYTES its tmpBytes, the size a pre-started
+ * worker's /tmp is mounted with (a call whose plan says otherwise, after a reload,
+ * gets it remounted); the host ids come with the supervisor's slots. Runs the zygote loop on
  * fd ZYGOTE_CTL_FD; returns the process exit status. */
 int zygote_main(int argc, char **argv);

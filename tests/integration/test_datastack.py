@@ -329,7 +329,7 @@ def test_zygote_refuses_a_mask_outside_the_allow_list():
     """The zygote takes the mask as its fifth argument and refuses bits the allow-list
     does not have (the supervisor never sends one: this is the zygote's own check)."""
     worker = os.path.join(os.path.dirname(DAEMON), "codeinterp-worker")
-    r = subprocess.run([worker, "--zygote", "65534", "65534", "2", str(1 << len(PACKAGES))],
+    r = subprocess.run([worker, "--zygote", "65534", "65534", "2", str(1 << len(PACKAGES)), "16777216"],
                        capture_output=True, text=True, timeout=WAIT_LIMIT)
     assert r.returncode == 2
     assert "bad arguments" in r.stderr

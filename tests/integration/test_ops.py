@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from testlib import DAEMON, NORTHSTAR, WAIT_LIMIT, WORKER_START, Conn, Supervisor, ask, proc, require_sandbox, status, stops_cleanly, terminate
+from testlib import DAEMON, NORTHSTAR, WAIT_LIMIT, WORKER_START, Conn, Supervisor, ask, proc, require_sandbox, status, stops_cleanly, terminate, value
 from testlib.waits import sleep_past, start_held, wait_call, wait_for
 
 pytestmark = pytest.mark.asan
@@ -86,9 +86,9 @@ class Managed:
         except socket.timeout:
             return None
         sent = None
-        for level, kind, value in anc:
+        for level, kind, payload in anc:
             if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                sec, nsec = array.array("q", value[:16])
+                sec, nsec = array.array("q", payload[:16])
                 sent = sec + nsec / 1e9
         return sent, data.decode()
 
@@ -240,6 +240,27 @@ def test_reload_changes_new_calls_and_keeps_running_and_queued_ones():
         assert c.execute("print(2)", invocation=inv["invocation"])["outcome"] == "ok"
         r = c.execute("print(3)", invocation=inv["invocation"])
         assert r.get("code") == "quota_exhausted" or r.get("outcome") == "quota_exhausted", r
+
+
+@pytest.mark.start_mode
+def test_reload_of_tmp_bytes_resizes_tmp_for_the_next_calls():
+    """A call's /tmp is its policy's tmpBytes. In zygote mode a pre-started worker mounts
+    /tmp before its call at the size the zygote was started with, and the zygote outlives
+    a reload (tmpBytes is no key read only at start): after a reload that changes it, the
+    pool's workers, prepared before, and those prepared after by the same zygote each get
+    /tmp resized before the code runs."""
+    size = "import os\nst = os.statvfs('/tmp')\nst.f_blocks * st.f_frsize"
+    with stops_cleanly(Supervisor("tmpBytes: 1048576\n")) as s:
+        c = s.connect()
+        for _ in range(3):
+            assert value(c.execute(size)) == "1048576"
+        zygote = status(s)["zygotePid"]
+        write_policy(s.policy_path, "tmpBytes: 2097152\n")
+        s.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "Reloaded the policy" in s.read_log(), lambda: "the reload: " + s.read_log())
+        for _ in range(4):  # more than the pool's two, prepared before the reload
+            assert value(c.execute(size)) == "2097152"
+        assert status(s)["zygotePid"] == zygote
 
 
 def test_reload_with_an_invalid_file_keeps_the_old_policy():
