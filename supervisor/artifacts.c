@@ -235,7 +235,7 @@ int artifacts_prepare(void) {
         return r < 0 ? r : ARTIFACTS_BY_HELPER;
 }
 
-int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, int *ret_fd) {
+static int mount_new(uint64_t max_bytes, uint32_t max_files, int *ret_fd) {
         int r;
 
         if (max_bytes == 0) /* tmpfs reads size=0 as "unbounded" */
@@ -244,6 +244,39 @@ int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, int *ret_fd) {
                 return mount_in_helper(max_bytes, max_files, ret_fd);
         r = mount_here(max_bytes, max_files, geteuid(), getegid(), false, ret_fd);
         return r == -EPERM ? mount_in_helper(max_bytes, max_files, ret_fd) : r;
+}
+
+/* The mount made ahead (artifacts_mount_ahead()): a superblock and ten system calls (a
+ * helper's round trip, where one makes the mounts) off the next call's path. */
+static struct {
+        int fd; /* -1: none */
+        uint64_t max_bytes;
+        uint32_t max_files;
+} ahead = { .fd = -1 };
+
+int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, int *ret_fd) {
+        if (ahead.fd >= 0 && ahead.max_bytes == max_bytes && ahead.max_files == max_files) {
+                *ret_fd = TAKE_FD(ahead.fd);
+                return 0;
+        }
+        closep(&ahead.fd); /* made for bounds a reload has changed since */
+        return mount_new(max_bytes, max_files, ret_fd);
+}
+
+void artifacts_mount_ahead(uint64_t max_bytes, uint32_t max_files) {
+        int r;
+
+        if (ahead.fd >= 0 && ahead.max_bytes == max_bytes && ahead.max_files == max_files)
+                return;
+        closep(&ahead.fd);
+        r = mount_new(max_bytes, max_files, &ahead.fd);
+        if (r < 0) {
+                ahead.fd = -1;
+                log_debug_errno(r, "Making the next call's /outputs ahead failed (%m): that call makes its own");
+                return;
+        }
+        ahead.max_bytes = max_bytes;
+        ahead.max_files = max_files;
 }
 
 /* ---- media types ---- */

@@ -64,10 +64,14 @@ int artifacts_prepare(void);
 
 /* A fresh detached tmpfs for one call's /outputs: size max_bytes, max_files + 1 inodes,
  * nosuid, nodev, noexec, its root as the header comment says. *ret_fd is the mount's
- * descriptor (O_PATH, close-on-exec). Made here, or (rootless, or -EPERM here) by the
- * helper, started at the first need and kept, which sends the descriptor back; its
- * failure is its errno. */
+ * descriptor (O_PATH, close-on-exec). The one made ahead if it has these bounds, else
+ * made now: here, or (rootless, or -EPERM here) by the helper, started at the first
+ * need and kept, which sends the descriptor back; its failure is its errno. */
 int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, int *ret_fd);
+/* Make the next call's mount ahead, off its path (while a call runs), unless one with
+ * these bounds is kept already. It stays empty and ours until a call takes it; a failure
+ * only means the next call makes its own (and reports that one's failure). */
+void artifacts_mount_ahead(uint64_t max_bytes, uint32_t max_files);
 /* The helper's pid (0 while there is none): our child, reaped only by us. */
 pid_t artifacts_helper_pid(void);
 /* Kill and reap the helper, if any (at exit; the next mount starts another). */

@@ -703,6 +703,9 @@ int runner_start(sd_event *e, const Policy *p, const RunnerSpawner *sp, const Ru
         k = watch_worker(r, pipes);
         if (k < 0)
                 goto fail;
+        /* While the worker starts, the next call's /outputs. */
+        if (p->max_artifacts > 0)
+                artifacts_mount_ahead(p->max_artifact_bytes, p->max_artifacts);
         *ret = r;
         return 0;
 fail:

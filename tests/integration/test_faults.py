@@ -159,12 +159,20 @@ def call_as_descriptors_run_out(fault_env, t, baseline, code, step, room):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_outputs_tmpfs_failure_is_named_and_recovers(fault_env, mode):
-    """The call's /outputs tmpfs is made after its plan and pipes: with RLIMIT_NOFILE
-    raised one descriptor at a time from where nothing fits, some limit lets the plan
-    and the pipes through and fails fsopen()/fsmount(). That call ends as worker_error
-    naming the step; with the limit restored the next call has its /outputs again."""
-    t = fault_env.start("workerStart: %s\nzygotePoolSize: 1\n" % mode)
+    """The call's /outputs tmpfs is made after its plan and pipes, ahead of the call while
+    the one before runs, or on its path when none is made ahead with its bounds: here a
+    reload has changed maxArtifactBytes since the one ahead was made. With RLIMIT_NOFILE
+    raised one descriptor at a time from where nothing fits, some limit lets the plan and
+    the pipes through and fails fsopen()/fsmount(). That call ends as worker_error naming
+    the step; with the limit restored the next call has its /outputs again."""
+    policy = "workerStart: %s\nzygotePoolSize: 1\n" % mode
+    t = fault_env.start(policy)
     ok(one_call(t, "6 * 7"), "42")
+    with open(t.sup.policy_path + ".new", "w") as f:
+        f.write(policy + "maxArtifactBytes: 4194304\n")
+    os.rename(t.sup.policy_path + ".new", t.sup.policy_path)
+    t.sup.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "Reloaded the policy" in t.sup.read_log(), lambda: "the reload: " + t.sup.read_log())
     baseline = settled_fd_count(t.pid)
     r, _ = call_as_descriptors_run_out(fault_env, t, baseline, "open('/outputs/x', 'w').write('x')",
                                           "creating its /outputs tmpfs", 24)

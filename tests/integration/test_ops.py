@@ -263,6 +263,23 @@ def test_reload_of_tmp_bytes_resizes_tmp_for_the_next_calls():
         assert status(s)["zygotePid"] == zygote
 
 
+@pytest.mark.start_mode
+def test_reload_of_artifact_bounds_reaches_the_next_calls_outputs():
+    """A call's /outputs tmpfs is made ahead, while the call before runs; after a reload
+    that changes maxArtifactBytes and maxArtifacts, the one made ahead with the old bounds
+    is not used: the next call's /outputs has the new size and inode count (files + 1)."""
+    size = "import os\nst = os.statvfs('/outputs')\n(st.f_blocks * st.f_frsize, st.f_files)"
+    with stops_cleanly(Supervisor("maxArtifactBytes: 1048576\nmaxArtifacts: 4\n")) as s:
+        c = s.connect()
+        for _ in range(2):
+            assert value(c.execute(size)) == "(1048576, 5)"
+        write_policy(s.policy_path, "maxArtifactBytes: 2097152\nmaxArtifacts: 6\n")
+        s.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "Reloaded the policy" in s.read_log(), lambda: "the reload: " + s.read_log())
+        for _ in range(2):
+            assert value(c.execute(size)) == "(2097152, 7)"
+
+
 def test_reload_with_an_invalid_file_keeps_the_old_policy():
     with stops_cleanly(Supervisor("timeoutMs: 20000\n")) as s:
         before = hello(s.socket)["policy"]["sha256"]
