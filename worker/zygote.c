@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -633,9 +634,13 @@ int zygote_main(int argc, char **argv) {
                 fprintf(stderr, "codeinterp-zygote: initialising Python failed: %s\n", strerror(-r));
                 return 1;
         }
-        /* Everything allocated so far is shared copy-on-write with every worker: keep
-         * the collector from touching (and so copying) it. */
-        PyRun_SimpleString("import gc; gc.freeze(); del gc"); /* no name left in __main__ */
+        /* Everything allocated so far is shared copy-on-write with every worker: the
+         * garbage of the preload and the warm-up collected, then the collector kept from
+         * touching (and so copying) what is left, and the C heap's free pages given back,
+         * so that no worker maps them (every page the zygote has mapped costs each
+         * worker's clone a page table entry to copy and its exit one to tear down). */
+        PyRun_SimpleString("import gc; gc.collect(); gc.freeze(); del gc"); /* no name left in __main__ */
+        (void) malloc_trim(0);
         r = zygote_drop_privileges();
         if (r < 0) {
                 fprintf(stderr, "codeinterp-zygote: dropping privileges failed: %s\n", strerror(-r));
