@@ -279,6 +279,10 @@ void artifacts_mount_ahead(uint64_t max_bytes, uint32_t max_files) {
         ahead.max_files = max_files;
 }
 
+void artifacts_mount_ahead_drop(void) {
+        closep(&ahead.fd);
+}
+
 /* ---- media types ---- */
 
 typedef struct Cursor {

@@ -72,6 +72,10 @@ int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, int *ret_fd);
  * these bounds is kept already. It stays empty and ours until a call takes it; a failure
  * only means the next call makes its own (and reports that one's failure). */
 void artifacts_mount_ahead(uint64_t max_bytes, uint32_t max_files);
+/* Close the mount made ahead, if any: at a reload, whose bounds may differ (a call
+ * queued before it keeps its own, and one made ahead with other bounds than a call's is
+ * never given to it either). The next call makes its own, and one ahead again. */
+void artifacts_mount_ahead_drop(void);
 /* The helper's pid (0 while there is none): our child, reaped only by us. */
 pid_t artifacts_helper_pid(void);
 /* Kill and reap the helper, if any (at exit; the next mount starts another). */

@@ -439,6 +439,7 @@ static int on_reload(sd_event_source *s, const struct signalfd_siginfo *si, void
                  arg_policy, np.name, np.sha256, cur->sha256);
         server_set_policy(server, snap);
         policy_snapshot_unref(snap);
+        artifacts_mount_ahead_drop();
 done:
         (void) sd_notify(0, "READY=1");
         return 0;

@@ -157,22 +157,29 @@ def call_as_descriptors_run_out(fault_env, t, baseline, code, step, room):
         fault_env.restore_nofile(t)
 
 
+def reload_policy(t, text):
+    """Replace the supervisor's policy file with text, send SIGHUP, wait for the reload."""
+    before = t.sup.read_log().count("Reloaded the policy")
+    with open(t.sup.policy_path + ".new", "w") as f:
+        f.write(text)
+    os.rename(t.sup.policy_path + ".new", t.sup.policy_path)
+    t.sup.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: t.sup.read_log().count("Reloaded the policy") > before, lambda: "the reload: " + t.sup.read_log())
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_outputs_tmpfs_failure_is_named_and_recovers(fault_env, mode):
-    """The call's /outputs tmpfs is made after its plan and pipes, ahead of the call while
-    the one before runs, or on its path when none is made ahead with its bounds: here a
-    reload has changed maxArtifactBytes since the one ahead was made. With RLIMIT_NOFILE
-    raised one descriptor at a time from where nothing fits, some limit lets the plan and
-    the pipes through and fails fsopen()/fsmount(). That call ends as worker_error naming
-    the step; with the limit restored the next call has its /outputs again."""
+    """The call's /outputs tmpfs is made after its plan and pipes: ahead, while the call
+    before runs, or on the call's path when there is none, as after a reload (which drops
+    the one made ahead). With RLIMIT_NOFILE raised one descriptor at a time from where
+    nothing fits, some limit lets the plan and the pipes through and fails
+    fsopen()/fsmount(). That call ends as worker_error naming the step; with the limit
+    restored the next call has its /outputs again, and after another reload the
+    descriptors are back at their baseline."""
     policy = "workerStart: %s\nzygotePoolSize: 1\n" % mode
     t = fault_env.start(policy)
     ok(one_call(t, "6 * 7"), "42")
-    with open(t.sup.policy_path + ".new", "w") as f:
-        f.write(policy + "maxArtifactBytes: 4194304\n")
-    os.rename(t.sup.policy_path + ".new", t.sup.policy_path)
-    t.sup.proc.send_signal(signal.SIGHUP)
-    wait_for(lambda: "Reloaded the policy" in t.sup.read_log(), lambda: "the reload: " + t.sup.read_log())
+    reload_policy(t, policy + "maxArtifactBytes: 4194304\n")
     baseline = settled_fd_count(t.pid)
     r, _ = call_as_descriptors_run_out(fault_env, t, baseline, "open('/outputs/x', 'w').write('x')",
                                           "creating its /outputs tmpfs", 24)
@@ -182,6 +189,7 @@ def test_outputs_tmpfs_failure_is_named_and_recovers(fault_env, mode):
     r = one_call(t, "open('/outputs/back.txt', 'w').write('back')")
     ok(r)
     assert [a["name"] for a in r["artifacts"]] == ["back.txt"]
+    reload_policy(t, policy + "maxArtifactBytes: 2097152\n")
     back_to_baseline(t, baseline)
     fault_env.finish(t)
 

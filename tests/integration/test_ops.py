@@ -265,19 +265,32 @@ def test_reload_of_tmp_bytes_resizes_tmp_for_the_next_calls():
 
 @pytest.mark.start_mode
 def test_reload_of_artifact_bounds_reaches_the_next_calls_outputs():
-    """A call's /outputs tmpfs is made ahead, while the call before runs; after a reload
-    that changes maxArtifactBytes and maxArtifacts, the one made ahead with the old bounds
-    is not used: the next call's /outputs has the new size and inode count (files + 1)."""
+    """A call's /outputs tmpfs is made ahead, while the call before runs. A reload drops
+    the one made ahead; a call queued before the reload keeps the old bounds (as it keeps
+    every limit) and one admitted after it gets the new ones, whichever starts first:
+    the one made ahead for the other's bounds is never given to it. Each /outputs is
+    checked by its size and inode count (maxArtifacts + 1)."""
     size = "import os\nst = os.statvfs('/outputs')\n(st.f_blocks * st.f_frsize, st.f_files)"
-    with stops_cleanly(Supervisor("maxArtifactBytes: 1048576\nmaxArtifacts: 4\n")) as s:
+    old, new = "(1048576, 5)", "(2097152, 7)"
+    with stops_cleanly(Supervisor("maxActiveWorkers: 1\nmaxArtifactBytes: 1048576\nmaxArtifacts: 4\n")) as s:
         c = s.connect()
-        for _ in range(2):
-            assert value(c.execute(size)) == "(1048576, 5)"
-        write_policy(s.policy_path, "maxArtifactBytes: 2097152\nmaxArtifacts: 6\n")
+        assert value(c.execute(size)) == old
+        running, queued, later = s.connect(), s.connect(), s.connect()
+        held = start_held(s, running, after=size)
+        held.wait_running()
+        rid_queued = queued.request("execute", summary="t", code=size, sourceIds=[])
+        wait_call(s, queued.call_id(rid_queued), "queued")
+        write_policy(s.policy_path, "maxActiveWorkers: 1\nmaxArtifactBytes: 2097152\nmaxArtifacts: 6\n")
         s.proc.send_signal(signal.SIGHUP)
         wait_for(lambda: "Reloaded the policy" in s.read_log(), lambda: "the reload: " + s.read_log())
+        rid_later = later.request("execute", summary="t", code=size, sourceIds=[])
+        wait_call(s, later.call_id(rid_later), "queued")
+        held.release()
+        assert value(held.result()) == old
+        assert value(queued.wait(rid_queued, types=("result", "error"))) == old
+        assert value(later.wait(rid_later, types=("result", "error"))) == new
         for _ in range(2):
-            assert value(c.execute(size)) == "(2097152, 7)"
+            assert value(c.execute(size)) == new
 
 
 def test_reload_with_an_invalid_file_keeps_the_old_policy():
