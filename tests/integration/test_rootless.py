@@ -324,6 +324,15 @@ def mount_helper(sup_pid):
     return found[0] if found else None
 
 
+def drop_outputs_made_ahead(s):
+    """A reload (maxArtifactBytes changed) drops the /outputs the last call had made ahead
+    for the next: the next call makes its own, on its path (docs/design.md, Artifacts)."""
+    with open(s.policy_path, "a") as f:
+        f.write("maxArtifactBytes: 4194304\n")
+    s.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "Reloaded the policy" in s.read_log(), lambda: "the reload: " + s.read_log())
+
+
 @pytest.mark.asan
 @pytest.mark.parametrize("by_helper", [False, True])
 def test_outputs_step_fails_under_the_descriptor_limit(make_supervisor, by_helper):
@@ -339,11 +348,7 @@ def test_outputs_step_fails_under_the_descriptor_limit(make_supervisor, by_helpe
     policy = "zygotePoolSize: 1\ncgroups: off\n"
     s = helper_supervisor(make_supervisor, policy) if by_helper else make_supervisor(policy)
     assert value(s.connect().execute("6 * 7")) == "42"
-    # A reload drops the /outputs made ahead by that call: the next call makes its own.
-    with open(s.policy_path, "a") as f:
-        f.write("maxArtifactBytes: 4194304\n")
-    s.proc.send_signal(signal.SIGHUP)
-    wait_for(lambda: "Reloaded the policy" in s.read_log(), lambda: "the reload: " + s.read_log())
+    drop_outputs_made_ahead(s)
     pid = s.proc.pid
     helper = mount_helper(pid) if by_helper else None
     base = len(os.listdir("/proc/%d/fd" % pid))
@@ -406,7 +411,8 @@ def test_outputs_helper_is_kept_and_replaced(make_supervisor):
 @pytest.mark.skipif(not ROOTLESS, reason="RLIMIT_NPROC does not bind root")
 def test_rootless_outputs_helper_under_the_process_limit(make_supervisor):
     """Rootless, each call's /outputs comes from the helper process: one gone (killed
-    here) is started again at the next call's mount, and with the user's process limit
+    here) is started again at the next mount (here the next call's own: a reload has
+    dropped the one made ahead), and with the user's process limit
     reached (RLIMIT_NPROC of the supervisor lowered to 1) its clone fails, and the call
     ends as worker_error naming the step and EAGAIN; restored, the next call has its
     /outputs again."""
@@ -415,6 +421,7 @@ def test_rootless_outputs_helper_under_the_process_limit(make_supervisor):
     helper = mount_helper(s.proc.pid)
     os.kill(helper, signal.SIGKILL)
     wait_for(lambda: proc.state(helper) in ("Z", None), "the helper killed")
+    drop_outputs_made_ahead(s)
     old = prlimit(s.proc.pid, "nproc", 1)
     try:
         r = s.connect().execute("'never runs'")
