@@ -254,24 +254,29 @@ static struct {
         uint32_t max_files;
 } ahead = { .fd = -1 };
 
+static bool ahead_fits(uint64_t max_bytes, uint32_t max_files) {
+        return ahead.fd >= 0 && ahead.max_bytes == max_bytes && ahead.max_files == max_files;
+}
+
 int artifacts_mount_new(uint64_t max_bytes, uint32_t max_files, int *ret_fd) {
-        if (ahead.fd >= 0 && ahead.max_bytes == max_bytes && ahead.max_files == max_files) {
+        if (ahead_fits(max_bytes, max_files)) {
                 *ret_fd = TAKE_FD(ahead.fd);
                 return 0;
         }
-        closep(&ahead.fd); /* made for bounds a reload has changed since */
+        /* Made for other bounds: the call before was admitted after a reload, this one
+         * (queued) before it. */
+        closep(&ahead.fd);
         return mount_new(max_bytes, max_files, ret_fd);
 }
 
 void artifacts_mount_ahead(uint64_t max_bytes, uint32_t max_files) {
         int r;
 
-        if (ahead.fd >= 0 && ahead.max_bytes == max_bytes && ahead.max_files == max_files)
+        if (ahead_fits(max_bytes, max_files))
                 return;
         closep(&ahead.fd);
         r = mount_new(max_bytes, max_files, &ahead.fd);
         if (r < 0) {
-                ahead.fd = -1;
                 log_debug_errno(r, "Making the next call's /outputs ahead failed (%m): that call makes its own");
                 return;
         }

@@ -268,6 +268,23 @@ r
     assert value(shared_conn.execute(code)) == "['ImportError', 'ImportError']"
 
 
+def test_code_sees_only_its_own_descriptors(shared_conn):
+    """The code finds stdin, stdout, stderr, the report and the result open, and nothing
+    else: not the plan, the /outputs mount, the runtime's or the zygote's descriptors,
+    nor the Landlock ruleset a pre-started worker built before its call (closed once
+    applied; every other descriptor is closed around it before)."""
+    code = """import os
+def is_open(fd):
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+[fd for fd in range(1024) if is_open(fd)]"""
+    for _ in range(3):
+        assert value(shared_conn.execute(code)) == "[0, 1, 2, 3, 4]"
+
+
 def test_landlock_fence_inside_the_minimal_root(shared_conn):
     """Landlock (where the kernel has it) fences the worker inside its root: writes only
     to /tmp and /dev/null. A device opened for writing is the one write the read-only
