@@ -155,7 +155,7 @@ static void take_ready(Runner *r) {
                 /* Exec mode: the worker runs its own executable now, whose memory belongs
                  * to its user namespace, ours to read (common/proc.h): hold it from here. */
                 if (r->mntns_fd < 0 && r->how == WORKER_HOW_EXEC)
-                        r->mntns_fd = proc_open_mount_namespace(r->pid);
+                        r->mntns_fd = proc_open_mount_namespace(r->pid, r->pidfd);
                 memmove(r->report, r->report + 4 + n, r->report_len - 4 - n);
                 r->report_len -= 4 + n;
         }
@@ -254,6 +254,41 @@ static int on_exit_event(sd_event_source *s, int fd, uint32_t revents, void *use
         return 0;
 }
 
+/* Only a reaped worker's /outputs is read, as its owner (r->id, released to the block
+ * already, still names it): its pid namespace is empty, nothing writes there any more.
+ * (Without a worker the mount may still be on its way to one the zygote makes later; it
+ * is not touched.) A tmpfs whose only inode is its root holds nothing to read: most
+ * calls write no file, and the fstatfs() spares them the listing's dozen system calls
+ * (two fsuid switches, the open, fdopendir()'s checks, getdents64). */
+static void collect_outputs(Runner *r, RunnerResult *res) {
+        uint64_t entries = 0, bytes = 0;
+        int k;
+
+        if (r->outputs_fd < 0 || res->pid <= 0 || !res->has_host_uid)
+                return;
+        if (runner_outputs_usage(r, &entries, &bytes) && entries == 0) {
+                res->has_outputs = true;
+                return;
+        }
+        k = artifacts_collect(r->outputs_fd, r->id.uid, r->id.gid, r->policy->max_artifacts,
+                              r->policy->max_artifact_bytes, &res->artifacts);
+        if (k >= 0)
+                res->has_outputs = true;
+        else if (runner_outputs_usage(r, &entries, &bytes)) {
+                /* Out of descriptors or memory: nothing is read, but nothing goes
+                 * silently. The tmpfs's own counters (fstatfs() needs no new
+                 * descriptor) say what is omitted: its entries, and its allocated
+                 * bytes, whole pages (docs/protocol.md). */
+                res->artifacts = (ArtifactSet){ .omitted = entries, .omitted_bytes = bytes };
+                res->has_outputs = true;
+                log_warning_errno(k,
+                                  "Reading the worker's /outputs failed (%m); its %llu entries are "
+                                  "reported as omitted",
+                                  (unsigned long long) entries);
+        } else
+                log_warning_errno(k, "Reading the worker's /outputs failed: %m");
+}
+
 /* The worker is gone (or never came): drain, classify, fit, and hand over the result. */
 static void complete(Runner *r, RunnerResult *resp, int status, const struct rusage *ru) {
         RunnerResult res = *resp;
@@ -289,31 +324,7 @@ static void complete(Runner *r, RunnerResult *resp, int status, const struct rus
                                          .report_len = r->report_len,
                                          .oom_kills = r->oom_kills },
                         status, ru, &res);
-        /* Only a reaped worker's /outputs is read, as its owner (r->id, released to the
-         * block already, still names it): its pid namespace is empty, nothing writes there
-         * any more. (Without a worker the mount may still be on its way to one the zygote
-         * makes later; it is not touched.) */
-        if (r->outputs_fd >= 0 && res.pid > 0 && res.has_host_uid) {
-                int k = artifacts_collect(r->outputs_fd, r->id.uid, r->id.gid, r->policy->max_artifacts,
-                                          r->policy->max_artifact_bytes, &res.artifacts);
-                uint64_t entries = 0, bytes = 0;
-
-                if (k >= 0)
-                        res.has_outputs = true;
-                else if (runner_outputs_usage(r, &entries, &bytes)) {
-                        /* Out of descriptors or memory: nothing is read, but nothing goes
-                         * silently. The tmpfs's own counters (fstatfs() needs no new
-                         * descriptor) say what is omitted: its entries, and its allocated
-                         * bytes, whole pages (docs/protocol.md). */
-                        res.artifacts = (ArtifactSet){ .omitted = entries, .omitted_bytes = bytes };
-                        res.has_outputs = true;
-                        log_warning_errno(k,
-                                          "Reading the worker's /outputs failed (%m); its %llu entries are "
-                                          "reported as omitted",
-                                          (unsigned long long) entries);
-                } else
-                        log_warning_errno(k, "Reading the worker's /outputs failed: %m");
-        }
+        collect_outputs(r, &res);
 
         FitText *outs[] = { &res.out, &res.err, &res.result };
         for (int ch = 0; ch < CH_REPORT; ch++) {

@@ -114,6 +114,23 @@ def test_none_written(shared_supervisor):
 
 @pytest.mark.start_mode
 @pytest.mark.rootless
+def test_only_what_is_left_is_seen(shared_supervisor):
+    """An /outputs whose only inode is its root is not listed (the supervisor reads the
+    tmpfs's inode count first): files written and removed leave nothing; a directory
+    left alone, empty, is an entry, so the listing runs and counts it."""
+    msup = shared_supervisor()
+    gone = "import os\nfor n in ('a.txt', 'b.bin'):\n    open('/outputs/' + n, 'w').write('x' * 5000)\n" \
+           "    os.remove('/outputs/' + n)\nos.mkdir('/outputs/d'); os.rmdir('/outputs/d')\nos.listdir('/outputs')"
+    r = run_ok(msup, gone)
+    assert r["result"]["text"] == "[]"
+    assert r["artifacts"] == [] and r["omittedArtifacts"] == 0 and r["omittedArtifactBytes"] == 0
+    r = run_ok(msup, "import os\nos.mkdir('/outputs/empty')\nos.listdir('/outputs')")
+    assert r["result"]["text"] == "['empty']"
+    assert r["artifacts"] == [] and r["omittedArtifacts"] == 1 and r["omittedArtifactBytes"] == 0
+
+
+@pytest.mark.start_mode
+@pytest.mark.rootless
 @pytest.mark.asan
 def test_odd_entries(shared_supervisor):
     """A symlink (to a host path and to a file beside it), a FIFO, a directory with a file
