@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -109,9 +110,22 @@ bool proc_uid_in_use(uid_t uid) {
         return found;
 }
 
-int proc_open_mount_namespace(pid_t pid) {
+/* Linux 6.11's pidfd ioctl; Debian 12's headers predate it. */
+#ifndef PIDFD_GET_MNT_NAMESPACE
+#define PIDFD_GET_MNT_NAMESPACE _IO(0xFF, 3)
+#endif
+
+int proc_open_mount_namespace(pid_t pid, int pidfd) {
         char path[64];
 
+        /* The pidfd's ioctl makes the same ptrace check as /proc's link, without the
+         * walk through /proc/PID/ns, whose three inodes procfs makes anew for every
+         * fresh pid. Older kernels answer ENOTTY (a filter may say EPERM): /proc then. */
+        if (pidfd >= 0) {
+                int fd = ioctl(pidfd, PIDFD_GET_MNT_NAMESPACE, 0);
+                if (fd >= 0)
+                        return fd;
+        }
         snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int) pid);
         return open(path, O_RDONLY | O_CLOEXEC);
 }

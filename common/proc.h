@@ -34,8 +34,8 @@ bool proc_under_seccomp_filter(void);
  * own user namespace (it exec'd there), a caller without CAP_SYS_PTRACE, as the shipped
  * unit's, is refused. So a zygote's worker is opened right after its clone, before its
  * ids are mapped, and an exec'd one once it runs its own executable. A descriptor, or
- * -1 with errno set: the child runs on without. */
-int proc_open_mount_namespace(pid_t pid);
+ * -1 with errno set: the child runs on without. pidfd: the child's, or -1 (then /proc). */
+int proc_open_mount_namespace(pid_t pid, int pidfd);
 
 /* Whether a process may set another's nice back down to nice (the kernel's can_nice()):
  * with CAP_SYS_NICE on the host (cap_sys_nice), or when the target's RLIMIT_NICE (soft,

@@ -320,7 +320,7 @@ static int pool_child_new(int ctl, Slot *slot, PoolChild *ret) {
         close(sync[0]);
         close(chan[1]);
         if (k == 0)
-                mntns = proc_open_mount_namespace(pid); /* while it is still ours to read */
+                mntns = proc_open_mount_namespace(pid, pidfd); /* while it is still ours to read */
         /* Inside it is worker_uid, on the host the slot's own uid; once released it enters
          * the slot's cgroup itself, before it prepares anything. */
         if (k == 0 && ((k = userns_write_id_maps(pid, worker_uid, slot->id.uid, worker_gid, slot->id.gid)) < 0 ||
