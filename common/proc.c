@@ -116,15 +116,19 @@ bool proc_uid_in_use(uid_t uid) {
 #endif
 
 int proc_open_mount_namespace(pid_t pid, int pidfd) {
+        /* Set once the ioctl is answered ENOTTY: an older kernel, or the zygote's own
+         * seccomp filter (its early part, which gives ioctl the call's rules). */
+        static bool no_ioctl;
         char path[64];
 
         /* The pidfd's ioctl makes the same ptrace check as /proc's link, without the
          * walk through /proc/PID/ns, whose three inodes procfs makes anew for every
-         * fresh pid. Older kernels answer ENOTTY (a filter may say EPERM): /proc then. */
-        if (pidfd >= 0) {
+         * fresh pid. Where it is not to be had: /proc. */
+        if (pidfd >= 0 && !no_ioctl) {
                 int fd = ioctl(pidfd, PIDFD_GET_MNT_NAMESPACE, 0);
                 if (fd >= 0)
                         return fd;
+                no_ioctl = errno == ENOTTY;
         }
         snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int) pid);
         return open(path, O_RDONLY | O_CLOEXEC);

@@ -28,10 +28,13 @@
  *
  * Two parts (policy_seccomp_compile_early()/_late()). Loading the whole filter (≈ 500
  * instructions, converted and JIT-compiled by the kernel) is the dearest step of a
- * worker's last setup on the call's path. A pre-started worker therefore loads most of
- * it while it prepares: the early part is the errno-mode filter in which the few
- * syscalls it still needs afterwards (seccomp_late[]: receiving its call, its mounts,
- * capabilities, Landlock, limits, the late load itself) are allowed. When the call
+ * worker's last setup on the call's path. Most of it is therefore in place before the
+ * call exists: the early part is the errno-mode filter in which the few syscalls still
+ * needed under it (seccomp_late[]: the zygote's clones and answers, a pre-started
+ * worker's ids, root, mounts, capabilities, Landlock, limits, receiving its call, the
+ * late load itself) are allowed. The zygote loads it into itself once it serves and
+ * every worker it clones inherits it, one program for all (if that fails, each worker
+ * loads its own while it prepares). When the call
  * arrives it loads the late part: on a default of allow, exactly the rules the whole
  * filter has for those syscalls (errno mode), or the whole kill-mode filter (kill mode,
  * where everything the early part answers with an errno must kill). The kernel runs
@@ -50,8 +53,9 @@
  * What this means for the worker: everything it must do with a denied syscall happens
  * before policy_seccomp_load() - compiling the filter (memfd_create), setrlimit,
  * PR_SET_PDEATHSIG, namespace and mount setup (or, after the early part, only with the
- * syscalls in seccomp_late[]). After it, the process cannot fork (so a
- * zygote must load the filter in each cloned worker, never in itself), exec, create
+ * syscalls in seccomp_late[]). After it, the process cannot fork (a zygote under the
+ * early part clones with clone3, which seccomp_late[] lets it have until the late part),
+ * exec, create
  * sockets other than a connected AF_UNIX pair, send or receive with flags or
  * addresses, pass descriptors (sendmsg), or change its limits or ids.
  *

@@ -378,20 +378,27 @@ const SeccompFixedErrno seccomp_unsupported[] = {
 
 /* ---------------------------------------------------------------------------------------
  * Denied to the call (each is in one of the tables above, never in seccomp_allow[]), but
- * used by a pre-started worker after its early filter and before its late one (see
- * policy/seccomp.c, "Two parts"): the early filter allows them unconditionally, the late
- * one gives each the verdict of the whole filter.
+ * used under the early filter and before the late one (see policy/seccomp.c, "Two
+ * parts"): by the zygote, which loads the early filter into itself once it serves, and
+ * by a pre-started worker, which inherits it at its clone. The early filter allows them
+ * unconditionally, the late one gives each the verdict of the whole filter.
  * --------------------------------------------------------------------------------------- */
 const int seccomp_late[] = {
+        /* The zygote. */
+        SCMP_SYS(clone3),            /* a worker, into its namespaces (common/clone.h) */
+        SCMP_SYS(sendmsg),           /* a worker's pidfd and mount namespace to the supervisor */
+        SCMP_SYS(pidfd_send_signal), /* a worker whose ids could not be mapped */
+        /* A pre-started worker, before its call. */
+        SCMP_SYS(setresuid),                                            /* the worker's ids (sandbox_become()) */
+        SCMP_SYS(setresgid), SCMP_SYS(setgroups), SCMP_SYS(pivot_root), /* its minimal root */
+        SCMP_SYS(umount2), SCMP_SYS(sethostname),
         SCMP_SYS(shutdown),   /* saying it is prepared (zygote.c, say_prepared) */
         SCMP_SYS(recvmsg),    /* its call's descriptors (SCM_RIGHTS) */
         SCMP_SYS(prctl),      /* PR_SET_PDEATHSIG, then PR_SET_NO_NEW_PRIVS */
-        SCMP_SYS(mount),      /* /tmp's size for the call, the /inputs tmpfs */
+        SCMP_SYS(mount),      /* its root, /tmp; for the call, /tmp's size and /inputs */
         SCMP_SYS(move_mount), /* attaching the supervisor's /outputs tmpfs */
         SCMP_SYS(capset),     /* clearing the capability sets */
-        SCMP_SYS(landlock_create_ruleset),
-        SCMP_SYS(landlock_add_rule),
-        SCMP_SYS(landlock_restrict_self),
+        SCMP_SYS(landlock_create_ruleset), SCMP_SYS(landlock_add_rule), SCMP_SYS(landlock_restrict_self),
         SCMP_SYS(prlimit64), /* setting the call's limits */
         SCMP_SYS(seccomp),   /* loading the late filter itself */
 };

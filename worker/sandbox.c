@@ -697,8 +697,9 @@ int sandbox_prepare(const SandboxRuntime *rt, const struct sock_fprog *early, ui
         if ((r = limit_caps()) < 0)
                 FAIL(SETUP_STAGE_CAPS_DROP, r);
         /* The early part of the seccomp filter (policy/seccomp.h), the dear one to load,
-         * before any call exists; CAP_SYS_ADMIN in our namespace allows it without
-         * no_new_privs, which sandbox_finish() sets before the late part. */
+         * before any call exists, unless inherited from the zygote; CAP_SYS_ADMIN in our
+         * namespace allows it without no_new_privs, which sandbox_finish() sets before
+         * the late part. */
         if (early && (r = policy_seccomp_load(early)) < 0)
                 FAIL(SETUP_STAGE_SECCOMP, r);
         return 0;

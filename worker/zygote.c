@@ -43,10 +43,15 @@
 #include "worker/run.h"
 #include "worker/sandbox.h"
 
-/* The seccomp filter in two parts (policy/seccomp.h): the early one, loaded while a
- * worker prepares, and the late one per mode, [0] errno, [1] kill, loaded for its call. */
+/* The seccomp filter in two parts (policy/seccomp.h): the early one and the late one
+ * per mode, [0] errno, [1] kill, loaded by a worker for its call. The zygote loads the
+ * early one into itself once it serves (filter_self()), so that every worker it clones
+ * inherits it: the one program the kernel converted and compiled, shared, instead of
+ * one per worker. Where that failed (early_inherited false) each worker loads its own
+ * while it prepares. */
 static struct sock_fprog early_filter;
 static struct sock_fprog filters[2];
+static bool early_inherited;
 static int devnull = -1;
 /* Decided once, at start: inside a new worker's namespace geteuid() no longer tells. */
 static bool rootless;
@@ -227,7 +232,7 @@ static _Noreturn void child_main(int sync_fd, int chan, Slot *slot) {
                 failed_stage = SETUP_STAGE_CGROUP;
         } else if ((r = sandbox_runtime_open(python_packages, &rt, &stage)) < 0 ||
                    (r = sandbox_become(worker_uid, worker_gid, &stage)) < 0 ||
-                   (r = sandbox_prepare(&rt, &early_filter, tmp_bytes, &stage)) < 0) {
+                   (r = sandbox_prepare(&rt, early_inherited ? NULL : &early_filter, tmp_bytes, &stage)) < 0) {
                 failed = r;
                 failed_stage = stage;
         }
@@ -576,6 +581,22 @@ static int compile_filters(void) {
         return 0;
 }
 
+/* The early part of the filter into the zygote itself, after everything it does once
+ * (the rehearsals' forks) and before it serves: from here on it makes only the system
+ * calls seccomp_late[] lists beyond what a call may make. no_new_privs first, which the
+ * kernel asks of a process without CAP_SYS_ADMIN; the zygote execs nothing. Failing
+ * costs only speed: it is said, and each worker loads its own. */
+static void filter_self(void) {
+        int r = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ? -errno : policy_seccomp_load(&early_filter);
+
+        if (r < 0)
+                fprintf(stderr,
+                        "codeinterp-zygote: loading the early seccomp filter into the zygote failed (%s): "
+                        "each worker loads its own\n",
+                        strerror(-r));
+        early_inherited = r >= 0;
+}
+
 /* The arguments (zygote.h), into the globals every worker is made with. */
 static int parse_arguments(int argc, char **argv) {
         unsigned long uid, gid, size, packages;
@@ -647,6 +668,7 @@ int zygote_main(int argc, char **argv) {
                 return 1;
         }
         ready = learn_touch_set_for_ready();
+        filter_self();
         if (zygote_msg_send(ZYGOTE_CTL_FD, &ready, NULL, 0, 0) < 0)
                 return 1;
         for (;;) {

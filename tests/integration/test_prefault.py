@@ -189,13 +189,15 @@ def filters(pid):
 @pytest.mark.rootless
 @pytest.mark.parametrize("deny", ["errno", "kill"])
 def test_a_prepared_worker_has_the_early_filter_and_its_call_the_late_one(deny):
-    """The zygote has no filter; its prepared worker has one (the early part), loaded
-    before any call exists; once it runs its call it has two (the late part on top),
-    in both deny modes, and what the filter denies is still denied."""
+    """The zygote has loaded the early part into itself; its prepared worker has that
+    one filter, inherited at its clone, before any call exists; once it runs its call it
+    has two (the late part on top), in both deny modes, and what the filter denies is
+    still denied. The zygote serves under its filter: its worker was made and ran."""
     sup = Supervisor(trace.POOL_OF_ONE + "seccompDenyAction: %s\n" % deny)
     try:
         zygote = status(sup)["zygotePid"]
-        assert filters(zygote) == (0, 0)
+        assert filters(zygote) == (2, 1)
+        assert "loading the early seccomp filter" not in sup.read_log()
         wait_for(lambda: proc.pool_prepared(sup.pid), what="the pre-started worker done preparing")
         (worker,) = proc.pool_workers(sup.pid)
         assert filters(worker) == (2, 1)
