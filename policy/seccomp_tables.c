@@ -386,6 +386,7 @@ const SeccompFixedErrno seccomp_unsupported[] = {
 const int seccomp_late[] = {
         /* The zygote. */
         SCMP_SYS(clone3),            /* a worker, into its namespaces (common/clone.h) */
+        SCMP_SYS(clone),             /* the same where clone3 is answered ENOSYS (a runtime's profile) */
         SCMP_SYS(sendmsg),           /* a worker's pidfd and mount namespace to the supervisor */
         SCMP_SYS(pidfd_send_signal), /* a worker whose ids could not be mapped */
         /* A pre-started worker, before its call. */
