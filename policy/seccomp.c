@@ -54,10 +54,9 @@
  * before policy_seccomp_load() - compiling the filter (memfd_create), setrlimit,
  * PR_SET_PDEATHSIG, namespace and mount setup (or, after the early part, only with the
  * syscalls in seccomp_late[]). After it, the process cannot fork (a zygote under the
- * early part clones with clone3, which seccomp_late[] lets it have until the late part),
- * exec, create
- * sockets other than a connected AF_UNIX pair, send or receive with flags or
- * addresses, pass descriptors (sendmsg), or change its limits or ids.
+ * early part clones with clone3 or clone, which seccomp_late[] lets it have until the
+ * late part), exec, create sockets other than a connected AF_UNIX pair, send or receive
+ * with flags or addresses, pass descriptors (sendmsg), or change its limits or ids.
  *
  * Not set here: no_new_privs. The worker sets PR_SET_NO_NEW_PRIVS itself before calling
  * policy_seccomp_load(), and the filter is loaded with the seccomp(2) syscall rather than

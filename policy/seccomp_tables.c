@@ -390,18 +390,23 @@ const int seccomp_late[] = {
         SCMP_SYS(sendmsg),           /* a worker's pidfd and mount namespace to the supervisor */
         SCMP_SYS(pidfd_send_signal), /* a worker whose ids could not be mapped */
         /* A pre-started worker, before its call. */
-        SCMP_SYS(setresuid),                                            /* the worker's ids (sandbox_become()) */
-        SCMP_SYS(setresgid), SCMP_SYS(setgroups), SCMP_SYS(pivot_root), /* its minimal root */
-        SCMP_SYS(umount2), SCMP_SYS(sethostname),
-        SCMP_SYS(shutdown),   /* saying it is prepared (zygote.c, say_prepared) */
-        SCMP_SYS(recvmsg),    /* its call's descriptors (SCM_RIGHTS) */
-        SCMP_SYS(prctl),      /* PR_SET_PDEATHSIG, then PR_SET_NO_NEW_PRIVS */
-        SCMP_SYS(mount),      /* its root, /tmp; for the call, /tmp's size and /inputs */
-        SCMP_SYS(move_mount), /* attaching the supervisor's /outputs tmpfs */
-        SCMP_SYS(capset),     /* clearing the capability sets */
-        SCMP_SYS(landlock_create_ruleset), SCMP_SYS(landlock_add_rule), SCMP_SYS(landlock_restrict_self),
-        SCMP_SYS(prlimit64), /* setting the call's limits */
-        SCMP_SYS(seccomp),   /* loading the late filter itself */
+        SCMP_SYS(setresuid),               /* its ids (sandbox_become()) */
+        SCMP_SYS(setresgid),               /* (the same) */
+        SCMP_SYS(setgroups),               /* (the same) */
+        SCMP_SYS(pivot_root),              /* its minimal root */
+        SCMP_SYS(umount2),                 /* the old root, detached */
+        SCMP_SYS(sethostname),             /* "codeinterp" */
+        SCMP_SYS(shutdown),                /* saying it is prepared (zygote.c, say_prepared) */
+        SCMP_SYS(recvmsg),                 /* its call's descriptors (SCM_RIGHTS) */
+        SCMP_SYS(prctl),                   /* PR_SET_PDEATHSIG, then PR_SET_NO_NEW_PRIVS */
+        SCMP_SYS(mount),                   /* its root, /tmp; for the call, /tmp's size and /inputs */
+        SCMP_SYS(move_mount),              /* attaching the supervisor's /outputs tmpfs */
+        SCMP_SYS(capset),                  /* clearing the capability sets */
+        SCMP_SYS(landlock_create_ruleset), /* its ruleset, built ahead */
+        SCMP_SYS(landlock_add_rule),       /* /outputs, for the call */
+        SCMP_SYS(landlock_restrict_self),  /* applied, for the call */
+        SCMP_SYS(prlimit64),               /* setting the call's limits */
+        SCMP_SYS(seccomp),                 /* loading the late filter itself */
 };
 
 const size_t seccomp_allow_count = ELEMENTSOF(seccomp_allow);

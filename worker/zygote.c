@@ -583,11 +583,11 @@ static int compile_filters(void) {
 
 /* The early part of the filter into the zygote itself, after everything it does once
  * (the rehearsals' forks) and before it serves: from here on it makes only the system
- * calls seccomp_late[] lists beyond what a call may make. no_new_privs first, which the
- * kernel asks of a process without CAP_SYS_ADMIN; the zygote execs nothing. Failing
- * costs only speed: it is said, and each worker loads its own. */
+ * calls seccomp_late[] lists beyond what a call may make. The kernel allows the load
+ * under the no_new_privs zygote_drop_privileges() set. Failing costs only speed: it is
+ * said, and each worker loads its own. */
 static void filter_self(void) {
-        int r = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ? -errno : policy_seccomp_load(&early_filter);
+        int r = policy_seccomp_load(&early_filter);
 
         if (r < 0)
                 fprintf(stderr,

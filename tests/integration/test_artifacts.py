@@ -114,6 +114,7 @@ def test_none_written(shared_supervisor):
 
 @pytest.mark.start_mode
 @pytest.mark.rootless
+@pytest.mark.asan
 def test_only_what_is_left_is_seen(shared_supervisor):
     """An /outputs whose only inode is its root is not listed (the supervisor reads the
     tmpfs's inode count first): files written and removed leave nothing; a directory
